@@ -1,0 +1,140 @@
+"""Load JSONL case files into validated pydantic models, reporting every problem at once.
+
+A problem names the file, the line, the field and what was expected, so that a person can
+fix a case file without reading code. Nothing downstream runs on a file that has problems.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Generic, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+CaseT = TypeVar("CaseT", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class CaseProblem:
+    """One thing wrong with one line of a case file."""
+
+    file: str
+    line: int
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}: {self.field}: {self.message}"
+
+
+class CaseFileError(ValueError):
+    """Case files failed validation; ``problems`` lists every problem found."""
+
+    def __init__(self, problems: Sequence[CaseProblem]) -> None:
+        self.problems = list(problems)
+        shown = "\n".join(f"  {p}" for p in self.problems)
+        super().__init__(f"{len(self.problems)} problem(s) in case files:\n{shown}")
+
+
+@dataclass(frozen=True)
+class LoadedCase(Generic[CaseT]):
+    """A validated case and where it came from."""
+
+    case: CaseT
+    file: str
+    line: int
+
+
+def _field_path(loc: Iterable[int | str]) -> str:
+    parts: list[str] = []
+    for part in loc:
+        if isinstance(part, int):
+            parts.append(f"[{part}]")
+        else:
+            parts.append(f".{part}" if parts else str(part))
+    return "".join(parts) or "(line)"
+
+
+def _describe(error: dict[str, object]) -> str:
+    """Turn one pydantic error into words: what was wrong and what was expected."""
+    message = str(error.get("msg", "invalid"))
+    if error.get("type") == "missing":
+        return "required field is missing"
+    if error.get("type") == "extra_forbidden":
+        return "unknown field (not part of the case schema)"
+    if "input" in error and error.get("type") != "missing":
+        shown = json.dumps(error["input"], ensure_ascii=False, default=str)
+        if len(shown) > 60:
+            shown = shown[:57] + "..."
+        return f"{message} (got {shown})"
+    return message
+
+
+def parse_case_file(path: Path, model: type[CaseT]) -> tuple[list[LoadedCase[CaseT]], list[CaseProblem]]:
+    """Parse one JSONL file. Blank lines are skipped; every bad line yields problems, not an exception."""
+    cases: list[LoadedCase[CaseT]] = []
+    problems: list[CaseProblem] = []
+    name = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return [], [CaseProblem(name, 0, "(file)", "case file does not exist")]
+    except UnicodeDecodeError as exc:
+        return [], [CaseProblem(name, 0, "(file)", f"not UTF-8 text: {exc.reason}")]
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            problems.append(
+                CaseProblem(name, number, "(line)", f"not valid JSON: {exc.msg} at column {exc.colno}")
+            )
+            continue
+        if not isinstance(obj, dict):
+            problems.append(CaseProblem(name, number, "(line)", "expected a JSON object per line"))
+            continue
+        try:
+            cases.append(LoadedCase(model.model_validate(obj), name, number))
+        except ValidationError as exc:
+            for error in exc.errors():
+                problems.append(CaseProblem(name, number, _field_path(error["loc"]), _describe(dict(error))))
+    return cases, problems
+
+
+def duplicate_id_problems(cases: Sequence[LoadedCase[CaseT]], id_field: str = "id") -> list[CaseProblem]:
+    """A problem for every case whose id was already used (by an earlier line, in any file)."""
+    first_seen: dict[str, LoadedCase[CaseT]] = {}
+    problems: list[CaseProblem] = []
+    for loaded in cases:
+        case_id = str(getattr(loaded.case, id_field))
+        if case_id in first_seen:
+            origin = first_seen[case_id]
+            problems.append(
+                CaseProblem(
+                    loaded.file,
+                    loaded.line,
+                    id_field,
+                    f"duplicate case id {case_id!r} (first used at {origin.file}:{origin.line})",
+                )
+            )
+        else:
+            first_seen[case_id] = loaded
+    return problems
+
+
+def load_cases(paths: Sequence[Path], model: type[CaseT]) -> list[LoadedCase[CaseT]]:
+    """Load and validate every file; raise :class:`CaseFileError` listing all problems, if any."""
+    cases: list[LoadedCase[CaseT]] = []
+    problems: list[CaseProblem] = []
+    for path in paths:
+        file_cases, file_problems = parse_case_file(path, model)
+        cases.extend(file_cases)
+        problems.extend(file_problems)
+    problems.extend(duplicate_id_problems(cases))
+    if problems:
+        raise CaseFileError(problems)
+    return cases

@@ -1,0 +1,74 @@
+"""Append-only Parquet history, hive-partitioned by lane and date.
+
+Layout (one file per run, per table)::
+
+    <root>/<table>/lane=<lane>/date=<YYYY-MM-DD>/<run_id>.parquet
+
+``root`` is a local folder or any fsspec URL. A write goes to a temporary name in the same
+folder and is then renamed, so a reader never sees half a file; writing a run that is
+already there does nothing, so retries are safe.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+import fsspec
+import pandas as pd
+import pyarrow.parquet as pq
+
+from eval_pipeline.tables import SCHEMAS, to_arrow
+
+HISTORY_TABLES: tuple[str, ...] = ("metrics", "case_predicates", "transcripts")
+_SAFE = re.compile(r"^[A-Za-z0-9_.\-]+$")
+
+
+def _check_part(name: str, value: str) -> str:
+    if not _SAFE.match(value):
+        raise ValueError(f"{name} {value!r} cannot be used in a history path")
+    return value
+
+
+def run_file(root: str, table: str, lane: str, date: str, run_id: str) -> str:
+    """The path (or URL) of one run's file for ``table``."""
+    if table not in HISTORY_TABLES:
+        raise ValueError(f"{table!r} is not a history table; expected one of {HISTORY_TABLES}")
+    return "/".join(
+        [
+            root.rstrip("/"),
+            table,
+            f"lane={_check_part('lane', lane)}",
+            f"date={_check_part('date', date)}",
+            f"{_check_part('run_id', run_id)}.parquet",
+        ]
+    )
+
+
+def append_run(root: str, table: str, df: pd.DataFrame, *, lane: str, date: str, run_id: str) -> str | None:
+    """Write one run's rows of ``table`` atomically; return the path, or None if already stored.
+
+    ``df`` must carry the table's contract columns (see :mod:`eval_pipeline.tables`); the
+    partition columns ``lane`` and ``date`` live in the path, ``lane`` also in the rows.
+    """
+    target = run_file(root, table, lane, date, run_id)
+    fs, path = fsspec.core.url_to_fs(target)
+    if fs.exists(path):
+        return None
+    arrow = to_arrow(SCHEMAS[table], df)
+    folder = path.rsplit("/", 1)[0]
+    fs.makedirs(folder, exist_ok=True)
+    temp = f"{folder}/.{run_id}.{uuid.uuid4().hex}.tmp"
+    try:
+        with fs.open(temp, "wb") as handle:
+            pq.write_table(arrow, handle, compression="zstd")
+        fs.mv(temp, path)
+    finally:
+        if fs.exists(temp):
+            fs.rm(temp)
+    return target
+
+
+def table_glob(root: str, table: str) -> str:
+    """The glob DuckDB's ``read_parquet`` takes for one history table."""
+    return f"{root.rstrip('/')}/{table}/**/*.parquet"

@@ -1,0 +1,166 @@
+"""The stages of one lane evaluation as plain functions over cases and DataFrames.
+
+Dagster assets call these one stage at a time; :func:`evaluate_lane` runs them all in one
+process for tests and scripts. Both paths go through the same functions, so a lane scores
+the same way wherever it runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from pydantic import BaseModel
+
+from eval_pipeline.cases.loading import LoadedCase, load_cases
+from eval_pipeline.drive import TurnCallback, drive
+from eval_pipeline.lanes.kind import LaneKind, Thread, lane_kind
+from eval_pipeline.lanes.spec import LaneSpec, ThresholdSpec
+from eval_pipeline.runtimes.base import ChatRuntime
+from eval_pipeline.scoring import MetricValue, compare, metric_index
+from eval_pipeline.tables import CASE_PREDICATES, METRICS, TURN_PREDICATES, frame, lane_columns
+
+CASES_COLUMNS = ["case_id", "split", "file", "line", "case_json"]
+
+
+def case_paths(spec: LaneSpec, split: str, cases_path: str | Path | None = None) -> list[Path]:
+    """The files a split evaluates: the lane's own, or one given file judged by the lane's contract."""
+    return [Path(cases_path)] if cases_path else spec.case_files(split)
+
+
+def load_split(spec: LaneSpec, split: str, cases_path: str | Path | None = None) -> list[LoadedCase[Any]]:
+    """Validated cases of one split (raises CaseFileError listing every problem)."""
+    return load_cases(case_paths(spec, split, cases_path), lane_kind(spec.kind).case_model)
+
+
+def cases_sha256(paths: Sequence[Path]) -> str:
+    """Hash of the case files' bytes, in order: which cases a metric was measured on."""
+    digest = hashlib.sha256()
+    for path in paths:
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def cases_frame(loaded: Sequence[LoadedCase[Any]], split: str) -> pd.DataFrame:
+    """Cases as a table: one row per case, the validated case as canonical JSON."""
+    rows = [
+        {
+            "case_id": str(item.case.id),
+            "split": split,
+            "file": item.file,
+            "line": item.line,
+            "case_json": item.case.model_dump_json(),
+        }
+        for item in loaded
+    ]
+    return pd.DataFrame(rows, columns=CASES_COLUMNS)
+
+
+def cases_from_frame(kind: LaneKind, cases: pd.DataFrame) -> list[BaseModel]:
+    """Re-hydrate the case models a cases table holds (already validated upstream)."""
+    return [kind.case_model.model_validate_json(text) for text in cases["case_json"]]
+
+
+def check_thread_ids(cases: Sequence[BaseModel], threads: Sequence[Thread]) -> None:
+    ids = {str(getattr(c, "id")) for c in cases}  # noqa: B009 - every case model has an id
+    unknown = [t.case_id for t in threads if t.case_id not in ids]
+    if unknown:
+        raise ValueError(f"lane built threads for unknown cases: {unknown}")
+
+
+def metric_rows(metrics: Sequence[MetricValue], thresholds: Sequence[ThresholdSpec]) -> list[dict[str, Any]]:
+    """Metric rows (lane columns of METRICS, without run metadata), thresholds applied."""
+    by_metric = {t.metric: t for t in thresholds}
+    index = metric_index(metrics)
+    missing = sorted(set(by_metric) - set(index))
+    if missing:
+        raise ValueError(f"thresholds name metrics the lane does not emit: {missing}")
+    rows: list[dict[str, Any]] = []
+    for m in metrics:
+        threshold = by_metric.get(m.metric)
+        rows.append(
+            {
+                "metric": m.metric,
+                "value": m.value,
+                "numerator": m.numerator,
+                "denominator": m.denominator,
+                "threshold_op": threshold.op if threshold else None,
+                "threshold": threshold.value if threshold else None,
+                "severity": threshold.severity if threshold else None,
+                "passed": compare(m.value, threshold.op, threshold.value) if threshold else None,
+            }
+        )
+    return rows
+
+
+@dataclass(frozen=True)
+class LaneRun:
+    """Every table one evaluation of a lane split produced (lane columns only)."""
+
+    spec: LaneSpec
+    split: str
+    cases: pd.DataFrame
+    transcripts: pd.DataFrame
+    turn_predicates: pd.DataFrame
+    case_predicates: pd.DataFrame
+    metric_values: list[MetricValue]
+    metrics: pd.DataFrame
+
+
+def score(
+    kind: LaneKind, cases: Sequence[BaseModel], transcripts: pd.DataFrame
+) -> tuple[pd.DataFrame, pd.DataFrame, list[MetricValue]]:
+    """Turn predicates, case predicates and metric values from transcripts."""
+    turn_predicates = kind.turn_predicates(cases, transcripts)[lane_columns(TURN_PREDICATES)]
+    case_predicates = kind.case_predicates(cases, transcripts, turn_predicates)[lane_columns(CASE_PREDICATES)]
+    values = kind.metrics(cases, transcripts, turn_predicates, case_predicates)
+    return turn_predicates, case_predicates, [*values, error_rate(transcripts)]
+
+
+def error_rate(transcripts: pd.DataFrame) -> MetricValue:
+    """Turns whose runtime call failed, over all turns. Every lane emits it."""
+    faulted = transcripts["error"].notna()
+    turns = len(transcripts)
+    failing = tuple(sorted(set(transcripts.loc[faulted, "case_id"].astype(str))))
+    value = float(faulted.sum()) / turns if turns else None
+    return MetricValue("error_rate", value, float(faulted.sum()), float(turns), failing)
+
+
+def evaluate_lane(
+    spec: LaneSpec,
+    split: str,
+    runtime: ChatRuntime,
+    *,
+    cases_path: str | Path | None = None,
+    concurrency: int = 1,
+    on_turn: TurnCallback | None = None,
+) -> LaneRun:
+    """Run one lane split end to end in this process (no Dagster, no history)."""
+    kind = lane_kind(spec.kind)
+    loaded = load_split(spec, split, cases_path)
+    cases = [item.case for item in loaded]
+    threads = kind.threads(cases, spec, split)
+    check_thread_ids(cases, threads)
+    transcripts = drive(runtime, threads, concurrency=concurrency, on_turn=on_turn)
+    turn_predicates, case_predicates, values = score(kind, cases, transcripts)
+    metrics = frame(METRICS, metric_rows(values, spec.thresholds))[lane_columns(METRICS)]
+    return LaneRun(
+        spec,
+        split,
+        cases_frame(loaded, split),
+        transcripts,
+        turn_predicates,
+        case_predicates,
+        values,
+        metrics,
+    )
+
+
+def evidence_json(evidence: dict[str, Any] | None) -> str:
+    """Canonical JSON text for an evidence column (sorted keys: byte-stable across runs)."""
+    return json.dumps(evidence or {}, sort_keys=True, ensure_ascii=False, default=str)

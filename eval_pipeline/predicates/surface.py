@@ -1,0 +1,141 @@
+"""Structural predicates over a turn's surface (the deterministic_fluency lane's six, and
+the shared ones the thread lane reuses). Each is decidable by a substring scan, a regex or
+a metadata cross-check; the contract.md of each lane records the choices made here.
+"""
+
+from __future__ import annotations
+
+import re
+
+from eval_pipeline.predicates.base import TurnView, Verdict, turn_predicate
+
+PLACEHOLDERS: tuple[str, ...] = ("...", "…", "<pending>", "<prior>", "<empty>")
+TERMINALS: tuple[str, ...] = (".", "?", "!", ";")
+FINITE_VERBS: frozenset[str] = frozenset(
+    [
+        "is",
+        "are",
+        "was",
+        "were",
+        "has",
+        "have",
+        "had",
+        "does",
+        "do",
+        "did",
+        "am",
+        "can",
+        "could",
+        "will",
+        "would",
+        "shall",
+        "should",
+        "may",
+        "might",
+        "must",
+    ]
+)
+
+# The seed's regex used `[^.]+` for the inventory, which cannot match its own dotted example
+# (`meta.mental_state.uncertainty; ...`). The authors meant "a bare disclosure sentence and
+# nothing else", so the inventory may hold dots; see evals/deterministic_fluency/contract.md.
+PROVENANCE_ONLY = re.compile(
+    r"^[a-z_]+ [—–-] pack-grounded \([^)]*\):\s*.+?\.\s*"
+    r"(?:No session evidence yet|No prior turn in this session to correct yet)\.\s*$",
+    re.DOTALL,
+)
+_DOTTED_PATH = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+"
+DOTTED_INVENTORY = re.compile(rf"{_DOTTED_PATH}(?:\s*;\s*{_DOTTED_PATH}){{2,}}")
+_WORD = re.compile(r"[A-Za-z]+(?:['’][A-Za-z]+)?")
+_CLAIMED_PROVENANCE = re.compile(r"\b(pack|teaching|vault|session)-grounded\b", re.IGNORECASE)
+# Suffixes of inflected (finite-looking) verb forms; `-s` only after the first word, and not
+# the noun-like endings -ss / -us / -is, so "flows" counts but "glass" does not.
+_INFLECTED_ED = re.compile(r"^[a-z]{2,}ed$")
+_INFLECTED_S = re.compile(r"^[a-z]{2,}[^su]s$")
+
+
+def words(surface: str) -> list[str]:
+    """Alphabetic tokens (apostrophe contractions kept whole)."""
+    return _WORD.findall(surface)
+
+
+def finite_verb_tokens(surface: str) -> list[str]:
+    """Tokens that make a finite predicate: a closed list of auxiliaries, or an inflected form."""
+    found: list[str] = []
+    for position, token in enumerate(words(surface)):
+        lower = token.lower()
+        if (
+            lower in FINITE_VERBS
+            or lower.endswith("n't")
+            or _INFLECTED_ED.match(lower)
+            or (position > 0 and _INFLECTED_S.match(lower) and token == lower)
+        ):
+            found.append(token)
+    return found
+
+
+@turn_predicate("no_placeholder")
+def no_placeholder(turn: TurnView) -> Verdict:
+    """The surface contains none of ``...``, ``…``, ``<pending>``, ``<prior>``, ``<empty>``."""
+    found = [marker for marker in PLACEHOLDERS if marker in turn.surface]
+    return Verdict.fail("placeholder_present", found=found) if found else Verdict.ok()
+
+
+@turn_predicate("complete_punctuation")
+def complete_punctuation(turn: TurnView) -> Verdict:
+    """After stripping whitespace the surface ends with ``.``, ``?``, ``!`` or ``;``."""
+    stripped = turn.surface.rstrip()
+    if stripped.endswith(TERMINALS):
+        return Verdict.ok()
+    return Verdict.fail("missing_terminal_punctuation", ending=stripped[-12:])
+
+
+@turn_predicate("finite_predicate_shape")
+def finite_predicate_shape(turn: TurnView) -> Verdict:
+    """At least one finite verb (closed list) or inflected verb form (``-ed``, third-person ``-s``)."""
+    found = finite_verb_tokens(turn.surface)
+    return Verdict.ok(verbs=found[:5]) if found else Verdict.fail("no_finite_verb")
+
+
+@turn_predicate("no_provenance_only")
+def no_provenance_only(turn: TurnView) -> Verdict:
+    """The surface is not a bare ``X — pack-grounded (pack): ... No session evidence yet.`` disclosure."""
+    if PROVENANCE_ONLY.match(turn.surface.strip()):
+        return Verdict.fail("provenance_only")
+    return Verdict.ok()
+
+
+@turn_predicate("no_dotted_inventory")
+def no_dotted_inventory(turn: TurnView) -> Verdict:
+    """No run of three or more dotted-path tokens joined by ``;``."""
+    match = DOTTED_INVENTORY.search(turn.surface)
+    return Verdict.fail("dotted_inventory", inventory=match.group(0)) if match else Verdict.ok()
+
+
+def claimed_provenance(turn: TurnView) -> tuple[str | None, str | None]:
+    """(tag claim, text claim): the grounding the runtime's tag and its surface text claim."""
+    tag = turn.surface_tag.lower().removesuffix("-grounded") if turn.surface_tag else None
+    match = _CLAIMED_PROVENANCE.search(turn.surface)
+    return tag, match.group(1).lower() if match else None
+
+
+@turn_predicate("surface_provenance_match")
+def surface_provenance_match(turn: TurnView) -> Verdict:
+    """The surface tag and any ``X-grounded`` phrase in the text agree with ``grounding_source``.
+
+    A tag counts as agreeing when, minus a ``-grounded`` suffix, it names the grounding
+    source, or the source is not a grounded one (none/oov/partial) and the tag claims no
+    grounded source either. With neither tag nor phrase there is nothing to cross-check,
+    so the predicate does not apply (null), rather than passing by default.
+    """
+    source = (turn.grounding_source or "none").lower()
+    tag, text_claim = claimed_provenance(turn)
+    if tag is None and text_claim is None:
+        return Verdict.not_applicable("no_provenance_claim", grounding_source=source)
+    grounded = {"pack", "teaching", "vault", "session"}
+    evidence = {"grounding_source": source, "surface_tag": turn.surface_tag, "text_claim": text_claim}
+    if text_claim is not None and text_claim != source:
+        return Verdict.fail("provenance_mismatch", **evidence)
+    if tag is not None and tag != source and (tag in grounded or source in grounded):
+        return Verdict.fail("provenance_mismatch", **evidence)
+    return Verdict.ok(**evidence)

@@ -1,0 +1,1 @@
+"""One module per runtime scheme; each registers its factory with ``register_runtime``."""

@@ -1,0 +1,60 @@
+"""The ChatRuntime adapter boundary: what the pipeline needs from any chat system.
+
+A runtime opens independent sessions; a session answers one prompt at a time. Everything
+a runtime says besides the four typed fields travels in ``raw``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class TurnResponse(BaseModel):
+    """One turn's answer, as the pipeline records it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    surface: str
+    grounding_source: str | None = None
+    surface_tag: str | None = None
+    epistemic_status: str | None = None
+    raw: dict[str, Any] = Field(default_factory=dict)
+
+
+class RuntimeSpecError(ValueError):
+    """A runtime spec string, or the input a runtime was pointed at, is unusable.
+
+    This is bad input (exit code 2), raised before or instead of evaluating anything.
+    It is never recorded as a turn fault.
+    """
+
+
+@runtime_checkable
+class ChatSession(Protocol):
+    """One conversation. Turns of a session are sent strictly in order."""
+
+    def send(self, prompt: str) -> TurnResponse: ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class ChatRuntime(Protocol):
+    """A chat system under evaluation.
+
+    ``open_session`` must return a conversation that shares no state with any other
+    session. ``session_id`` is the case id: adapters may use it (replay looks recorded
+    turns up by it, ``exec:`` passes it to the child process) but must not let it change
+    the answers of a live runtime.
+    """
+
+    @property
+    def spec(self) -> str:
+        """The runtime spec this runtime was built from, with secrets removed."""
+        ...
+
+    def open_session(self, session_id: str) -> ChatSession: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,78 @@
+"""Tables → metrics → threshold outcomes. Pure functions, no Dagster."""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import pandas as pd
+
+ThresholdOp = Literal[">=", "<=", "==", ">", "<"]
+Severity = Literal["ERROR", "WARN"]
+
+_OPS: Mapping[str, Callable[[float, float], bool]] = {
+    ">=": operator.ge,
+    "<=": operator.le,
+    "==": operator.eq,
+    ">": operator.gt,
+    "<": operator.lt,
+}
+
+
+@dataclass(frozen=True)
+class MetricValue:
+    """One lane metric. ``value`` is None when it cannot be computed (empty denominator)."""
+
+    metric: str
+    value: float | None
+    numerator: float | None = None
+    denominator: float | None = None
+    # Case ids that count against the metric, shown in check metadata.
+    failing_case_ids: tuple[str, ...] = ()
+
+
+def rate(metric: str, verdicts: Iterable[tuple[str, bool | None]]) -> MetricValue:
+    """Passed / applicable over ``(case_id, verdict)`` pairs; ``None`` verdicts are not applicable.
+
+    An empty denominator gives ``value=None``: a metric that cannot be computed is missing,
+    never 1.0.
+    """
+    applicable = [(case_id, bool(v)) for case_id, v in verdicts if v is not None and not pd.isna(v)]
+    passed = sum(1 for _, v in applicable if v)
+    failing = tuple(sorted({case_id for case_id, v in applicable if not v}))
+    if not applicable:
+        return MetricValue(metric, None, 0.0, 0.0)
+    return MetricValue(metric, passed / len(applicable), float(passed), float(len(applicable)), failing)
+
+
+def count(metric: str, n: int) -> MetricValue:
+    """A plain count (cases, turns): value only."""
+    return MetricValue(metric, float(n))
+
+
+def predicate_rate(metric: str, table: pd.DataFrame, predicate: str, *, key: str = "case_id") -> MetricValue:
+    """Rate of one predicate over a long predicate table (turn_ or case_predicates)."""
+    rows = table[table["predicate"] == predicate]
+    return rate(metric, zip(rows[key].astype(str), rows["passed"], strict=True))
+
+
+def compare(value: float | None, op: str, threshold: float) -> bool:
+    """Whether ``value op threshold`` holds. A missing value never satisfies a threshold."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return False
+    if op == "==":
+        return math.isclose(value, threshold, rel_tol=0.0, abs_tol=1e-9)
+    return _OPS[op](value, threshold)
+
+
+def metric_index(metrics: Sequence[MetricValue]) -> dict[str, MetricValue]:
+    """Metrics by name; a lane emitting one name twice is a programming error."""
+    index: dict[str, MetricValue] = {}
+    for m in metrics:
+        if m.metric in index:
+            raise ValueError(f"metric {m.metric!r} emitted twice")
+        index[m.metric] = m
+    return index

@@ -1,0 +1,44 @@
+"""Where things live. Each location has one environment variable and one default.
+
+Defaults are resolved at call time (never at import), so tests and the UI can point a
+process elsewhere by setting the environment.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+EVALS_ENV = "EVAL_PIPELINE_EVALS"
+HISTORY_ENV = "EVAL_PIPELINE_HISTORY"
+RUNTIME_ENV = "EVAL_PIPELINE_RUNTIME"
+STATE_ENV = "EVAL_PIPELINE_STATE"
+
+DEFAULT_RUNTIME = "reference"
+
+
+def state_dir() -> Path:
+    """Folder for everything the pipeline generates locally (ignored by git)."""
+    return Path(os.environ.get(STATE_ENV) or PROJECT_ROOT / ".eval_pipeline")
+
+
+def evals_dir() -> Path:
+    """The folder holding one sub-folder per lane."""
+    return Path(os.environ.get(EVALS_ENV) or PROJECT_ROOT / "evals")
+
+
+def history_root() -> str:
+    """History root: a local folder or any fsspec URL (``s3://bucket/prefix``)."""
+    return os.environ.get(HISTORY_ENV) or str(state_dir() / "history")
+
+
+def runtime_spec() -> str:
+    """The runtime spec used when none is given on the command line or in run config."""
+    return os.environ.get(RUNTIME_ENV) or DEFAULT_RUNTIME
+
+
+def dagster_home() -> Path:
+    """DAGSTER_HOME if set, else a folder under the state dir that gets the repo's dagster.yaml."""
+    return Path(os.environ.get("DAGSTER_HOME") or state_dir() / "dagster_home")
