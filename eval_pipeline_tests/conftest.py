@@ -1,0 +1,32 @@
+"""Shared fixtures. Every test runs with its own state folder, history root and DAGSTER_HOME,
+so nothing a test does lands in the repository or leaks into another test."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from eval_pipeline.settings import PROJECT_ROOT
+
+
+@pytest.fixture(autouse=True)
+def isolated_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    state = tmp_path / "state"
+    monkeypatch.setenv("EVAL_PIPELINE_STATE", str(state))
+    monkeypatch.setenv("EVAL_PIPELINE_HISTORY", str(state / "history"))
+    monkeypatch.setenv("DAGSTER_HOME", str(state / "dagster_home"))
+    monkeypatch.delenv("EVAL_PIPELINE_RUNTIME", raising=False)
+    monkeypatch.delenv("EVAL_PIPELINE_EVALS", raising=False)
+    yield state
+
+
+@pytest.fixture
+def history_root(isolated_state: Path) -> Path:
+    return isolated_state / "history"
+
+
+@pytest.fixture
+def repo_root() -> Path:
+    return PROJECT_ROOT
