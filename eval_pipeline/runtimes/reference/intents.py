@@ -1,4 +1,5 @@
-"""Read what a prompt asks: a definition, a cause, a correction, or something else.
+"""Read what a prompt asks: a definition, a cause, a correction, a claim's status, a
+follow-up about an earlier subject, or something else.
 
 Pure functions over the prompt text; the session decides what to answer.
 """
@@ -9,14 +10,22 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-IntentKind = Literal["define", "cause", "teach", "unknown"]
+IntentKind = Literal["define", "cause", "teach", "status", "anaphora", "unknown"]
+# What an anaphoric follow-up asks about its (unnamed) subject: more of the same, or why it matters.
+AnaphoraAspect = Literal["follow_up", "why_matters"]
 
 
 @dataclass(frozen=True)
 class Intent:
+    """What a prompt asks. ``subject`` is None for a status question about "your answer" /
+    "this" (the most recent claim) and for every anaphoric follow-up; ``reference`` is the
+    pronoun an anaphoric follow-up used."""
+
     kind: IntentKind
     subject: str | None = None
     claim: str | None = None
+    reference: str | None = None
+    aspect: AnaphoraAspect | None = None
 
 
 _ARTICLE = r"(?:(?:a|an|the)\s+)?"
@@ -36,6 +45,49 @@ _CAUSE = [
     re.compile(rf"^\s*why\s+(?:do|does|did)\s+{_ARTICLE}{_SUBJECT}\s+[a-z]+\s*\??\s*$", re.IGNORECASE),
     re.compile(rf"^\s*what\s+causes\s+{_ARTICLE}{_SUBJECT}\s*\??\s*$", re.IGNORECASE),
 ]
+# A status question: "Is your answer confirmed?", "Has this been reviewed?", "Is wisdom
+# confirmed?", "Has your answer about wisdom been reviewed?", "Are you sure about that?".
+_STATUS = [
+    re.compile(
+        r"^\s*(?:is|has|was)\s+(?P<target>.+?)\s+(?:been\s+)?(?:confirmed|reviewed|verified|checked)\s*\??\s*$",
+        re.IGNORECASE,
+    ),
+    re.compile(r"^\s*are\s+you\s+sure(?:\s+about\s+(?P<target>.+?))?\s*\??\s*$", re.IGNORECASE),
+]
+_PRONOUNS = r"(?P<reference>that|it|this)"
+# Words that point back at the conversation itself rather than naming a subject.
+_REFLEXIVE_TARGET = re.compile(
+    r"^(?:(?:your|my|the|that|this)\s+)?(?:last\s+|previous\s+)?(?:answer|claim|reply|definition|correction)$"
+    r"|^(?:that|this|it)$",
+    re.IGNORECASE,
+)
+_TARGET_WRAPPER = re.compile(
+    r"^(?:(?:your|my|the|that|this)\s+)?(?:last\s+|previous\s+)?(?:answer|claim|reply|definition|correction)"
+    r"\s+(?:about|of|for|on)\s+",
+    re.IGNORECASE,
+)
+_ANAPHORA: list[tuple[re.Pattern[str], AnaphoraAspect]] = [
+    (re.compile(rf"^\s*(?:and\s+)?what\s+about\s+{_PRONOUNS}\s*\??\s*$", re.IGNORECASE), "follow_up"),
+    (
+        re.compile(rf"^\s*tell\s+me\s+more(?:\s+about\s+{_PRONOUNS})?\s*[.?!]?\s*$", re.IGNORECASE),
+        "follow_up",
+    ),
+    (
+        re.compile(rf"^\s*why\s+(?:does|did|would|should)\s+{_PRONOUNS}\s+matter\s*\??\s*$", re.IGNORECASE),
+        "why_matters",
+    ),
+    (re.compile(rf"^\s*why\s+is\s+{_PRONOUNS}\s+important\s*\??\s*$", re.IGNORECASE), "why_matters"),
+]
+_TOPIC_SHIFT = re.compile(rf"^\s*(?:and\s+)?what\s+about\s+{_ARTICLE}{_SUBJECT}\s*\??\s*$", re.IGNORECASE)
+
+
+def _status_subject(target: str | None) -> str | None:
+    """The subject a status question names, or None when it means the most recent claim."""
+    if target is None or _REFLEXIVE_TARGET.match(target.strip()):
+        return None
+    named = _TARGET_WRAPPER.sub("", target.strip())
+    named = re.sub(r"^(?:a|an|the)\s+", "", named, flags=re.IGNORECASE)
+    return named.strip("\"'“”").lower() or None
 
 
 def read_intent(prompt: str) -> Intent:
@@ -43,6 +95,14 @@ def read_intent(prompt: str) -> Intent:
     match = _TEACH.match(prompt)
     if match:
         return Intent("teach", match["subject"].lower(), match["claim"].strip())
+    for pattern in _STATUS:
+        match = pattern.match(prompt)
+        if match:
+            return Intent("status", _status_subject(match["target"]))
+    for anaphora, aspect in _ANAPHORA:
+        match = anaphora.match(prompt)
+        if match:
+            return Intent("anaphora", reference=(match["reference"] or "that").lower(), aspect=aspect)
     for pattern in _CAUSE:
         match = pattern.match(prompt)
         if match:
@@ -51,4 +111,7 @@ def read_intent(prompt: str) -> Intent:
         match = pattern.match(prompt)
         if match:
             return Intent("define", match["subject"].lower())
+    match = _TOPIC_SHIFT.match(prompt)
+    if match:
+        return Intent("define", match["subject"].lower())
     return Intent("unknown")

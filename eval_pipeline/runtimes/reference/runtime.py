@@ -3,8 +3,11 @@
 It answers definition questions from its concept pack (with the gloss when the pack has
 one, else the bare pack-grounded disclosure), invites the user to teach words it does not
 know, says honestly when it has no causal chain, and keeps corrections taught in a session
-as SPECULATIVE claims that later answers mark as not yet reviewed. Every session starts
-empty; nothing is shared between sessions; the same prompts give byte-identical answers.
+as SPECULATIVE claims that later answers mark as not yet reviewed. It reports a claim's
+status when asked ("Is your answer confirmed?"), tracks the subjects of the conversation and
+resolves anaphoric follow-ups ("What about that?") to the most recent one, saying plainly
+when it cannot. Every session starts empty; nothing is shared between sessions; the same
+prompts give byte-identical answers.
 """
 
 from __future__ import annotations
@@ -36,6 +39,11 @@ class SessionState:
     def mention(self, subject: str) -> None:
         self.subjects.append(subject)
 
+    @property
+    def current_subject(self) -> str | None:
+        """The most recent subject talked about: what "that" / "it" refers to."""
+        return self.subjects[-1] if self.subjects else None
+
 
 def _sentence(text: str) -> str:
     text = text.strip()
@@ -60,6 +68,10 @@ class ReferenceSession:
             return self._define(intent)
         if intent.kind == "cause":
             return self._cause(intent)
+        if intent.kind == "status":
+            return self._status(intent)
+        if intent.kind == "anaphora":
+            return self._anaphora(intent)
         return TurnResponse(
             surface="I could not find a concept to talk about in that message. Could you name the word you mean?",
             grounding_source="none",
@@ -111,6 +123,102 @@ class ReferenceSession:
             ),
             grounding_source="partial" if lemma else "none",
             surface_tag="no-causal-chain",
+        )
+
+    def _status(self, intent: Intent) -> TurnResponse:
+        """Report the status of the named claim, or of the most recent one."""
+        subject = intent.subject or self.state.current_subject
+        if subject is None:
+            return TurnResponse(
+                surface="I have not made any claim in this conversation yet, so there is no status to report.",
+                grounding_source="none",
+                surface_tag="status-report",
+            )
+        lemma = self._pack.lookup(subject)
+        taught = self.state.claims.get(subject) or (self.state.claims.get(lemma) if lemma else None)
+        if intent.subject is not None:
+            self.state.mention(taught.subject if taught else lemma or subject)
+        if taught is not None:
+            return TurnResponse(
+                surface=(
+                    f"{SPECULATIVE_MARK} No. What I said about {taught.subject} was taught in this session "
+                    f"and is held as {taught.status.lower()}: it has not passed review yet."
+                ),
+                grounding_source="teaching",
+                surface_tag="status-report",
+                epistemic_status=taught.status,
+            )
+        if lemma is not None:
+            return TurnResponse(
+                surface=(
+                    f"What I said about {lemma} comes from my concept pack ({self._pack.pack_id}); "
+                    "nothing about it has been taught in this session."
+                ),
+                grounding_source="pack",
+                surface_tag="status-report",
+            )
+        return TurnResponse(
+            surface=f"I hold no claim about {subject}: it is not in my concept pack and nobody has taught it to me here.",
+            grounding_source="none",
+            surface_tag="status-report",
+        )
+
+    def _anaphora(self, intent: Intent) -> TurnResponse:
+        """Answer a follow-up about the most recent subject, or disclose that there is none."""
+        subject = self.state.current_subject
+        if subject is None:
+            return TurnResponse(
+                surface=(
+                    f'I cannot tell what "{intent.reference}" refers to: nothing has been named in this '
+                    "conversation yet. Which word do you mean?"
+                ),
+                grounding_source="none",
+                surface_tag="unresolved-reference",
+            )
+        self.state.mention(subject)
+        if intent.aspect == "why_matters":
+            return self._why_matters(subject)
+        answer = self._about(subject)
+        return answer.model_copy(update={"surface": f"Still on {subject}: {answer.surface}"})
+
+    def _about(self, subject: str) -> TurnResponse:
+        """What the session says about a subject it already talked about (no new mention)."""
+        taught = self.state.claims.get(subject)
+        if taught is not None:
+            return self.taught_answer(taught)
+        if subject in self._pack.concepts:
+            return self.pack_answer(subject)
+        return TurnResponse(
+            surface=f'I do not know the word "{subject}" yet, so I have nothing more to say about it.',
+            grounding_source="oov",
+            surface_tag="oov-invitation",
+        )
+
+    def _why_matters(self, subject: str) -> TurnResponse:
+        taught = self.state.claims.get(subject)
+        if taught is not None:
+            return TurnResponse(
+                surface=(
+                    f"{SPECULATIVE_MARK} All I hold about {subject} is what you taught me in this session: "
+                    f"{_sentence(taught.claim)} I have no account of why it matters."
+                ),
+                grounding_source="teaching",
+                surface_tag="teaching-grounded",
+                epistemic_status=taught.status,
+            )
+        if subject in self._pack.concepts:
+            return TurnResponse(
+                surface=(
+                    f"My concept pack files {subject} under {self._pack.concepts[subject].paths[0]}, but it "
+                    f"holds no account of why {subject} matters, so I will not guess."
+                ),
+                grounding_source="partial",
+                surface_tag="no-causal-chain",
+            )
+        return TurnResponse(
+            surface=f'I do not know the word "{subject}" yet, so I cannot say why it matters.',
+            grounding_source="oov",
+            surface_tag="oov-invitation",
         )
 
     def taught_answer(self, taught: TaughtClaim) -> TurnResponse:
