@@ -1,10 +1,11 @@
 """Drive a ChatRuntime over threads and record every turn as a transcript row.
 
 One fresh session per case; turns of a case are sent in order within its session;
-sessions run concurrently up to ``concurrency``. A turn that raises is recorded with its
-``error`` and the case's remaining turns still run: faults are data, never dropped. Rows
-come back sorted by (case_id, turn_index) whatever the completion order, so a concurrent
-run's table equals a serial run's.
+sessions run concurrently up to ``concurrency``. A turn that raises is retried when the
+fault is transient and the retry policy allows, then recorded with its ``error`` and
+``attempts``; the case's remaining turns still run and other sessions never notice: faults
+are data, never dropped. Rows come back sorted by (case_id, turn_index) whatever the
+completion order, so a concurrent run's table equals a serial run's.
 """
 
 from __future__ import annotations
@@ -17,11 +18,13 @@ from typing import Any
 
 import pandas as pd
 
-from eval_pipeline.lanes.kind import Thread
-from eval_pipeline.runtimes.base import ChatRuntime, RuntimeSpecError
+from eval_pipeline.lanes.kind import Thread, TurnRequest
+from eval_pipeline.runtimes.base import ChatRuntime, ChatSession, RuntimeSpecError, TurnResponse
+from eval_pipeline.runtimes.faults import NO_RETRY, RetryPolicy, is_transient
 from eval_pipeline.tables import TRANSCRIPTS, frame, lane_columns
 
 TurnCallback = Callable[[dict[str, Any]], None]
+StartCallback = Callable[[int], None]
 
 TRANSCRIPT_COLUMNS = lane_columns(TRANSCRIPTS)
 
@@ -30,59 +33,89 @@ def _error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+def retry_policy_of(runtime: ChatRuntime) -> RetryPolicy:
+    """The retry policy a runtime asks for (its optional ``retry_policy`` attribute), else none."""
+    policy = getattr(runtime, "retry_policy", None)
+    return policy if isinstance(policy, RetryPolicy) else NO_RETRY
+
+
+def concurrency_of(runtime: ChatRuntime) -> int:
+    """Sessions in flight a runtime is built for (its optional ``preferred_concurrency``), else 1."""
+    preferred = getattr(runtime, "preferred_concurrency", None)
+    return preferred if isinstance(preferred, int) and preferred >= 1 else 1
+
+
+def send_with_retries(
+    session: ChatSession, prompt: str, retry: RetryPolicy
+) -> tuple[TurnResponse | None, BaseException | None, int]:
+    """Send one turn, retrying transient faults: (response or None, last fault or None, attempts)."""
+    attempts = 0
+    while True:
+        attempts += 1
+        try:
+            return session.send(prompt), None, attempts
+        except RuntimeSpecError:
+            raise
+        except Exception as exc:
+            if attempts > retry.max_retries or not is_transient(exc):
+                return None, exc, attempts
+            time.sleep(retry.delay_s(attempts, getattr(exc, "retry_after", None)))
+
+
 def run_thread(
-    runtime: ChatRuntime, thread: Thread, on_turn: TurnCallback | None = None
+    runtime: ChatRuntime,
+    thread: Thread,
+    on_turn: TurnCallback | None = None,
+    *,
+    retry: RetryPolicy | None = None,
 ) -> list[dict[str, Any]]:
     """Send one case's turns in one session; one transcript row per turn, faults included."""
+    retry = retry or retry_policy_of(runtime)
     rows: list[dict[str, Any]] = []
+
+    def record(row: dict[str, Any]) -> None:
+        rows.append(row)
+        if on_turn:
+            on_turn(row)
+
     try:
         session = runtime.open_session(thread.case_id)
     except RuntimeSpecError:
         raise
     except Exception as exc:  # a session that cannot open fails every one of its turns
         for turn in thread.turns:
-            row = _row(thread.case_id, turn.turn_index, turn.role, turn.prompt, error=_error_text(exc))
-            rows.append(row)
-            if on_turn:
-                on_turn(row)
+            record(_row(thread.case_id, turn, error=_error_text(exc)))
         return rows
     try:
         for turn in thread.turns:
             started = time.perf_counter()
-            try:
-                response = session.send(turn.prompt)
-            except RuntimeSpecError:
-                raise
-            except Exception as exc:
-                row = _row(
+            response, fault, attempts = send_with_retries(session, turn.prompt, retry)
+            latency_ms = (time.perf_counter() - started) * 1000.0
+            if response is None:
+                error = _error_text(fault) if fault else "no response"
+                record(_row(thread.case_id, turn, latency_ms=latency_ms, attempts=attempts, error=error))
+                continue
+            raw = dict(response.raw)
+            # An adapter that retries internally reports its own attempts for the last send.
+            attempts += int(raw.pop("attempts", 1)) - 1
+            record(
+                _row(
                     thread.case_id,
-                    turn.turn_index,
-                    turn.role,
-                    turn.prompt,
-                    latency_ms=(time.perf_counter() - started) * 1000.0,
-                    error=_error_text(exc),
-                )
-            else:
-                raw = dict(response.raw)
-                attempts = int(raw.pop("attempts", 1))
-                row = _row(
-                    thread.case_id,
-                    turn.turn_index,
-                    turn.role,
-                    turn.prompt,
+                    turn,
                     surface=response.surface,
                     grounding_source=response.grounding_source,
                     surface_tag=response.surface_tag,
                     epistemic_status=response.epistemic_status,
-                    latency_ms=(time.perf_counter() - started) * 1000.0,
+                    latency_ms=latency_ms,
                     attempts=attempts,
                     raw=json.dumps(raw, sort_keys=True, ensure_ascii=False, default=str) if raw else None,
                 )
-            rows.append(row)
-            if on_turn:
-                on_turn(row)
+            )
     finally:
-        session.close()
+        try:
+            session.close()
+        except Exception:  # noqa: S110 - a session that fails to close has already answered
+            pass
     return rows
 
 
@@ -90,17 +123,33 @@ def drive(
     runtime: ChatRuntime,
     threads: Sequence[Thread],
     *,
-    concurrency: int = 1,
+    concurrency: int | None = 1,
     on_turn: TurnCallback | None = None,
+    on_start: StartCallback | None = None,
+    retry: RetryPolicy | None = None,
 ) -> pd.DataFrame:
-    """Transcripts (lane columns) for every turn of every thread."""
-    if concurrency < 1:
+    """Transcripts (lane columns) for every turn of every thread.
+
+    ``concurrency`` is the number of sessions in flight; ``None`` takes the runtime's
+    ``preferred_concurrency`` (e.g. its worker count), else 1. ``on_start`` receives the
+    total number of turns before the first is sent; ``on_turn`` every row as it is recorded
+    (from worker threads). ``retry`` overrides the runtime's own ``retry_policy``.
+    """
+    sessions_in_flight = concurrency_of(runtime) if concurrency is None else concurrency
+    if sessions_in_flight < 1:
         raise ValueError("concurrency must be at least 1")
-    if concurrency == 1 or len(threads) <= 1:
-        results = [run_thread(runtime, t, on_turn) for t in threads]
+    if on_start:
+        on_start(sum(len(t.turns) for t in threads))
+
+    def run(thread: Thread) -> list[dict[str, Any]]:
+        return run_thread(runtime, thread, on_turn, retry=retry)
+
+    if sessions_in_flight == 1 or len(threads) <= 1:
+        results = [run(t) for t in threads]
     else:
-        with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="eval-session") as pool:
-            results = list(pool.map(lambda t: run_thread(runtime, t, on_turn), threads))
+        workers = min(sessions_in_flight, len(threads))
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="eval-session") as pool:
+            results = list(pool.map(run, threads))
     rows = [row for result in results for row in result]
     rows.sort(key=lambda r: (r["case_id"], r["turn_index"]))
     return frame(TRANSCRIPTS, rows)[TRANSCRIPT_COLUMNS]
@@ -108,9 +157,7 @@ def drive(
 
 def _row(
     case_id: str,
-    turn_index: int,
-    role: str,
-    prompt: str,
+    turn: TurnRequest,
     *,
     surface: str | None = None,
     grounding_source: str | None = None,
@@ -123,9 +170,9 @@ def _row(
 ) -> dict[str, Any]:
     return {
         "case_id": case_id,
-        "turn_index": turn_index,
-        "role": role,
-        "prompt": prompt,
+        "turn_index": turn.turn_index,
+        "role": turn.role,
+        "prompt": turn.prompt,
         "surface": surface,
         "grounding_source": grounding_source,
         "surface_tag": surface_tag,

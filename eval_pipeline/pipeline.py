@@ -112,14 +112,37 @@ class LaneRun:
     metrics: pd.DataFrame
 
 
+def turn_predicate_table(kind: LaneKind, cases: Sequence[BaseModel], transcripts: pd.DataFrame) -> pd.DataFrame:
+    """Stage 3: per-turn verdicts (lane columns of TURN_PREDICATES)."""
+    return kind.turn_predicates(cases, transcripts)[lane_columns(TURN_PREDICATES)]
+
+
+def case_predicate_table(
+    kind: LaneKind, cases: Sequence[BaseModel], transcripts: pd.DataFrame, turn_predicates: pd.DataFrame
+) -> pd.DataFrame:
+    """Stage 4: per-case verdicts and assertion results (lane columns of CASE_PREDICATES)."""
+    return kind.case_predicates(cases, transcripts, turn_predicates)[lane_columns(CASE_PREDICATES)]
+
+
+def metric_values(
+    kind: LaneKind,
+    cases: Sequence[BaseModel],
+    transcripts: pd.DataFrame,
+    turn_predicates: pd.DataFrame,
+    case_predicates: pd.DataFrame,
+) -> list[MetricValue]:
+    """Stage 5: the lane's metrics plus the ones every lane emits (error_rate)."""
+    values = kind.metrics(cases, transcripts, turn_predicates, case_predicates)
+    return [*values, error_rate(transcripts)]
+
+
 def score(
     kind: LaneKind, cases: Sequence[BaseModel], transcripts: pd.DataFrame
 ) -> tuple[pd.DataFrame, pd.DataFrame, list[MetricValue]]:
-    """Turn predicates, case predicates and metric values from transcripts."""
-    turn_predicates = kind.turn_predicates(cases, transcripts)[lane_columns(TURN_PREDICATES)]
-    case_predicates = kind.case_predicates(cases, transcripts, turn_predicates)[lane_columns(CASE_PREDICATES)]
-    values = kind.metrics(cases, transcripts, turn_predicates, case_predicates)
-    return turn_predicates, case_predicates, [*values, error_rate(transcripts)]
+    """Stages 3-5 in one call: turn predicates, case predicates and metric values."""
+    turn_predicates = turn_predicate_table(kind, cases, transcripts)
+    case_predicates = case_predicate_table(kind, cases, transcripts, turn_predicates)
+    return turn_predicates, case_predicates, metric_values(kind, cases, transcripts, turn_predicates, case_predicates)
 
 
 def error_rate(transcripts: pd.DataFrame) -> MetricValue:
@@ -148,7 +171,7 @@ def evaluate_lane(
     check_thread_ids(cases, threads)
     transcripts = drive(runtime, threads, concurrency=concurrency, on_turn=on_turn)
     turn_predicates, case_predicates, values = score(kind, cases, transcripts)
-    metrics = frame(METRICS, metric_rows(values, spec.thresholds))[lane_columns(METRICS)]
+    metrics = frame(METRICS, metric_rows(values, spec.effective_thresholds))[lane_columns(METRICS)]
     return LaneRun(
         spec,
         split,

@@ -109,7 +109,7 @@ def frame(schema: pa.Schema, rows: Iterable[Mapping[str, Any]], **constants: Any
             raise ValueError(f"columns not in the table contract: {sorted(extra)}")
         record.update(constants)
     table = pa.Table.from_pylist(records, schema=schema) if records else schema.empty_table()
-    return table.to_pandas(types_mapper=_nullable_types)
+    return table.to_pandas(types_mapper=nullable_types)
 
 
 def to_arrow(schema: pa.Schema, df: pd.DataFrame) -> pa.Table:
@@ -125,10 +125,10 @@ def with_run_columns(df: pd.DataFrame, schema: pa.Schema, **run_values: str) -> 
     out = df.copy()
     for name, value in run_values.items():
         out[name] = value
-    return to_arrow(schema, out).to_pandas(types_mapper=_nullable_types)
+    return to_arrow(schema, out).to_pandas(types_mapper=nullable_types)
 
 
-def _nullable_types(arrow_type: pa.DataType) -> Any:
+def nullable_types(arrow_type: pa.DataType) -> Any:
     """Map Arrow types to pandas nullable dtypes so null booleans stay null (not False)."""
     if pa.types.is_boolean(arrow_type):
         return pd.BooleanDtype()

@@ -83,6 +83,12 @@ class LaneSpec(BaseModel):
             seen.add(threshold.metric)
         return self
 
+    @property
+    def effective_thresholds(self) -> list[ThresholdSpec]:
+        """The lane's thresholds plus the defaults every lane gets unless it sets its own."""
+        own = {t.metric for t in self.thresholds}
+        return [*self.thresholds, *(t for t in DEFAULT_THRESHOLDS if t.metric not in own)]
+
     def case_files(self, split: str) -> list[Path]:
         if split not in self.splits:
             raise KeyError(f"lane {self.name!r} has no split {split!r}; it has {sorted(self.splits)}")
@@ -91,6 +97,17 @@ class LaneSpec(BaseModel):
     def contract_text(self) -> str:
         path = self.folder / self.contract
         return path.read_text(encoding="utf-8") if path.exists() else ""
+
+
+DEFAULT_THRESHOLDS: tuple[ThresholdSpec, ...] = (
+    ThresholdSpec(
+        metric="error_rate",
+        op="==",
+        value=0.0,
+        severity="WARN",
+        reason="Runtime faults are recorded per turn; any fault is worth a look, not a gate.",
+    ),
+)
 
 
 def load_lane_spec(path: Path) -> LaneSpec:

@@ -1,0 +1,55 @@
+"""Turn faults and the retry policy the driver applies to them.
+
+An adapter raises :class:`TurnFault` when a turn fails in a way it understands (an HTTP
+429, a malformed reply, a child process that died). ``transient`` says whether sending the
+same turn again may succeed; ``retry_after`` carries a wait the runtime asked for. The
+driver owns the one retry loop (:mod:`eval_pipeline.drive`); a runtime says how it wants to
+be retried through an optional ``retry_policy`` attribute.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+
+class TurnFault(RuntimeError):
+    """One turn failed. Recorded in transcripts as ``error``; retried only when ``transient``."""
+
+    def __init__(self, message: str, *, transient: bool = False, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.transient = transient
+        self.retry_after = retry_after
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether sending the same turn again may succeed."""
+    if isinstance(exc, TurnFault):
+        return exc.transient
+    return isinstance(exc, TimeoutError | ConnectionError)
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and how patiently a transient turn fault is retried.
+
+    The n-th retry waits ``backoff_s * 2**(n-1)`` (capped at ``max_backoff_s``, with jitter
+    in [50%, 100%] so concurrent sessions do not retry in lockstep), or longer when the
+    runtime asked for it (``Retry-After``).
+    """
+
+    max_retries: int = 0
+    backoff_s: float = 0.5
+    max_backoff_s: float = 30.0
+
+    def __post_init__(self) -> None:
+        if self.max_retries < 0 or self.backoff_s < 0 or self.max_backoff_s < 0:
+            raise ValueError("retry policy values must be >= 0")
+
+    def delay_s(self, retry_number: int, retry_after: float | None = None) -> float:
+        exponential = min(self.max_backoff_s, self.backoff_s * 2 ** (retry_number - 1))
+        jittered = exponential * random.uniform(0.5, 1.0)
+        return max(jittered, min(retry_after or 0.0, self.max_backoff_s))
+
+
+NO_RETRY = RetryPolicy()
