@@ -1,0 +1,97 @@
+"""A real history with known flips, written through the real store.
+
+The fluency lane's public split is evaluated once with the reference runtime and once with
+glosses off. The series ``candidate`` stands for a runtime whose behaviour changed from
+night to night (a deploy turned glosses off, then back on, then off): its four runs
+alternate gloss / no-gloss, so the nine pack_definition cases flip ``no_provenance_only``,
+``no_dotted_inventory`` and ``post_gloss_predicates`` at every run. The ``reference``
+series has two identical runs (nothing flips).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from eval_pipeline.history.store import append_run
+from eval_pipeline.lanes import find_lane
+from eval_pipeline.pipeline import LaneRun, evaluate_lane
+from eval_pipeline.runtimes import build_runtime
+from eval_pipeline.tables import CASE_PREDICATES, METRICS, TRANSCRIPTS, with_run_columns
+
+LANE = "deterministic_fluency"
+SPLIT = "public"
+FLIPPING_CASES = (
+    "fluency_belief_004",
+    "fluency_doubt_002",
+    "fluency_evidence_007",
+    "fluency_justice_009",
+    "fluency_knowledge_003",
+    "fluency_memory_006",
+    "fluency_reason_008",
+    "fluency_truth_001",
+    "fluency_wisdom_005",
+)
+FLIPPING_PREDICATES = ("no_dotted_inventory", "no_provenance_only", "post_gloss_predicates")
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    run_id: str
+    runtime: str
+    date: str
+    glossed: bool
+
+
+# (run_id, runtime label, day, glosses on?)
+CANDIDATE_RUNS = (
+    StoredRun("run-c1", "candidate", "2024-03-01", True),
+    StoredRun("run-c2", "candidate", "2024-03-02", False),
+    StoredRun("run-c3", "candidate", "2024-03-03", True),
+    StoredRun("run-c4", "candidate", "2024-04-01", False),
+)
+REFERENCE_RUNS = (
+    StoredRun("run-r1", "reference", "2024-03-01", True),
+    StoredRun("run-r2", "reference", "2024-03-02", True),
+)
+
+
+@pytest.fixture(scope="session")
+def lane_runs() -> dict[bool, LaneRun]:
+    """The public split evaluated with glosses on (True) and off (False)."""
+    spec = find_lane(LANE)
+    return {
+        True: evaluate_lane(spec, SPLIT, build_runtime("reference")),
+        False: evaluate_lane(spec, SPLIT, build_runtime("reference:no-gloss")),
+    }
+
+
+def record_run(root: str, run: LaneRun, stored: StoredRun, *, keep_transcripts: bool = True) -> None:
+    """Append one lane run's tables to history as the metrics asset does."""
+    keys = {"run_id": stored.run_id, "lane": LANE, "split": SPLIT, "runtime": stored.runtime}
+    metrics = run.metrics.copy()
+    metrics["partition_date"] = stored.date
+    metrics["started_at"] = pd.Timestamp(datetime.fromisoformat(stored.date).replace(hour=2, tzinfo=UTC))
+    metrics["cases_sha256"] = "0" * 64
+    metrics["pipeline_version"] = "test"
+    tables = {
+        "metrics": with_run_columns(metrics, METRICS, **keys),
+        "case_predicates": with_run_columns(run.case_predicates, CASE_PREDICATES, **keys),
+    }
+    if keep_transcripts:
+        tables["transcripts"] = with_run_columns(run.transcripts, TRANSCRIPTS, **keys)
+    for table, df in tables.items():
+        append_run(root, table, df, lane=LANE, date=stored.date, run_id=stored.run_id)
+
+
+@pytest.fixture
+def history(history_root: Path, lane_runs: dict[bool, LaneRun]) -> str:
+    """A history root holding every run of CANDIDATE_RUNS and REFERENCE_RUNS."""
+    root = str(history_root)
+    for stored in (*CANDIDATE_RUNS, *REFERENCE_RUNS):
+        record_run(root, lane_runs[stored.glossed], stored)
+    return root
