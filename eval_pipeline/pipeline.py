@@ -112,7 +112,9 @@ class LaneRun:
     metrics: pd.DataFrame
 
 
-def turn_predicate_table(kind: LaneKind, cases: Sequence[BaseModel], transcripts: pd.DataFrame) -> pd.DataFrame:
+def turn_predicate_table(
+    kind: LaneKind, cases: Sequence[BaseModel], transcripts: pd.DataFrame
+) -> pd.DataFrame:
     """Stage 3: per-turn verdicts (lane columns of TURN_PREDICATES)."""
     return kind.turn_predicates(cases, transcripts)[lane_columns(TURN_PREDICATES)]
 
@@ -142,7 +144,11 @@ def score(
     """Stages 3-5 in one call: turn predicates, case predicates and metric values."""
     turn_predicates = turn_predicate_table(kind, cases, transcripts)
     case_predicates = case_predicate_table(kind, cases, transcripts, turn_predicates)
-    return turn_predicates, case_predicates, metric_values(kind, cases, transcripts, turn_predicates, case_predicates)
+    return (
+        turn_predicates,
+        case_predicates,
+        metric_values(kind, cases, transcripts, turn_predicates, case_predicates),
+    )
 
 
 def error_rate(transcripts: pd.DataFrame) -> MetricValue:

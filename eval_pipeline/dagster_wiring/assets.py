@@ -5,7 +5,6 @@ Every asset body is a few lines that call :mod:`eval_pipeline.pipeline`; the log
 there and in the lane's kind, where it is tested without Dagster.
 """
 
-
 # No `from __future__ import annotations` here: Dagster reads these annotations (config and
 # resource parameters) at definition time and cannot resolve them from strings.
 import time
@@ -27,9 +26,9 @@ from eval_pipeline.history.store import append_run
 from eval_pipeline.lanes.kind import lane_kind
 from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.pipeline import (
+    case_predicate_table,
     cases_frame,
     cases_from_frame,
-    case_predicate_table,
     cases_sha256,
     check_thread_ids,
     load_split,
@@ -70,7 +69,9 @@ def failing_cases_markdown(case_predicates: pd.DataFrame) -> str:
     failing = failing.sort_values(["severity", "case_id", "predicate"], key=lambda s: s.astype(str))
     lines = ["| case | predicate | severity | code | message |", "|---|---|---|---|---|"]
     for row in failing.head(MAX_FAILING_ROWS).to_dict("records"):
-        cells = [str(row[c]).replace("|", "\\|") for c in ("case_id", "predicate", "severity", "code", "message")]
+        cells = [
+            str(row[c]).replace("|", "\\|") for c in ("case_id", "predicate", "severity", "code", "message")
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     if len(failing) > MAX_FAILING_ROWS:
         lines.append(f"\n…and {len(failing) - MAX_FAILING_ROWS} more rows in the case_predicates table.")
@@ -164,7 +165,12 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
         table = with_run_columns(table, TRANSCRIPTS, **_run_columns(context, spec, chat_runtime.spec))
         return dg.Output(
             table,
-            metadata={"dagster/row_count": len(table), "turns": len(table), "errors": errors, "runtime": chat_runtime.spec},
+            metadata={
+                "dagster/row_count": len(table),
+                "turns": len(table),
+                "errors": errors,
+                "runtime": chat_runtime.spec,
+            },
         )
 
     @dg.asset(
@@ -179,7 +185,9 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
         context: dg.AssetExecutionContext, cases: pd.DataFrame, transcripts: pd.DataFrame
     ) -> dg.Output[pd.DataFrame]:
         table = turn_predicate_table(kind, cases_from_frame(kind, cases), transcripts)
-        table = with_run_columns(table, TURN_PREDICATES, **_run_columns(context, spec, _runtime_of(transcripts)))
+        table = with_run_columns(
+            table, TURN_PREDICATES, **_run_columns(context, spec, _runtime_of(transcripts))
+        )
         return dg.Output(table, metadata={"dagster/row_count": len(table)})
 
     @dg.asset(
@@ -202,7 +210,9 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
     ) -> dg.Output[pd.DataFrame]:
         case_models = cases_from_frame(kind, cases)
         table = case_predicate_table(kind, case_models, transcripts, turn_predicates)
-        table = with_run_columns(table, CASE_PREDICATES, **_run_columns(context, spec, _runtime_of(transcripts)))
+        table = with_run_columns(
+            table, CASE_PREDICATES, **_run_columns(context, spec, _runtime_of(transcripts))
+        )
         return dg.Output(
             table,
             metadata={
@@ -247,7 +257,11 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
             pipeline_version=__version__,
         )
         root = history.resolved_root()
-        for name, rows in (("metrics", table), ("case_predicates", case_predicates), ("transcripts", transcripts)):
+        for name, rows in (
+            ("metrics", table),
+            ("case_predicates", case_predicates),
+            ("transcripts", transcripts),
+        ):
             if name == "transcripts" and not history.keep_transcripts:
                 continue
             append_run(root, name, rows, lane=spec.name, date=date, run_id=context.run.run_id)
