@@ -27,7 +27,8 @@ SPECULATIVE_MARKERS: tuple[str, ...] = (
 # or a bare "Yes" answering a status question.
 _SENTENCE_START = r"(?:^|(?<=[.!?;:])\s+)"
 BARE_ASSERTION = re.compile(
-    _SENTENCE_START + r"(?P<assertion>[A-Za-z][\w'\-]*(?:\s+[A-Za-z][\w'\-]*){0,2}\s+(?:is|are|means|mean)\s+\S+)",
+    _SENTENCE_START
+    + r"(?P<assertion>[A-Za-z][\w'\-]*(?:\s+[A-Za-z][\w'\-]*){0,2}\s+(?:is|are|means|mean)\s+\S+)",
     re.IGNORECASE,
 )
 BARE_YES = re.compile(_SENTENCE_START + r"(?P<assertion>yes\b)", re.IGNORECASE)

@@ -19,7 +19,8 @@ from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.pipeline import evidence_json
 from eval_pipeline.predicates import TurnView, Verdict, get_turn_predicate
 from eval_pipeline.predicates import status as _status_predicates  # noqa: F401 - registers the predicates
-from eval_pipeline.scoring import MetricValue, count, metric_index, predicate_rate
+from eval_pipeline.scoring import MetricValue, count, predicate_rate
+from eval_pipeline.tables import CASE_PREDICATES, TURN_PREDICATES, lane_columns
 
 CaseKind = Literal["speculative_definition", "speculative_query", "no_teaching_control"]
 SPECULATIVE_KINDS: frozenset[str] = frozenset({"speculative_definition", "speculative_query"})
@@ -52,7 +53,9 @@ class ArticulationCase(BaseModel):
                 "('Actually, X is Y.' or 'Correction: X is Y.')"
             )
         if self.kind == "no_teaching_control" and corrections:
-            raise ValueError(f"a no_teaching_control case must teach nothing; setup teaches {corrections[0]!r}")
+            raise ValueError(
+                f"a no_teaching_control case must teach nothing; setup teaches {corrections[0]!r}"
+            )
         return self
 
 
@@ -122,7 +125,9 @@ class ArticulationOfStatus:
                 if row is None:
                     verdict, evidence = Verdict.fail("no_probe_turn"), "{}"
                 else:
-                    verdict = Verdict(None if pd.isna(row["passed"]) else bool(row["passed"]), str(row["code"]))
+                    verdict = Verdict(
+                        None if pd.isna(row["passed"]) else bool(row["passed"]), str(row["code"])
+                    )
                     evidence = str(row["evidence"])
                 rows.append(
                     {
@@ -153,7 +158,6 @@ class ArticulationOfStatus:
             overall_pass(articulation, false_certainty),
             count("cases", len(cases)),
         ]
-        metric_index(values)
         return values
 
 
@@ -174,5 +178,5 @@ def _message(case: ArticulationCase, predicate: str, verdict: Verdict) -> str:
     return f"{predicate} fails for the {case.kind} probe about {case.subject}: {verdict.code}"
 
 
-_TURN_COLUMNS = ["case_id", "turn_index", "predicate", "passed", "code", "evidence"]
-_CASE_COLUMNS = ["case_id", "predicate", "passed", "severity", "code", "message", "evidence"]
+_TURN_COLUMNS = lane_columns(TURN_PREDICATES)
+_CASE_COLUMNS = lane_columns(CASE_PREDICATES)
