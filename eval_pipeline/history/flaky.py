@@ -1,0 +1,137 @@
+"""Flaky cases and noisy rates over the last N runs of each series (lane, split, runtime).
+
+A *flip* is a change of a case predicate's verdict between two consecutive runs of the same
+series in which it had a verdict (null verdicts, not applicable, are skipped). A case
+predicate's flip rate is flips / transitions, null when it had fewer than two verdicts.
+
+Lane rates come with a Wilson interval on the latest run's numerator and denominator: a move
+that stays inside it (a 2-point move on 15 cases does) is noise, not a regression.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import pandas as pd
+
+from eval_pipeline.history.stats import Z_95, wilson_interval
+
+CASE_FLIP_COLUMNS = [
+    "lane",
+    "split",
+    "runtime",
+    "case_id",
+    "predicate",
+    "verdicts",
+    "transitions",
+    "flips",
+    "flip_rate",
+    "last_passed",
+]
+RATE_INTERVAL_COLUMNS = [
+    "lane",
+    "split",
+    "runtime",
+    "metric",
+    "runs",
+    "value",
+    "numerator",
+    "denominator",
+    "wilson_low",
+    "wilson_high",
+    "previous_value",
+    "previous_within_interval",
+    "window_min",
+    "window_max",
+]
+
+_WINDOW = """
+    window_runs AS (
+        SELECT run_id, lane, split, runtime, seq FROM runs r
+        WHERE (? IS NULL OR lane = ?)
+          AND seq > (SELECT max(seq) FROM runs m
+                     WHERE m.lane = r.lane AND m.split = r.split AND m.runtime = r.runtime) - ?)
+"""
+
+
+def case_flip_rates(con: duckdb.DuckDBPyConnection, *, lane: str | None = None, last: int = 10) -> pd.DataFrame:
+    """Flip rate of every case predicate over the last ``last`` runs, flakiest first."""
+    _check_last(last)
+    return con.execute(
+        f"""
+        WITH {_WINDOW},
+        verdicts AS (
+            SELECT cp.lane, cp.split, cp.runtime, cp.case_id, cp.predicate, w.seq, cp.passed,
+                   lag(cp.passed) OVER (PARTITION BY cp.lane, cp.split, cp.runtime, cp.case_id, cp.predicate
+                                        ORDER BY w.seq) AS previous
+            FROM case_predicates cp JOIN window_runs w USING (run_id, lane, split, runtime)
+            WHERE cp.passed IS NOT NULL)
+        SELECT lane, split, runtime, case_id, predicate,
+               count(*) AS verdicts,
+               count(previous) AS transitions,
+               count(*) FILTER (WHERE previous <> passed) AS flips,
+               CASE WHEN count(previous) > 0
+                    THEN count(*) FILTER (WHERE previous <> passed) / count(previous) END AS flip_rate,
+               arg_max(passed, seq) AS last_passed
+        FROM verdicts
+        GROUP BY lane, split, runtime, case_id, predicate
+        ORDER BY flip_rate DESC NULLS LAST, lane, split, runtime, case_id, predicate
+        """,
+        [lane, lane, last],
+    ).df()[CASE_FLIP_COLUMNS]
+
+
+def rate_intervals(
+    con: duckdb.DuckDBPyConnection, *, lane: str | None = None, last: int = 10, z: float = Z_95
+) -> pd.DataFrame:
+    """Each rate metric of each series: latest value with its Wilson interval, and the window's range.
+
+    ``previous_within_interval`` says whether the run before the latest lies inside the
+    latest run's interval (null when there is no previous value).
+    """
+    _check_last(last)
+    rows = con.execute(
+        f"""
+        WITH {_WINDOW},
+        series AS (
+            SELECT m.lane, m.split, m.runtime, m.metric, w.seq, m.value, m.numerator, m.denominator
+            FROM metrics m JOIN window_runs w USING (run_id, lane, split, runtime)
+            WHERE m.denominator IS NOT NULL)
+        SELECT lane, split, runtime, metric,
+               count(*) AS runs,
+               arg_max(value, seq) AS value,
+               arg_max(numerator, seq) AS numerator,
+               arg_max(denominator, seq) AS denominator,
+               list(value ORDER BY seq DESC)[2] AS previous_value,
+               min(value) AS window_min,
+               max(value) AS window_max
+        FROM series
+        GROUP BY lane, split, runtime, metric
+        ORDER BY lane, split, runtime, metric
+        """,
+        [lane, lane, last],
+    ).df()
+    bounds = [
+        _interval(numerator, denominator, z)
+        for numerator, denominator in zip(rows["numerator"], rows["denominator"], strict=True)
+    ]
+    rows["wilson_low"] = pd.array([b[0] if b else None for b in bounds], dtype="Float64")
+    rows["wilson_high"] = pd.array([b[1] if b else None for b in bounds], dtype="Float64")
+    rows["previous_within_interval"] = pd.array(
+        [
+            None if pd.isna(prev) or b is None else bool(b[0] <= prev <= b[1])
+            for prev, b in zip(rows["previous_value"], bounds, strict=True)
+        ],
+        dtype="boolean",
+    )
+    return rows[RATE_INTERVAL_COLUMNS]
+
+
+def _interval(numerator: float, denominator: float, z: float) -> tuple[float, float] | None:
+    if pd.isna(numerator) or pd.isna(denominator):
+        return None
+    return wilson_interval(float(numerator), float(denominator), z)
+
+
+def _check_last(last: int) -> None:
+    if last < 2:
+        raise ValueError(f"--last must be at least 2 (a flip needs two runs), got {last}")
