@@ -85,6 +85,7 @@ def materialize_lane(
     cases_path: str = "",
     history_root: str = "",
     tags: dict[str, str] | None = None,
+    log_level: str = "INFO",
 ) -> LaneOutcome:
     """Materialize every stage of one lane for (date, split) and read the results back."""
     assets = lane_assets(spec)
@@ -97,7 +98,10 @@ def materialize_lane(
         "history": HistoryResource(root=history_root),
         "tables_io_manager": ParquetIOManager(),
     }
-    run_config = {"ops": {f"{spec.name}__cases": {"config": {"cases_path": cases_path}}}}
+    run_config = {
+        "ops": {f"{spec.name}__cases": {"config": {"cases_path": cases_path}}},
+        "loggers": {"console": {"config": {"log_level": log_level}}},
+    }
     result = dg.materialize(
         assets,
         instance=instance,

@@ -6,14 +6,14 @@ the same code location serves the UI, the CLI and the nightly schedule.
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any
 
 import dagster as dg
 from pydantic import Field
 
-from eval_pipeline.runtimes.base import ChatRuntime, RuntimeSpecError
+from eval_pipeline.runtimes.base import ChatRuntime
+from eval_pipeline.runtimes.options import parse_runtime_options_json
 from eval_pipeline.runtimes.registry import build_runtime
 from eval_pipeline.settings import history_root, runtime_spec
 
@@ -38,16 +38,7 @@ class RuntimeResource(dg.ConfigurableResource):
         return self.spec or runtime_spec()
 
     def options(self) -> dict[str, Any]:
-        text = self.options_json or os.environ.get(RUNTIME_OPTIONS_ENV, "")
-        if not text:
-            return {}
-        try:
-            options = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise RuntimeSpecError(f"runtime options are not valid JSON: {exc}") from exc
-        if not isinstance(options, dict):
-            raise RuntimeSpecError("runtime options must be a JSON object")
-        return options
+        return parse_runtime_options_json(self.options_json or os.environ.get(RUNTIME_OPTIONS_ENV))
 
     def build(self) -> ChatRuntime:
         return build_runtime(self.resolved_spec(), self.options())

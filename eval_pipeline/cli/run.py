@@ -1,0 +1,186 @@
+"""``eval-pipeline run``: materialize lanes through Dagster and print metrics and checks."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+import pandas as pd
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from eval_pipeline.cli.common import (
+    EXIT_BAD_INPUT,
+    EXIT_CHECK_FAILED,
+    EXIT_OK,
+    app,
+    bad_input_exits,
+    console,
+    err_console,
+)
+from eval_pipeline.dagster_wiring.launch import LaneOutcome, ensure_instance, materialize_lane
+from eval_pipeline.lanes.registry import discover_lanes
+from eval_pipeline.lanes.spec import LaneSpec
+from eval_pipeline.pipeline import load_split
+from eval_pipeline.runtimes.options import parse_runtime_options
+from eval_pipeline.runtimes.registry import build_runtime
+from eval_pipeline.settings import runtime_spec as default_runtime_spec
+
+EXIT_RUN_FAILED = 3  # a stage raised (a bug or an environment problem), not a check
+
+
+def _select(lanes: list[str] | None, split: str | None) -> list[tuple[LaneSpec, str]]:
+    specs = discover_lanes()
+    if lanes:
+        known = {s.name: s for s in specs}
+        unknown = [name for name in lanes if name not in known]
+        if unknown:
+            raise KeyError(f"unknown lane(s) {unknown}; lanes: {sorted(known)}")
+        specs = [known[name] for name in dict.fromkeys(lanes)]
+    pairs: list[tuple[LaneSpec, str]] = []
+    for spec in specs:
+        if split is None:
+            pairs.extend((spec, s) for s in spec.nightly_splits)
+        elif split in spec.splits:
+            pairs.append((spec, split))
+        else:
+            raise KeyError(f"lane {spec.name!r} has no split {split!r}; it has {sorted(spec.splits)}")
+    return pairs
+
+
+def _records(df: pd.DataFrame | None) -> list[dict[str, Any]]:
+    if df is None:
+        return []
+    return json.loads(df.to_json(orient="records", date_format="iso"))
+
+
+def _document(batch_id: str, outcomes: list[LaneOutcome]) -> dict[str, Any]:
+    lanes = []
+    for o in outcomes:
+        metrics = {} if o.metrics is None else dict(zip(o.metrics["metric"], o.metrics["value"], strict=True))
+        lanes.append(
+            {
+                "lane": o.lane,
+                "split": o.split,
+                "runtime": o.runtime,
+                "run_id": o.run_id,
+                "success": o.success,
+                "failure": o.failure,
+                "metrics": {k: None if pd.isna(v) else float(v) for k, v in metrics.items()},
+                "checks": [
+                    {
+                        "name": c.name,
+                        "passed": c.passed,
+                        "severity": c.severity,
+                        "value": c.value,
+                        "threshold": c.threshold,
+                    }
+                    for c in o.checks
+                ],
+                "turn_predicates": _records(o.turn_predicates),
+                "case_predicates": _records(o.case_predicates),
+            }
+        )
+    return {"run_id": batch_id, "lanes": lanes}
+
+
+def _print(outcome: LaneOutcome) -> None:
+    title = escape(f"{outcome.lane} [{outcome.split}] · {outcome.runtime} · run {outcome.run_id}")
+    if outcome.failure is not None:
+        err_console.print(
+            f"[red]{title}: run failed[/red] ({outcome.failure_kind}): {outcome.failure}", highlight=False
+        )
+        return
+    checks = {c.name: c for c in outcome.checks}
+    table = Table(title=title, title_justify="left")
+    for column in ("metric", "value", "n", "threshold", "check"):
+        table.add_column(column, justify="right" if column in ("value", "n") else "left")
+    assert outcome.metrics is not None
+    for row in outcome.metrics.to_dict("records"):
+        value = "missing" if pd.isna(row["value"]) else f"{row['value']:.4g}"
+        n = "" if pd.isna(row["denominator"]) else f"{row['numerator']:g}/{row['denominator']:g}"
+        check = checks.get(row["metric"])
+        if check is None:
+            verdict = ""
+        elif check.passed:
+            verdict = "[green]pass[/green]"
+        else:
+            verdict = "[red]FAIL[/red]" if check.severity == "ERROR" else "[yellow]warn[/yellow]"
+        threshold = "" if check is None else f"{check.threshold} ({check.severity})"
+        table.add_row(str(row["metric"]), value, n, threshold, verdict)
+    console.print(table)
+
+
+@app.command()
+def run(
+    lane: Annotated[
+        list[str] | None, typer.Option("--lane", "-l", help="Lane to run (repeatable); default: all.")
+    ] = None,
+    split: Annotated[
+        str | None, typer.Option(help="Split to run; default: each lane's nightly splits.")
+    ] = None,
+    runtime: Annotated[
+        str | None,
+        typer.Option(help="Runtime spec: reference, reference:no-gloss, replay:PATH, openai:URL, …"),
+    ] = None,
+    runtime_option: Annotated[
+        list[str] | None,
+        typer.Option("--runtime-option", "-o", help="Adapter option KEY=VALUE (repeatable)."),
+    ] = None,
+    cases: Annotated[
+        Path | None, typer.Option(help="Evaluate this case file under the lane's contract.")
+    ] = None,
+    history: Annotated[str | None, typer.Option(help="History root (folder or fsspec URL).")] = None,
+    date: Annotated[str | None, typer.Option(help="Partition date YYYY-MM-DD; default: today (UTC).")] = None,
+    concurrency: Annotated[int, typer.Option(min=1, help="Cases evaluated at once.")] = 4,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON document instead of tables.")
+    ] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show Dagster's step logs.")] = False,
+) -> None:
+    """Evaluate lanes against a runtime through Dagster; exit 1 if a blocking check fails."""
+    with bad_input_exits():
+        pairs = _select(lane, split)
+        if cases is not None and len({spec.name for spec, _ in pairs}) != 1:
+            raise KeyError("--cases evaluates one lane's contract: name exactly one --lane")
+        for spec, s in pairs:  # every case file is valid before anything runs
+            load_split(spec, s, cases)
+        options = parse_runtime_options(runtime_option or [])
+        spec_text = runtime or default_runtime_spec()
+        build_runtime(spec_text, options).close()  # a bad spec fails here, before any run starts
+        day = date or datetime.now(UTC).strftime("%Y-%m-%d")
+        datetime.strptime(day, "%Y-%m-%d")
+    instance = ensure_instance()
+    batch_id = uuid.uuid4().hex
+    outcomes = []
+    for spec, s in pairs:
+        outcome = materialize_lane(
+            spec,
+            s,
+            date=day,
+            instance=instance,
+            runtime_spec=spec_text,
+            runtime_options=options,
+            concurrency=concurrency,
+            cases_path=str(cases) if cases else "",
+            history_root=history or "",
+            tags={"eval_pipeline/batch_id": batch_id, "eval_pipeline/source": "cli"},
+            log_level="DEBUG" if verbose else "ERROR",
+        )
+        outcomes.append(outcome)
+        if not as_json:
+            _print(outcome)
+    if as_json:
+        typer.echo(json.dumps(_document(batch_id, outcomes), indent=2, sort_keys=False))
+    if any(o.failure is not None for o in outcomes):
+        kinds = {o.failure_kind for o in outcomes if o.failure is not None}
+        raise typer.Exit(EXIT_BAD_INPUT if kinds & {"RuntimeSpecError", "CaseFileError"} else EXIT_RUN_FAILED)
+    blocking = [(o, c) for o in outcomes for c in o.blocking_failures]
+    if not as_json:
+        summary = f"{len(outcomes)} lane run(s); {len(blocking)} blocking check failure(s)"
+        console.print(f"[red]{summary}[/red]" if blocking else f"[green]{summary}[/green]")
+    raise typer.Exit(EXIT_CHECK_FAILED if blocking else EXIT_OK)
