@@ -169,8 +169,8 @@ class ReferenceSession:
         if subject is None:
             return TurnResponse(
                 surface=(
-                    f'I cannot tell what "{intent.reference}" refers to: nothing has been named in this '
-                    "conversation yet. Which word do you mean?"
+                    f'I cannot tell what "{intent.reference}" refers to: I have no earlier subject in this '
+                    "conversation to connect it to. Which word do you mean?"
                 ),
                 grounding_source="none",
                 surface_tag="unresolved-reference",
