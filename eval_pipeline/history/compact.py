@@ -1,0 +1,156 @@
+"""Compaction: a month's per-run files become one file per table per lane per month.
+
+Layout after compaction (see also :mod:`eval_pipeline.history.store`)::
+
+    <root>/<table>/lane=<lane>/date=<YYYY-MM>/compacted.parquet
+
+The hive key ``date`` of a compacted file is the month; each row carries its run's day in
+an extra ``run_date`` column, and the Parquet key-value metadata
+``eval_pipeline.compacted_runs`` lists the runs it holds (``<day>/<run_id>``) so that
+:func:`~eval_pipeline.history.store.append_run` stays idempotent for compacted runs. The
+history views read ``coalesce(run_date, date)`` as the day, so every query answers the same
+before and after; a plain ``read_parquet(..., hive_partitioning = true, union_by_name = true)``
+sees the month in ``date`` and the day in ``run_date``.
+
+Steps per table, lane and month: read the existing compacted file (if any) and every
+per-run file of the month, skip runs the compacted file already holds, write the union to
+a temporary file and rename it over ``compacted.parquet`` (the commit), then delete the
+per-run files. A crash before the rename changes nothing; a crash after it leaves per-run
+files whose runs are already compacted, which the next compaction deletes without adding
+them twice. A reader running during the few milliseconds between the rename and the deletes
+can see those runs twice; schedule compaction away from readers that must be exact.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import fsspec
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from eval_pipeline.history.store import (
+    COMPACTED_RUNS_KEY,
+    HISTORY_TABLES,
+    compacted_file,
+    compacted_runs,
+    run_key,
+)
+from eval_pipeline.history.views import COMPACTED_DATE_COLUMN
+from eval_pipeline.tables import SCHEMAS
+
+_MONTH = re.compile(r"^\d{4}-(0[1-9]|1[0-2])$")
+_DAY_FOLDER = re.compile(r"date=(\d{4}-\d{2}-\d{2})$")
+
+
+@dataclass(frozen=True)
+class CompactedMonth:
+    """What one compaction wrote: a table's month of one lane."""
+
+    table: str
+    lane: str
+    month: str
+    runs_added: int
+    runs_total: int
+    rows: int
+    files_removed: int
+    path: str
+
+
+def compact(root: str, month: str | None = None, *, today: datetime | None = None) -> list[CompactedMonth]:
+    """Compact one month (``YYYY-MM``), or every month before the current one (UTC) when None.
+
+    The current month is left alone by default because nightly runs are still landing in it.
+    Running it again is a no-op.
+    """
+    if month is not None and not _MONTH.match(month):
+        raise ValueError(f"month {month!r} is not YYYY-MM")
+    current = (today or datetime.now(UTC)).strftime("%Y-%m")
+    fs, base = fsspec.core.url_to_fs(root)
+    results: list[CompactedMonth] = []
+    for table in HISTORY_TABLES:
+        for lane_folder in sorted(fs.glob(f"{base.rstrip('/')}/{table}/lane=*")):
+            lane = lane_folder.rsplit("lane=", 1)[1]
+            months = [month] if month else sorted(_per_run_months(fs, lane_folder) - {current})
+            for each in months:
+                done = _compact_lane_month(fs, root, table, lane, lane_folder, each)
+                if done is not None:
+                    results.append(done)
+    return results
+
+
+def _per_run_months(fs: fsspec.AbstractFileSystem, lane_folder: str) -> set[str]:
+    months = set()
+    for folder in fs.ls(lane_folder, detail=False):
+        match = _DAY_FOLDER.search(folder.rstrip("/"))
+        if match:
+            months.add(match.group(1)[:7])
+    return months
+
+
+def _compact_lane_month(
+    fs: fsspec.AbstractFileSystem, root: str, table: str, lane: str, lane_folder: str, month: str
+) -> CompactedMonth | None:
+    run_files = sorted(fs.glob(f"{lane_folder}/date={month}-??/*.parquet"))
+    if not run_files:
+        return None
+    schema = SCHEMAS[table].append(pa.field(COMPACTED_DATE_COLUMN, pa.string()))
+    target = fsspec.core.url_to_fs(compacted_file(root, table, lane, month))[1]
+    held = set(compacted_runs(root, table, lane, month))
+    parts = [_read(fs, target, schema)] if held else []
+    added = 0
+    for path in run_files:
+        day = _DAY_FOLDER.search(path.rsplit("/", 1)[0])
+        if day is None:
+            continue
+        key = run_key(day.group(1), path.rsplit("/", 1)[1].removesuffix(".parquet"))
+        if key in held:  # left over by a compaction that stopped after its commit
+            continue
+        table_rows = _conform(_read(fs, path, None), SCHEMAS[table])
+        parts.append(
+            table_rows.append_column(COMPACTED_DATE_COLUMN, pa.array([day.group(1)] * len(table_rows)))
+        )
+        held.add(key)
+        added += 1
+    combined = pa.concat_tables(parts).cast(schema) if parts else schema.empty_table()
+    if added:
+        metadata = {COMPACTED_RUNS_KEY: json.dumps(sorted(held)).encode()}
+        _write_atomically(fs, target, combined.replace_schema_metadata(metadata))
+    for path in run_files:
+        fs.rm(path)
+    for folder in {p.rsplit("/", 1)[0] for p in run_files}:
+        if not fs.ls(folder, detail=False):
+            fs.rmdir(folder)
+    return CompactedMonth(table, lane, month, added, len(held), combined.num_rows, len(run_files), target)
+
+
+def _read(fs: fsspec.AbstractFileSystem, path: str, schema: pa.Schema | None) -> pa.Table:
+    with fs.open(path, "rb") as handle:
+        table = pq.read_table(handle)
+    return table if schema is None else table.cast(schema)
+
+
+def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """A per-run file's rows with exactly the contract's columns (older files may lack some)."""
+    columns = [
+        table.column(f.name).cast(f.type) if f.name in table.column_names else pa.nulls(len(table), f.type)
+        for f in schema
+    ]
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _write_atomically(fs: fsspec.AbstractFileSystem, target: str, table: pa.Table) -> None:
+    folder = target.rsplit("/", 1)[0]
+    fs.makedirs(folder, exist_ok=True)
+    temp = f"{folder}/.compacted.{uuid.uuid4().hex}.tmp"
+    try:
+        with fs.open(temp, "wb") as handle:
+            pq.write_table(table, handle, compression="zstd")
+        fs.mv(temp, target)
+    finally:
+        if fs.exists(temp):
+            fs.rm(temp)
