@@ -36,7 +36,9 @@ def first_failures(
         [case_id, predicate, predicate, lane, lane],
     ).fetchone()
     if not known or known[0] == 0:
-        scope = "".join([f" predicate {predicate!r}" if predicate else "", f" in lane {lane!r}" if lane else ""])
+        scope = "".join(
+            [f" predicate {predicate!r}" if predicate else "", f" in lane {lane!r}" if lane else ""]
+        )
         raise KeyError(f"no verdicts for case {case_id!r}{scope} in history")
     rows = con.execute(
         """

@@ -53,7 +53,9 @@ _WINDOW = """
 """
 
 
-def case_flip_rates(con: duckdb.DuckDBPyConnection, *, lane: str | None = None, last: int = 10) -> pd.DataFrame:
+def case_flip_rates(
+    con: duckdb.DuckDBPyConnection, *, lane: str | None = None, last: int = 10
+) -> pd.DataFrame:
     """Flip rate of every case predicate over the last ``last`` runs, flakiest first."""
     _check_last(last)
     return con.execute(

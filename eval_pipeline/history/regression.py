@@ -102,7 +102,8 @@ def find_regressions(
     flips = pass_to_fail(previous_cases, case_predicates)
     before = {str(row["metric"]): row for _, row in previous_metrics.iterrows()}
     return [
-        _finding(row, before.get(str(row["metric"])), previous, flips, policy) for _, row in metrics.iterrows()
+        _finding(row, before.get(str(row["metric"])), previous, flips, policy)
+        for _, row in metrics.iterrows()
     ]
 
 
@@ -147,7 +148,9 @@ def _finding(
     flipped = flips.get(metric_predicate(metric)) or tuple(sorted({c for ids in flips.values() for c in ids}))
     if previous is None or before is None:
         note = "no previous run of this lane split and runtime" if previous is None else "new metric"
-        return MetricFinding(metric, value, None, previous.run_id if previous else None, None, None, False, (), note)
+        return MetricFinding(
+            metric, value, None, previous.run_id if previous else None, None, None, False, (), note
+        )
     previous_value = _number(before["value"])
     delta = None if value is None or previous_value is None else value - previous_value
     common = (metric, value, previous_value, previous.run_id, delta)
