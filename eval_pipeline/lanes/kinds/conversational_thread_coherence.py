@@ -6,7 +6,7 @@ Every turn is scored with four turn predicates; each case with two thread-level 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import pandas as pd
@@ -201,7 +201,7 @@ class ConversationalThreadCoherence:
         ]
 
 
-def _recorded_turn(record: dict[str, Any] | None) -> TurnView:
+def _recorded_turn(record: Mapping[Any, Any] | None) -> TurnView:
     """The recorded turn, or a faulted stand-in when the transcripts lack it."""
     if record is None:
         return TurnView(surface="", error="turn missing from transcripts")
