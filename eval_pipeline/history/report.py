@@ -1,0 +1,152 @@
+"""A static HTML report of the history: per lane, every metric's trend with its threshold, the
+latest check results and the cases that flipped in the latest run. One self-contained file
+(inline SVG and CSS, no script, no CDN) that opens offline.
+"""
+
+from __future__ import annotations
+
+import base64
+from datetime import UTC, datetime
+from html import escape
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+
+from eval_pipeline.history.diff import latest_diff
+from eval_pipeline.history.runs import latest_runs
+from eval_pipeline.history.svg import Chart, Point, grid_svg, trend_svg
+from eval_pipeline.history.views import connect
+
+_CSS = """
+body { font-family: sans-serif; margin: 2em; color: #222; }
+h2 { border-bottom: 1px solid #ccc; padding-bottom: .2em; margin-top: 2em; }
+.charts { display: flex; flex-wrap: wrap; gap: 8px; }
+table { border-collapse: collapse; margin: .5em 0 1.5em; font-size: 13px; }
+th, td { border: 1px solid #ddd; padding: 3px 8px; text-align: left; vertical-align: top; }
+th { background: #f3f3f3; }
+.fail { color: #b00020; font-weight: bold; }
+.pass { color: #1b7f3b; }
+td.surface { max-width: 32em; font-size: 12px; }
+"""
+
+
+def lane_charts(con: duckdb.DuckDBPyConnection, lane: str) -> list[str]:
+    """One SVG trend chart per metric of ``lane``; a line per (split, runtime)."""
+    rows = con.execute(
+        "SELECT metric, split, runtime, coalesce(started_at, date::TIMESTAMPTZ) AS run_at, value, threshold_op, threshold "
+        "FROM metrics WHERE lane = ? ORDER BY metric, split, runtime, run_at",
+        [lane],
+    ).df()
+    charts = []
+    for metric, by_metric in rows.groupby("metric", sort=True):
+        series: dict[str, list[Point]] = {}
+        for (split, runtime), points in by_metric.groupby(["split", "runtime"], sort=True):
+            series[f"{split} · {runtime}"] = [
+                (pd.Timestamp(at).to_pydatetime(), None if pd.isna(v) else float(v))
+                for at, v in zip(points["run_at"], points["value"], strict=True)
+            ]
+        last = by_metric.iloc[-1]
+        threshold = None if pd.isna(last["threshold"]) else float(last["threshold"])
+        label = f"{last['threshold_op']} {threshold:g}" if threshold is not None else ""
+        charts.append(trend_svg(Chart(str(metric), series, threshold, label)))
+    return charts
+
+
+def lane_chart_svg(root: str, lane: str) -> str:
+    """Every metric chart of ``lane`` tiled into one SVG (for Dagster asset metadata)."""
+    with connect(root) as con:
+        return grid_svg(lane_charts(con, lane))
+
+
+def lane_chart_markdown(root: str, lane: str) -> str:
+    """The lane's chart as markdown: an image with an inline ``data:`` URI (no file, no server)."""
+    encoded = base64.b64encode(lane_chart_svg(root, lane).encode()).decode()
+    return f"![{lane} metrics over time](data:image/svg+xml;base64,{encoded})"
+
+
+def render_report(root: str) -> str:
+    """The whole report as one HTML document."""
+    with connect(root) as con:
+        lanes = [row[0] for row in con.execute("SELECT DISTINCT lane FROM runs ORDER BY lane").fetchall()]
+        body = [_lane_section(con, lane) for lane in lanes] or ["<p>No runs in history yet.</p>"]
+    generated = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>eval-pipeline history</title><style>{_CSS}</style></head><body>"
+        f"<h1>eval-pipeline history</h1><p>Generated {generated} from {escape(root)}.</p>"
+        f"{''.join(body)}</body></html>\n"
+    )
+
+
+def write_report(root: str, out_dir: str | Path) -> Path:
+    """Write ``index.html`` into ``out_dir`` (created if needed) and return its path."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "index.html"
+    path.write_text(render_report(root), encoding="utf-8")
+    return path
+
+
+def _lane_section(con: duckdb.DuckDBPyConnection, lane: str) -> str:
+    parts = [f'<section id="{escape(lane)}"><h2>{escape(lane)}</h2>', '<div class="charts">']
+    parts.extend(lane_charts(con, lane))
+    parts.append("</div>")
+    for _, run in latest_runs(con, lane=lane, last=1).iterrows():
+        title = f"{run['split']} · {run['runtime']} · latest run {run['run_id']} ({_day(run['date'])})"
+        parts.append(f"<h3>{escape(title)}</h3>")
+        checks = con.execute(
+            "SELECT metric, value, threshold_op, threshold, severity, passed FROM metrics "
+            "WHERE run_id = ? AND lane = ? AND split = ? AND runtime = ? AND threshold IS NOT NULL "
+            "ORDER BY passed NULLS FIRST, severity, metric",
+            [run["run_id"], lane, run["split"], run["runtime"]],
+        ).df()
+        parts.append("<h4>Checks</h4>" + _checks_table(checks))
+        diff = latest_diff(con, lane, str(run["split"]), str(run["runtime"]))
+        if diff is None:
+            parts.append("<p>Only one run: nothing to compare yet.</p>")
+        elif diff.flips.empty:
+            parts.append(f"<p>No case flipped since {escape(diff.a.run_id)}.</p>")
+        else:
+            parts.append(f"<h4>Flipped cases since {escape(diff.a.run_id)}</h4>" + _flips_table(diff.flips))
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def _checks_table(checks: pd.DataFrame) -> str:
+    rows = []
+    for _, c in checks.iterrows():
+        verdict = "pass" if c["passed"] is True or c["passed"] == 1 else "fail"
+        value = "null" if pd.isna(c["value"]) else f"{c['value']:.3f}"
+        rows.append(
+            f"<tr><td>{escape(str(c['metric']))}</td><td>{value}</td>"
+            f"<td>{escape(str(c['threshold_op']))} {c['threshold']:g}</td><td>{escape(str(c['severity']))}</td>"
+            f'<td class="{verdict}">{verdict}</td></tr>'
+        )
+    return (
+        "<table><tr><th>metric</th><th>value</th><th>threshold</th><th>severity</th><th>result</th></tr>"
+        + "".join(rows)
+        + "</table>"
+    )
+
+
+def _flips_table(flips: pd.DataFrame) -> str:
+    rows = [
+        f"<tr><td>{escape(str(f['case_id']))}</td><td>{escape(str(f['predicate']))}</td>"
+        f'<td class="{"fail" if str(f["change"]).endswith("fail") else "pass"}">{escape(str(f["change"]))}</td>'
+        f'<td class="surface">{_text(f["surface_a"])}</td><td class="surface">{_text(f["surface_b"])}</td></tr>'
+        for _, f in flips.iterrows()
+    ]
+    return (
+        "<table><tr><th>case</th><th>predicate</th><th>change</th><th>surface before</th><th>surface after</th></tr>"
+        + "".join(rows)
+        + "</table>"
+    )
+
+
+def _text(value: object) -> str:
+    return "<em>not kept</em>" if value is None or pd.isna(value) else escape(str(value))  # type: ignore[call-overload]
+
+
+def _day(value: object) -> str:
+    return "?" if value is None or pd.isna(value) else pd.Timestamp(value).date().isoformat()  # type: ignore[call-overload,arg-type]

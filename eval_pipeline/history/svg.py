@@ -1,0 +1,120 @@
+"""Small inline SVG line charts: one metric over time, a line per series, the threshold dashed.
+
+Hand-written so the report opens offline with no script and no CDN.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from html import escape
+
+COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#17becf")
+
+Point = tuple[datetime, float | None]
+
+
+@dataclass(frozen=True)
+class Chart:
+    title: str
+    series: Mapping[str, Sequence[Point]]  # label → points in time order
+    threshold: float | None = None
+    threshold_label: str = ""
+
+
+def trend_svg(chart: Chart, *, width: int = 420, height: int = 190) -> str:
+    """One chart as a standalone ``<svg>`` element."""
+    left, right, top, bottom = 44, 10, 22, 34
+    plot_w, plot_h = width - left - right, height - top - bottom
+    times = [t.timestamp() for points in chart.series.values() for t, _ in points]
+    values = [v for points in chart.series.values() for _, v in points if v is not None]
+    if chart.threshold is not None:
+        values.append(chart.threshold)
+    low, high = _y_range(values)
+    t0, t1 = (min(times), max(times)) if times else (0.0, 1.0)
+    span = (t1 - t0) or 1.0
+
+    def x(t: datetime) -> float:
+        return left + (t.timestamp() - t0) / span * plot_w if t1 > t0 else left + plot_w / 2
+
+    def y(v: float) -> float:
+        return top + (1 - (v - low) / ((high - low) or 1.0)) * plot_h
+
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="{escape(chart.title)}" '
+        'font-family="sans-serif" font-size="10">',
+        f"<title>{escape(chart.title)}</title>",
+        f'<text x="{left}" y="14" font-size="12" font-weight="bold">{escape(chart.title)}</text>',
+        f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" fill="#fafafa" stroke="#ccc"/>',
+        f'<text x="{left - 4}" y="{top + 4}" text-anchor="end">{high:g}</text>',
+        f'<text x="{left - 4}" y="{top + plot_h}" text-anchor="end">{low:g}</text>',
+    ]
+    if times:
+        for t, anchor in ((t0, "start"), (t1, "end")):
+            label = datetime.fromtimestamp(t, UTC).date().isoformat()
+            parts.append(
+                f'<text x="{left if anchor == "start" else left + plot_w}" y="{top + plot_h + 12}" '
+                f'text-anchor="{anchor}">{label}</text>'
+            )
+    if chart.threshold is not None:
+        ty = y(chart.threshold)
+        parts.append(
+            f'<line class="threshold" x1="{left}" x2="{left + plot_w}" y1="{ty:.1f}" y2="{ty:.1f}" '
+            'stroke="#d62728" stroke-dasharray="4 3"/>'
+            f'<text x="{left + plot_w - 2}" y="{ty - 3:.1f}" text-anchor="end" fill="#d62728">'
+            f"{escape(chart.threshold_label or f'{chart.threshold:g}')}</text>"
+        )
+    for index, (label, points) in enumerate(chart.series.items()):
+        colour = COLOURS[index % len(COLOURS)]
+        for segment in _segments(points):
+            coords = " ".join(f"{x(t):.1f},{y(v):.1f}" for t, v in segment)
+            parts.append(
+                f'<polyline class="series" fill="none" stroke="{colour}" stroke-width="1.5" points="{coords}"/>'
+            )
+            if len(segment) < 40:
+                parts.extend(
+                    f'<circle cx="{x(t):.1f}" cy="{y(v):.1f}" r="2.2" fill="{colour}"/>' for t, v in segment
+                )
+        parts.append(
+            f'<text x="{left + 4 + 130 * (index % 3)}" y="{height - 4}" fill="{colour}">'
+            f"■ {escape(label)}</text>"
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def grid_svg(charts: Sequence[str], *, columns: int = 3, width: int = 420, height: int = 190) -> str:
+    """Several chart SVGs tiled into one ``<svg>`` (for places that take a single image)."""
+    rows = (len(charts) + columns - 1) // columns or 1
+    tiles = [
+        f'<g transform="translate({(i % columns) * width},{(i // columns) * height})">{svg}</g>'
+        for i, svg in enumerate(charts)
+    ]
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{columns * width}" height="{rows * height}" '
+        f'viewBox="0 0 {columns * width} {rows * height}">{"".join(tiles)}</svg>'
+    )
+
+
+def _segments(points: Sequence[Point]) -> list[list[tuple[datetime, float]]]:
+    """Runs of consecutive computable values: a null value (not computable) breaks the line."""
+    segments: list[list[tuple[datetime, float]]] = [[]]
+    for t, v in points:
+        if v is None:
+            segments.append([])
+        else:
+            segments[-1].append((t, v))
+    return [s for s in segments if s]
+
+
+def _y_range(values: Sequence[float]) -> tuple[float, float]:
+    if not values:
+        return 0.0, 1.0
+    low, high = min(values), max(values)
+    if low >= 0.0 and high <= 1.0:  # a rate: always the whole scale, so moves are not exaggerated
+        return 0.0, 1.0
+    if low == high:
+        return low - 1.0, high + 1.0
+    return low, high
