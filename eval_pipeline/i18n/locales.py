@@ -38,9 +38,7 @@ def locale_problem(tag: str) -> str | None:
     if not CANONICAL_TAG.match(tag):
         canonical = canonical_form(tag)
         hint = f"; did you mean {canonical!r}?" if CANONICAL_TAG.match(canonical) else ""
-        return (
-            f"{tag!r} is not a canonical BCP-47-style tag (language[-Script][-REGION], e.g. 'en-US', 'zh-Hans'){hint}"
-        )
+        return f"{tag!r} is not a canonical BCP-47-style tag (language[-Script][-REGION], e.g. 'en-US', 'zh-Hans'){hint}"
     try:
         babel_locale(tag)
     except (UnknownLocaleError, ValueError):

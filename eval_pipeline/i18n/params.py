@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 Severity = Literal["hard", "report"]
 PlaceholderSyntax = Literal["auto", "printf", "python", "icu", "custom"]
@@ -39,9 +39,11 @@ class PlaceholderIntegrityParams(BaseModel):
             raise ValueError("pattern must not match the empty string")
         return pattern
 
-    def model_post_init(self, context: object) -> None:
+    @model_validator(mode="after")
+    def _pattern_iff_custom(self) -> PlaceholderIntegrityParams:
         if (self.syntax == "custom") != (self.pattern is not None):
             raise ValueError("syntax 'custom' needs 'pattern', and 'pattern' is only for syntax 'custom'")
+        return self
 
 
 class ProtocolCompleteParams(BaseModel):
@@ -123,7 +125,12 @@ class MaxChars(_Spec):
 
 
 AssertionSpec = Annotated[
-    PlaceholderIntegrity | ProtocolComplete | NumberFidelity | RequiredTokens | ForbiddenRenderings | MaxChars,
+    PlaceholderIntegrity
+    | ProtocolComplete
+    | NumberFidelity
+    | RequiredTokens
+    | ForbiddenRenderings
+    | MaxChars,
     Field(discriminator="name"),
 ]
 
