@@ -1,6 +1,6 @@
 """Pure predicate functions, by family, and the registry that finds them by name."""
 
-from eval_pipeline.predicates import surface
+from eval_pipeline.predicates import status, surface, thread
 from eval_pipeline.predicates.base import (
     PASS,
     TURN_ERROR,
@@ -19,7 +19,9 @@ __all__ = [
     "TurnView",
     "Verdict",
     "get_turn_predicate",
+    "status",
     "surface",
+    "thread",
     "turn_predicate",
     "turn_predicate_names",
 ]

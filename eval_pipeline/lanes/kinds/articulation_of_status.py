@@ -18,7 +18,6 @@ from eval_pipeline.lanes.kind import Thread, TurnRequest, register_lane_kind
 from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.pipeline import evidence_json
 from eval_pipeline.predicates import TurnView, Verdict, get_turn_predicate
-from eval_pipeline.predicates import status as _status_predicates  # noqa: F401 - registers the predicates
 from eval_pipeline.scoring import MetricValue, count, predicate_rate
 from eval_pipeline.tables import CASE_PREDICATES, TURN_PREDICATES, lane_columns
 
