@@ -1,0 +1,260 @@
+"""History commands: ``history`` (+ ``history compact``), ``diff``, ``flaky``, ``first-failure``, ``report``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import date
+from enum import StrEnum
+from typing import Annotated
+
+import duckdb
+import pandas as pd
+import typer
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from eval_pipeline.cli.common import EXIT_BAD_INPUT, app, bad_input_exits, console, err_console, history_app
+from eval_pipeline.history.compact import compact
+from eval_pipeline.history.diff import diff_pairs, pairs_to_diff
+from eval_pipeline.history.first_failure import first_failures
+from eval_pipeline.history.flaky import case_flip_rates, rate_intervals
+from eval_pipeline.history.report import write_report
+from eval_pipeline.history.views import connect
+from eval_pipeline.settings import history_root
+
+
+class OutputFormat(StrEnum):
+    table = "table"
+    csv = "csv"
+    json = "json"
+
+
+HistoryOption = Annotated[
+    str | None,
+    typer.Option("--history", help="History root (folder or fsspec URL); default $EVAL_PIPELINE_HISTORY."),
+]
+FormatOption = Annotated[OutputFormat, typer.Option("--format", "-f", help="table, csv or json.")]
+LaneOption = Annotated[str | None, typer.Option("--lane", help="Only this lane.")]
+
+_HISTORY_COLUMNS = (
+    "date, started_at, lane, split, runtime, run_id, metric, value, threshold_op, threshold, severity, passed"
+)
+
+
+@history_app.callback()
+def history(
+    ctx: typer.Context,
+    lane: LaneOption = None,
+    metric: Annotated[str | None, typer.Option("--metric", help="Only this metric.")] = None,
+    since: Annotated[
+        str | None, typer.Option("--since", help="Only runs on or after this day (YYYY-MM-DD).")
+    ] = None,
+    sql: Annotated[
+        str | None,
+        typer.Option(
+            "--sql", help="Any DuckDB query over the views metrics, case_predicates, transcripts, runs."
+        ),
+    ] = None,
+    output: FormatOption = OutputFormat.table,
+    root: HistoryOption = None,
+) -> None:
+    """Metric values of every stored run, oldest first (or the result of --sql)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    with _bad_query_exits(), connect(root or history_root()) as con:
+        if sql is not None:
+            rows = con.execute(sql).df()
+        else:
+            since_day = _parse_day(since) if since else None
+            rows = con.execute(
+                f"SELECT {_HISTORY_COLUMNS} FROM metrics WHERE (? IS NULL OR lane = ?) AND (? IS NULL OR metric = ?) "
+                "AND (?::DATE IS NULL OR date >= ?::DATE) ORDER BY started_at, date, lane, split, runtime, run_id, metric",
+                [lane, lane, metric, metric, since_day, since_day],
+            ).df()
+    emit(rows, output, title="history")
+
+
+@history_app.command("compact")
+def history_compact(
+    month: Annotated[
+        str | None, typer.Option("--month", help="YYYY-MM; default: every month before the current one.")
+    ] = None,
+    root: HistoryOption = None,
+    output: FormatOption = OutputFormat.table,
+) -> None:
+    """Rewrite a month's per-run files into one file per table per lane (queries answer the same)."""
+    with bad_input_exits():
+        try:
+            done = compact(root or history_root(), month)
+        except ValueError as exc:
+            raise KeyError(str(exc)) from None
+    rows = pd.DataFrame(
+        [
+            {
+                "table": d.table,
+                "lane": d.lane,
+                "month": d.month,
+                "runs_added": d.runs_added,
+                "runs": d.runs_total,
+                "rows": d.rows,
+                "files_removed": d.files_removed,
+            }
+            for d in done
+        ],
+        columns=["table", "lane", "month", "runs_added", "runs", "rows", "files_removed"],
+    )
+    emit(rows, output, title="compacted", empty="nothing to compact")
+
+
+@app.command("diff")
+def diff(
+    run_a: Annotated[str | None, typer.Argument(help="The earlier run id.")] = None,
+    run_b: Annotated[str | None, typer.Argument(help="The later run id.")] = None,
+    lane: LaneOption = None,
+    output: FormatOption = OutputFormat.table,
+    root: HistoryOption = None,
+) -> None:
+    """Metric deltas and flipped cases (pass→fail first) between two runs; default: the last two of each lane split."""
+    with _bad_query_exits(), connect(root or history_root()) as con:
+        diffs = diff_pairs(con, pairs_to_diff(con, run_a, run_b, lane=lane))
+    if output is OutputFormat.table:
+        if not diffs:
+            console.print("No lane split has two runs yet.")
+        for d in diffs:
+            console.print(f"[bold]{escape(d.a.label())}  →  {escape(d.b.label())}[/bold]")
+            emit(d.metric_deltas, output, title="metrics")
+            emit(d.flips, output, title="flipped cases", empty="no case flipped")
+        return
+    records = [
+        {
+            "a": d.a.label(),
+            "b": d.b.label(),
+            "run_a": d.a.run_id,
+            "run_b": d.b.run_id,
+            "lane": d.b.lane,
+            "split": d.b.split,
+            "runtime_a": d.a.runtime,
+            "runtime_b": d.b.runtime,
+        }
+        for d in diffs
+    ]
+    if output is OutputFormat.json:
+        for record, d in zip(records, diffs, strict=True):
+            record["metrics"] = _records(d.metric_deltas)
+            record["flips"] = _records(d.flips)
+        console.print_json(json.dumps(records, default=str))
+        return
+    flips = [
+        d.flips.assign(run_a=d.a.run_id, run_b=d.b.run_id, lane=d.b.lane, split=d.b.split) for d in diffs
+    ]
+    emit(pd.concat(flips, ignore_index=True) if flips else pd.DataFrame(), output, title="flips")
+
+
+@app.command("flaky")
+def flaky(
+    lane: LaneOption = None,
+    last: Annotated[int, typer.Option("--last", help="How many recent runs of each series to look at.")] = 10,
+    show_all: Annotated[
+        bool, typer.Option("--all", help="Also list case predicates that never flipped.")
+    ] = False,
+    output: FormatOption = OutputFormat.table,
+    root: HistoryOption = None,
+) -> None:
+    """Per-case flip rates over the last N runs of each lane/split/runtime, and lane rates with Wilson intervals."""
+    with _bad_query_exits(), connect(root or history_root()) as con:
+        cases = case_flip_rates(con, lane=lane, last=last)
+        rates = rate_intervals(con, lane=lane, last=last)
+    if not show_all:
+        cases = cases[cases["flips"] > 0].reset_index(drop=True)
+    if output is OutputFormat.json:
+        console.print_json(json.dumps({"cases": _records(cases), "rates": _records(rates)}, default=str))
+        return
+    emit(cases, output, title=f"case flip rates (last {last} runs)", empty="no case flipped")
+    if output is OutputFormat.table:
+        emit(rates, output, title="lane rates, 95% Wilson interval on the latest run")
+
+
+@app.command("first-failure")
+def first_failure(
+    case_id: Annotated[str, typer.Argument(help="The case id.")],
+    predicate: Annotated[str | None, typer.Option("--predicate", help="Only this predicate.")] = None,
+    lane: LaneOption = None,
+    output: FormatOption = OutputFormat.table,
+    root: HistoryOption = None,
+) -> None:
+    """The first run in which a case's predicate went from pass to fail, and how its surface changed."""
+    with _bad_query_exits(), connect(root or history_root()) as con:
+        rows = first_failures(con, case_id, predicate=predicate, lane=lane)
+    emit(rows, output, title=f"first failure of {case_id}", empty=f"{case_id} never went from pass to fail")
+
+
+@app.command("report")
+def report(
+    out: Annotated[str, typer.Option("--out", help="Folder to write index.html into.")],
+    root: HistoryOption = None,
+) -> None:
+    """A static HTML report (offline, no CDN): trends with thresholds, latest checks, flipped cases."""
+    with _bad_query_exits():
+        path = write_report(root or history_root(), out)
+    console.print(f"wrote {path}", highlight=False)
+
+
+def emit(rows: pd.DataFrame, output: OutputFormat, *, title: str = "", empty: str = "no rows") -> None:
+    """Print rows as a rich table, CSV or JSON records (timestamps as ISO text)."""
+    if output is OutputFormat.csv:
+        console.print(rows.to_csv(index=False), end="", markup=False, highlight=False, soft_wrap=True)
+        return
+    if output is OutputFormat.json:
+        console.print_json(json.dumps(_records(rows), default=str))
+        return
+    if rows.empty:
+        console.print(f"{title}: {empty}" if title else empty, highlight=False)
+        return
+    table = Table(title=title or None, show_lines=False)
+    for column in rows.columns:
+        table.add_column(str(column), overflow="fold")
+    for record in _records(rows):
+        table.add_row(*(Text("" if v is None else _cell(v)) for v in record.values()))
+    console.print(table)
+
+
+def _records(rows: pd.DataFrame) -> list[dict[str, object]]:
+    """JSON-ready records: NaN/NA → None, days (DuckDB DATE) and timestamps → ISO strings."""
+    rows = rows.copy()
+    for column in rows.columns:
+        if pd.api.types.is_datetime64_dtype(rows[column]) and getattr(rows[column].dt, "tz", None) is None:
+            rows[column] = rows[column].dt.strftime("%Y-%m-%d")  # naive datetimes here are DATE columns
+    out = rows.astype(object).where(rows.notna(), None)
+    return [
+        {str(k): (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in record.items()}
+        for record in out.to_dict(orient="records")
+    ]
+
+
+def _cell(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def _parse_day(text: str) -> date:
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        raise KeyError(f"--since {text!r} is not a day (YYYY-MM-DD)") from None
+
+
+@contextmanager
+def _bad_query_exits() -> Iterator[None]:
+    """Unknown runs/cases, bad arguments and failing SQL are bad input: a message and exit 2."""
+    with bad_input_exits():
+        try:
+            yield
+        except ValueError as exc:
+            raise KeyError(str(exc)) from None
+        except duckdb.Error as exc:
+            err_console.print(f"[red]query failed:[/red] {exc}", highlight=False)
+            raise typer.Exit(EXIT_BAD_INPUT) from None
