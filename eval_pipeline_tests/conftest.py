@@ -3,6 +3,7 @@ so nothing a test does lands in the repository or leaks into another test."""
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,9 +15,12 @@ from eval_pipeline.settings import PROJECT_ROOT
 @pytest.fixture(autouse=True)
 def isolated_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     state = tmp_path / "state"
+    home = state / "dagster_home"
+    home.mkdir(parents=True)
+    shutil.copyfile(PROJECT_ROOT / "dagster.yaml", home / "dagster.yaml")
     monkeypatch.setenv("EVAL_PIPELINE_STATE", str(state))
     monkeypatch.setenv("EVAL_PIPELINE_HISTORY", str(state / "history"))
-    monkeypatch.setenv("DAGSTER_HOME", str(state / "dagster_home"))
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
     monkeypatch.delenv("EVAL_PIPELINE_RUNTIME", raising=False)
     monkeypatch.delenv("EVAL_PIPELINE_EVALS", raising=False)
     yield state

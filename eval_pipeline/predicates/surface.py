@@ -62,7 +62,8 @@ def words(surface: str) -> list[str]:
 def finite_verb_tokens(surface: str) -> list[str]:
     """Tokens that make a finite predicate: a closed list of auxiliaries, or an inflected form."""
     found: list[str] = []
-    for position, token in enumerate(words(surface)):
+    prose = re.sub(_DOTTED_PATH, " ", surface)  # a domain path like meta.x.y is not prose
+    for position, token in enumerate(words(prose)):
         lower = token.lower()
         if (
             lower in FINITE_VERBS

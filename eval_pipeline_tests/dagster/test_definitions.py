@@ -1,0 +1,87 @@
+"""Snapshot of the definitions surface: a renamed asset key or check orphans history, so it must show."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import dagster as dg
+import pytest
+
+from eval_pipeline.dagster_wiring.schedules import NIGHTLY_CRON
+from eval_pipeline.definitions import build_definitions
+from eval_pipeline.lanes import discover_lanes
+from eval_pipeline.settings import PROJECT_ROOT
+
+STAGES = ["case_predicates", "cases", "metrics", "transcripts", "turn_predicates"]
+
+
+@pytest.fixture(scope="module")
+def defs() -> dg.Definitions:
+    return build_definitions()
+
+
+def test_every_lane_has_its_five_stage_assets(defs: dg.Definitions) -> None:
+    graph = defs.resolve_asset_graph()
+    keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
+    expected = {f"{spec.name}/{stage}" for spec in discover_lanes() for stage in STAGES}
+    assert keys == expected
+
+
+def test_fluency_checks_snapshot(defs: dg.Definitions) -> None:
+    graph = defs.resolve_asset_graph()
+    checks = sorted(k.name for k in graph.asset_check_keys if k.asset_key.path[0] == "deterministic_fluency")
+    assert checks == [
+        "complete_punctuation_rate",
+        "error_rate",
+        "expected_predicates_pass_rate",
+        "finite_predicate_shape_rate",
+        "no_dotted_inventory_rate",
+        "no_placeholder_rate",
+        "no_provenance_only_rate",
+    ]
+
+
+def test_every_threshold_is_a_check_on_its_lane_metrics(defs: dg.Definitions) -> None:
+    graph = defs.resolve_asset_graph()
+    for spec in discover_lanes():
+        checks = {
+            k.name for k in graph.asset_check_keys if k.asset_key == dg.AssetKey([spec.name, "metrics"])
+        }
+        assert checks == {t.check_name for t in spec.effective_thresholds}, spec.name
+
+
+def test_one_nightly_schedule_and_job_per_lane(defs: dg.Definitions) -> None:
+    schedules = {s.name: s for s in defs.schedules or []}
+    for spec in discover_lanes():
+        schedule = schedules[f"{spec.name}_nightly"]
+        assert schedule.cron_schedule == NIGHTLY_CRON
+        assert schedule.job_name == f"{spec.name}_job"
+        assert defs.resolve_job_def(f"{spec.name}_job") is not None
+    assert len(schedules) == len(discover_lanes())
+
+
+def test_nightly_schedule_requests_every_nightly_split_for_the_day(defs: dg.Definitions) -> None:
+    from datetime import UTC, datetime
+
+    for spec in discover_lanes():
+        schedule = next(s for s in defs.schedules or [] if s.name == f"{spec.name}_nightly")
+        context = dg.build_schedule_context(
+            scheduled_execution_time=datetime(2026, 11, 30, 2, tzinfo=UTC),
+            repository_def=defs.get_repository_def(),
+        )
+        requests = list(schedule.evaluate_tick(context).run_requests or [])
+        assert [r.partition_key for r in requests] == [f"2026-11-30|{s}" for s in spec.nightly_splits]
+
+
+@pytest.mark.slow
+def test_dagster_cli_validates_the_workspace(tmp_path: object) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "dagster", "definitions", "validate", "-w", "workspace.yaml"],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "All code locations passed validation" in result.stderr + result.stdout

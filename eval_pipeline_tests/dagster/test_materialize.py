@@ -1,0 +1,121 @@
+"""Materialize the fluency lane on a real Dagster instance (temp DAGSTER_HOME) and read history back."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import dagster as dg
+import duckdb
+import pytest
+
+from eval_pipeline.dagster_wiring.launch import LaneOutcome, ensure_instance, materialize_lane
+from eval_pipeline.history import table_glob
+from eval_pipeline.lanes import find_lane
+from eval_pipeline.settings import history_root
+
+pytestmark = pytest.mark.slow
+
+DATE = "2026-11-30"
+
+
+def run(runtime: str, split: str = "public", **kwargs: object) -> LaneOutcome:
+    return materialize_lane(
+        find_lane("deterministic_fluency"),
+        split,
+        date=DATE,
+        instance=ensure_instance(),
+        runtime_spec=runtime,
+        **kwargs,
+    )
+
+
+def checks(outcome: LaneOutcome) -> dict[str, tuple[bool, str]]:
+    return {c.name: (c.passed, c.severity) for c in outcome.checks}
+
+
+def test_glossed_run_passes_every_check_and_no_gloss_fails_only_warn_checks() -> None:
+    glossed = run("reference")
+    assert glossed.success and glossed.failure is None
+    assert all(passed for passed, _ in checks(glossed).values())
+
+    bare = run("reference:no-gloss")
+    assert bare.success and not bare.blocking_failures
+    failed = {name: severity for name, (passed, severity) in checks(bare).items() if not passed}
+    assert failed == {"no_provenance_only_rate": "WARN", "no_dotted_inventory_rate": "WARN"}
+
+    metrics_glob = table_glob(history_root(), "metrics")
+    rows = duckdb.sql(
+        f"select run_id, runtime, value from read_parquet('{metrics_glob}', hive_partitioning = true) "
+        "where metric = 'no_dotted_inventory_rate' and lane = 'deterministic_fluency' order by value"
+    ).fetchall()
+    assert [(r[0], r[1]) for r in rows] == [
+        (bare.run_id, "reference:no-gloss"),
+        (glossed.run_id, "reference"),
+    ]
+    assert rows[0][2] == pytest.approx(5 / 15)
+    dates = duckdb.sql(
+        f"select distinct date from read_parquet('{metrics_glob}', hive_partitioning = true)"
+    ).fetchall()
+    assert [str(d[0]) for d in dates] == [DATE]
+
+
+def test_materialization_records_metrics_as_numeric_metadata_and_history_per_table() -> None:
+    outcome = run("reference")
+    instance = ensure_instance()
+    event = instance.get_latest_materialization_event(dg.AssetKey(["deterministic_fluency", "metrics"]))
+    assert event is not None and event.asset_materialization is not None
+    metadata = event.asset_materialization.metadata
+    assert metadata["no_placeholder_rate"].value == 1.0
+    assert isinstance(metadata["no_dotted_inventory_rate"], dg.FloatMetadataValue)
+    for table in ("metrics", "case_predicates", "transcripts"):
+        files = list(Path(history_root()).glob(f"{table}/lane=deterministic_fluency/date={DATE}/*.parquet"))
+        assert [f.stem for f in files] == [outcome.run_id], table
+
+
+def test_a_failing_blocking_check_is_reported_with_its_cases(tmp_path: Path) -> None:
+    recorded = tmp_path / "turns.jsonl"
+    recorded.write_text(
+        json.dumps({"case_id": "fluency_dev_time_001", "surface": "Time is <pending>."})
+        + "\n"
+        + json.dumps({"case_id": "fluency_dev_oov_zorblat_002", "surface": "I do not know that word yet"})
+        + "\n",
+        encoding="utf-8",
+    )
+    outcome = run(f"replay:{recorded}", split="dev")
+    assert outcome.failure is None  # the run did its job: it measured and found failures
+    blocking = {c.name for c in outcome.blocking_failures}
+    assert {"no_placeholder_rate", "complete_punctuation_rate", "expected_predicates_pass_rate"} <= blocking
+    assert not outcome.success  # ERROR checks are blocking: Dagster marks the run failed
+    # History keeps the failing run too: it is a measurement, not an error.
+    assert list(
+        Path(history_root()).glob(f"metrics/lane=deterministic_fluency/date={DATE}/{outcome.run_id}.parquet")
+    )
+
+
+def test_cases_config_evaluates_another_file_under_the_lane_contract(tmp_path: Path) -> None:
+    cases = tmp_path / "mine.jsonl"
+    cases.write_text(
+        json.dumps(
+            {
+                "id": "mine_001",
+                "prompt": "What is trust?",
+                "category": "pack_definition",
+                "expected_predicates": ["no_placeholder"],
+            }
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    outcome = run("reference", split="dev", cases_path=str(cases))
+    assert outcome.case_predicates is not None
+    assert set(outcome.case_predicates["case_id"]) == {"mine_001"}
+
+
+def test_bad_case_file_fails_the_cases_step_with_file_and_line(tmp_path: Path) -> None:
+    cases = tmp_path / "bad.jsonl"
+    cases.write_text('{"id": "x", "prompt": "What is trust?"}\n', encoding="utf-8")
+    outcome = run("reference", split="dev", cases_path=str(cases))
+    assert outcome.failure is not None and outcome.failure_kind == "CaseFileError"
+    assert f"{cases}:1: category: required field is missing" in outcome.failure
+    assert not Path(history_root()).exists() or not list(Path(history_root()).rglob("*.parquet"))
