@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from eval_pipeline.lanes.kind import Thread, TurnRequest, register_lane_kind
 from eval_pipeline.lanes.spec import LaneSpec
@@ -62,11 +62,12 @@ class ThreadCase(BaseModel):
     description: str = ""
     turns: list[ThreadTurn] = Field(min_length=MIN_TURNS, max_length=MAX_TURNS)
 
-    @model_validator(mode="after")
-    def _annotations_point_backwards(self) -> ThreadCase:
+    @field_validator("turns")
+    @classmethod
+    def _annotations_point_backwards(cls, turns: list[ThreadTurn]) -> list[ThreadTurn]:
         problems: list[str] = []
-        for index, turn in enumerate(self.turns):
-            earlier = self.turns[:index]
+        for index, turn in enumerate(turns):
+            earlier = turns[:index]
             anchor = turn.anaphora_anchor_to
             if anchor is not None:
                 if anchor not in {t.subject_lemma for t in earlier}:
@@ -84,7 +85,7 @@ class ThreadCase(BaseModel):
                         f"turns[{index}].is_replay_of_prompt_at_turn: {origin} is not an earlier turn (expected 0..{index - 1})"
                     )
                     continue
-                source = self.turns[origin]
+                source = turns[origin]
                 if source.is_replay_of_prompt_at_turn is not None:
                     problems.append(
                         f"turns[{index}].is_replay_of_prompt_at_turn: turn {origin} is itself a replay; "
@@ -97,7 +98,7 @@ class ThreadCase(BaseModel):
                     )
         if problems:
             raise ValueError("; ".join(problems))
-        return self
+        return turns
 
 
 @register_lane_kind
