@@ -1,0 +1,192 @@
+"""Prompt composition for translation cases, and the request format runtimes read back.
+
+Locked cases never reach prompt material: few-shot examples come only from a
+:class:`FewShotPool`, and a pool can only be built from a lane split that is not locked and
+whose files no locked split lists. There is no way to hand a pool arbitrary cases. A case
+under evaluation (locked or not) appears only in its own request.
+
+A request is a marker line, one JSON header line (locales, placeholder syntax, tokens to keep,
+batch size and terminator), instructions for people and models, optional examples, and the
+text in a ``<source>`` block; a batch's block holds its numbered items.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from eval_pipeline.cases.loading import load_cases
+from eval_pipeline.i18n.case import EvalCase, required_token_list
+from eval_pipeline.i18n.params import RequiredTokens
+from eval_pipeline.i18n.placeholder_integrity import effective_syntax
+from eval_pipeline.i18n.placeholders import PlaceholderSyntaxError, flat_tokenizer
+from eval_pipeline.i18n.protocol import expected_item_count, parse_batch, render_batch
+from eval_pipeline.lanes.spec import LaneSpec
+
+REQUEST_MARK = "### translation request (EvalCase v1)"
+_OPEN, _CLOSE = "<source>", "</source>"
+
+
+class LockedSplitError(ValueError):
+    """Prompt material was asked for from a locked split."""
+
+
+class FewShotExample(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    source: str
+    translation: str
+
+
+class TranslationRequest(BaseModel):
+    """What a translation prompt asks for; runtimes can read it back with :func:`parse_request`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    source_locale: str
+    target_locale: str
+    syntax: str
+    keep: tuple[str, ...] = ()
+    items: tuple[str, ...]
+    batch: bool = False
+    terminator: str | None = None
+    examples: tuple[FewShotExample, ...] = ()
+
+
+class FewShotPool:
+    """Few-shot examples from one unlocked split of a lane, read from that split's own files."""
+
+    def __init__(self, spec: LaneSpec, split: str) -> None:
+        if split in spec.locked_splits:
+            raise LockedSplitError(f"split {split!r} of lane {spec.name!r} is locked: it never feeds prompts")
+        locked_files = {path.resolve() for s in spec.locked_splits for path in spec.case_files(s)}
+        files = spec.case_files(split)
+        shared = [str(p) for p in files if p.resolve() in locked_files]
+        if shared:
+            raise LockedSplitError(f"split {split!r} lists files of a locked split: {shared}")
+        self.split = split
+        self.files: tuple[Path, ...] = tuple(files)
+        self._cases = tuple(loaded.case for loaded in load_cases(files, EvalCase))
+
+    def examples_for(self, case: EvalCase, limit: int) -> tuple[FewShotExample, ...]:
+        """Up to ``limit`` single-text examples with a reference, same locale pair, never the case itself."""
+        chosen = [
+            FewShotExample(source=other.source, translation=other.references[0])
+            for other in sorted(self._cases, key=lambda c: c.id)
+            if other.id != case.id
+            and other.references
+            and other.protocol is None
+            and (other.source_locale, other.target_locale) == (case.source_locale, case.target_locale)
+        ]
+        return tuple(chosen[:limit])
+
+
+def translation_request(case: EvalCase, examples: Sequence[FewShotExample] = ()) -> TranslationRequest:
+    protocol = case.protocol
+    return TranslationRequest(
+        source_locale=case.source_locale,
+        target_locale=case.target_locale,
+        syntax=_syntax(case),
+        keep=tuple(dict.fromkeys([*_placeholder_texts(case), *_required(case)])),
+        items=tuple(case.batch_items()) if protocol else (case.source,),
+        batch=protocol is not None,
+        terminator=protocol.params.terminator if protocol else None,
+        examples=tuple(examples),
+    )
+
+
+def render_request(request: TranslationRequest) -> str:
+    header = {
+        "source_locale": request.source_locale,
+        "target_locale": request.target_locale,
+        "syntax": request.syntax,
+        "keep": list(request.keep),
+        "items": len(request.items) if request.batch else None,
+        "terminator": request.terminator,
+    }
+    lines = [REQUEST_MARK, json.dumps(header, ensure_ascii=False)]
+    lines.append(
+        f"Translate from {request.source_locale} to {request.target_locale}. Keep every placeholder, "
+        "markup and listed token exactly as written; write numbers the target locale's way."
+    )
+    if request.batch:
+        end = f', then the line "{request.terminator}" alone' if request.terminator else ""
+        lines.append(
+            f"Translate each numbered item. Reply with one line per item, '[n] translation', "
+            f"numbered as given and in order{end}. Nothing else."
+        )
+    else:
+        lines.append("Reply with the translation only.")
+    for example in request.examples:
+        lines += [
+            "<example>",
+            _OPEN,
+            example.source,
+            _CLOSE,
+            "<translation>",
+            example.translation,
+            "</translation>",
+            "</example>",
+        ]
+    body = render_batch(request.items) if request.batch else request.items[0]
+    lines += [_OPEN, body, _CLOSE]
+    return "\n".join(lines)
+
+
+def compose_prompt(case: EvalCase, pool: FewShotPool | None = None, *, examples: int = 0) -> str:
+    """The prompt for ``case``; examples only ever come from ``pool`` (an unlocked split)."""
+    chosen = pool.examples_for(case, examples) if pool is not None and examples > 0 else ()
+    return render_request(translation_request(case, chosen))
+
+
+def parse_request(prompt: str) -> TranslationRequest | None:
+    """The request a prompt carries, or None when it is not a translation request."""
+    lines = prompt.split("\n")
+    if len(lines) < 3 or lines[0] != REQUEST_MARK:
+        return None
+    header = json.loads(lines[1])
+    start = len(lines) - 1 - lines[::-1].index(_OPEN)
+    end = len(lines) - 1 - lines[::-1].index(_CLOSE)
+    body = "\n".join(lines[start + 1 : end])
+    batch = header["items"] is not None
+    items = tuple(item.text for item in parse_batch(body, None).items) if batch else (body,)
+    return TranslationRequest(
+        source_locale=header["source_locale"],
+        target_locale=header["target_locale"],
+        syntax=header["syntax"],
+        keep=tuple(header["keep"]),
+        items=items,
+        batch=batch,
+        terminator=header["terminator"],
+    )
+
+
+def _syntax(case: EvalCase) -> str:
+    spec = case.placeholder_spec
+    return effective_syntax(case, spec) if spec is not None else "none"
+
+
+def _placeholder_texts(case: EvalCase) -> list[str]:
+    spec = case.placeholder_spec
+    syntax = _syntax(case)
+    if spec is None or syntax in {"icu", "none"}:
+        return []
+    try:
+        return [p.text for p in flat_tokenizer(syntax, case.source, spec.params.pattern)(case.source).items]
+    except PlaceholderSyntaxError:
+        return []
+
+
+def _required(case: EvalCase) -> list[str]:
+    spec = case.assertion("required_tokens")
+    if isinstance(spec, RequiredTokens):
+        return required_token_list(case, spec)
+    return list(case.required_tokens)
+
+
+def batch_size(case: EvalCase) -> int | None:
+    protocol = case.protocol
+    return expected_item_count(case, protocol) if protocol else None
