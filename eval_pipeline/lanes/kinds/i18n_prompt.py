@@ -36,7 +36,7 @@ EXAMPLE_SPLIT = "dev"  # few-shot examples come from this split only (never a lo
 FEW_SHOT_EXAMPLES = 2
 
 
-def candidate_from_turn(case: EvalCase, turn: Mapping[str, Any]) -> Candidate:
+def candidate_from_turn(case: EvalCase, turn: Mapping[Any, Any]) -> Candidate:
     """The §5 candidate a transcript turn holds.
 
     A replayed candidate file carries ``raw_response`` in ``raw`` and the decoded ``text`` as

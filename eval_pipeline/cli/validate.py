@@ -1,0 +1,98 @@
+"""``eval-pipeline validate`` (case files against their lane's case model) and ``eval-pipeline schema``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from pydantic import BaseModel
+
+from eval_pipeline.cases.loading import (
+    CaseFileError,
+    CaseProblem,
+    LoadedCase,
+    duplicate_id_problems,
+    parse_case_file,
+)
+from eval_pipeline.cli.common import app, bad_input_exits, console
+from eval_pipeline.i18n.schema import evalcase_v1_schema_text
+from eval_pipeline.lanes import LaneSpec, discover_lanes, lane_kind
+
+schema_app = typer.Typer(help="Print published case schemas.", no_args_is_help=True)
+app.add_typer(schema_app, name="schema")
+
+
+@app.command()
+def validate(
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(help="Case files to check (default: every case file of every lane)."),
+    ] = None,
+    lane: Annotated[
+        str | None, typer.Option(help="Lane whose case schema applies to files outside any lane folder.")
+    ] = None,
+) -> None:
+    """Validate case files; print every problem as file:line: field: message and exit 2 if any."""
+    with bad_input_exits():
+        lanes = discover_lanes()
+        groups = _files_by_lane(lanes, paths, lane) if paths else {s.name: _lane_files(s) for s in lanes}
+        by_name = {s.name: s for s in lanes}
+        problems: list[CaseProblem] = []
+        cases = 0
+        for name, files in groups.items():
+            model = lane_kind(by_name[name].kind).case_model
+            loaded, lane_problems = _validate_files(files, model)
+            problems += lane_problems
+            cases += len(loaded)
+        if problems:
+            raise CaseFileError(problems)
+        count = sum(len(f) for f in groups.values())
+        console.print(f"{cases} case(s) in {count} file(s) of {len(groups)} lane(s): no problems.")
+
+
+@schema_app.command("evalcase-v1")
+def schema_evalcase_v1() -> None:
+    """The JSON Schema of EvalCase v1 (the i18n-prompt lane's case format)."""
+    typer.echo(evalcase_v1_schema_text(), nl=False)
+
+
+def _lane_files(spec: LaneSpec) -> list[Path]:
+    return list(dict.fromkeys(path for split in spec.splits for path in spec.case_files(split)))
+
+
+def _files_by_lane(
+    lanes: list[LaneSpec], paths: list[Path], default_lane: str | None
+) -> dict[str, list[Path]]:
+    if default_lane is not None and default_lane not in {s.name for s in lanes}:
+        raise KeyError(f"no lane named {default_lane!r}; lanes: {[s.name for s in lanes]}")
+    groups: dict[str, list[Path]] = {}
+    unplaced: list[CaseProblem] = []
+    for path in paths:
+        owner = next(
+            (s.name for s in lanes if path.resolve().is_relative_to(s.folder.resolve())), default_lane
+        )
+        if owner is None:
+            unplaced.append(
+                CaseProblem(
+                    str(path), 0, "(file)", "not inside a lane folder: name its lane with --lane NAME"
+                )
+            )
+            continue
+        groups.setdefault(owner, []).append(path)
+    if unplaced:
+        raise CaseFileError(unplaced)
+    return groups
+
+
+def _validate_files(
+    files: list[Path], model: type[BaseModel]
+) -> tuple[list[LoadedCase[BaseModel]], list[CaseProblem]]:
+    """Every problem of every file, and ids unique across all of them."""
+    loaded: list[LoadedCase[BaseModel]] = []
+    problems: list[CaseProblem] = []
+    for path in files:
+        file_cases, file_problems = parse_case_file(path, model)
+        loaded += file_cases
+        problems += file_problems
+    return loaded, problems + duplicate_id_problems(loaded)
