@@ -17,6 +17,8 @@ from eval_pipeline.i18n.results import Finding, fail, ok
 _PRINTF_DIRECTIVE = re.compile(
     r"%(?:(?P<index>[1-9]\d*)\$)?[-+ 0#']*(?:\d+|\*)?(?:\.(?:\d+|\*))?(?:hh|h|ll|l|L|q|j|z|t)?[diouxXeEfFgGaAcspn@]"
 )
+# Detection is stricter than parsing: "50% off" must not read as the space-flagged directive "% o".
+_LIKELY_PRINTF = re.compile(r"%(?:[1-9]\d*\$)?[-+0#']*\d*(?:\.\d+)?(?:hh|h|ll|l|L|q|j|z|t)?[diouxXeEfFgGaAcsp@]")
 _PERCENT_NAMED = re.compile(r"%\((?P<name>[^()]+)\)[-+ 0#]*(?:\d+)?(?:\.\d+)?[diouxXeEfFgGcrsa]")
 _COMPLEX_ICU = re.compile(r"\{\s*[\w.-]+\s*,\s*(?:plural|select|selectordinal|number|date|time)\b")
 
@@ -110,7 +112,7 @@ def detect_syntax(source: str) -> str:
         return "icu"
     if uses_percent_named(source):
         return "python"
-    if _PRINTF_DIRECTIVE.search(source.replace("%%", "")):
+    if _LIKELY_PRINTF.search(source.replace("%%", "")):
         return "printf"
     try:
         if brace_tokens(source).items:
