@@ -46,7 +46,9 @@ def test_runs_view_orders_each_series(history: str) -> None:
 
 
 def test_history_json_filters_by_metric_and_since(history: str) -> None:
-    code, output = invoke("history", "--metric", "no_provenance_only_rate", "--since", "2024-03-02", "-f", "json")
+    code, output = invoke(
+        "history", "--metric", "no_provenance_only_rate", "--since", "2024-03-02", "-f", "json"
+    )
     assert code == 0, output
     rows = json.loads(output)
     assert [(r["run_id"], r["date"], round(r["value"], 4), r["passed"]) for r in rows] == [

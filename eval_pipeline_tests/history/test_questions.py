@@ -66,13 +66,18 @@ def test_diff_orders_mixed_changes(history: str, lane_runs: dict[bool, LaneRun])
 
     mixed = lane_runs[True].case_predicates.copy()
     # One case now fails no_placeholder, one no-gloss failure is now a pass: a mixed diff.
-    mixed.loc[(mixed.case_id == "fluency_truth_001") & (mixed.predicate == "no_placeholder"), "passed"] = False
+    mixed.loc[(mixed.case_id == "fluency_truth_001") & (mixed.predicate == "no_placeholder"), "passed"] = (
+        False
+    )
     run = LaneRun(**{**lane_runs[True].__dict__, "case_predicates": mixed})
     record_run(history, run, StoredRun("run-c5", "candidate", "2024-04-02", True))
     (diff,) = invoke_json("diff", "run-c4", "run-c5")
     changes = [f["change"] for f in diff["flips"]]
     assert changes[0] == "pass→fail"
-    assert (diff["flips"][0]["case_id"], diff["flips"][0]["predicate"]) == ("fluency_truth_001", "no_placeholder")
+    assert (diff["flips"][0]["case_id"], diff["flips"][0]["predicate"]) == (
+        "fluency_truth_001",
+        "no_placeholder",
+    )
     assert changes.count("pass→fail") == 1 and set(changes[1:]) == {"fail→pass"}
 
 
@@ -88,7 +93,10 @@ def test_flaky_rates_and_wilson_bounds(history: str) -> None:
     assert {(c["case_id"], c["predicate"]) for c in cases} == {
         (c, p) for c in FLIPPING_CASES for p in FLIPPING_PREDICATES
     }
-    assert all((c["runtime"], c["flips"], c["transitions"], c["flip_rate"]) == ("candidate", 3, 3, 1.0) for c in cases)
+    assert all(
+        (c["runtime"], c["flips"], c["transitions"], c["flip_rate"]) == ("candidate", 3, 3, 1.0)
+        for c in cases
+    )
     # Over the last 2 runs only one transition is seen: still a flip each.
     last_two = invoke_json("flaky", "--last", "2")["cases"]  # type: ignore[index]
     assert {(c["transitions"], c["flip_rate"]) for c in last_two} == {(1, 1.0)}
@@ -100,7 +108,11 @@ def test_flaky_rates_and_wilson_bounds(history: str) -> None:
     moved = rates[("candidate", "no_provenance_only_rate")]
     assert (moved["value"], moved["previous_value"]) == (pytest.approx(1 / 3), pytest.approx(14 / 15))
     assert moved["wilson_high"] < moved["previous_value"] and moved["previous_within_interval"] is False
-    assert (moved["window_min"], moved["window_max"], moved["runs"]) == (pytest.approx(1 / 3), pytest.approx(14 / 15), 4)
+    assert (moved["window_min"], moved["window_max"], moved["runs"]) == (
+        pytest.approx(1 / 3),
+        pytest.approx(14 / 15),
+        4,
+    )
 
 
 def test_flaky_needs_two_runs() -> None:
@@ -119,7 +131,9 @@ def test_first_failure_names_the_run_and_the_surface_change(history: str) -> Non
         "run-c1",
     )
     assert row["surface_before"].endswith("Pack-grounded (en_core_meta_v1).")
-    assert row["surface_change"].startswith("[-Truth is") and "{+truth — pack-grounded" in row["surface_change"]
+    assert (
+        row["surface_change"].startswith("[-Truth is") and "{+truth — pack-grounded" in row["surface_change"]
+    )
 
 
 def test_first_failure_of_a_case_that_never_flipped_and_of_an_unknown_case(history: str) -> None:
@@ -159,12 +173,21 @@ def test_regression_noise_is_configurable_and_small_moves_are_noise(
     current = lane_runs[True].metrics.copy()
     # One more case failing no_provenance_only: 14/15 → 13/15, inside the Wilson interval.
     current.loc[current.metric == "no_provenance_only_rate", ["value", "numerator"]] = [13 / 15, 13.0]
-    args = {"lane": LANE, "split": SPLIT, "runtime": "reference", "case_predicates": lane_runs[True].case_predicates}
-    (finding,) = [f for f in find_regressions(history, metrics=current, **args) if f.metric == "no_provenance_only_rate"]
+    args = {
+        "lane": LANE,
+        "split": SPLIT,
+        "runtime": "reference",
+        "case_predicates": lane_runs[True].case_predicates,
+    }
+    (finding,) = [
+        f for f in find_regressions(history, metrics=current, **args) if f.metric == "no_provenance_only_rate"
+    ]
     assert finding.regressed is False and "within noise" in finding.note
     strict = RegressionPolicy(noise={"no_provenance_only_rate": 0.01})
     (finding,) = [
-        f for f in find_regressions(history, metrics=current, policy=strict, **args) if f.metric == "no_provenance_only_rate"
+        f
+        for f in find_regressions(history, metrics=current, policy=strict, **args)
+        if f.metric == "no_provenance_only_rate"
     ]
     assert finding.regressed is True and finding.allowed_noise == 0.01
 

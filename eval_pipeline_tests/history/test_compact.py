@@ -1,0 +1,95 @@
+"""Compaction: one file per table per lane per month, same answers, no row lost or doubled."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+from typer.testing import CliRunner
+
+from eval_pipeline.cli import app
+from eval_pipeline.history.compact import compact
+from eval_pipeline.history.diff import diff_pairs, pairs_to_diff
+from eval_pipeline.history.flaky import case_flip_rates, rate_intervals
+from eval_pipeline.history.store import compacted_runs
+from eval_pipeline.history.views import connect
+from eval_pipeline.pipeline import LaneRun
+
+from .conftest import CANDIDATE_RUNS, LANE, REFERENCE_RUNS, record_run
+
+ANSWERS = {
+    "metrics": "SELECT * FROM metrics ORDER BY run_id, metric",
+    "case_predicates": "SELECT * FROM case_predicates ORDER BY run_id, case_id, predicate",
+    "transcripts": "SELECT * EXCLUDE (latency_ms) FROM transcripts ORDER BY run_id, case_id, turn_index",
+    "runs": "SELECT * FROM runs ORDER BY lane, split, runtime, seq",
+}
+
+
+def answers(root: str) -> dict[str, pd.DataFrame]:
+    with connect(root) as con:
+        out = {name: con.execute(sql).df() for name, sql in ANSWERS.items()}
+        out["flaky"] = case_flip_rates(con, last=10)
+        out["rates"] = rate_intervals(con, last=10)
+        out["diff"] = pd.concat([d.flips for d in diff_pairs(con, pairs_to_diff(con))], ignore_index=True)
+    return out
+
+
+def parquet_files(root: str) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in Path(root).rglob("*.parquet"))
+
+
+def test_compaction_keeps_every_answer(history: str) -> None:
+    before = answers(history)
+    done = compact(history, "2024-03")
+    assert {(d.table, d.month, d.runs_added) for d in done} == {
+        (table, "2024-03", 5) for table in ("metrics", "case_predicates", "transcripts")
+    }
+    assert [f for f in parquet_files(history) if "2024-03" in f] == [
+        f"{table}/lane={LANE}/date=2024-03/compacted.parquet"
+        for table in ("case_predicates", "metrics", "transcripts")
+    ]
+    after = answers(history)
+    for name, frame in before.items():
+        pd.testing.assert_frame_equal(frame, after[name], obj=name)
+
+
+def test_compaction_is_idempotent_and_append_stays_idempotent(
+    history: str, lane_runs: dict[bool, LaneRun]
+) -> None:
+    compact(history, "2024-03")
+    files = parquet_files(history)
+    rows = answers(history)["case_predicates"]
+    assert compact(history, "2024-03") == []
+    for stored in (*CANDIDATE_RUNS, *REFERENCE_RUNS):  # retries of already-compacted runs write nothing
+        record_run(history, lane_runs[stored.glossed], stored)
+    assert parquet_files(history) == files
+    pd.testing.assert_frame_equal(answers(history)["case_predicates"], rows)
+    assert "2024-03-02/run-c2" in compacted_runs(history, "metrics", LANE, "2024-03")
+
+
+def test_a_late_run_joins_the_compacted_month(history: str, lane_runs: dict[bool, LaneRun]) -> None:
+    from .conftest import StoredRun
+
+    compact(history, "2024-03")
+    record_run(history, lane_runs[False], StoredRun("run-late", "candidate", "2024-03-04", False))
+    second = compact(history, "2024-03")
+    assert {(d.runs_added, d.runs_total) for d in second} == {(1, 6)}
+    with connect(history) as con:
+        counts = con.execute("SELECT run_id, count(*) FROM metrics GROUP BY 1 ORDER BY 1").fetchall()
+    assert counts == [
+        (run, 10) for run in ("run-c1", "run-c2", "run-c3", "run-c4", "run-late", "run-r1", "run-r2")
+    ]
+
+
+def test_history_compact_command_and_plain_history_both_work(history: str) -> None:
+    runner = CliRunner()
+    result = runner.invoke(app, ["history", "compact", "--month", "2024-04", "--format", "csv"])
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines()[1:] == [
+        f"{table},{LANE},2024-04,1,1,{rows},1"
+        for table, rows in (("metrics", 10), ("case_predicates", 115), ("transcripts", 16))
+    ]
+    result = runner.invoke(app, ["history", "--metric", "cases", "--format", "csv"])
+    assert result.exit_code == 0 and len(result.output.splitlines()) == 1 + 6
+    result = runner.invoke(app, ["history", "compact", "--month", "2024-4"])
+    assert result.exit_code == 2 and "not YYYY-MM" in result.output
