@@ -7,6 +7,7 @@ from contextlib import contextmanager
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from eval_pipeline.cases.loading import CaseFileError
 from eval_pipeline.runtimes.base import RuntimeSpecError
@@ -36,10 +37,10 @@ def bad_input_exits() -> Iterator[None]:
         yield
     except CaseFileError as exc:
         for problem in exc.problems:
-            err_console.print(str(problem), markup=False, highlight=False)
+            err_console.print(str(problem), markup=False, highlight=False, soft_wrap=True)
         err_console.print(f"[red]{len(exc.problems)} problem(s); nothing was run.[/red]")
         raise typer.Exit(EXIT_BAD_INPUT) from None
     except (RuntimeSpecError, KeyError, FileNotFoundError) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
-        err_console.print(f"[red]error:[/red] {message}", highlight=False)
+        err_console.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_BAD_INPUT) from None

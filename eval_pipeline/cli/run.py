@@ -153,7 +153,12 @@ def run(
         spec_text = runtime or default_runtime_spec()
         build_runtime(spec_text, options).close()  # a bad spec fails here, before any run starts
         day = date or datetime.now(UTC).strftime("%Y-%m-%d")
-        datetime.strptime(day, "%Y-%m-%d")
+        try:
+            datetime.strptime(day, "%Y-%m-%d")
+        except ValueError:
+            raise typer.BadParameter(
+                f"{day!r} is not a date; expected YYYY-MM-DD", param_hint="--date"
+            ) from None
     instance = ensure_instance()
     batch_id = uuid.uuid4().hex
     outcomes = []

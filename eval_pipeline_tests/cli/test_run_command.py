@@ -1,0 +1,102 @@
+"""`eval-pipeline run`: exit codes, the JSON document, bad input with file and line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from eval_pipeline.cli import app
+from eval_pipeline.cli.common import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_OK
+
+runner = CliRunner()
+
+
+def invoke(*args: str) -> tuple[int, str, str]:
+    result = runner.invoke(app, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.mark.slow
+def test_json_document_has_metrics_checks_and_rows() -> None:
+    code, out, _ = invoke("run", "--lane", "deterministic_fluency", "--split", "dev", "--json")
+    assert code == EXIT_OK, out
+    document = json.loads(out)
+    (lane,) = document["lanes"]
+    assert document["run_id"] and lane["run_id"] != document["run_id"]
+    assert (lane["lane"], lane["split"], lane["runtime"]) == ("deterministic_fluency", "dev", "reference")
+    assert lane["metrics"]["cases"] == 2.0
+    assert {c["name"] for c in lane["checks"]} >= {"no_placeholder_rate", "error_rate"}
+    check = next(c for c in lane["checks"] if c["name"] == "no_placeholder_rate")
+    assert check == {
+        "name": "no_placeholder_rate",
+        "passed": True,
+        "severity": "ERROR",
+        "value": 1.0,
+        "threshold": "== 1",
+    }
+    assert {r["case_id"] for r in lane["case_predicates"]} == {
+        "fluency_dev_time_001",
+        "fluency_dev_oov_zorblat_002",
+    }
+    row = lane["turn_predicates"][0]
+    assert set(row) >= {
+        "run_id",
+        "lane",
+        "split",
+        "runtime",
+        "case_id",
+        "turn_index",
+        "predicate",
+        "passed",
+        "code",
+        "evidence",
+    }
+
+
+@pytest.mark.slow
+def test_a_failing_blocking_check_exits_1(tmp_path: Path) -> None:
+    recorded = tmp_path / "turns.jsonl"
+    recorded.write_text(
+        "\n".join(
+            json.dumps({"case_id": c, "surface": "..."})
+            for c in ("fluency_dev_time_001", "fluency_dev_oov_zorblat_002")
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    code, out, _ = invoke(
+        "run", "--lane", "deterministic_fluency", "--split", "dev", "--runtime", f"replay:{recorded}"
+    )
+    assert code == EXIT_CHECK_FAILED
+    assert "FAIL" in out and "blocking check failure" in out
+
+
+def test_a_bad_case_file_exits_2_naming_file_line_and_field(tmp_path: Path) -> None:
+    cases = tmp_path / "bad.jsonl"
+    cases.write_text(
+        '{"id": "x", "prompt": "Hi?", "category": "c", "expected_predicates": ["nope"]}\n', encoding="utf-8"
+    )
+    code, _, err = invoke("run", "--lane", "deterministic_fluency", "--cases", str(cases))
+    assert code == EXIT_BAD_INPUT
+    assert f"{cases}:1: expected_predicates[0]:" in err
+    assert "nothing was run" in err
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--lane", "no_such_lane"], "unknown lane"),
+        (["--lane", "deterministic_fluency", "--split", "holdout"], "has no split 'holdout'"),
+        (["--runtime", "nosuch:thing"], "unknown runtime"),
+        (["--runtime", "replay:/nonexistent/turns.jsonl"], "does not exist"),
+        (["--runtime-option", "novalue"], "expected KEY=VALUE"),
+        (["--date", "30-11-2026"], "expected YYYY-MM-DD"),
+    ],
+)
+def test_bad_arguments_exit_2_with_a_message(args: list[str], message: str) -> None:
+    code, _, err = invoke("run", *args)
+    assert code == EXIT_BAD_INPUT
+    assert message in err
