@@ -128,7 +128,7 @@ def diff(
             emit(d.metric_deltas, output, title="metrics")
             emit(d.flips, output, title="flipped cases", empty="no case flipped")
         return
-    records = [
+    records: list[dict[str, object]] = [
         {
             "a": d.a.label(),
             "b": d.b.label(),

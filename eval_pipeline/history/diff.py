@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import duckdb
 import pandas as pd
 
-from eval_pipeline.history.runs import RUN_MATCH, RunRef, find_runs, latest_runs, ref_from_row
+from eval_pipeline.history.runs import RUN_MATCH, RunRef, find_runs, is_missing, latest_runs, ref_from_row
 
 METRIC_DELTA_COLUMNS = ["metric", "value_a", "value_b", "delta", "denominator_a", "denominator_b"]
 FLIP_COLUMNS = ["case_id", "predicate", "change", "passed_a", "passed_b", "surface_a", "surface_b"]
@@ -111,7 +111,7 @@ def pairs_to_diff(
 
 
 def _verdict(passed: object) -> str:
-    if passed is None or pd.isna(passed):
+    if is_missing(passed):
         return "n/a"
     return "pass" if bool(passed) else "fail"
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import duckdb
 import pandas as pd
 
-from eval_pipeline.history.runs import RunRef, ref_from_row
+from eval_pipeline.history.runs import RunRef, is_missing, ref_from_row
 from eval_pipeline.history.stats import Z_95, wilson_interval
 from eval_pipeline.history.views import connect
 
@@ -82,7 +82,8 @@ def find_regressions(
     run (when ``metrics`` has ``started_at``). With no previous run every finding says so.
     """
     policy = policy or RegressionPolicy()
-    run_id = run_id or _single(metrics, "run_id")
+    stored_run_id = _single(metrics, "run_id")
+    run_id = run_id or (None if stored_run_id is None else str(stored_run_id))
     with connect(root) as con:
         previous = _previous_run(con, lane, split, runtime, run_id, _single(metrics, "started_at"))
         if previous is None:
@@ -200,7 +201,7 @@ def _previous_run(
     run_id: str | None,
     started_at: object,
 ) -> RunRef | None:
-    started = None if started_at is None or pd.isna(started_at) else pd.Timestamp(started_at)
+    started = None if is_missing(started_at) else pd.Timestamp(str(started_at))
     rows = con.execute(
         "SELECT * FROM runs WHERE lane = ? AND split = ? AND runtime = ? "
         "AND (? IS NULL OR run_id <> ?) AND (?::TIMESTAMPTZ IS NULL OR started_at < ?::TIMESTAMPTZ) "
@@ -220,6 +221,6 @@ def _single(df: pd.DataFrame, column: str) -> object:
 
 
 def _number(value: object) -> float | None:
-    if value is None or pd.isna(value):  # type: ignore[call-overload]
+    if is_missing(value):
         return None
     return float(value)  # type: ignore[arg-type]

@@ -14,7 +14,7 @@ import duckdb
 import pandas as pd
 
 from eval_pipeline.history.diff import latest_diff
-from eval_pipeline.history.runs import latest_runs
+from eval_pipeline.history.runs import is_missing, latest_runs
 from eval_pipeline.history.svg import Chart, Point, grid_svg, trend_svg
 from eval_pipeline.history.views import connect
 
@@ -145,8 +145,8 @@ def _flips_table(flips: pd.DataFrame) -> str:
 
 
 def _text(value: object) -> str:
-    return "<em>not kept</em>" if value is None or pd.isna(value) else escape(str(value))  # type: ignore[call-overload]
+    return "<em>not kept</em>" if is_missing(value) else escape(str(value))
 
 
 def _day(value: object) -> str:
-    return "?" if value is None or pd.isna(value) else pd.Timestamp(value).date().isoformat()  # type: ignore[call-overload,arg-type]
+    return "?" if is_missing(value) else pd.Timestamp(str(value)).date().isoformat()

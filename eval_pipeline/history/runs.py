@@ -33,6 +33,11 @@ class RunRef:
         return f"{self.lane}/{self.split} [{self.runtime}] {self.run_id}{day}"
 
 
+def is_missing(value: object) -> bool:
+    """None, NaN, pd.NA or NaT: how DuckDB's NULL arrives in a pandas cell."""
+    return value is None or value is pd.NA or value is pd.NaT or (isinstance(value, float) and value != value)
+
+
 RUN_MATCH = "run_id = ? AND lane = ? AND split = ? AND runtime = ?"
 
 
@@ -43,7 +48,7 @@ def ref_from_row(row: Any) -> RunRef:
         str(row["lane"]),
         str(row["split"]),
         str(row["runtime"]),
-        None if day is None or pd.isna(day) else pd.Timestamp(day).date(),
+        None if is_missing(day) else pd.Timestamp(day).date(),
     )
 
 
