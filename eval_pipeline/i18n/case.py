@@ -112,7 +112,9 @@ class EvalCase(BaseModel):
     target_locale: Locale
     domain: str = Field(pattern=SLUG, max_length=40)
     source: str = Field(min_length=1)
-    context: dict[str, str | int | float | bool] = Field(default_factory=dict)
+    context: dict[str, Any] = Field(
+        default_factory=dict, description="Non-secret context: string, number or boolean values."
+    )
     required_tokens: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
     # After the fields above, so that its validator can check each assertion against them.
     assertions: list[AssertionSpec] = Field(min_length=1)
@@ -128,6 +130,14 @@ class EvalCase(BaseModel):
         if problem:
             raise ValueError(problem)
         return value
+
+    @field_validator("context")
+    @classmethod
+    def _scalar_context(cls, context: dict[str, Any]) -> dict[str, Any]:
+        bad = sorted(k for k, v in context.items() if not isinstance(v, str | int | float | bool))
+        if bad:
+            raise ValueError(f"context values must be a string, number or boolean; not so for: {', '.join(bad)}")
+        return context
 
     @field_validator("assertions")
     @classmethod
