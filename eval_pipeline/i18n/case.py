@@ -136,7 +136,9 @@ class EvalCase(BaseModel):
     def _scalar_context(cls, context: dict[str, Any]) -> dict[str, Any]:
         bad = sorted(k for k, v in context.items() if not isinstance(v, str | int | float | bool))
         if bad:
-            raise ValueError(f"context values must be a string, number or boolean; not so for: {', '.join(bad)}")
+            raise ValueError(
+                f"context values must be a string, number or boolean; not so for: {', '.join(bad)}"
+            )
         return context
 
     @field_validator("assertions")

@@ -18,7 +18,9 @@ _PRINTF_DIRECTIVE = re.compile(
     r"%(?:(?P<index>[1-9]\d*)\$)?[-+ 0#']*(?:\d+|\*)?(?:\.(?:\d+|\*))?(?:hh|h|ll|l|L|q|j|z|t)?[diouxXeEfFgGaAcspn@]"
 )
 # Detection is stricter than parsing: "50% off" must not read as the space-flagged directive "% o".
-_LIKELY_PRINTF = re.compile(r"%(?:[1-9]\d*\$)?[-+0#']*\d*(?:\.\d+)?(?:hh|h|ll|l|L|q|j|z|t)?[diouxXeEfFgGaAcsp@]")
+_LIKELY_PRINTF = re.compile(
+    r"%(?:[1-9]\d*\$)?[-+0#']*\d*(?:\.\d+)?(?:hh|h|ll|l|L|q|j|z|t)?[diouxXeEfFgGaAcsp@]"
+)
 _PERCENT_NAMED = re.compile(r"%\((?P<name>[^()]+)\)[-+ 0#]*(?:\d+)?(?:\.\d+)?[diouxXeEfFgGcrsa]")
 _COMPLEX_ICU = re.compile(r"\{\s*[\w.-]+\s*,\s*(?:plural|select|selectordinal|number|date|time)\b")
 

@@ -37,6 +37,10 @@ def codes(case: EvalCase, text: str, raw_response: str | None = None) -> list[st
     return sorted({r.code for r in results(case, text, raw_response)})
 
 
-def placeholder_codes(source: str, text: str, syntax: str = "auto", target: str = "zh-Hans", **params: Any) -> list[str]:
-    case = make_case(source, assertion("placeholder_integrity", syntax=syntax, **params), target_locale=target)
+def placeholder_codes(
+    source: str, text: str, syntax: str = "auto", target: str = "zh-Hans", **params: Any
+) -> list[str]:
+    case = make_case(
+        source, assertion("placeholder_integrity", syntax=syntax, **params), target_locale=target
+    )
     return codes(case, text)

@@ -17,7 +17,12 @@ def test_registry_covers_the_whole_v1_vocabulary() -> None:
     ("source", "text", "target", "expected"),
     [
         ("You earned 1,234,567.5 points.", "Du hast 1.234.567,5 Punkte.", "de-DE", ["ok"]),
-        ("You earned 1,234,567 points.", "Du hast 1234567 Punkte.", "de-DE", ["ok"]),  # ungrouped is the same number
+        (
+            "You earned 1,234,567 points.",
+            "Du hast 1234567 Punkte.",
+            "de-DE",
+            ["ok"],
+        ),  # ungrouped is the same number
         ("Only 12,500 left", "Plus que 12\u202f500", "fr-FR", ["ok"]),
         ("Only 12,500 left", "Plus que 12\u00a0500", "fr-FR", ["ok"]),  # look-alike space grouping
         ("Total 1,234,567", "कुल 12,34,567", "hi", ["ok"]),  # Indian grouping
@@ -25,7 +30,12 @@ def test_registry_covers_the_whole_v1_vocabulary() -> None:
         ("Speed 3.5x", "Tempo 4,5x", "de-DE", ["number_extra", "number_missing"]),
         ("Level 10", "Stufe", "de-DE", ["number_missing"]),
         ("Level 10", "Stufe 10 von 20", "de-DE", ["number_extra"]),
-        ("Rank %1$d of 10", "Rang %1$d von 10", "de-DE", ["ok"]),  # digits inside placeholders are not numbers
+        (
+            "Rank %1$d of 10",
+            "Rang %1$d von 10",
+            "de-DE",
+            ["ok"],
+        ),  # digits inside placeholders are not numbers
     ],
 )
 def test_number_fidelity(source: str, text: str, target: str, expected: list[str]) -> None:
@@ -34,7 +44,9 @@ def test_number_fidelity(source: str, text: str, target: str, expected: list[str
 
 
 def test_number_fidelity_allows_extra_numbers_when_asked() -> None:
-    case = make_case("Level 10", assertion("number_fidelity", allow_extra_numbers=True), target_locale="de-DE")
+    case = make_case(
+        "Level 10", assertion("number_fidelity", allow_extra_numbers=True), target_locale="de-DE"
+    )
     assert codes(case, "Stufe 10 von 20") == ["ok"]
 
 

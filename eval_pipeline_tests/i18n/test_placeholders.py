@@ -38,7 +38,9 @@ def test_printf(source: str, text: str, expected: list[str]) -> None:
 
 
 def test_positional_reorder_fails_with_its_own_code_when_forbidden() -> None:
-    assert placeholder_codes("%1$s…%2$d", "%2$d…%1$s", "printf", allow_reorder=False) == ["placeholder_reordered"]
+    assert placeholder_codes("%1$s…%2$d", "%2$d…%1$s", "printf", allow_reorder=False) == [
+        "placeholder_reordered"
+    ]
     assert placeholder_codes("%1$s…%2$d", "%2$d…%1$s", "printf", allow_reorder=True) == ["ok"]
 
 
@@ -80,8 +82,16 @@ PLURAL = "You have {count, plural, one {# message} other {# messages}} from {sen
         ("{count, plural, other {# # 条}} {sender}", "zh-Hans", ["placeholder_count_mismatch"]),
         ("{count, pluriel, other {# 条}} {sender}", "zh-Hans", ["icu_keyword_mutated"]),  # translated keyword
         ("{count, plural, one {# x} other {# 条}} {sender}", "zh-Hans", ["icu_plural_category_invalid"]),
-        ("{count, plural, un {# x} autre {# y}} {sender}", "fr-FR", ["icu_branch_missing", "icu_plural_category_invalid"]),
-        ("{count, plural, one {# a} few {# b} other {# c}} {sender}", "ru", ["icu_branch_missing"]),  # no `many`
+        (
+            "{count, plural, un {# x} autre {# y}} {sender}",
+            "fr-FR",
+            ["icu_branch_missing", "icu_plural_category_invalid"],
+        ),
+        (
+            "{count, plural, one {# a} few {# b} other {# c}} {sender}",
+            "ru",
+            ["icu_branch_missing"],
+        ),  # no `many`
         ("{count, plural, one {# a} few {# b} many {# c} other {# d}} {sender}", "ru", ["ok"]),
         ("{count, plural, =5 {five} other {# 条}} {sender}", "zh-Hans", ["icu_branch_extra"]),
         ("{count, plural, other {# 条}} {who}", "zh-Hans", ["placeholder_mutated"]),

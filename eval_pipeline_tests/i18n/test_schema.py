@@ -17,7 +17,9 @@ from eval_pipeline.i18n.schema import SCHEMA_FILE, evalcase_v1_schema_text
 from eval_pipeline.lanes import find_lane
 from eval_pipeline_tests.i18n.helpers import assertion, case_dict
 
-GOOD = case_dict("Welcome, %s!", assertion("placeholder_integrity", syntax="printf"), id="placeholder.printf.001")
+GOOD = case_dict(
+    "Welcome, %s!", assertion("placeholder_integrity", syntax="printf"), id="placeholder.printf.001"
+)
 
 
 def _with(**changes: Any) -> dict[str, Any]:
@@ -56,7 +58,10 @@ BROKEN: list[tuple[dict[str, Any], str]] = [
     (_with(assertions=[assertion("max_chars")]), "assertions"),  # no budget anywhere
     (_with(assertions=[assertion("required_tokens")]), "assertions"),  # nothing to require
     (_with(assertions=[assertion("protocol_complete", expected_items=5)]), "assertions"),  # source has 1 line
-    (_with(source="50%! off", assertions=[assertion("placeholder_integrity", syntax="printf")]), "assertions"),
+    (
+        _with(source="50%! off", assertions=[assertion("placeholder_integrity", syntax="printf")]),
+        "assertions",
+    ),
     (_with(assertions=[assertion("max_chars", limit=3), assertion("max_chars", limit=4)]), "assertions"),
     (_with(provenance={"kind": "scraped", "license": "MIT"}), "provenance.kind"),
     (_with(provenance={"kind": "synthetic", "license": "unknown"}), "provenance.license"),
@@ -75,7 +80,13 @@ BROKEN: list[tuple[dict[str, Any], str]] = [
 
 def test_the_minimal_seed_case_is_valid_and_defaults_apply() -> None:
     case = EvalCase.model_validate(GOOD)
-    assert (case.required_tokens, case.references, case.tags, case.difficulty, case.context) == ([], [], [], None, {})
+    assert (case.required_tokens, case.references, case.tags, case.difficulty, case.context) == (
+        [],
+        [],
+        [],
+        None,
+        {},
+    )
     assert case.assertions[0].params.allow_reorder is True
 
 
@@ -85,7 +96,9 @@ def test_each_rule_is_enforced(broken: dict[str, Any], field: str) -> None:
         EvalCase.model_validate(broken)
 
 
-@pytest.mark.parametrize("good", ["MIT", "GPL-3.0-or-later", "Apache-2.0 OR MIT", "(MIT AND CC-BY-4.0)", "GPL-2.0+"])
+@pytest.mark.parametrize(
+    "good", ["MIT", "GPL-3.0-or-later", "Apache-2.0 OR MIT", "(MIT AND CC-BY-4.0)", "GPL-2.0+"]
+)
 def test_spdx_expressions_accepted(good: str) -> None:
     assert spdx_problem(good) is None
 
