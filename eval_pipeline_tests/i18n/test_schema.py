@@ -151,7 +151,8 @@ def test_lane_cases_follow_the_recommended_id_shape_and_provenance() -> None:
     for loaded in [*dev, *load_split(spec, "locked")]:
         case = loaded.case
         assert case.provenance.kind == "synthetic"
-        dimension, subtype, number = case.id.split(".")
+        *_, number = case.id.split(".")
+        assert case.id.count(".") == 2, case.id
         assert number.isdigit() and len(number) == 3, case.id
 
 
