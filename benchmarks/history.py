@@ -1,0 +1,179 @@
+"""History query speed on a synthetic 10-year nightly history, before and after compaction.
+
+Writes, through the real store (``append_run``, one file per run per table), a nightly
+history of ``--lanes`` lanes × ``--years`` years with ~20 metrics and 100 cases × 6
+predicates per run, then prints the time of a one-metric trend query and of a diff between
+two runs: through the DuckDB views, per-run layout and compacted, against loading the same
+history with pandas. Run with ``python benchmarks/history.py [--out DIR] [--years N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from eval_pipeline.history.compact import compact
+from eval_pipeline.history.diff import diff_runs
+from eval_pipeline.history.runs import RunRef
+from eval_pipeline.history.store import append_run
+from eval_pipeline.history.views import connect
+
+LANES = ("lane_a", "lane_b", "lane_c", "lane_d")
+METRICS = [f"metric_{i:02d}_rate" for i in range(19)] + ["cases"]
+CASES = [f"case_{i:03d}" for i in range(100)]
+PREDICATES = [f"predicate_{i}" for i in range(6)]
+SPLIT, RUNTIME = "public", "reference"
+
+
+def run_tables(lane: str, day: date, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """One run's metrics and case_predicates, with a few random flips per night."""
+    rng = np.random.default_rng(seed)
+    run_id = f"{lane}-{day.isoformat()}"
+    passed = rng.random(len(CASES) * len(PREDICATES)) > 0.05
+    cases = pd.DataFrame(
+        {
+            "run_id": run_id,
+            "lane": lane,
+            "split": SPLIT,
+            "runtime": RUNTIME,
+            "case_id": np.repeat(CASES, len(PREDICATES)),
+            "predicate": np.tile(PREDICATES, len(CASES)),
+            "passed": passed,
+            "severity": "hard",
+            "code": np.where(passed, "ok", "failed"),
+            "message": "",
+            "evidence": "{}",
+        }
+    )
+    numerators = rng.integers(80, 101, len(METRICS)).astype(float)
+    metrics = pd.DataFrame(
+        {
+            "run_id": run_id,
+            "lane": lane,
+            "split": SPLIT,
+            "runtime": RUNTIME,
+            "metric": METRICS,
+            "value": numerators / 100,
+            "numerator": numerators,
+            "denominator": 100.0,
+            "threshold_op": ">=",
+            "threshold": 0.85,
+            "severity": "WARN",
+            "passed": numerators >= 85,
+            "partition_date": day.isoformat(),
+            "started_at": pd.Timestamp(datetime(day.year, day.month, day.day, 2, tzinfo=UTC)),
+            "cases_sha256": "0" * 64,
+            "pipeline_version": "bench",
+        }
+    )
+    return metrics, cases
+
+
+def write_lane(args: tuple[str, str, int]) -> int:
+    root, lane, days = args
+    start = date(2015, 1, 1)
+    for offset in range(days):
+        day = start + timedelta(days=offset)
+        metrics, cases = run_tables(lane, day, seed=hash((lane, offset)) % 2**32)
+        for table, df in (("metrics", metrics), ("case_predicates", cases)):
+            append_run(root, table, df, lane=lane, date=day.isoformat(), run_id=f"{lane}-{day.isoformat()}")
+    return days
+
+
+def timed(action: Callable[[], object], repeat: int = 3) -> float:
+    """Best of ``repeat`` wall times, in seconds."""
+    best = float("inf")
+    for _ in range(repeat):
+        started = time.perf_counter()
+        action()
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def trend_duckdb(root: str) -> pd.DataFrame:
+    with connect(root) as con:
+        return con.execute(
+            "SELECT date, value FROM metrics WHERE lane = ? AND split = ? AND runtime = ? AND metric = ? ORDER BY date",
+            ["lane_b", SPLIT, RUNTIME, "metric_07_rate"],
+        ).df()
+
+
+def trend_pandas(root: str) -> pd.DataFrame:
+    metrics = pd.read_parquet(f"{root}/metrics", partitioning=None)  # lane is in the rows
+    rows = metrics[(metrics["lane"] == "lane_b") & (metrics["metric"] == "metric_07_rate")]
+    return rows.sort_values("started_at")[["started_at", "value"]]
+
+
+def diff_duckdb(root: str, a: RunRef, b: RunRef) -> int:
+    with connect(root) as con:
+        return len(diff_runs(con, a, b).flips)
+
+
+def diff_pandas(root: str, a: RunRef, b: RunRef) -> int:
+    cases = pd.read_parquet(f"{root}/case_predicates", partitioning=None)
+    before = cases[(cases["run_id"] == a.run_id) & (cases["lane"] == a.lane)]
+    after = cases[(cases["run_id"] == b.run_id) & (cases["lane"] == b.lane)]
+    joined = before.merge(after, on=["case_id", "predicate"], suffixes=("_a", "_b"))
+    return int((joined["passed_a"] != joined["passed_b"]).sum())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", help="history folder to write (default: a temporary folder, removed after)")
+    parser.add_argument("--years", type=int, default=10)
+    parser.add_argument("--workers", type=int, default=2)
+    options = parser.parse_args()
+    root = options.out or tempfile.mkdtemp(prefix="history-bench-")
+    days = 365 * options.years
+    try:
+        started = time.perf_counter()
+        with ProcessPoolExecutor(options.workers) as pool:
+            runs = sum(pool.map(write_lane, [(root, lane, days) for lane in LANES]))
+        write_s = time.perf_counter() - started
+        files = sum(1 for _ in Path(root).rglob("*.parquet"))
+        print(f"wrote {runs} runs ({files} per-run files, {_size(root)}) in {write_s:.1f} s")
+
+        last = date(2015, 1, 1) + timedelta(days=days - 1)
+        a = RunRef(f"lane_b-{(last - timedelta(days=1)).isoformat()}", "lane_b", SPLIT, RUNTIME)
+        b = RunRef(f"lane_b-{last.isoformat()}", "lane_b", SPLIT, RUNTIME)
+        assert len(trend_duckdb(root)) == days and diff_duckdb(root, a, b) == diff_pandas(root, a, b)
+        rows = {
+            "trend (1 metric, 1 lane)": [lambda: trend_duckdb(root), lambda: trend_pandas(root)],
+            "diff of two runs": [lambda: diff_duckdb(root, a, b), lambda: diff_pandas(root, a, b)],
+        }
+        before = {name: [timed(f) for f in fs] for name, fs in rows.items()}
+        started = time.perf_counter()
+        compact(root, today=datetime(2100, 1, 1, tzinfo=UTC))
+        compact_s = time.perf_counter() - started
+        files_after = sum(1 for _ in Path(root).rglob("*.parquet"))
+        print(f"compacted into {files_after} files ({_size(root)}) in {compact_s:.1f} s")
+        assert len(trend_duckdb(root)) == days and diff_duckdb(root, a, b) == diff_pandas(root, a, b)
+        after = {name: [timed(f) for f in fs] for name, fs in rows.items()}
+
+        header = f"{'query':<26}{'duckdb per-run':>16}{'duckdb compacted':>18}{'pandas per-run':>16}{'pandas compacted':>18}"
+        print(header)
+        print("-" * len(header))
+        for name in rows:
+            (d0, p0), (d1, p1) = before[name], after[name]
+            print(f"{name:<26}{d0:>15.3f}s{d1:>17.3f}s{p0:>15.3f}s{p1:>17.3f}s")
+    finally:
+        if not options.out:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def _size(root: str) -> str:
+    total = sum(p.stat().st_size for p in Path(root).rglob("*.parquet"))
+    return f"{total / 1e6:.0f} MB"
+
+
+if __name__ == "__main__":
+    main()
