@@ -61,6 +61,11 @@ class ReferenceSession:
         self.state = SessionState()
 
     def send(self, prompt: str) -> TurnResponse:
+        from eval_pipeline.runtimes.reference.translation import answer_translation  # i18n lane requests
+
+        translation = answer_translation(prompt)
+        if translation is not None:
+            return translation
         intent = read_intent(prompt)
         if intent.kind == "teach":
             return self._teach(intent)
