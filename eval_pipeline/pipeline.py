@@ -8,7 +8,6 @@ the same way wherever it runs.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -188,8 +187,3 @@ def evaluate_lane(
         values,
         metrics,
     )
-
-
-def evidence_json(evidence: dict[str, Any] | None) -> str:
-    """Canonical JSON text for an evidence column (sorted keys: byte-stable across runs)."""
-    return json.dumps(evidence or {}, sort_keys=True, ensure_ascii=False, default=str)

@@ -40,6 +40,13 @@ class Thread(BaseModel):
     turns: tuple[TurnRequest, ...]
 
 
+def scripted_thread(case_id: str, setup: Sequence[str], prompt: str, *, scored_role: TurnRole) -> Thread:
+    """A thread of ``setup`` prompts (role ``setup``, not scored) then the scored ``prompt``."""
+    turns = [TurnRequest(turn_index=i, role="setup", prompt=p) for i, p in enumerate(setup)]
+    turns.append(TurnRequest(turn_index=len(setup), role=scored_role, prompt=prompt))
+    return Thread(case_id=case_id, turns=tuple(turns))
+
+
 class LaneKind(Protocol):
     """The contract every lane kind implements.
 

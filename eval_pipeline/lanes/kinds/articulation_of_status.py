@@ -14,10 +14,10 @@ from typing import Any, ClassVar, Literal
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from eval_pipeline.lanes.kind import Thread, TurnRequest, register_lane_kind
+from eval_pipeline.lanes.kind import Thread, register_lane_kind, scripted_thread
 from eval_pipeline.lanes.spec import LaneSpec
-from eval_pipeline.pipeline import evidence_json
 from eval_pipeline.predicates import TurnView, Verdict, get_turn_predicate
+from eval_pipeline.predicates.rows import case_row, stored_verdict, turn_row
 from eval_pipeline.scoring import MetricValue, count, predicate_rate
 from eval_pipeline.tables import CASE_PREDICATES, TURN_PREDICATES, lane_columns
 
@@ -93,24 +93,22 @@ class ArticulationOfStatus:
     )
 
     def threads(self, cases: Sequence[Any], spec: LaneSpec, split: str) -> list[Thread]:
-        threads: list[Thread] = []
-        for case in cases:
-            turns = [TurnRequest(turn_index=i, role="setup", prompt=p) for i, p in enumerate(case.setup)]
-            turns.append(TurnRequest(turn_index=len(case.setup), role="probe", prompt=case.probe))
-            threads.append(Thread(case_id=case.id, turns=tuple(turns)))
-        return threads
+        return [scripted_thread(case.id, case.setup, case.probe, scored_role="probe") for case in cases]
 
     def turn_predicates(self, cases: Sequence[Any], transcripts: pd.DataFrame) -> pd.DataFrame:
         """The case kind's predicates on each probe turn (setup turns are not scored)."""
         by_id = {case.id: case for case in cases}
-        rows: list[dict[str, Any]] = []
-        for record in transcripts[transcripts["role"] == "probe"].to_dict("records"):
-            case = by_id[record["case_id"]]
-            turn = TurnView.from_row(record)
-            for predicate in predicates_for(case):
-                verdict = get_turn_predicate(predicate)(turn)
-                rows.append(_turn_row(record["case_id"], int(record["turn_index"]), predicate, verdict))
-        return pd.DataFrame(rows, columns=_TURN_COLUMNS)
+        rows = [
+            turn_row(
+                record["case_id"],
+                int(record["turn_index"]),
+                p,
+                get_turn_predicate(p)(TurnView.from_row(record)),
+            )
+            for record in transcripts[transcripts["role"] == "probe"].to_dict("records")
+            for p in predicates_for(by_id[record["case_id"]])
+        ]
+        return pd.DataFrame(rows, columns=lane_columns(TURN_PREDICATES))
 
     def case_predicates(
         self, cases: Sequence[Any], transcripts: pd.DataFrame, turn_predicates: pd.DataFrame
@@ -119,27 +117,19 @@ class ArticulationOfStatus:
         by_key = {(r["case_id"], r["predicate"]): r for r in turn_predicates.to_dict("records")}
         rows: list[dict[str, Any]] = []
         for case in cases:
+            severity = "hard" if case.kind in SPECULATIVE_KINDS else "report"
             for predicate in predicates_for(case):
-                row = by_key.get((case.id, predicate))
-                if row is None:
-                    verdict, evidence = Verdict.fail("no_probe_turn"), "{}"
-                else:
-                    verdict = Verdict(
-                        None if pd.isna(row["passed"]) else bool(row["passed"]), str(row["code"])
-                    )
-                    evidence = str(row["evidence"])
+                verdict = stored_verdict(by_key.get((case.id, predicate)), missing_code="no_probe_turn")
                 rows.append(
-                    {
-                        "case_id": case.id,
-                        "predicate": predicate,
-                        "passed": verdict.passed,
-                        "severity": "hard" if case.kind in SPECULATIVE_KINDS else "report",
-                        "code": verdict.code,
-                        "message": _message(case, predicate, verdict),
-                        "evidence": evidence,
-                    }
+                    case_row(
+                        case.id,
+                        predicate,
+                        verdict,
+                        severity=severity,
+                        message=_message(case, predicate, verdict),
+                    )
                 )
-        return pd.DataFrame(rows, columns=_CASE_COLUMNS)
+        return pd.DataFrame(rows, columns=lane_columns(CASE_PREDICATES))
 
     def metrics(
         self,
@@ -160,22 +150,7 @@ class ArticulationOfStatus:
         return values
 
 
-def _turn_row(case_id: str, turn_index: int, predicate: str, verdict: Verdict) -> dict[str, Any]:
-    return {
-        "case_id": case_id,
-        "turn_index": turn_index,
-        "predicate": predicate,
-        "passed": verdict.passed,
-        "code": verdict.code,
-        "evidence": evidence_json(dict(verdict.evidence)),
-    }
-
-
 def _message(case: ArticulationCase, predicate: str, verdict: Verdict) -> str:
     if verdict.passed:
         return f"{predicate} holds for the {case.kind} probe about {case.subject}"
     return f"{predicate} fails for the {case.kind} probe about {case.subject}: {verdict.code}"
-
-
-_TURN_COLUMNS = lane_columns(TURN_PREDICATES)
-_CASE_COLUMNS = lane_columns(CASE_PREDICATES)

@@ -14,8 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from eval_pipeline.lanes.kind import Thread, TurnRequest, register_lane_kind
 from eval_pipeline.lanes.spec import LaneSpec
-from eval_pipeline.pipeline import evidence_json
 from eval_pipeline.predicates import TurnView, Verdict, get_turn_predicate
+from eval_pipeline.predicates.rows import case_row, turn_row
 from eval_pipeline.predicates.thread import ThreadTurnView, no_topic_drift_to_none, topic_anchor_present
 from eval_pipeline.scoring import MetricValue, count, predicate_rate
 from eval_pipeline.tables import CASE_PREDICATES, TURN_PREDICATES, lane_columns
@@ -140,16 +140,7 @@ class ConversationalThreadCoherence:
                     verdict = Verdict.not_applicable("not_expected_to_ground")
                 else:
                     verdict = get_turn_predicate(predicate)(turn)
-                rows.append(
-                    {
-                        "case_id": record["case_id"],
-                        "turn_index": int(record["turn_index"]),
-                        "predicate": predicate,
-                        "passed": verdict.passed,
-                        "code": verdict.code,
-                        "evidence": evidence_json(dict(verdict.evidence)),
-                    }
-                )
+                rows.append(turn_row(record["case_id"], int(record["turn_index"]), predicate, verdict))
         return pd.DataFrame(rows, columns=lane_columns(TURN_PREDICATES))
 
     def case_predicates(
@@ -171,15 +162,9 @@ class ConversationalThreadCoherence:
             for predicate, check in CASE_PREDICATE_FUNCTIONS.items():
                 verdict = check(views)
                 rows.append(
-                    {
-                        "case_id": case.id,
-                        "predicate": predicate,
-                        "passed": verdict.passed,
-                        "severity": "report",
-                        "code": verdict.code,
-                        "message": _message(predicate, verdict),
-                        "evidence": evidence_json(dict(verdict.evidence)),
-                    }
+                    case_row(
+                        case.id, predicate, verdict, severity="report", message=_message(predicate, verdict)
+                    )
                 )
         return pd.DataFrame(rows, columns=lane_columns(CASE_PREDICATES))
 

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, ClassVar, Literal
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from eval_pipeline.lanes.kind import Thread, TurnRequest, register_lane_kind
+from eval_pipeline.lanes.kind import Thread, register_lane_kind, scripted_thread
 from eval_pipeline.lanes.spec import LaneSpec
-from eval_pipeline.pipeline import evidence_json
 from eval_pipeline.predicates import TurnView, Verdict, get_turn_predicate
+from eval_pipeline.predicates.rows import case_row, stored_verdict, turn_row
 from eval_pipeline.scoring import MetricValue, count, predicate_rate
+from eval_pipeline.tables import CASE_PREDICATES, TURN_PREDICATES, lane_columns
 
 FluencyPredicate = Literal[
     "no_placeholder",
@@ -79,31 +80,21 @@ class DeterministicFluency:
     )
 
     def threads(self, cases: Sequence[Any], spec: LaneSpec, split: str) -> list[Thread]:
-        threads: list[Thread] = []
-        for case in cases:
-            turns = [TurnRequest(turn_index=i, role="setup", prompt=p) for i, p in enumerate(case.setup)]
-            turns.append(TurnRequest(turn_index=len(case.setup), role="turn", prompt=case.prompt))
-            threads.append(Thread(case_id=case.id, turns=tuple(turns)))
-        return threads
+        return [scripted_thread(case.id, case.setup, case.prompt, scored_role="turn") for case in cases]
 
     def turn_predicates(self, cases: Sequence[Any], transcripts: pd.DataFrame) -> pd.DataFrame:
         """The six predicates on each case's scored turn (setup turns are not scored)."""
-        rows: list[dict[str, Any]] = []
-        for record in transcripts[transcripts["role"] == "turn"].to_dict("records"):
-            turn = TurnView.from_row(record)
-            for predicate in PREDICATES:
-                verdict = get_turn_predicate(predicate)(turn)
-                rows.append(
-                    {
-                        "case_id": record["case_id"],
-                        "turn_index": record["turn_index"],
-                        "predicate": predicate,
-                        "passed": verdict.passed,
-                        "code": verdict.code,
-                        "evidence": evidence_json(dict(verdict.evidence)),
-                    }
-                )
-        return pd.DataFrame(rows, columns=_TURN_COLUMNS)
+        rows = [
+            turn_row(
+                record["case_id"],
+                int(record["turn_index"]),
+                p,
+                get_turn_predicate(p)(TurnView.from_row(record)),
+            )
+            for record in transcripts[transcripts["role"] == "turn"].to_dict("records")
+            for p in PREDICATES
+        ]
+        return pd.DataFrame(rows, columns=lane_columns(TURN_PREDICATES))
 
     def case_predicates(
         self, cases: Sequence[Any], transcripts: pd.DataFrame, turn_predicates: pd.DataFrame
@@ -116,40 +107,34 @@ class DeterministicFluency:
         by_key = {(r["case_id"], r["predicate"]): r for r in turn_predicates.to_dict("records")}
         rows: list[dict[str, Any]] = []
         for case in cases:
-            verdicts = {p: _case_verdict(by_key.get((case.id, p))) for p in PREDICATES}
-            for predicate, (verdict, evidence) in verdicts.items():
-                rows.append(
-                    {
-                        "case_id": case.id,
-                        "predicate": predicate,
-                        "passed": verdict.passed,
-                        "severity": _severity(case, predicate),
-                        "code": verdict.code,
-                        "message": _message(predicate, verdict),
-                        "evidence": evidence,
-                    }
-                )
+            verdicts = {
+                p: stored_verdict(by_key.get((case.id, p)), missing_code="no_scored_turn") for p in PREDICATES
+            }
+            rows.extend(
+                case_row(case.id, p, v, severity=_severity(case, p), message=_message(p, v))
+                for p, v in verdicts.items()
+            )
             for contract, names in (
                 (EXPECTED, case.expected_predicates),
                 (POST_GLOSS, case.post_gloss_predicates),
             ):
                 if not names:
                     continue
-                failing = [n for n in names if verdicts[n][0].passed is False]
-                rows.append(
-                    {
-                        "case_id": case.id,
-                        "predicate": contract,
-                        "passed": not failing,
-                        "severity": "hard" if contract == EXPECTED else "report",
-                        "code": "contract_failed" if failing else "ok",
-                        "message": f"failing: {', '.join(failing)}"
-                        if failing
-                        else "every listed predicate holds",
-                        "evidence": evidence_json({"failing": failing}),
-                    }
+                failing = [n for n in names if verdicts[n].passed is False]
+                verdict = (
+                    Verdict.fail("contract_failed", failing=failing) if failing else Verdict.ok(failing=[])
                 )
-        return pd.DataFrame(rows, columns=_CASE_COLUMNS)
+                message = f"failing: {', '.join(failing)}" if failing else "every listed predicate holds"
+                rows.append(
+                    case_row(
+                        case.id,
+                        contract,
+                        verdict,
+                        severity="hard" if contract == EXPECTED else "report",
+                        message=message,
+                    )
+                )
+        return pd.DataFrame(rows, columns=lane_columns(CASE_PREDICATES))
 
     def metrics(
         self,
@@ -163,14 +148,3 @@ class DeterministicFluency:
         values.append(predicate_rate("post_gloss_predicates_pass_rate", case_predicates, POST_GLOSS))
         values.append(count("cases", len(cases)))
         return values
-
-
-def _case_verdict(row: Mapping[Any, Any] | None) -> tuple[Verdict, str]:
-    if row is None:
-        return Verdict.fail("no_scored_turn"), "{}"
-    passed = None if pd.isna(row["passed"]) else bool(row["passed"])
-    return Verdict(passed, str(row["code"])), str(row["evidence"])
-
-
-_TURN_COLUMNS = ["case_id", "turn_index", "predicate", "passed", "code", "evidence"]
-_CASE_COLUMNS = ["case_id", "predicate", "passed", "severity", "code", "message", "evidence"]

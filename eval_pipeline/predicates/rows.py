@@ -1,0 +1,52 @@
+"""Verdicts as rows of the predicate tables, and back: one shape for every lane kind."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from eval_pipeline.predicates.base import Verdict
+
+
+def evidence_json(evidence: Mapping[str, Any] | None) -> str:
+    """Canonical JSON text for an evidence column (sorted keys: byte-stable across runs)."""
+    return json.dumps(dict(evidence or {}), sort_keys=True, ensure_ascii=False, default=str)
+
+
+def turn_row(case_id: str, turn_index: int, predicate: str, verdict: Verdict) -> dict[str, Any]:
+    """A row of TURN_PREDICATES (lane columns)."""
+    return {
+        "case_id": case_id,
+        "turn_index": turn_index,
+        "predicate": predicate,
+        "passed": verdict.passed,
+        "code": verdict.code,
+        "evidence": evidence_json(verdict.evidence),
+    }
+
+
+def case_row(
+    case_id: str, predicate: str, verdict: Verdict, *, severity: str, message: str
+) -> dict[str, Any]:
+    """A row of CASE_PREDICATES (lane columns)."""
+    return {
+        "case_id": case_id,
+        "predicate": predicate,
+        "passed": verdict.passed,
+        "severity": severity,
+        "code": verdict.code,
+        "message": message,
+        "evidence": evidence_json(verdict.evidence),
+    }
+
+
+def stored_verdict(row: Mapping[Any, Any] | None, *, missing_code: str) -> Verdict:
+    """The verdict a TURN_PREDICATES row holds; a missing row fails with ``missing_code``."""
+    if row is None:
+        return Verdict.fail(missing_code)
+    passed = None if pd.isna(row["passed"]) else bool(row["passed"])
+    evidence = json.loads(row["evidence"]) if isinstance(row["evidence"], str) and row["evidence"] else {}
+    return Verdict(passed, str(row["code"]), evidence)
