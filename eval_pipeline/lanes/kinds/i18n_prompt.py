@@ -28,7 +28,7 @@ from eval_pipeline.i18n.prompts import FewShotPool, compose_prompt
 from eval_pipeline.i18n.protocol import decode_batch, expected_item_count
 from eval_pipeline.lanes.kind import Thread, TurnRequest, register_lane_kind
 from eval_pipeline.lanes.spec import LaneSpec
-from eval_pipeline.pipeline import evidence_json
+from eval_pipeline.predicates.rows import evidence_json
 from eval_pipeline.scoring import MetricValue, count, rate
 from eval_pipeline.tables import CASE_PREDICATES, TURN_PREDICATES, lane_columns
 
