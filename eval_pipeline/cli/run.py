@@ -89,14 +89,14 @@ def _document(batch_id: str, outcomes: list[LaneOutcome]) -> dict[str, Any]:
 
 
 def _print(outcome: LaneOutcome) -> None:
-    title = escape(f"{outcome.lane} [{outcome.split}] · {outcome.runtime} · run {outcome.run_id}")
+    title = escape(f"{outcome.lane} [{outcome.split}] · {outcome.runtime}")
     if outcome.failure is not None:
         err_console.print(
             f"[red]{title}: run failed[/red] ({outcome.failure_kind}): {outcome.failure}", highlight=False
         )
         return
     checks = {c.name: c for c in outcome.checks}
-    table = Table(title=title, title_justify="left")
+    table = Table(title=title, title_justify="left", caption=f"run {outcome.run_id}", caption_justify="left")
     for column in ("metric", "value", "n", "threshold", "check"):
         table.add_column(column, justify="right" if column in ("value", "n") else "left")
     assert outcome.metrics is not None
