@@ -1,5 +1,23 @@
 """Parquet history of every run, and DuckDB queries over it."""
 
+from eval_pipeline.history.compact import compact
+from eval_pipeline.history.regression import MetricFinding, RegressionPolicy, find_regressions, findings_frame
+from eval_pipeline.history.report import lane_chart_markdown, lane_chart_svg, write_report
 from eval_pipeline.history.store import HISTORY_TABLES, append_run, run_file, table_glob
+from eval_pipeline.history.views import connect
 
-__all__ = ["HISTORY_TABLES", "append_run", "run_file", "table_glob"]
+__all__ = [
+    "HISTORY_TABLES",
+    "MetricFinding",
+    "RegressionPolicy",
+    "append_run",
+    "compact",
+    "connect",
+    "find_regressions",
+    "findings_frame",
+    "lane_chart_markdown",
+    "lane_chart_svg",
+    "run_file",
+    "table_glob",
+    "write_report",
+]
