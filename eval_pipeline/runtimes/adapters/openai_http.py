@@ -1,0 +1,247 @@
+"""``openai:<base_url>``: any OpenAI-compatible chat-completions server, via the official SDK.
+
+A session is the growing message list: each turn sends every earlier user and assistant
+message plus the new prompt, and a turn that fails leaves the list as it was, so the
+driver can retry it. Requests go out from one asyncio event loop (``AsyncOpenAI``) on a
+background thread, at most ``max_concurrency`` at a time across all sessions. The SDK's
+own retries are off; the driver's single retry loop retries transient faults (429, 5xx,
+timeouts, connection errors) with exponential backoff that honours ``Retry-After``.
+
+Options (``--runtime-option KEY=VALUE``):
+
+- ``model`` (required): the model name sent with every request.
+- ``api_key_env``: name of the environment variable holding the API key (default
+  ``OPENAI_API_KEY``; when that default is unset a placeholder key is sent, which local
+  servers accept). The key itself is never an option, never in ``spec``, never logged.
+- ``headers``: extra request headers; ``header_envs``: header name → environment variable
+  for header values that are secrets.
+- ``max_concurrency`` (16), ``timeout_s`` (60, per request), ``max_retries`` (3),
+  ``backoff_s`` (0.5), ``max_backoff_s`` (30).
+- ``response_fields``: TurnResponse field → dotted path into the response JSON, e.g.
+  ``{"grounding_source": "choices.0.message.grounding_source"}``. Without it,
+  ``grounding_source`` is ``"none"`` and the other fields are empty.
+- ``system_prompt``: an optional first system message; ``request_params``: extra
+  request-body parameters (``temperature``, ``seed``...).
+
+Token usage, the returned model name and the finish reason go to ``raw`` per turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import os
+import threading
+import time
+from collections.abc import Coroutine, Mapping
+from typing import Any, Literal, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+import openai
+from openai import AsyncOpenAI
+from pydantic import BaseModel, ConfigDict, Field
+
+from eval_pipeline.runtimes.base import ChatSession, RuntimeSpecError, TurnResponse
+from eval_pipeline.runtimes.faults import RetryPolicy, TurnFault
+from eval_pipeline.runtimes.options import validate_options
+from eval_pipeline.runtimes.registry import register_runtime
+
+DEFAULT_KEY_ENV = "OPENAI_API_KEY"
+PLACEHOLDER_KEY = "not-needed"  # sent to servers that ask for no key (the SDK requires one)
+TRANSIENT_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
+
+ResponseField = Literal["grounding_source", "surface_tag", "epistemic_status"]
+T = TypeVar("T")
+
+
+class OpenAIOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str = Field(min_length=1)
+    api_key_env: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    header_envs: dict[str, str] = Field(default_factory=dict)
+    max_concurrency: int = Field(16, ge=1)
+    timeout_s: float = Field(60.0, gt=0)
+    max_retries: int = Field(3, ge=0)
+    backoff_s: float = Field(0.5, ge=0)
+    max_backoff_s: float = Field(30.0, ge=0)
+    response_fields: dict[ResponseField, str] = Field(default_factory=dict)
+    system_prompt: str | None = None
+    request_params: dict[str, Any] = Field(default_factory=dict)
+
+
+def public_url(url: str) -> str:
+    """``url`` without credentials, query or fragment: safe for the runtime column and logs."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+def read_path(document: Any, path: str) -> Any:
+    """The value at a dotted path (``choices.0.message.x``) of nested dicts/lists, else None."""
+    value = document
+    for part in path.split("."):
+        if isinstance(value, dict):
+            value = value.get(part)
+        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+        else:
+            return None
+    return value
+
+
+def retry_after_s(headers: Mapping[str, str]) -> float | None:
+    """Seconds a 429/503 asked to wait: ``retry-after-ms``, else ``Retry-After`` (seconds or a date)."""
+    if (ms := headers.get("retry-after-ms")) is not None:
+        try:
+            return float(ms) / 1000.0
+        except ValueError:
+            pass
+    text = headers.get("retry-after")
+    if text is None:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        when = email.utils.parsedate_to_datetime(text) if text else None
+        return max(0.0, when.timestamp() - time.time()) if when else None
+
+
+def _secret(env: str, *, required: bool) -> str | None:
+    value = os.environ.get(env)
+    if not value and required:
+        raise RuntimeSpecError(f"openai runtime: environment variable {env} is not set")
+    return value or None
+
+
+class _EventLoopThread:
+    """An asyncio loop on a daemon thread; sync callers submit coroutines and wait."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="openai-loop", daemon=True)
+        self._thread.start()
+
+    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout=5)
+        self.loop.close()
+
+
+class OpenAIRuntime:
+    def __init__(self, base_url: str, options: OpenAIOptions) -> None:
+        self.base_url = base_url
+        self.options = options
+        self.retry_policy = RetryPolicy(options.max_retries, options.backoff_s, options.max_backoff_s)
+        self.preferred_concurrency = options.max_concurrency
+        key_env = options.api_key_env or DEFAULT_KEY_ENV
+        api_key = _secret(key_env, required=options.api_key_env is not None) or PLACEHOLDER_KEY
+        headers = dict(options.headers)
+        for header, env in options.header_envs.items():
+            headers[header] = _secret(env, required=True) or ""
+        self._loop = _EventLoopThread()
+        self._client, self._limit = self._loop.run(self._connect(api_key, headers))
+
+    async def _connect(self, api_key: str, headers: dict[str, str]) -> tuple[AsyncOpenAI, asyncio.Semaphore]:
+        client = AsyncOpenAI(
+            api_key=api_key,
+            base_url=self.base_url,
+            default_headers=headers,
+            max_retries=0,
+            timeout=self.options.timeout_s,
+        )
+        return client, asyncio.Semaphore(self.options.max_concurrency)
+
+    @property
+    def spec(self) -> str:
+        return f"openai:{public_url(self.base_url)}"
+
+    def open_session(self, session_id: str) -> ChatSession:
+        return OpenAISession(self)
+
+    def complete(self, messages: list[dict[str, str]]) -> TurnResponse:
+        return self._loop.run(self._complete(messages))
+
+    async def _complete(self, messages: list[dict[str, str]]) -> TurnResponse:
+        async with self._limit:
+            try:
+                completion = await self._client.chat.completions.create(
+                    model=self.options.model,
+                    messages=messages,  # type: ignore[arg-type]
+                    timeout=self.options.timeout_s,
+                    extra_body=self.options.request_params or None,
+                )
+            except openai.APITimeoutError:
+                raise TurnFault(f"timed out after {self.options.timeout_s:g}s", transient=True) from None
+            except openai.APIConnectionError as exc:
+                raise TurnFault(f"connection failed: {exc}", transient=True) from None
+            except openai.APIStatusError as exc:
+                raise TurnFault(
+                    f"HTTP {exc.status_code}: {exc.message}",
+                    transient=exc.status_code in TRANSIENT_STATUS,
+                    retry_after=retry_after_s(exc.response.headers),
+                ) from None
+        return self._turn_response(completion)
+
+    def _turn_response(self, completion: Any) -> TurnResponse:
+        choices = completion.choices or []
+        content = choices[0].message.content if choices else None
+        if not isinstance(content, str):
+            raise TurnFault("malformed reply: no choices[0].message.content")
+        fields: dict[str, Any] = {}
+        if self.options.response_fields:
+            document = completion.model_dump()
+            for name, path in self.options.response_fields.items():
+                value = read_path(document, path)
+                fields[name] = None if value is None else str(value)
+        fields.setdefault("grounding_source", "none")
+        if fields["grounding_source"] is None:
+            fields["grounding_source"] = "none"
+        raw: dict[str, Any] = {"model": completion.model, "finish_reason": choices[0].finish_reason}
+        if completion.usage is not None:
+            raw["usage"] = {
+                "prompt_tokens": completion.usage.prompt_tokens,
+                "completion_tokens": completion.usage.completion_tokens,
+                "total_tokens": completion.usage.total_tokens,
+            }
+        return TurnResponse(surface=content, raw=raw, **fields)
+
+    def close(self) -> None:
+        try:
+            self._loop.run(self._client.close())
+        finally:
+            self._loop.stop()
+
+
+class OpenAISession:
+    """One conversation: the message list grows by a user and an assistant message per answered turn."""
+
+    def __init__(self, runtime: OpenAIRuntime) -> None:
+        self._runtime = runtime
+        system = runtime.options.system_prompt
+        self.messages: list[dict[str, str]] = [{"role": "system", "content": system}] if system else []
+
+    def send(self, prompt: str) -> TurnResponse:
+        request = [*self.messages, {"role": "user", "content": prompt}]
+        response = self._runtime.complete(request)
+        self.messages = [*request, {"role": "assistant", "content": response.surface}]
+        return response
+
+    def close(self) -> None:
+        pass
+
+
+@register_runtime("openai")
+def openai_runtime(argument: str, options: Mapping[str, Any]) -> OpenAIRuntime:
+    parts = urlsplit(argument)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise RuntimeSpecError(
+            f"openai runtime needs a base URL: openai:http(s)://host[:port]/v1, got {public_url(argument)!r}"
+        )
+    return OpenAIRuntime(argument, validate_options("openai", OpenAIOptions, options))

@@ -1,0 +1,204 @@
+"""``python:package.module:factory``: evaluate a Python chat system in-process or in worker processes.
+
+The factory is called once per session (with the ``kwargs`` option as keyword arguments)
+and returns the session's bot: an object whose ``chat(prompt)`` answers a turn (the method
+name is the ``method`` option), or a plain callable ``bot(prompt)``. With
+``target="chat"`` the named attribute is itself the chat function, shared by every
+session (a stateless bot). An answer may be a string (the surface), a dict, a dataclass
+(frozen or not), a pydantic model or any object with attributes; ``surface`` and
+``grounding_source`` (and ``surface_tag``, ``epistemic_status``) are read from the names in
+the ``fields`` option, everything else it carries goes to ``raw``.
+
+Options: ``method`` ("chat"), ``target`` ("factory" | "chat"), ``kwargs`` ({}), ``fields``
+(TurnResponse field → attribute/key name), ``paths`` (extra import paths, searched first),
+``env`` (environment for the runtime), ``workers`` (0 = in this process; N or "auto" = N
+worker processes, "auto" being one per core), ``timeout_s`` (per turn, worker mode).
+
+CPU-bound runtimes belong in workers: each worker is a child process running
+:mod:`eval_pipeline.runtimes.python_worker`, which speaks the ``exec:`` JSON-lines protocol;
+sessions are spread across workers, so a lane uses every core. In-process, ``env`` is set
+in this process's environment and sessions share its interpreter (and its GIL).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from eval_pipeline.runtimes.adapters.exec_process import TYPED_FIELDS, ExecRuntime, reply_to_response
+from eval_pipeline.runtimes.base import ChatRuntime, ChatSession, RuntimeSpecError, TurnResponse
+from eval_pipeline.runtimes.options import validate_options
+from eval_pipeline.runtimes.registry import register_runtime
+
+WORKER_CONFIG_ENV = "EVAL_PIPELINE_PYTHON_WORKER"
+FieldName = Literal["surface", "grounding_source", "surface_tag", "epistemic_status"]
+
+
+class PythonOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    method: str = Field("chat", min_length=1)
+    target: Literal["factory", "chat"] = "factory"
+    kwargs: dict[str, Any] = Field(default_factory=dict)
+    fields: dict[FieldName, str] = Field(default_factory=dict)
+    paths: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    workers: int | Literal["auto"] = 0
+    timeout_s: float = Field(300.0, gt=0)
+
+    def worker_count(self) -> int:
+        if self.workers == "auto":
+            return os.cpu_count() or 1
+        if self.workers < 0:
+            raise RuntimeSpecError("python runtime option workers: expected 0, a positive number or 'auto'")
+        return self.workers
+
+    def field_name(self, name: FieldName) -> str:
+        return self.fields.get(name, name)
+
+
+@contextmanager
+def _import_paths(paths: list[str]) -> Iterator[None]:
+    added = [p for p in paths if p not in sys.path]
+    sys.path[:0] = added
+    try:
+        yield
+    finally:
+        for path in added:
+            if path in sys.path:
+                sys.path.remove(path)
+
+
+def resolve_target(target: str, paths: list[str]) -> Any:
+    """The object ``package.module:attr`` names (``attr`` may be dotted)."""
+    module_name, sep, attr = target.partition(":")
+    if not sep or not module_name or not attr:
+        raise RuntimeSpecError(f"python runtime needs python:package.module:factory, got python:{target}")
+    with _import_paths(paths):
+        try:
+            value: Any = importlib.import_module(module_name)
+        except ImportError as exc:
+            raise RuntimeSpecError(f"python runtime: cannot import {module_name!r}: {exc}") from None
+    for part in attr.split("."):
+        if not hasattr(value, part):
+            raise RuntimeSpecError(f"python runtime: {module_name!r} has no attribute {attr!r}")
+        value = getattr(value, part)
+    if not callable(value):
+        raise RuntimeSpecError(f"python runtime: {target} is not callable")
+    return value
+
+
+def answer_fields(answer: Any) -> dict[str, Any]:
+    """An answer as a plain dict: a string is the surface; objects give their fields."""
+    if isinstance(answer, str):
+        return {"surface": answer}
+    if isinstance(answer, Mapping):
+        return dict(answer)
+    if isinstance(answer, BaseModel):
+        return answer.model_dump()
+    if dataclasses.is_dataclass(answer) and not isinstance(answer, type):
+        return {f.name: getattr(answer, f.name) for f in dataclasses.fields(answer)}
+    if hasattr(answer, "__dict__"):
+        return {k: v for k, v in vars(answer).items() if not k.startswith("_")}
+    raise TypeError(f"cannot read an answer of type {type(answer).__name__}")
+
+
+def to_reply(answer: Any, options: PythonOptions) -> dict[str, Any]:
+    """An answer in the exec protocol's reply shape (surface, typed fields, the rest as-is)."""
+    values = answer_fields(answer)
+    reply: dict[str, Any] = {}
+    for name in ("surface", *TYPED_FIELDS):
+        key = options.field_name(name)  # type: ignore[arg-type]
+        if key in values:
+            value = values.pop(key)
+            reply[name] = value if value is None or name == "surface" else str(value)
+    if "surface" not in reply:
+        return {"error": f"malformed reply: the answer has no {options.field_name('surface')!r}"}
+    # Everything else travels in raw; values JSON cannot hold become their text.
+    reply.update(json.loads(json.dumps(values, default=str)))
+    return reply
+
+
+def session_chat(target: Any, options: PythonOptions) -> Callable[[str], Any]:
+    """The chat function of one new session."""
+    if options.target == "chat":
+        return target  # type: ignore[no-any-return]
+    bot = target(**options.kwargs)
+    method = getattr(bot, options.method, None)
+    if callable(method):
+        return method  # type: ignore[no-any-return]
+    if callable(bot):
+        return bot  # type: ignore[no-any-return]
+    raise RuntimeSpecError(
+        f"python runtime: the factory returned a {type(bot).__name__} with no {options.method}() and it is not callable"
+    )
+
+
+class PythonSession:
+    def __init__(self, chat: Callable[[str], Any], options: PythonOptions) -> None:
+        self._chat = chat
+        self._options = options
+
+    def send(self, prompt: str) -> TurnResponse:
+        return reply_to_response(to_reply(self._chat(prompt), self._options))
+
+    def close(self) -> None:
+        close = getattr(self._chat, "__self__", None)
+        if close is not None and callable(getattr(close, "close", None)):
+            close.close()
+
+
+class PythonRuntime:
+    """In-process: one bot per session from the factory."""
+
+    def __init__(self, target_name: str, options: PythonOptions) -> None:
+        self._spec = f"python:{target_name}"
+        self._options = options
+        os.environ.update(options.env)
+        # In-process, the extra paths stay importable: a bot may import lazily while it chats.
+        sys.path[:0] = [p for p in options.paths if p not in sys.path]
+        self._target = resolve_target(target_name, [])
+
+    @property
+    def spec(self) -> str:
+        return self._spec
+
+    def open_session(self, session_id: str) -> ChatSession:
+        return PythonSession(session_chat(self._target, self._options), self._options)
+
+    def close(self) -> None:
+        pass
+
+
+def worker_runtime(target_name: str, options: PythonOptions, workers: int) -> ExecRuntime:
+    """Worker processes running the target behind the exec protocol."""
+    resolve_target(target_name, options.paths)  # bad targets are bad input here, not N failed turns
+    python_path = os.pathsep.join([*options.paths, *filter(None, [os.environ.get("PYTHONPATH")])])
+    env = {**options.env, WORKER_CONFIG_ENV: json.dumps({"target": target_name, "options": options.model_dump()})}
+    if python_path:
+        env["PYTHONPATH"] = python_path
+    return ExecRuntime(
+        [sys.executable, "-m", "eval_pipeline.runtimes.python_worker"],
+        spec=f"python:{target_name}",
+        workers=workers,
+        timeout_s=options.timeout_s,
+        env=env,
+        end_sessions=True,
+    )
+
+
+@register_runtime("python")
+def python_runtime(argument: str, options: Mapping[str, Any]) -> ChatRuntime:
+    config = validate_options("python", PythonOptions, options)
+    workers = config.worker_count()
+    if workers == 0:
+        return PythonRuntime(argument, config)
+    return worker_runtime(argument, config, workers)

@@ -1,0 +1,52 @@
+"""A worker process for the ``python:`` adapter: one Python runtime behind the exec protocol.
+
+Started by the adapter with its configuration in ``EVAL_PIPELINE_PYTHON_WORKER`` (the
+target and the validated options); reads ``{"session", "prompt"}`` / ``{"session", "end"}``
+lines on stdin and answers each with one JSON line on stdout. A bot that raises answers
+``{"error": ...}`` for that turn; the worker carries on with the other sessions.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from typing import Any, TextIO
+
+from eval_pipeline.runtimes.adapters.python_object import (
+    WORKER_CONFIG_ENV,
+    PythonOptions,
+    resolve_target,
+    session_chat,
+    to_reply,
+)
+
+
+def serve(stdin: TextIO, stdout: TextIO) -> None:
+    config = json.loads(os.environ[WORKER_CONFIG_ENV])
+    options = PythonOptions.model_validate(config["options"])
+    target = resolve_target(config["target"], options.paths)
+    sessions: dict[str, Callable[[str], Any]] = {}
+    for line in stdin:
+        if not line.strip():
+            continue
+        request = json.loads(line)
+        session_id = str(request.get("session"))
+        if request.get("end"):
+            sessions.pop(session_id, None)
+            reply: dict[str, Any] = {}
+        else:
+            try:
+                chat = sessions.get(session_id)
+                if chat is None:
+                    chat = sessions[session_id] = session_chat(target, options)
+                reply = to_reply(chat(str(request["prompt"])), options)
+            except Exception as exc:  # a failing turn is data; the worker serves on
+                reply = {"error": f"{type(exc).__name__}: {exc}"}
+        stdout.write(json.dumps(reply, ensure_ascii=False) + "\n")
+        stdout.flush()
+
+
+if __name__ == "__main__":
+    serve(sys.stdin, sys.stdout)

@@ -1,0 +1,90 @@
+"""Real multi-turn bots for the ``python:`` and ``exec:`` adapter tests.
+
+Each wraps a reference session, so its answers must score exactly like the in-process
+reference runtime's; what differs is the shape in which it answers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from eval_pipeline.runtimes.reference import ReferenceRuntime
+
+
+@dataclass(frozen=True)
+class CoreReply:
+    """A CORE-style reply: a frozen dataclass with its own field names."""
+
+    text: str
+    source: str | None
+    tag: str | None
+    status: str | None
+    turn: int
+
+
+class CoreStyleRuntime:
+    """A CORE-style ChatRuntime class: one instance per session, ``chat()`` returns a frozen dataclass."""
+
+    # Options that map this bot's reply fields onto TurnResponse's.
+    FIELDS = {"surface": "text", "grounding_source": "source", "surface_tag": "tag", "epistemic_status": "status"}
+
+    def __init__(self) -> None:
+        self._session = ReferenceRuntime().open_session("core")
+        self._turns = 0
+
+    def chat(self, prompt: str) -> CoreReply:
+        response = self._session.send(prompt)
+        self._turns += 1
+        return CoreReply(
+            response.surface,
+            response.grounding_source,
+            response.surface_tag,
+            response.epistemic_status,
+            self._turns,
+        )
+
+
+def make_function_bot() -> Callable[[str], dict[str, Any]]:
+    """A plain function-based bot: the factory returns a closure that answers with dicts."""
+    session = ReferenceRuntime().open_session("function")
+
+    def reply(prompt: str) -> dict[str, Any]:
+        response = session.send(prompt)
+        return {
+            "surface": response.surface,
+            "grounding_source": response.grounding_source,
+            "surface_tag": response.surface_tag,
+            "epistemic_status": response.epistemic_status,
+        }
+
+    return reply
+
+
+class CpuBoundBot:
+    """Burns a fixed amount of CPU per turn (hash rounds), then answers like the reference runtime."""
+
+    def __init__(self, rounds: int = 20_000) -> None:
+        self._session = ReferenceRuntime().open_session("cpu")
+        self._rounds = rounds
+
+    def chat(self, prompt: str) -> dict[str, Any]:
+        digest = prompt.encode()
+        for _ in range(self._rounds):
+            digest = hashlib.sha256(digest).digest()
+        response = self._session.send(prompt)
+        return {**response.model_dump(exclude={"raw"}), "work": digest.hex()[:8]}
+
+
+class FlakyBot:
+    """Raises on every prompt containing 'zorp' (a bot bug): that turn fails, the rest answer."""
+
+    def __init__(self) -> None:
+        self._session = ReferenceRuntime().open_session("flaky")
+
+    def chat(self, prompt: str) -> dict[str, Any]:
+        if "zorp" in prompt.lower():
+            raise ValueError("flaky bot cannot handle zorps")
+        return self._session.send(prompt).model_dump(exclude={"raw"})
