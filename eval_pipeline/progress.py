@@ -1,0 +1,108 @@
+"""Progress of a long run: a rich progress bar for the CLI, periodic log lines for Dagster.
+
+Both are ``on_turn`` callbacks for :func:`eval_pipeline.drive.drive` (called from worker
+threads, hence the lock) with a ``start(total_turns)`` for its ``on_start``. They share one
+tally, :class:`TurnTally`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+
+
+@dataclass
+class TurnTally:
+    """Turns done and failed so far, thread-safe."""
+
+    total: int | None = None
+    done: int = 0
+    errors: int = 0
+    started: float = field(default_factory=time.monotonic)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add(self, row: dict[str, Any]) -> None:
+        with self._lock:
+            self.done += 1
+            if row.get("error") is not None:
+                self.errors += 1
+
+    @property
+    def rate(self) -> float:
+        """Turns per second since the tally started."""
+        elapsed = time.monotonic() - self.started
+        return self.done / elapsed if elapsed > 0 else 0.0
+
+    def summary(self) -> str:
+        of_total = f"/{self.total}" if self.total is not None else ""
+        share = f" ({100.0 * self.done / self.total:.0f}%)" if self.total else ""
+        return f"turns {self.done}{of_total}{share}, errors {self.errors}, {self.rate:.1f} turns/s"
+
+
+class LogProgress:
+    """Logs the tally at most every ``every_s`` seconds, and once when the last turn is in."""
+
+    def __init__(self, logger: logging.Logger | Any, every_s: float = 10.0, label: str = "") -> None:
+        self.tally = TurnTally()
+        self._logger = logger
+        self._every_s = every_s
+        self._label = f"{label}: " if label else ""
+        self._last = time.monotonic()
+        self._lock = threading.Lock()
+
+    def start(self, total: int) -> None:
+        self.tally = TurnTally(total=total)
+        self._last = time.monotonic()
+        self._logger.info(f"{self._label}driving {total} turns")
+
+    def __call__(self, row: dict[str, Any]) -> None:
+        self.tally.add(row)
+        now = time.monotonic()
+        finished = self.tally.total is not None and self.tally.done >= self.tally.total
+        with self._lock:
+            if not finished and now - self._last < self._every_s:
+                return
+            self._last = now
+        self._logger.info(self._label + self.tally.summary())
+
+
+class RichProgress:
+    """A rich progress bar: turns done / total, errors, rate, elapsed."""
+
+    def __init__(self, progress: Progress, description: str) -> None:
+        self.tally = TurnTally()
+        self._progress = progress
+        self._task: TaskID = progress.add_task(description, total=None, errors=0, rate=0.0)
+
+    def start(self, total: int) -> None:
+        self.tally = TurnTally(total=total)
+        self._progress.update(self._task, total=total, completed=0)
+
+    def __call__(self, row: dict[str, Any]) -> None:
+        self.tally.add(row)
+        self._progress.update(
+            self._task, completed=self.tally.done, errors=self.tally.errors, rate=self.tally.rate
+        )
+
+
+@contextmanager
+def rich_progress(description: str = "turns", console: Console | None = None) -> Iterator[RichProgress]:
+    """``with rich_progress("fluency/dev") as progress: drive(..., on_turn=progress, on_start=progress.start)``."""
+    columns = (
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("errors {task.fields[errors]}"),
+        TextColumn("{task.fields[rate]:.1f} turns/s"),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=console, transient=False) as progress:
+        yield RichProgress(progress, description)
