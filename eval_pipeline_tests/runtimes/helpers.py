@@ -1,0 +1,41 @@
+"""Shared pieces of the runtime adapter tests: lanes to cover, table comparison, a served reference."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pandas as pd
+
+from eval_pipeline.lanes.registry import discover_lanes
+from eval_pipeline.lanes.spec import LaneSpec
+from eval_pipeline.pipeline import LaneRun
+from eval_pipeline.runtimes.serve import ReferenceServer, ServeConfig
+
+# What a runtime decides; latency, attempts and raw legitimately differ between adapters.
+ANSWER_COLUMNS = ["case_id", "turn_index", "role", "prompt", "surface", "grounding_source", "surface_tag", "epistemic_status", "error"]
+
+
+def lanes() -> list[LaneSpec]:
+    return discover_lanes()
+
+
+def split_of(spec: LaneSpec) -> str:
+    """The split the adapter tests evaluate: dev when the lane has one (small), else the first."""
+    return "dev" if "dev" in spec.splits else next(iter(spec.splits))
+
+
+def assert_same_tables(run: LaneRun, reference: LaneRun) -> None:
+    pd.testing.assert_frame_equal(run.transcripts[ANSWER_COLUMNS], reference.transcripts[ANSWER_COLUMNS])
+    pd.testing.assert_frame_equal(run.turn_predicates, reference.turn_predicates)
+    pd.testing.assert_frame_equal(run.case_predicates, reference.case_predicates)
+    pd.testing.assert_frame_equal(run.metrics, reference.metrics)
+
+
+@contextmanager
+def served_reference(config: ServeConfig | None = None) -> Iterator[ReferenceServer]:
+    server = ReferenceServer(0, config).start_background()
+    try:
+        yield server
+    finally:
+        server.stop()
