@@ -10,6 +10,7 @@ completion order, so a concurrent run's table equals a serial run's.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Callable, Sequence
@@ -112,10 +113,8 @@ def run_thread(
                 )
             )
     finally:
-        try:
+        with contextlib.suppress(Exception):  # a session that fails to close has already answered
             session.close()
-        except Exception:  # noqa: S110 - a session that fails to close has already answered
-            pass
     return rows
 
 

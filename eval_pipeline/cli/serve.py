@@ -16,13 +16,16 @@ def serve_reference(
     port: Annotated[int, typer.Option(help="Port on 127.0.0.1 (0 picks a free one).")] = 8000,
     latency_ms: Annotated[float, typer.Option(help="Added to every answer, in milliseconds.")] = 0.0,
     fault_rate: Annotated[float, typer.Option(help="Fraction of requests answered 500 or 429.")] = 0.0,
-    stall_rate: Annotated[float, typer.Option(help="Fraction of requests that stall before answering.")] = 0.0,
+    stall_rate: Annotated[
+        float, typer.Option(help="Fraction of requests that stall before answering.")
+    ] = 0.0,
     stall_s: Annotated[float, typer.Option(help="How long a stalled request waits, in seconds.")] = 30.0,
     retry_after_s: Annotated[float, typer.Option(help="Retry-After sent with a 429, in seconds.")] = 1.0,
     seed: Annotated[int, typer.Option(help="Seed of the injected faults.")] = 0,
     no_gloss: Annotated[bool, typer.Option("--no-gloss", help="Serve reference:no-gloss.")] = False,
     api_key_env: Annotated[
-        str | None, typer.Option(help="Require 'Authorization: Bearer $NAME' (the key read from env var NAME).")
+        str | None,
+        typer.Option(help="Require 'Authorization: Bearer $NAME' (the key read from env var NAME)."),
     ] = None,
 ) -> None:
     """Serve the reference runtime as POST /v1/chat/completions on 127.0.0.1 until Ctrl-C."""
@@ -48,7 +51,9 @@ def serve_reference(
         raise typer.Exit(EXIT_BAD_INPUT) from None
     server = ReferenceServer(port, config)
     # The first line is machine-readable so a script that started us can find the port.
-    console.print(f"serving {server.base_url} ({COMPLETIONS_PATH})", markup=False, highlight=False, soft_wrap=True)
+    console.print(
+        f"serving {server.base_url} ({COMPLETIONS_PATH})", markup=False, highlight=False, soft_wrap=True
+    )
     try:
         server.serve_forever()
     except KeyboardInterrupt:

@@ -29,8 +29,8 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
-from eval_pipeline.runtimes.reference import ReferenceRuntime
 from eval_pipeline.runtimes.base import TurnResponse
+from eval_pipeline.runtimes.reference import ReferenceRuntime
 
 COMPLETIONS_PATH = "/v1/chat/completions"
 
@@ -198,10 +198,10 @@ class _Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True  # else delayed ACKs add ~40 ms to every keep-alive answer
     server: ReferenceServer
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+    def log_message(self, format: str, *args: Any) -> None:
         pass  # one line per request would drown the console; faults show in the client's transcripts
 
-    def do_POST(self) -> None:  # noqa: N802 - stdlib name
+    def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length)
         if self.path.rstrip("/") != COMPLETIONS_PATH:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from eval_pipeline.runtimes.reference import ReferenceRuntime
 
@@ -29,7 +29,12 @@ class CoreStyleRuntime:
     """A CORE-style ChatRuntime class: one instance per session, ``chat()`` returns a frozen dataclass."""
 
     # Options that map this bot's reply fields onto TurnResponse's.
-    FIELDS = {"surface": "text", "grounding_source": "source", "surface_tag": "tag", "epistemic_status": "status"}
+    FIELDS: ClassVar[dict[str, str]] = {
+        "surface": "text",
+        "grounding_source": "source",
+        "surface_tag": "tag",
+        "epistemic_status": "status",
+    }
 
     def __init__(self) -> None:
         self._session = ReferenceRuntime().open_session("core")

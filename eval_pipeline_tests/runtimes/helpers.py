@@ -13,7 +13,17 @@ from eval_pipeline.pipeline import LaneRun
 from eval_pipeline.runtimes.serve import ReferenceServer, ServeConfig
 
 # What a runtime decides; latency, attempts and raw legitimately differ between adapters.
-ANSWER_COLUMNS = ["case_id", "turn_index", "role", "prompt", "surface", "grounding_source", "surface_tag", "epistemic_status", "error"]
+ANSWER_COLUMNS = [
+    "case_id",
+    "turn_index",
+    "role",
+    "prompt",
+    "surface",
+    "grounding_source",
+    "surface_tag",
+    "epistemic_status",
+    "error",
+]
 
 
 def lanes() -> list[LaneSpec]:

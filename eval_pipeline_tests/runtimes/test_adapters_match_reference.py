@@ -21,7 +21,9 @@ LANES = lanes()
 LANE_IDS = [spec.name for spec in LANES]
 
 
-def _evaluate(spec: LaneSpec, runtime_spec: str, options: dict[str, Any], concurrency: int | None = 4) -> LaneRun:
+def _evaluate(
+    spec: LaneSpec, runtime_spec: str, options: dict[str, Any], concurrency: int | None = 4
+) -> LaneRun:
     runtime = build_runtime(runtime_spec, options)
     try:
         return evaluate_lane(spec, split_of(spec), runtime, concurrency=concurrency)
@@ -76,7 +78,9 @@ def test_exec_child_processes(spec: LaneSpec, reference_runs: dict[str, LaneRun]
 @pytest.mark.slow
 @pytest.mark.parametrize("spec", LANES, ids=LANE_IDS)
 def test_openai_against_served_reference(spec: LaneSpec, reference_runs: dict[str, LaneRun]) -> None:
-    fields = {name: f"choices.0.message.{name}" for name in ("grounding_source", "surface_tag", "epistemic_status")}
+    fields = {
+        name: f"choices.0.message.{name}" for name in ("grounding_source", "surface_tag", "epistemic_status")
+    }
     with served_reference() as server:
         run = _evaluate(spec, f"openai:{server.base_url}", {"model": "reference", "response_fields": fields})
     assert_same_tables(run, reference_runs[spec.name])

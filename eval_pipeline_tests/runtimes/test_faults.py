@@ -26,7 +26,10 @@ SECRET = "sk-planted-0123456789abcdef-secret"
 
 def _threads(prompts_by_case: dict[str, list[str]]) -> list[Thread]:
     return [
-        Thread(case_id=case_id, turns=tuple(TurnRequest(turn_index=i, role="turn", prompt=p) for i, p in enumerate(prompts)))
+        Thread(
+            case_id=case_id,
+            turns=tuple(TurnRequest(turn_index=i, role="turn", prompt=p) for i, p in enumerate(prompts)),
+        )
         for case_id, prompts in prompts_by_case.items()
     ]
 
@@ -38,11 +41,19 @@ def test_flaky_server_run_completes_recovers_records_and_leaks_no_secret(
     monkeypatch.setenv("EVAL_TEST_KEY", SECRET)
     caplog.set_level(logging.DEBUG)
     spec = find_lane("conversational_thread_coherence")
-    config = ServeConfig(fault_rate=0.2, stall_rate=0.1, stall_s=1.5, retry_after_s=0.05, seed=7, api_key=SECRET)
+    config = ServeConfig(
+        fault_rate=0.2, stall_rate=0.1, stall_s=1.5, retry_after_s=0.05, seed=7, api_key=SECRET
+    )
     with served_reference(config) as server:
         runtime = build_runtime(
             f"openai:{server.base_url}",
-            {"model": "reference", "api_key_env": "EVAL_TEST_KEY", "timeout_s": 0.4, "max_retries": 1, "backoff_s": 0.01},
+            {
+                "model": "reference",
+                "api_key_env": "EVAL_TEST_KEY",
+                "timeout_s": 0.4,
+                "max_retries": 1,
+                "backoff_s": 0.01,
+            },
         )
         progress = LogProgress(logging.getLogger("eval_pipeline.test_progress"), every_s=0.0, label="flaky")
         try:
@@ -66,16 +77,23 @@ def test_flaky_server_run_completes_recovers_records_and_leaks_no_secret(
     assert error_rate["value"] == pytest.approx(len(failed) / len(transcripts))
     failed_keys = set(zip(failed["case_id"], failed["turn_index"], strict=True))
     faulted_verdicts = run.turn_predicates[
-        [k in failed_keys for k in zip(run.turn_predicates["case_id"], run.turn_predicates["turn_index"], strict=True)]
+        [
+            k in failed_keys
+            for k in zip(run.turn_predicates["case_id"], run.turn_predicates["turn_index"], strict=True)
+        ]
     ]
     assert (faulted_verdicts["passed"].dropna() == False).all()  # noqa: E712 - nullable booleans
 
     # The planted key is in no table (with run columns), not in the runtime column, not in any log line.
     stored = [
-        with_run_columns(transcripts, TRANSCRIPTS, run_id="r", lane=spec.name, split="public", runtime=runtime.spec),
+        with_run_columns(
+            transcripts, TRANSCRIPTS, run_id="r", lane=spec.name, split="public", runtime=runtime.spec
+        ),
         run.turn_predicates,
         run.case_predicates,
-        with_run_columns(run.metrics, METRICS, run_id="r", lane=spec.name, split="public", runtime=runtime.spec),
+        with_run_columns(
+            run.metrics, METRICS, run_id="r", lane=spec.name, split="public", runtime=runtime.spec
+        ),
     ]
     assert SECRET not in runtime.spec
     for table in stored:
@@ -134,8 +152,16 @@ def test_unset_key_variable_and_bad_options_are_bad_input(monkeypatch: pytest.Mo
 
 
 def test_parse_runtime_options() -> None:
-    options = parse_runtime_options(["model=gpt-x", "max_retries=3", 'headers={"X-A": "1"}', "flag=true", "name=a=b"])
-    assert options == {"model": "gpt-x", "max_retries": 3, "headers": {"X-A": "1"}, "flag": True, "name": "a=b"}
+    options = parse_runtime_options(
+        ["model=gpt-x", "max_retries=3", 'headers={"X-A": "1"}', "flag=true", "name=a=b"]
+    )
+    assert options == {
+        "model": "gpt-x",
+        "max_retries": 3,
+        "headers": {"X-A": "1"},
+        "flag": True,
+        "name": "a=b",
+    }
     with pytest.raises(RuntimeSpecError, match="expected KEY=VALUE"):
         parse_runtime_options(["novalue"])
 
@@ -147,14 +173,22 @@ def test_python_bot_that_raises_fails_only_its_turn() -> None:
         _threads({"a": ["What is truth?", "What is a zorp?", "What is doubt?"], "b": ["What is truth?"]}),
         concurrency=2,
     )
-    errors = dict(zip(zip(transcripts["case_id"], transcripts["turn_index"], strict=True), transcripts["error"], strict=True))
+    errors = dict(
+        zip(
+            zip(transcripts["case_id"], transcripts["turn_index"], strict=True),
+            transcripts["error"],
+            strict=True,
+        )
+    )
     assert errors[("a", 1)] == "ValueError: flaky bot cannot handle zorps"
     assert all(pd.isna(errors[k]) for k in [("a", 0), ("a", 2), ("b", 0)])
 
 
 @pytest.mark.slow
 def test_exec_crash_and_garbage_fail_their_turns_and_lost_sessions_only() -> None:
-    runtime = build_runtime(f"exec:{sys.executable} {EXEC_BOT} --crash-on CRASH --garble-on GARBLE", {"workers": 1})
+    runtime = build_runtime(
+        f"exec:{sys.executable} {EXEC_BOT} --crash-on CRASH --garble-on GARBLE", {"workers": 1}
+    )
     try:
         transcripts = drive(
             runtime,

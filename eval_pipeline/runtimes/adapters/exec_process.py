@@ -26,6 +26,7 @@ on it fail too ("session lost"); other sessions carry on.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -80,7 +81,9 @@ _EXITED = object()
 class ChildProcess:
     """One long-lived child. Requests are strictly serial (a lock); a reader thread feeds replies."""
 
-    def __init__(self, argv: Sequence[str], env: Mapping[str, str], cwd: str | None, timeout_s: float) -> None:
+    def __init__(
+        self, argv: Sequence[str], env: Mapping[str, str], cwd: str | None, timeout_s: float
+    ) -> None:
         self._argv = list(argv)
         self._env = dict(env)
         self._cwd = cwd
@@ -186,10 +189,8 @@ class ExecSession:
     def close(self) -> None:
         self._runtime.release(self._child)
         if self._runtime.end_sessions:
-            try:
+            with contextlib.suppress(TurnFault):  # the conversation is over either way
                 self._child.request({"session": self._session_id, "end": True}, self._generation)
-            except TurnFault:
-                pass  # the conversation is over either way
 
 
 class ExecRuntime:

@@ -130,13 +130,13 @@ def to_reply(answer: Any, options: PythonOptions) -> dict[str, Any]:
 def session_chat(target: Any, options: PythonOptions) -> Callable[[str], Any]:
     """The chat function of one new session."""
     if options.target == "chat":
-        return target  # type: ignore[no-any-return]
+        return target
     bot = target(**options.kwargs)
     method = getattr(bot, options.method, None)
     if callable(method):
-        return method  # type: ignore[no-any-return]
+        return method
     if callable(bot):
-        return bot  # type: ignore[no-any-return]
+        return bot
     raise RuntimeSpecError(
         f"python runtime: the factory returned a {type(bot).__name__} with no {options.method}() and it is not callable"
     )
@@ -182,7 +182,10 @@ def worker_runtime(target_name: str, options: PythonOptions, workers: int) -> Ex
     """Worker processes running the target behind the exec protocol."""
     resolve_target(target_name, options.paths)  # bad targets are bad input here, not N failed turns
     python_path = os.pathsep.join([*options.paths, *filter(None, [os.environ.get("PYTHONPATH")])])
-    env = {**options.env, WORKER_CONFIG_ENV: json.dumps({"target": target_name, "options": options.model_dump()})}
+    env = {
+        **options.env,
+        WORKER_CONFIG_ENV: json.dumps({"target": target_name, "options": options.model_dump()}),
+    }
     if python_path:
         env["PYTHONPATH"] = python_path
     return ExecRuntime(

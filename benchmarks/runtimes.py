@@ -1,0 +1,128 @@
+"""Runtime driving speed: the OpenAI-compatible HTTP path and CPU-bound Python in worker processes.
+
+(a) Starts ``eval-pipeline serve-reference`` (its own process) with an injected latency and
+drives single-turn cases through the ``openai:`` adapter at several concurrencies, next to
+the ideal ``turns × latency / concurrency``. (b) Drives a CPU-bound ``python:`` runtime with
+1 and with N worker processes. Prints figures; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from eval_pipeline.drive import drive
+from eval_pipeline.lanes.kind import Thread, TurnRequest
+from eval_pipeline.runtimes import build_runtime
+from eval_pipeline.runtimes.reference import ReferenceRuntime, default_pack
+
+
+class CpuBoundBot:
+    """A session that burns ``rounds`` SHA-256 rounds of CPU per turn, then answers like the reference."""
+
+    def __init__(self, rounds: int = 100_000) -> None:
+        self._session = ReferenceRuntime().open_session("cpu")
+        self._rounds = rounds
+
+    def chat(self, prompt: str) -> dict[str, Any]:
+        import hashlib
+
+        digest = prompt.encode()
+        for _ in range(self._rounds):
+            digest = hashlib.sha256(digest).digest()
+        return self._session.send(prompt).model_dump(exclude={"raw"})
+
+
+def single_turn_threads(cases: int) -> list[Thread]:
+    words = sorted(default_pack().concepts)
+    return [
+        Thread(
+            case_id=f"bench_{i:05d}",
+            turns=(TurnRequest(turn_index=0, role="turn", prompt=f"What is {words[i % len(words)]}?"),),
+        )
+        for i in range(cases)
+    ]
+
+
+def start_server(latency_ms: float) -> tuple[subprocess.Popen[str], str]:
+    command = [sys.executable, "-c", "from eval_pipeline.cli import main; main()", "serve-reference"]
+    server = subprocess.Popen(
+        [*command, "--port", "0", "--latency-ms", str(latency_ms)], stdout=subprocess.PIPE, text=True
+    )
+    assert server.stdout is not None
+    match = re.search(r"(http://\S+)", server.stdout.readline())
+    if match is None:
+        server.kill()
+        raise SystemExit("serve-reference did not report its URL")
+    return server, match.group(1)
+
+
+def http_figures(cases: int, latency_ms: float, concurrencies: list[int]) -> None:
+    server, url = start_server(latency_ms)
+    threads = single_turn_threads(cases)
+    print(
+        f"(a) openai: adapter against serve-reference, {cases} single-turn cases, {latency_ms:g} ms latency"
+    )
+    print(f"    {'concurrency':>11} {'wall s':>8} {'ideal s':>8} {'ratio':>6} {'turns/s':>8} {'errors':>6}")
+    try:
+        for concurrency in concurrencies:
+            runtime = build_runtime(f"openai:{url}", {"model": "reference", "max_concurrency": concurrency})
+            drive(runtime, threads[: min(64, cases)], concurrency=concurrency)  # warm connections
+            started = time.perf_counter()
+            transcripts = drive(runtime, threads, concurrency=concurrency)
+            wall = time.perf_counter() - started
+            runtime.close()
+            ideal = cases * latency_ms / 1000.0 / concurrency
+            errors = int(transcripts["error"].notna().sum())
+            print(
+                f"    {concurrency:>11} {wall:>8.2f} {ideal:>8.2f} {wall / ideal:>6.2f} {cases / wall:>8.0f} {errors:>6}"
+            )
+    finally:
+        server.terminate()
+        server.wait()
+
+
+def cpu_figures(cases: int, rounds: int, workers: list[int]) -> None:
+    threads = single_turn_threads(cases)
+    here = str(Path(__file__).resolve().parent)
+    print(f"(b) python: CPU-bound runtime ({rounds} SHA-256 rounds per turn), {cases} single-turn cases")
+    print(f"    {'workers':>11} {'wall s':>8} {'turns/s':>8} {'speed-up':>8}")
+    baseline = None
+    for count in workers:
+        runtime = build_runtime(
+            "python:runtimes:CpuBoundBot", {"paths": [here], "workers": count, "kwargs": {"rounds": rounds}}
+        )
+        drive(runtime, threads[:count], concurrency=None)  # start the workers before timing
+        started = time.perf_counter()
+        transcripts = drive(runtime, threads, concurrency=None)
+        wall = time.perf_counter() - started
+        runtime.close()
+        assert transcripts["error"].isna().all(), transcripts["error"].dropna().head()
+        baseline = baseline or wall
+        print(f"    {count:>11} {wall:>8.2f} {cases / wall:>8.1f} {baseline / wall:>7.2f}x")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument(
+        "--cases", type=int, default=2000, help="single-turn cases for (a); 2000 takes ~2 min"
+    )
+    parser.add_argument("--latency-ms", type=float, default=50.0)
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32])
+    parser.add_argument("--cpu-cases", type=int, default=48)
+    parser.add_argument("--rounds", type=int, default=100_000, help="CPU work per turn in (b)")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 2, help="N for (b)")
+    args = parser.parse_args()
+    print(f"cores: {os.cpu_count()}, python {sys.version.split()[0]}")
+    http_figures(args.cases, args.latency_ms, args.concurrency)
+    cpu_figures(args.cpu_cases, args.rounds, sorted({1, args.workers}))
+
+
+if __name__ == "__main__":
+    main()
