@@ -113,6 +113,11 @@ def _print(outcome: LaneOutcome) -> None:
         threshold = "" if check is None else f"{check.threshold} ({check.severity})"
         table.add_row(str(row["metric"]), value, n, threshold, verdict)
     console.print(table)
+    metric_names = set(outcome.metrics["metric"])
+    for check in outcome.checks:
+        if check.name not in metric_names:  # lane-level checks, e.g. no_regression
+            verdict = "[green]pass[/green]" if check.passed else f"[yellow]{check.severity.lower()}[/yellow]"
+            console.print(f"  {check.name}: {verdict}")
 
 
 @app.command()

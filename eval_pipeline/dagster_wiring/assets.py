@@ -18,11 +18,16 @@ import pandas as pd
 import pyarrow as pa
 
 from eval_pipeline import __version__
-from eval_pipeline.dagster_wiring.checks import threshold_check_results, threshold_check_specs
+from eval_pipeline.dagster_wiring.checks import (
+    lane_check_specs,
+    regression_check_result,
+    threshold_check_results,
+)
+from eval_pipeline.dagster_wiring.markdown import markdown_table
 from eval_pipeline.dagster_wiring.partitions import date_and_split, lane_partitions
 from eval_pipeline.dagster_wiring.resources import HistoryResource, RuntimeResource
 from eval_pipeline.drive import drive
-from eval_pipeline.history.store import append_run
+from eval_pipeline.history import append_run, find_regressions, lane_chart_markdown
 from eval_pipeline.lanes.kind import lane_kind
 from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.pipeline import (
@@ -67,15 +72,12 @@ def failing_cases_markdown(case_predicates: pd.DataFrame) -> str:
     if failing.empty:
         return "No failing case predicates."
     failing = failing.sort_values(["severity", "case_id", "predicate"], key=lambda s: s.astype(str))
-    lines = ["| case | predicate | severity | code | message |", "|---|---|---|---|---|"]
-    for row in failing.head(MAX_FAILING_ROWS).to_dict("records"):
-        cells = [
-            str(row[c]).replace("|", "\\|") for c in ("case_id", "predicate", "severity", "code", "message")
-        ]
-        lines.append("| " + " | ".join(cells) + " |")
-    if len(failing) > MAX_FAILING_ROWS:
-        lines.append(f"\n…and {len(failing) - MAX_FAILING_ROWS} more rows in the case_predicates table.")
-    return "\n".join(lines)
+    return markdown_table(
+        failing.to_dict("records"),
+        ("case_id", "predicate", "severity", "code", "message"),
+        limit=MAX_FAILING_ROWS,
+        more="rows in the case_predicates table",
+    )
 
 
 def _run_columns(context: dg.AssetExecutionContext, spec: LaneSpec, runtime: str) -> dict[str, str]:
@@ -230,7 +232,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
             "turn_predicates": dg.AssetIn(keys["turn_predicates"]),
             "case_predicates": dg.AssetIn(keys["case_predicates"]),
         },
-        check_specs=threshold_check_specs(spec, keys["metrics"]),
+        check_specs=lane_check_specs(spec, keys["metrics"]),
         kinds={"python", "parquet", "duckdb"},
         metadata={"dagster/column_schema": column_schema(METRICS)},
         **common,
@@ -257,14 +259,20 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
             pipeline_version=__version__,
         )
         root = history.resolved_root()
-        for name, rows in (
-            ("metrics", table),
-            ("case_predicates", case_predicates),
-            ("transcripts", transcripts),
-        ):
-            if name == "transcripts" and not history.keep_transcripts:
-                continue
-            append_run(root, name, rows, lane=spec.name, date=date, run_id=context.run.run_id)
+        findings = find_regressions(
+            root,
+            lane=spec.name,
+            split=run_columns["split"],
+            runtime=run_columns["runtime"],
+            metrics=table,
+            case_predicates=case_predicates,
+            run_id=run_columns["run_id"],
+        )
+        stored = {"metrics": table, "case_predicates": case_predicates}
+        if history.keep_transcripts:
+            stored["transcripts"] = transcripts
+        for name, rows in stored.items():
+            append_run(root, name, rows, lane=spec.name, date=date, run_id=run_columns["run_id"])
         numeric = {m.metric: dg.MetadataValue.float(m.value) for m in values if m.value is not None}
         missing = [m.metric for m in values if m.value is None]
         yield dg.Output(
@@ -275,9 +283,11 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
                 "runtime": run_columns["runtime"],
                 "history_root": root,
                 "dagster/row_count": len(table),
+                "trend": dg.MetadataValue.md(lane_chart_markdown(root, spec.name)),
             },
         )
         yield from threshold_check_results(spec.effective_thresholds, values)
+        yield regression_check_result(findings)
 
     return [cases, transcripts, turn_predicates, case_predicates, metrics]
 

@@ -6,6 +6,8 @@ from collections.abc import Sequence
 
 import dagster as dg
 
+from eval_pipeline.dagster_wiring.markdown import markdown_table
+from eval_pipeline.history.regression import MetricFinding, findings_frame
 from eval_pipeline.lanes.spec import LaneSpec, ThresholdSpec
 from eval_pipeline.scoring import MetricValue, compare, metric_index
 
@@ -14,8 +16,23 @@ MAX_CASES_SHOWN = 25
 _SEVERITY = {"ERROR": dg.AssetCheckSeverity.ERROR, "WARN": dg.AssetCheckSeverity.WARN}
 
 
+REGRESSION_CHECK = "no_regression"
+
+
+def lane_check_specs(spec: LaneSpec, metrics_key: dg.AssetKey) -> list[dg.AssetCheckSpec]:
+    """One check per threshold (ERROR thresholds block: a failing one fails the run), and the
+    lane's regression check against the previous run of the same split and runtime (WARN)."""
+    regression = dg.AssetCheckSpec(
+        name=REGRESSION_CHECK,
+        asset=metrics_key,
+        description="No rate fell below the previous run of this lane, split and runtime by more than "
+        "its noise (95% Wilson interval on the previous run's counts).",
+    )
+    return [*threshold_check_specs(spec, metrics_key), regression]
+
+
 def threshold_check_specs(spec: LaneSpec, metrics_key: dg.AssetKey) -> list[dg.AssetCheckSpec]:
-    """One check per threshold. ERROR thresholds block: a failing one fails the run."""
+    """One check per threshold."""
     return [
         dg.AssetCheckSpec(
             name=t.check_name,
@@ -57,3 +74,23 @@ def threshold_check_results(
             )
         )
     return results
+
+
+def regression_check_result(findings: Sequence[MetricFinding]) -> dg.AssetCheckResult:
+    regressed = [f for f in findings if f.regressed]
+    shown = findings_frame(list(regressed or findings)).to_dict("records")
+    columns = ("metric", "value", "previous_value", "delta", "allowed_noise", "note")
+    flipped = sorted({case for f in regressed for case in f.flipped_case_ids})
+    compared = next((f.previous_run_id for f in findings if f.previous_run_id), None)
+    return dg.AssetCheckResult(
+        check_name=REGRESSION_CHECK,
+        passed=not regressed,
+        severity=dg.AssetCheckSeverity.WARN,
+        description=f"{len(regressed)} metric(s) regressed" if regressed else "no metric regressed",
+        metadata={
+            "previous_run_id": dg.MetadataValue.text(compared or "none: first run of this series"),
+            "regressed_metrics": dg.MetadataValue.json([f.metric for f in regressed]),
+            "flipped_case_ids": dg.MetadataValue.json(flipped[:MAX_CASES_SHOWN]),
+            "findings": dg.MetadataValue.md(markdown_table(shown, columns, limit=50, more="metrics")),
+        },
+    )

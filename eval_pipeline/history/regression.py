@@ -190,6 +190,8 @@ def _lower_is_better(row: pd.Series, metric: str, policy: RegressionPolicy) -> b
         return True
     if isinstance(op, str) and op in (">", ">="):
         return False
+    if isinstance(op, str) and op == "==" and not is_missing(row.get("threshold")):
+        return float(row["threshold"]) == 0.0  # "== 0" (false_certainty_rate, error_rate): lower is better
     return metric in policy.lower_is_better
 
 

@@ -39,16 +39,17 @@ def test_fluency_checks_snapshot(defs: dg.Definitions) -> None:
         "no_dotted_inventory_rate",
         "no_placeholder_rate",
         "no_provenance_only_rate",
+        "no_regression",
     ]
 
 
-def test_every_threshold_is_a_check_on_its_lane_metrics(defs: dg.Definitions) -> None:
+def test_every_threshold_and_the_regression_check_are_checks_on_lane_metrics(defs: dg.Definitions) -> None:
     graph = defs.resolve_asset_graph()
     for spec in discover_lanes():
         checks = {
             k.name for k in graph.asset_check_keys if k.asset_key == dg.AssetKey([spec.name, "metrics"])
         }
-        assert checks == {t.check_name for t in spec.effective_thresholds}, spec.name
+        assert checks == {t.check_name for t in spec.effective_thresholds} | {"no_regression"}, spec.name
 
 
 def test_one_nightly_schedule_and_job_per_lane(defs: dg.Definitions) -> None:

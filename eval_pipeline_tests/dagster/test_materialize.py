@@ -12,6 +12,8 @@ import pytest
 from eval_pipeline.dagster_wiring.launch import LaneOutcome, ensure_instance, materialize_lane
 from eval_pipeline.history import table_glob
 from eval_pipeline.lanes import find_lane
+from eval_pipeline.pipeline import evaluate_lane
+from eval_pipeline.runtimes import build_runtime
 from eval_pipeline.settings import history_root
 
 pytestmark = pytest.mark.slow
@@ -119,3 +121,32 @@ def test_bad_case_file_fails_the_cases_step_with_file_and_line(tmp_path: Path) -
     assert outcome.failure is not None and outcome.failure_kind == "CaseFileError"
     assert f"{cases}:1: category: required field is missing" in outcome.failure
     assert not Path(history_root()).exists() or not list(Path(history_root()).rglob("*.parquet"))
+
+
+def test_regression_check_warns_when_the_same_runtime_gets_worse(tmp_path: Path) -> None:
+    """Two nights of one runtime (the same replay path): glossed, then bare surfaces."""
+    spec = find_lane("deterministic_fluency")
+    recorded = tmp_path / "night.jsonl"
+    columns = ["case_id", "turn_index", "prompt", "surface", "grounding_source", "surface_tag"]
+    nights = []
+    for mode in ("reference", "reference:no-gloss"):
+        live = evaluate_lane(spec, "public", build_runtime(mode)).transcripts[columns]
+        recorded.write_text(
+            "\n".join(json.dumps(r) for r in live.to_dict("records")) + "\n", encoding="utf-8"
+        )
+        nights.append(run(f"replay:{recorded}"))
+    first, second = ({c.name: c for c in night.checks} for night in nights)
+    assert first["no_regression"].passed and second["no_regression"].severity == "WARN"
+    assert not second["no_regression"].passed
+    instance = ensure_instance()
+    record = instance.event_log_storage.get_latest_asset_check_execution_by_key(
+        [dg.AssetCheckKey(dg.AssetKey(["deterministic_fluency", "metrics"]), "no_regression")]
+    )
+    evaluation = next(iter(record.values())).event.dagster_event.event_specific_data  # type: ignore[union-attr]
+    assert set(evaluation.metadata["regressed_metrics"].value) == {
+        "no_provenance_only_rate",
+        "no_dotted_inventory_rate",
+        "post_gloss_predicates_pass_rate",  # 0.9 → 0.0: the same nine cases, counted by their contract
+    }
+    assert evaluation.metadata["previous_run_id"].value == nights[0].run_id
+    assert "fluency_truth_001" in evaluation.metadata["flipped_case_ids"].value
