@@ -7,6 +7,7 @@ import os
 import dagster as dg
 
 from eval_pipeline.dagster_wiring.assets import lane_assets
+from eval_pipeline.dagster_wiring.compaction import history_compaction_job, history_compaction_schedule
 from eval_pipeline.dagster_wiring.io_manager import ParquetIOManager
 from eval_pipeline.dagster_wiring.resources import HistoryResource, RuntimeResource
 from eval_pipeline.dagster_wiring.schedules import lane_job, nightly_schedule
@@ -35,8 +36,11 @@ def build_definitions() -> dg.Definitions:
     jobs = [lane_job(spec) for spec in specs]
     return dg.Definitions(
         assets=[asset for spec in specs for asset in lane_assets(spec)],
-        jobs=jobs,
-        schedules=[nightly_schedule(spec, job) for spec, job in zip(specs, jobs, strict=True)],
+        jobs=[*jobs, history_compaction_job],
+        schedules=[
+            *(nightly_schedule(spec, job) for spec, job in zip(specs, jobs, strict=True)),
+            history_compaction_schedule,
+        ],
         resources=resources(),
         executor=executor(),
     )

@@ -150,3 +150,28 @@ def test_regression_check_warns_when_the_same_runtime_gets_worse(tmp_path: Path)
     }
     assert evaluation.metadata["previous_run_id"].value == nights[0].run_id
     assert "fluency_truth_001" in evaluation.metadata["flipped_case_ids"].value
+
+
+def test_monthly_compaction_job_keeps_every_run_queryable() -> None:
+    from eval_pipeline.dagster_wiring.compaction import history_compaction_job
+    from eval_pipeline.dagster_wiring.resources import HistoryResource
+    from eval_pipeline.history import connect
+
+    old = [
+        materialize_lane(find_lane("deterministic_fluency"), "dev", date=day, instance=ensure_instance())
+        for day in ("2026-10-01", "2026-10-02")
+    ]
+    before = (
+        connect(history_root()).execute("select run_id, metric, value from metrics order by all").fetchall()
+    )
+    result = history_compaction_job.execute_in_process(
+        resources={"history": HistoryResource(root=history_root())}
+    )
+    assert result.success
+    files = sorted(p.relative_to(history_root()).as_posix() for p in Path(history_root()).rglob("*.parquet"))
+    assert "metrics/lane=deterministic_fluency/date=2026-10/compacted.parquet" in files
+    assert not [f for f in files if "date=2026-10-0" in f]  # the per-run files of the closed month are gone
+    after = (
+        connect(history_root()).execute("select run_id, metric, value from metrics order by all").fetchall()
+    )
+    assert after == before and {r[0] for r in after} == {o.run_id for o in old}
