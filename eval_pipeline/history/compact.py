@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import re
-import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -39,6 +38,7 @@ from eval_pipeline.history.store import (
     compacted_file,
     compacted_runs,
     run_key,
+    write_atomically,
 )
 from eval_pipeline.history.views import COMPACTED_DATE_COLUMN
 from eval_pipeline.tables import SCHEMAS
@@ -119,7 +119,7 @@ def _compact_lane_month(
     combined = pa.concat_tables(parts).cast(schema) if parts else schema.empty_table()
     if added:
         metadata = {COMPACTED_RUNS_KEY: json.dumps(sorted(held)).encode()}
-        _write_atomically(fs, target, combined.replace_schema_metadata(metadata))
+        write_atomically(fs, target, combined.replace_schema_metadata(metadata))
     for path in run_files:
         fs.rm(path)
     for folder in {p.rsplit("/", 1)[0] for p in run_files}:
@@ -141,16 +141,3 @@ def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
         for f in schema
     ]
     return pa.Table.from_arrays(columns, schema=schema)
-
-
-def _write_atomically(fs: fsspec.AbstractFileSystem, target: str, table: pa.Table) -> None:
-    folder = target.rsplit("/", 1)[0]
-    fs.makedirs(folder, exist_ok=True)
-    temp = f"{folder}/.compacted.{uuid.uuid4().hex}.tmp"
-    try:
-        with fs.open(temp, "wb") as handle:
-            pq.write_table(table, handle, compression="zstd")
-        fs.mv(temp, target)
-    finally:
-        if fs.exists(temp):
-            fs.rm(temp)

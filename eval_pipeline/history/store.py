@@ -22,6 +22,7 @@ import uuid
 
 import fsspec
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from eval_pipeline.tables import SCHEMAS, to_arrow
@@ -63,18 +64,22 @@ def append_run(root: str, table: str, df: pd.DataFrame, *, lane: str, date: str,
     fs, path = fsspec.core.url_to_fs(target)
     if fs.exists(path) or run_key(date, run_id) in compacted_runs(root, table, lane, date[:7]):
         return None
-    arrow = to_arrow(SCHEMAS[table], df)
-    folder = path.rsplit("/", 1)[0]
+    write_atomically(fs, path, to_arrow(SCHEMAS[table], df))
+    return target
+
+
+def write_atomically(fs: fsspec.AbstractFileSystem, path: str, table: pa.Table) -> None:
+    """Write ``table`` to a temporary name beside ``path``, then rename it into place."""
+    folder, name = path.rsplit("/", 1)
     fs.makedirs(folder, exist_ok=True)
-    temp = f"{folder}/.{run_id}.{uuid.uuid4().hex}.tmp"
+    temp = f"{folder}/.{name}.{uuid.uuid4().hex}.tmp"
     try:
         with fs.open(temp, "wb") as handle:
-            pq.write_table(arrow, handle, compression="zstd")
+            pq.write_table(table, handle, compression="zstd")
         fs.mv(temp, path)
     finally:
         if fs.exists(temp):
             fs.rm(temp)
-    return target
 
 
 def run_key(date: str, run_id: str) -> str:
