@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
@@ -106,3 +106,46 @@ def rich_progress(description: str = "turns", console: Console | None = None) ->
     )
     with Progress(*columns, console=console, transient=False) as progress:
         yield RichProgress(progress, description)
+
+
+class ProgressObserver(Protocol):
+    def start(self, total: int) -> None: ...
+
+    def __call__(self, row: dict[str, Any]) -> None: ...
+
+
+_observers: list[ProgressObserver] = []
+
+
+@contextmanager
+def observing(observer: ProgressObserver) -> Iterator[ProgressObserver]:
+    """Let ``observer`` see every turn driven in this process while the block runs.
+
+    The CLI materializes lanes through Dagster in-process; this is how its progress bar sees
+    the turns the transcripts asset drives.
+    """
+    _observers.append(observer)
+    try:
+        yield observer
+    finally:
+        _observers.remove(observer)
+
+
+class FanOut:
+    """One ``on_turn``/``on_start`` pair that forwards to several observers."""
+
+    def __init__(self, *observers: ProgressObserver) -> None:
+        self._observers = observers
+
+    def start(self, total: int) -> None:
+        for observer in self._observers:
+            observer.start(total)
+
+    def __call__(self, row: dict[str, Any]) -> None:
+        for observer in self._observers:
+            observer(row)
+
+
+def with_observers(primary: ProgressObserver) -> FanOut:
+    """``primary`` plus every observer registered with :func:`observing` right now."""
+    return FanOut(primary, *_observers)

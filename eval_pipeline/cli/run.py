@@ -26,6 +26,7 @@ from eval_pipeline.dagster_wiring.launch import LaneOutcome, ensure_instance, ma
 from eval_pipeline.lanes.registry import discover_lanes
 from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.pipeline import load_split
+from eval_pipeline.progress import observing, rich_progress
 from eval_pipeline.runtimes.options import parse_runtime_options
 from eval_pipeline.runtimes.registry import build_runtime
 from eval_pipeline.settings import runtime_spec as default_runtime_spec
@@ -141,7 +142,9 @@ def run(
     ] = None,
     history: Annotated[str | None, typer.Option(help="History root (folder or fsspec URL).")] = None,
     date: Annotated[str | None, typer.Option(help="Partition date YYYY-MM-DD; default: today (UTC).")] = None,
-    concurrency: Annotated[int, typer.Option(min=1, help="Cases evaluated at once.")] = 4,
+    concurrency: Annotated[
+        int | None, typer.Option(min=1, help="Cases evaluated at once; default: the runtime's preference.")
+    ] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON document instead of tables.")
     ] = False,
@@ -168,19 +171,20 @@ def run(
     batch_id = uuid.uuid4().hex
     outcomes = []
     for spec, s in pairs:
-        outcome = materialize_lane(
-            spec,
-            s,
-            date=day,
-            instance=instance,
-            runtime_spec=spec_text,
-            runtime_options=options,
-            concurrency=concurrency,
-            cases_path=str(cases) if cases else "",
-            history_root=history or "",
-            tags={"eval_pipeline/batch_id": batch_id, "eval_pipeline/source": "cli"},
-            log_level="DEBUG" if verbose else "ERROR",
-        )
+        with rich_progress(f"{spec.name} [{s}]", console=err_console) as bar, observing(bar):
+            outcome = materialize_lane(
+                spec,
+                s,
+                date=day,
+                instance=instance,
+                runtime_spec=spec_text,
+                runtime_options=options,
+                concurrency=concurrency,
+                cases_path=str(cases) if cases else "",
+                history_root=history or "",
+                tags={"eval_pipeline/batch_id": batch_id, "eval_pipeline/source": "cli"},
+                log_level="DEBUG" if verbose else "CRITICAL",  # failures are reported below, once
+            )
         outcomes.append(outcome)
         if not as_json:
             _print(outcome)

@@ -7,7 +7,6 @@ there and in the lane's kind, where it is tested without Dagster.
 
 # No `from __future__ import annotations` here: Dagster reads these annotations (config and
 # resource parameters) at definition time and cannot resolve them from strings.
-import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -41,6 +40,7 @@ from eval_pipeline.pipeline import (
     metric_values,
     turn_predicate_table,
 )
+from eval_pipeline.progress import LogProgress, with_observers
 from eval_pipeline.tables import (
     CASE_PREDICATES,
     METRICS,
@@ -91,20 +91,6 @@ def _run_started_at(context: dg.AssetExecutionContext) -> datetime:
     return datetime.fromtimestamp(started, UTC) if started else datetime.now(UTC)
 
 
-def _progress_logger(context: dg.AssetExecutionContext, total: int) -> Any:
-    state = {"done": 0, "errors": 0, "last": time.monotonic()}
-
-    def on_turn(row: dict[str, Any]) -> None:
-        state["done"] += 1
-        state["errors"] += row.get("error") is not None
-        now = time.monotonic()
-        if now - state["last"] >= PROGRESS_EVERY_SECONDS or state["done"] == total:
-            state["last"] = now
-            context.log.info(f"turns {state['done']}/{total}, errors {state['errors']}")
-
-    return on_turn
-
-
 def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
     """The asset group of one lane (key prefix and group name = the lane's name)."""
     kind = lane_kind(spec.kind)
@@ -153,13 +139,16 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
         check_thread_ids(case_models, threads)
         chat_runtime = runtime.build()
         try:
-            total = sum(len(t.turns) for t in threads)
-            context.log.info(f"driving {chat_runtime.spec} over {len(threads)} cases, {total} turns")
+            context.log.info(f"driving {chat_runtime.spec} over {len(threads)} cases")
+            progress = with_observers(
+                LogProgress(context.log, every_s=PROGRESS_EVERY_SECONDS, label=spec.name)
+            )
             table = drive(
                 chat_runtime,
                 threads,
                 concurrency=runtime.concurrency,
-                on_turn=_progress_logger(context, total),
+                on_turn=progress,
+                on_start=progress.start,
             )
         finally:
             chat_runtime.close()

@@ -81,7 +81,7 @@ def materialize_lane(
     instance: dg.DagsterInstance,
     runtime_spec: str = "",
     runtime_options: dict[str, Any] | None = None,
-    concurrency: int = 4,
+    concurrency: int | None = None,
     cases_path: str = "",
     history_root: str = "",
     tags: dict[str, str] | None = None,

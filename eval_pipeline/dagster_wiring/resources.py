@@ -32,7 +32,11 @@ class RuntimeResource(dg.ConfigurableResource):
         description="Adapter options as a JSON object; empty means $EVAL_PIPELINE_RUNTIME_OPTIONS. "
         "Secrets never go here: name the environment variable that holds them.",
     )
-    concurrency: int = Field(default=4, description="Sessions (cases) evaluated at once.")
+    concurrency: int | None = Field(
+        default=None,
+        description="Sessions (cases) evaluated at once; empty means the runtime's own preference "
+        "(its worker count or request limit), else 1.",
+    )
 
     def resolved_spec(self) -> str:
         return self.spec or runtime_spec()
