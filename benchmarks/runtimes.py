@@ -15,28 +15,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 from eval_pipeline.drive import drive
 from eval_pipeline.lanes.kind import Thread, TurnRequest
 from eval_pipeline.runtimes import build_runtime
-from eval_pipeline.runtimes.reference import ReferenceRuntime, default_pack
-
-
-class CpuBoundBot:
-    """A session that burns ``rounds`` SHA-256 rounds of CPU per turn, then answers like the reference."""
-
-    def __init__(self, rounds: int = 100_000) -> None:
-        self._session = ReferenceRuntime().open_session("cpu")
-        self._rounds = rounds
-
-    def chat(self, prompt: str) -> dict[str, Any]:
-        import hashlib
-
-        digest = prompt.encode()
-        for _ in range(self._rounds):
-            digest = hashlib.sha256(digest).digest()
-        return self._session.send(prompt).model_dump(exclude={"raw"})
+from eval_pipeline.runtimes.reference import default_pack
 
 
 def single_turn_threads(cases: int) -> list[Thread]:
@@ -90,13 +73,15 @@ def http_figures(cases: int, latency_ms: float, concurrencies: list[int]) -> Non
 
 def cpu_figures(cases: int, rounds: int, workers: list[int]) -> None:
     threads = single_turn_threads(cases)
-    here = str(Path(__file__).resolve().parent)
+    repo = str(Path(__file__).resolve().parent.parent)
     print(f"(b) python: CPU-bound runtime ({rounds} SHA-256 rounds per turn), {cases} single-turn cases")
     print(f"    {'workers':>11} {'wall s':>8} {'turns/s':>8} {'speed-up':>8}")
     baseline = None
     for count in workers:
         runtime = build_runtime(
-            "python:runtimes:CpuBoundBot", {"paths": [here], "workers": count, "kwargs": {"rounds": rounds}}
+            # The test suite's CPU-bound bot: one definition serves the tests and this benchmark.
+            "python:eval_pipeline_tests.runtimes.bots:CpuBoundBot",
+            {"paths": [repo], "workers": count, "kwargs": {"rounds": rounds}},
         )
         drive(runtime, threads[:count], concurrency=None)  # start the workers before timing
         started = time.perf_counter()
