@@ -23,7 +23,9 @@ def invoke(*args: str) -> tuple[int, str, str]:
 def test_json_document_has_metrics_checks_and_rows() -> None:
     code, out, err = invoke("run", "--lane", "deterministic_fluency", "--split", "dev", "--json")
     assert code == EXIT_OK, out
-    assert "2/2" in err and "errors 0" in err  # the progress bar goes to stderr: stdout stays one JSON document
+    assert (
+        "2/2" in err and "errors 0" in err
+    )  # the progress bar goes to stderr: stdout stays one JSON document
     document = json.loads(out)
     (lane,) = document["lanes"]
     assert document["run_id"] and lane["run_id"] != document["run_id"]
