@@ -132,7 +132,7 @@ def metric_values(
     turn_predicates: pd.DataFrame,
     case_predicates: pd.DataFrame,
 ) -> list[MetricValue]:
-    """Stage 5: the lane's metrics plus the ones every lane emits (error_rate)."""
+    """Stage 5: the lane's metrics plus the ones every lane emits (COMMON_METRICS: error_rate)."""
     values = kind.metrics(cases, transcripts, turn_predicates, case_predicates)
     return [*values, error_rate(transcripts)]
 

@@ -76,6 +76,9 @@ class LaneKind(Protocol):
     ) -> list[MetricValue]: ...
 
 
+# Metrics every lane emits whatever its kind (computed by the pipeline from transcripts).
+COMMON_METRICS: tuple[str, ...] = ("error_rate",)
+
 _KINDS: dict[str, type[LaneKind]] = {}
 
 
@@ -94,6 +97,11 @@ def lane_kind(name: str) -> LaneKind:
         return _KINDS[name]()
     except KeyError:
         raise KeyError(f"unknown lane kind {name!r}; known kinds: {sorted(_KINDS)}") from None
+
+
+def emitted_metrics(kind: LaneKind) -> frozenset[str]:
+    """Every metric a lane of ``kind`` emits: the kind's own plus the common ones."""
+    return frozenset((*kind.metric_names, *COMMON_METRICS))
 
 
 def known_kinds() -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from eval_pipeline.cases.loading import CaseFileError, CaseProblem
-from eval_pipeline.lanes.kind import known_kinds
+from eval_pipeline.lanes.kind import emitted_metrics, known_kinds, lane_kind
 from eval_pipeline.lanes.spec import LaneSpec, lane_file, load_lane_spec
 from eval_pipeline.settings import evals_dir
 
@@ -32,6 +32,18 @@ def discover_lanes(root: Path | None = None) -> list[LaneSpec]:
         if spec.kind not in kinds:
             problems.append(
                 CaseProblem(str(path), 0, "kind", f"unknown lane kind {spec.kind!r}; known: {kinds}")
+            )
+        else:
+            emitted = emitted_metrics(lane_kind(spec.kind))
+            problems.extend(
+                CaseProblem(
+                    str(path),
+                    0,
+                    f"thresholds[{i}].metric",
+                    f"{t.metric!r} is not a metric of lane kind {spec.kind!r}; it emits {sorted(emitted)}",
+                )
+                for i, t in enumerate(spec.thresholds)
+                if t.metric not in emitted
             )
         if any(s.name == spec.name for s in specs):
             problems.append(CaseProblem(str(path), 0, "name", f"lane name {spec.name!r} used by two folders"))

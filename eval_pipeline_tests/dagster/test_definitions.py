@@ -88,3 +88,16 @@ def test_dagster_cli_validates_the_workspace(tmp_path: object) -> None:
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert "All code locations passed validation" in result.stderr + result.stdout
+
+
+@pytest.mark.parametrize("spec", discover_lanes(), ids=lambda s: s.name)
+def test_every_lane_emits_exactly_the_metrics_its_kind_declares(spec: object) -> None:
+    from eval_pipeline.lanes import lane_kind
+    from eval_pipeline.lanes.kind import emitted_metrics
+    from eval_pipeline.lanes.spec import LaneSpec
+    from eval_pipeline.pipeline import evaluate_lane
+    from eval_pipeline.runtimes import build_runtime
+
+    assert isinstance(spec, LaneSpec)
+    run = evaluate_lane(spec, spec.nightly_splits[0], build_runtime("reference"))
+    assert {m.metric for m in run.metric_values} == emitted_metrics(lane_kind(spec.kind))

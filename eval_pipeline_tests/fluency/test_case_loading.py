@@ -97,3 +97,22 @@ def test_shipped_fluency_cases_match_the_seed_composition() -> None:
         for c in public
         if c.category == "oov_invitation"
     )
+
+
+def test_a_threshold_on_a_metric_the_kind_does_not_emit_is_a_lane_file_problem(tmp_path: Path) -> None:
+    from eval_pipeline.lanes.registry import discover_lanes as discover
+
+    lane = tmp_path / "typo_lane"
+    lane.mkdir()
+    (lane / "lane.yaml").write_text(
+        "name: typo_lane\nkind: deterministic_fluency\nversion: v1\ntitle: Typo\n"
+        "splits: {dev: [cases.jsonl]}\nnightly_splits: [dev]\n"
+        "thresholds:\n  - {metric: no_placeholder_rat, op: '==', value: 1.0, severity: ERROR, reason: typo}\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(CaseFileError) as caught:
+        discover(tmp_path)
+    (problem,) = caught.value.problems
+    assert (
+        problem.field == "thresholds[0].metric" and "'no_placeholder_rat' is not a metric" in problem.message
+    )
