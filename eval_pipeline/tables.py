@@ -1,8 +1,13 @@
-"""Column contracts of the tables that flow between stages (see DESIGN.md).
+"""Column contracts of the tables that flow between stages and into history.
 
 Stage functions produce the *lane columns*; the Dagster wiring adds the *run columns*
-(run_id, lane, split, runtime) that every stored table carries. One pyarrow schema per
-table keeps Parquet files of different runs and lanes union-compatible.
+(run_id and the run's series: lane, split, runtime, case_set) that every stored table
+carries. One pyarrow schema per table keeps Parquet files of different runs and lanes
+union-compatible.
+
+A **series** is what a run is compared with: the same lane, split, runtime target (its
+name, see :mod:`eval_pipeline.runtimes.targets`) and case set (the split's own files, named
+after the split, or ``custom-<hash>`` for a case file given with ``--cases``).
 """
 
 from __future__ import annotations
@@ -17,8 +22,11 @@ RUN_COLUMNS: tuple[pa.Field, ...] = (
     pa.field("run_id", pa.string()),
     pa.field("lane", pa.string()),
     pa.field("split", pa.string()),
-    pa.field("runtime", pa.string()),
+    pa.field("runtime", pa.string()),  # the runtime target's name
+    pa.field("case_set", pa.string()),  # the split's name, or custom-<sha256 prefix> for --cases
 )
+
+SERIES_COLUMN_NAMES: tuple[str, ...] = ("lane", "split", "runtime", "case_set")
 
 TRANSCRIPTS = pa.schema(
     [
@@ -81,11 +89,28 @@ METRICS = pa.schema(
     ]
 )
 
+# One row per lane run, written to history after every other table of the run: a run is
+# visible to history queries only once its manifest exists (a run killed half-way is not).
+RUN_MANIFESTS = pa.schema(
+    [
+        *RUN_COLUMNS,
+        pa.field("runtime_spec", pa.string()),  # the adapter spec the target resolved to (no secrets)
+        pa.field("partition_date", pa.string()),  # the night the run belongs to (YYYY-MM-DD)
+        pa.field("started_at", pa.timestamp("us", tz="UTC")),
+        pa.field("committed_at", pa.timestamp("us", tz="UTC")),
+        pa.field("cases_sha256", pa.string()),
+        pa.field("pipeline_version", pa.string()),
+        pa.field("dagster_job", pa.string()),
+        pa.field("tables", pa.string()),  # comma-separated history tables the run wrote
+    ]
+)
+
 SCHEMAS: Mapping[str, pa.Schema] = {
     "transcripts": TRANSCRIPTS,
     "turn_predicates": TURN_PREDICATES,
     "case_predicates": CASE_PREDICATES,
     "metrics": METRICS,
+    "run_manifests": RUN_MANIFESTS,
 }
 
 RUN_COLUMN_NAMES: tuple[str, ...] = tuple(f.name for f in RUN_COLUMNS)
