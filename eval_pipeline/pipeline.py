@@ -19,9 +19,9 @@ from pydantic import BaseModel
 from eval_pipeline.cases.loading import LoadedCase, load_cases
 from eval_pipeline.drive import TurnCallback, drive
 from eval_pipeline.lanes.kind import LaneKind, Thread, lane_kind
-from eval_pipeline.lanes.spec import LaneSpec, ThresholdSpec
+from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.runtimes.base import ChatRuntime
-from eval_pipeline.scoring import MetricValue, compare, metric_index
+from eval_pipeline.scoring import MetricValue, ThresholdVerdict, judge
 from eval_pipeline.tables import CASE_PREDICATES, METRICS, TURN_PREDICATES, frame, lane_columns
 
 CASES_COLUMNS = ["case_id", "split", "file", "line", "case_json"]
@@ -72,26 +72,22 @@ def check_thread_ids(cases: Sequence[BaseModel], threads: Sequence[Thread]) -> N
         raise ValueError(f"lane built threads for unknown cases: {unknown}")
 
 
-def metric_rows(metrics: Sequence[MetricValue], thresholds: Sequence[ThresholdSpec]) -> list[dict[str, Any]]:
-    """Metric rows (lane columns of METRICS, without run metadata), thresholds applied."""
-    by_metric = {t.metric: t for t in thresholds}
-    index = metric_index(metrics)
-    missing = sorted(set(by_metric) - set(index))
-    if missing:
-        raise ValueError(f"thresholds name metrics the lane does not emit: {missing}")
+def metric_rows(metrics: Sequence[MetricValue], verdicts: Sequence[ThresholdVerdict]) -> list[dict[str, Any]]:
+    """Metric rows (lane columns of METRICS, without run metadata), with their verdicts."""
+    by_metric = {v.threshold.metric: v for v in verdicts}
     rows: list[dict[str, Any]] = []
     for m in metrics:
-        threshold = by_metric.get(m.metric)
+        verdict = by_metric.get(m.metric)
         rows.append(
             {
                 "metric": m.metric,
                 "value": m.value,
                 "numerator": m.numerator,
                 "denominator": m.denominator,
-                "threshold_op": threshold.op if threshold else None,
-                "threshold": threshold.value if threshold else None,
-                "severity": threshold.severity if threshold else None,
-                "passed": compare(m.value, threshold.op, threshold.value) if threshold else None,
+                "threshold_op": verdict.threshold.op if verdict else None,
+                "threshold": verdict.threshold.value if verdict else None,
+                "severity": verdict.threshold.severity if verdict else None,
+                "passed": verdict.passed if verdict else None,
             }
         )
     return rows
@@ -176,7 +172,8 @@ def evaluate_lane(
     check_thread_ids(cases, threads)
     transcripts = drive(runtime, threads, concurrency=concurrency, on_turn=on_turn)
     turn_predicates, case_predicates, values = score(kind, cases, transcripts)
-    metrics = frame(METRICS, metric_rows(values, spec.effective_thresholds))[lane_columns(METRICS)]
+    verdicts = judge(spec.effective_thresholds, values)
+    metrics = frame(METRICS, metric_rows(values, verdicts))[lane_columns(METRICS)]
     return LaneRun(
         spec,
         split,

@@ -114,23 +114,6 @@ class ProgressObserver(Protocol):
     def __call__(self, row: dict[str, Any]) -> None: ...
 
 
-_observers: list[ProgressObserver] = []
-
-
-@contextmanager
-def observing(observer: ProgressObserver) -> Iterator[ProgressObserver]:
-    """Let ``observer`` see every turn driven in this process while the block runs.
-
-    The CLI materializes lanes through Dagster in-process; this is how its progress bar sees
-    the turns the transcripts asset drives.
-    """
-    _observers.append(observer)
-    try:
-        yield observer
-    finally:
-        _observers.remove(observer)
-
-
 class FanOut:
     """One ``on_turn``/``on_start`` pair that forwards to several observers."""
 
@@ -146,6 +129,11 @@ class FanOut:
             observer(row)
 
 
-def with_observers(primary: ProgressObserver) -> FanOut:
-    """``primary`` plus every observer registered with :func:`observing` right now."""
-    return FanOut(primary, *_observers)
+class NoProgress:
+    """The observer of a run nobody watches (the UI and the schedule: Dagster logs suffice)."""
+
+    def start(self, total: int) -> None:
+        pass
+
+    def __call__(self, row: dict[str, Any]) -> None:
+        pass

@@ -6,7 +6,7 @@ import math
 import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
 import pandas as pd
 
@@ -76,3 +76,44 @@ def metric_index(metrics: Sequence[MetricValue]) -> dict[str, MetricValue]:
             raise ValueError(f"metric {m.metric!r} emitted twice")
         index[m.metric] = m
     return index
+
+
+class Threshold(Protocol):
+    """What judging needs of a threshold (``lanes.spec.ThresholdSpec`` is one)."""
+
+    @property
+    def metric(self) -> str: ...
+    @property
+    def op(self) -> ThresholdOp: ...
+    @property
+    def value(self) -> float: ...
+    @property
+    def severity(self) -> Severity: ...
+    @property
+    def reason(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class ThresholdVerdict:
+    """One threshold judged against one run's metric: computed once, rendered everywhere
+    (the metrics table's ``passed`` column, the asset check, the CLI)."""
+
+    threshold: Threshold
+    metric: MetricValue
+    passed: bool
+
+    @property
+    def bound(self) -> str:
+        return f"{self.threshold.op} {self.threshold.value:g}"
+
+
+def judge(thresholds: Sequence[Threshold], metrics: Sequence[MetricValue]) -> list[ThresholdVerdict]:
+    """Every threshold's verdict; a threshold naming a metric the lane did not emit is an error."""
+    index = metric_index(metrics)
+    missing = sorted({t.metric for t in thresholds} - set(index))
+    if missing:
+        raise ValueError(f"thresholds name metrics the lane does not emit: {missing}")
+    return [
+        ThresholdVerdict(t, index[t.metric], compare(index[t.metric].value, t.op, t.value))
+        for t in thresholds
+    ]

@@ -29,13 +29,18 @@ def evals_dir() -> Path:
     return Path(os.environ.get(EVALS_ENV) or PROJECT_ROOT / "evals")
 
 
+def targets_file() -> Path:
+    """The runtime targets file (see :mod:`eval_pipeline.runtimes.targets`)."""
+    return evals_dir() / "runtimes.yaml"
+
+
 def history_root() -> str:
     """History root: a local folder or any fsspec URL (``s3://bucket/prefix``)."""
     return os.environ.get(HISTORY_ENV) or str(state_dir() / "history")
 
 
 def runtime_spec() -> str:
-    """The runtime spec used when none is given on the command line or in run config."""
+    """The runtime target (a name, or a raw spec) used when the command line names none."""
     return os.environ.get(RUNTIME_ENV) or DEFAULT_RUNTIME
 
 

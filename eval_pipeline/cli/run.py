@@ -26,15 +26,16 @@ from eval_pipeline.dagster_wiring.launch import LaneOutcome, ensure_instance, ma
 from eval_pipeline.lanes.registry import discover_lanes
 from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.pipeline import load_split
-from eval_pipeline.progress import observing, rich_progress
+from eval_pipeline.progress import rich_progress
 from eval_pipeline.runtimes.options import parse_runtime_options
 from eval_pipeline.runtimes.registry import build_runtime
+from eval_pipeline.runtimes.targets import find_target
 from eval_pipeline.settings import runtime_spec as default_runtime_spec
 
 EXIT_RUN_FAILED = 3  # a stage raised (a bug or an environment problem), not a check
 
 
-def _select(lanes: list[str] | None, split: str | None) -> list[tuple[LaneSpec, str]]:
+def _select(lanes: list[str] | None, split: str | None, custom: bool) -> list[tuple[LaneSpec, str]]:
     specs = discover_lanes()
     if lanes:
         known = {s.name: s for s in specs}
@@ -45,7 +46,8 @@ def _select(lanes: list[str] | None, split: str | None) -> list[tuple[LaneSpec, 
     pairs: list[tuple[LaneSpec, str]] = []
     for spec in specs:
         if split is None:
-            pairs.extend((spec, s) for s in spec.nightly_splits)
+            # A custom case file runs once, under the rules of the lane's first nightly split.
+            pairs.extend((spec, s) for s in spec.nightly_splits[: 1 if custom else None])
         elif split in spec.splits:
             pairs.append((spec, split))
         else:
@@ -68,6 +70,7 @@ def _document(batch_id: str, outcomes: list[LaneOutcome]) -> dict[str, Any]:
                 "lane": o.lane,
                 "split": o.split,
                 "runtime": o.runtime,
+                "case_set": o.case_set,
                 "run_id": o.run_id,
                 "success": o.success,
                 "failure": o.failure,
@@ -90,7 +93,8 @@ def _document(batch_id: str, outcomes: list[LaneOutcome]) -> dict[str, Any]:
 
 
 def _print(outcome: LaneOutcome) -> None:
-    title = escape(f"{outcome.lane} [{outcome.split}] · {outcome.runtime}")
+    cases = "" if outcome.case_set == outcome.split else f" · cases {outcome.case_set}"
+    title = escape(f"{outcome.lane} [{outcome.split}] · {outcome.runtime}{cases}")
     if outcome.failure is not None:
         err_console.print(
             f"[red]{title}: run failed[/red] ({outcome.failure_kind}): {outcome.failure}", highlight=False
@@ -131,7 +135,10 @@ def run(
     ] = None,
     runtime: Annotated[
         str | None,
-        typer.Option(help="Runtime spec: reference, reference:no-gloss, replay:PATH, openai:URL, …"),
+        typer.Option(
+            help="Runtime target name from evals/runtimes.yaml (reference, reference-no-gloss, …) or a "
+            "runtime spec (replay:PATH, openai:URL, …; an undeclared spec is its own series)."
+        ),
     ] = None,
     runtime_option: Annotated[
         list[str] | None,
@@ -152,14 +159,13 @@ def run(
 ) -> None:
     """Evaluate lanes against a runtime through Dagster; exit 1 if a blocking check fails."""
     with bad_input_exits():
-        pairs = _select(lane, split)
+        pairs = _select(lane, split, custom=cases is not None)
         if cases is not None and len({spec.name for spec, _ in pairs}) != 1:
             raise KeyError("--cases evaluates one lane's contract: name exactly one --lane")
         for spec, s in pairs:  # every case file is valid before anything runs
             load_split(spec, s, cases)
-        options = parse_runtime_options(runtime_option or [])
-        spec_text = runtime or default_runtime_spec()
-        build_runtime(spec_text, options).close()  # a bad spec fails here, before any run starts
+        target = find_target(default_runtime_spec() if runtime is None else runtime, parse_runtime_options(runtime_option or []))
+        build_runtime(target.spec, target.options).close()  # a bad spec fails here, before any run starts
         day = date or datetime.now(UTC).strftime("%Y-%m-%d")
         try:
             datetime.strptime(day, "%Y-%m-%d")
@@ -171,17 +177,17 @@ def run(
     batch_id = uuid.uuid4().hex
     outcomes = []
     for spec, s in pairs:
-        with rich_progress(f"{spec.name} [{s}]", console=err_console) as bar, observing(bar):
+        with rich_progress(f"{spec.name} [{s}] · {target.name}", console=err_console) as bar:
             outcome = materialize_lane(
                 spec,
-                s,
-                date=day,
+                target,
                 instance=instance,
-                runtime_spec=spec_text,
-                runtime_options=options,
-                concurrency=concurrency,
+                split=s,
+                date=day,
                 cases_path=str(cases) if cases else "",
+                concurrency=concurrency,
                 history_root=history or "",
+                progress=bar,
                 tags={"eval_pipeline/batch_id": batch_id, "eval_pipeline/source": "cli"},
                 log_level="DEBUG" if verbose else "CRITICAL",  # failures are reported below, once
             )

@@ -1,8 +1,11 @@
 """One factory turns a lane spec into its asset group: cases → transcripts →
-turn_predicates → case_predicates → metrics, with the lane's checks on metrics.
+turn_predicates → case_predicates → metrics → history, with the lane's threshold checks on
+metrics and its regression check on history.
 
-Every asset body is a few lines that call :mod:`eval_pipeline.pipeline`; the logic lives
-there and in the lane's kind, where it is tested without Dagster.
+Every asset body is a few lines that call :mod:`eval_pipeline.pipeline` and
+:mod:`eval_pipeline.history`; the logic lives there and in the lane's kind, where it is
+tested without Dagster. A partition is one series (case set × runtime target, see
+:mod:`eval_pipeline.dagster_wiring.partitions`).
 """
 
 # No `from __future__ import annotations` here: Dagster reads these annotations (config and
@@ -18,15 +21,16 @@ import pyarrow as pa
 
 from eval_pipeline import __version__
 from eval_pipeline.dagster_wiring.checks import (
-    lane_check_specs,
     regression_check_result,
+    regression_check_spec,
     threshold_check_results,
+    threshold_check_specs,
 )
 from eval_pipeline.dagster_wiring.markdown import markdown_table
-from eval_pipeline.dagster_wiring.partitions import date_and_split, lane_partitions
+from eval_pipeline.dagster_wiring.partitions import CUSTOM_PREFIX, custom_case_set, lane_partitions, series_of
 from eval_pipeline.dagster_wiring.resources import HistoryResource, RuntimeResource
 from eval_pipeline.drive import drive
-from eval_pipeline.history import append_run, find_regressions, lane_chart_markdown
+from eval_pipeline.history import append_run, commit_run, find_regressions, lane_chart_markdown
 from eval_pipeline.lanes.kind import lane_kind
 from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.pipeline import (
@@ -40,26 +44,34 @@ from eval_pipeline.pipeline import (
     metric_values,
     turn_predicate_table,
 )
-from eval_pipeline.progress import LogProgress, with_observers
+from eval_pipeline.progress import FanOut, LogProgress, ProgressObserver
+from eval_pipeline.runtimes.base import RuntimeSpecError
+from eval_pipeline.runtimes.registry import build_runtime
+from eval_pipeline.scoring import judge
 from eval_pipeline.tables import (
     CASE_PREDICATES,
     METRICS,
+    RUN_MANIFESTS,
     TRANSCRIPTS,
     TURN_PREDICATES,
     frame,
     with_run_columns,
 )
 
-STAGES = ("cases", "transcripts", "turn_predicates", "case_predicates", "metrics")
+STAGES = ("cases", "transcripts", "turn_predicates", "case_predicates", "metrics", "history")
+DATE_TAG = "eval_pipeline/date"  # the night a run belongs to (YYYY-MM-DD); default: the day it started
 MAX_FAILING_ROWS = 50
 PROGRESS_EVERY_SECONDS = 10.0
 
 
 class CasesConfig(dg.Config):
-    """Run config of a lane's cases asset."""
+    """Run config of a lane's cases asset (only for a ``custom-<hash>`` case set)."""
 
     cases_path: str = ""
-    """Evaluate this case file under the lane's contract instead of the split's own files."""
+    """The custom case file, evaluated under the lane's contract; its content hash must be the
+    partition's case set."""
+    split: str = ""
+    """The lane split whose rules a custom case file runs under; default: the first nightly split."""
 
 
 def column_schema(schema: pa.Schema) -> dg.TableSchema:
@@ -80,15 +92,52 @@ def failing_cases_markdown(case_predicates: pd.DataFrame) -> str:
     )
 
 
-def _run_columns(context: dg.AssetExecutionContext, spec: LaneSpec, runtime: str) -> dict[str, str]:
-    _, split = date_and_split(context.partition_key)
-    return {"run_id": context.run.run_id, "lane": spec.name, "split": split, "runtime": runtime}
+def _run_columns(context: dg.AssetExecutionContext, spec: LaneSpec, cases: pd.DataFrame) -> dict[str, str]:
+    """run_id and the series of this run: lane, split (from the cases), runtime, case set."""
+    case_set, runtime = series_of(context.partition_key)
+    splits = cases["split"].dropna().unique()
+    return {
+        "run_id": context.run.run_id,
+        "lane": spec.name,
+        "split": str(splits[0]) if len(splits) else "",
+        "runtime": runtime,
+        "case_set": case_set,
+    }
 
 
 def _run_started_at(context: dg.AssetExecutionContext) -> datetime:
     stats = context.instance.get_run_stats(context.run.run_id)
     started = stats.start_time if stats is not None else None
     return datetime.fromtimestamp(started, UTC) if started else datetime.now(UTC)
+
+
+def _night(context: dg.AssetExecutionContext) -> str:
+    """The night a run belongs to: its ``eval_pipeline/date`` tag, else the day it started (UTC)."""
+    return context.run.tags.get(DATE_TAG) or _run_started_at(context).strftime("%Y-%m-%d")
+
+
+def _case_files(spec: LaneSpec, case_set: str, config: CasesConfig) -> tuple[str, str | None]:
+    """(split, custom case file or None) of a partition's case set, checked against the config."""
+    if case_set.startswith(CUSTOM_PREFIX):
+        if not config.cases_path:
+            raise RuntimeSpecError(
+                f"case set {case_set!r} is a custom case file: give its path as the cases asset's cases_path"
+            )
+        actual = custom_case_set(cases_sha256([Path(config.cases_path)]))
+        if actual != case_set:
+            raise RuntimeSpecError(
+                f"{config.cases_path} is case set {actual!r}, not the partition's {case_set!r}: "
+                "pick the partition that matches the file"
+            )
+        return config.split or spec.nightly_splits[0], config.cases_path
+    if config.cases_path:
+        raise RuntimeSpecError(
+            f"partition case set {case_set!r} is the split's own files; a custom case file runs under "
+            f"case set {custom_case_set(cases_sha256([Path(config.cases_path)]))!r}"
+        )
+    if case_set not in spec.splits:
+        raise RuntimeSpecError(f"lane {spec.name!r} has no split {case_set!r}; it has {sorted(spec.splits)}")
+    return case_set, None
 
 
 def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
@@ -111,8 +160,9 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
         **common,
     )
     def cases(context: dg.AssetExecutionContext, config: CasesConfig) -> dg.Output[pd.DataFrame]:
-        _, split = date_and_split(context.partition_key)
-        loaded = load_split(spec, split, config.cases_path or None)
+        case_set, _ = series_of(context.partition_key)
+        split, cases_path = _case_files(spec, case_set, config)
+        loaded = load_split(spec, split, cases_path)
         table = cases_frame(loaded, split)
         return dg.Output(
             table,
@@ -131,36 +181,41 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
         **common,
     )
     def transcripts(
-        context: dg.AssetExecutionContext, runtime: RuntimeResource, cases: pd.DataFrame
+        context: dg.AssetExecutionContext,
+        runtime: RuntimeResource,
+        progress: dg.ResourceParam[ProgressObserver],
+        cases: pd.DataFrame,
     ) -> dg.Output[pd.DataFrame]:
-        _, split = date_and_split(context.partition_key)
+        run_columns = _run_columns(context, spec, cases)
         case_models = cases_from_frame(kind, cases)
-        threads = kind.threads(case_models, spec, split)
+        threads = kind.threads(case_models, spec, run_columns["split"])
         check_thread_ids(case_models, threads)
-        chat_runtime = runtime.build()
+        target = runtime.target(run_columns["runtime"])
+        chat_runtime = build_runtime(target.spec, target.options)
         try:
-            context.log.info(f"driving {chat_runtime.spec} over {len(threads)} cases")
-            progress = with_observers(
-                LogProgress(context.log, every_s=PROGRESS_EVERY_SECONDS, label=spec.name)
+            context.log.info(f"driving {target.name} ({chat_runtime.spec}) over {len(threads)} cases")
+            observers = FanOut(
+                LogProgress(context.log, every_s=PROGRESS_EVERY_SECONDS, label=spec.name), progress
             )
             table = drive(
                 chat_runtime,
                 threads,
-                concurrency=runtime.concurrency,
-                on_turn=progress,
-                on_start=progress.start,
+                concurrency=runtime.concurrency_for(target),
+                on_turn=observers,
+                on_start=observers.start,
             )
         finally:
             chat_runtime.close()
         errors = int(table["error"].notna().sum())
-        table = with_run_columns(table, TRANSCRIPTS, **_run_columns(context, spec, chat_runtime.spec))
+        table = with_run_columns(table, TRANSCRIPTS, **run_columns)
         return dg.Output(
             table,
             metadata={
                 "dagster/row_count": len(table),
                 "turns": len(table),
                 "errors": errors,
-                "runtime": chat_runtime.spec,
+                "runtime": target.name,
+                "runtime_spec": chat_runtime.spec,
             },
         )
 
@@ -176,9 +231,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
         context: dg.AssetExecutionContext, cases: pd.DataFrame, transcripts: pd.DataFrame
     ) -> dg.Output[pd.DataFrame]:
         table = turn_predicate_table(kind, cases_from_frame(kind, cases), transcripts)
-        table = with_run_columns(
-            table, TURN_PREDICATES, **_run_columns(context, spec, _runtime_of(transcripts))
-        )
+        table = with_run_columns(table, TURN_PREDICATES, **_run_columns(context, spec, cases))
         return dg.Output(table, metadata={"dagster/row_count": len(table)})
 
     @dg.asset(
@@ -201,9 +254,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
     ) -> dg.Output[pd.DataFrame]:
         case_models = cases_from_frame(kind, cases)
         table = case_predicate_table(kind, case_models, transcripts, turn_predicates)
-        table = with_run_columns(
-            table, CASE_PREDICATES, **_run_columns(context, spec, _runtime_of(transcripts))
-        )
+        table = with_run_columns(table, CASE_PREDICATES, **_run_columns(context, spec, cases))
         return dg.Output(
             table,
             metadata={
@@ -221,47 +272,31 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
             "turn_predicates": dg.AssetIn(keys["turn_predicates"]),
             "case_predicates": dg.AssetIn(keys["case_predicates"]),
         },
-        check_specs=lane_check_specs(spec, keys["metrics"]),
-        kinds={"python", "parquet", "duckdb"},
+        check_specs=threshold_check_specs(spec, keys["metrics"]),
+        kinds={"python", "parquet"},
         metadata={"dagster/column_schema": column_schema(METRICS)},
         **common,
     )
     def metrics(
         context: dg.AssetExecutionContext,
-        history: HistoryResource,
         cases: pd.DataFrame,
         transcripts: pd.DataFrame,
         turn_predicates: pd.DataFrame,
         case_predicates: pd.DataFrame,
     ) -> Iterator[dg.Output[pd.DataFrame] | dg.AssetCheckResult]:
-        date, _ = date_and_split(context.partition_key)
         case_models = cases_from_frame(kind, cases)
         values = metric_values(kind, case_models, transcripts, turn_predicates, case_predicates)
-        run_columns = _run_columns(context, spec, _runtime_of(transcripts))
+        verdicts = judge(spec.effective_thresholds, values)
+        run_columns = _run_columns(context, spec, cases)
         table = frame(
             METRICS,
-            metric_rows(values, spec.effective_thresholds),
+            metric_rows(values, verdicts),
             **run_columns,
-            partition_date=date,
+            partition_date=_night(context),
             started_at=_run_started_at(context),
             cases_sha256=cases_sha256([Path(f) for f in dict.fromkeys(cases["file"])]),
             pipeline_version=__version__,
         )
-        root = history.resolved_root()
-        findings = find_regressions(
-            root,
-            lane=spec.name,
-            split=run_columns["split"],
-            runtime=run_columns["runtime"],
-            metrics=table,
-            case_predicates=case_predicates,
-            run_id=run_columns["run_id"],
-        )
-        stored = {"metrics": table, "case_predicates": case_predicates}
-        if history.keep_transcripts:
-            stored["transcripts"] = transcripts
-        for name, rows in stored.items():
-            append_run(root, name, rows, lane=spec.name, date=date, run_id=run_columns["run_id"])
         numeric = {m.metric: dg.MetadataValue.float(m.value) for m in values if m.value is not None}
         missing = [m.metric for m in values if m.value is None]
         yield dg.Output(
@@ -270,17 +305,71 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
                 **numeric,
                 "missing_metrics": dg.MetadataValue.json(missing),
                 "runtime": run_columns["runtime"],
-                "history_root": root,
                 "dagster/row_count": len(table),
-                "trend": dg.MetadataValue.md(lane_chart_markdown(root, spec.name)),
             },
         )
-        yield from threshold_check_results(spec.effective_thresholds, values)
-        yield regression_check_result(findings)
+        yield from threshold_check_results(verdicts)
 
-    return [cases, transcripts, turn_predicates, case_predicates, metrics]
+    @dg.asset(
+        name="history",
+        description="Appends this run's metrics, case predicates and transcripts to the Parquet history, "
+        "then its manifest (a run is visible to history queries only once that is written).",
+        ins={
+            "metrics": dg.AssetIn(keys["metrics"]),
+            "case_predicates": dg.AssetIn(keys["case_predicates"]),
+            "transcripts": dg.AssetIn(keys["transcripts"]),
+        },
+        check_specs=[regression_check_spec(keys["history"])],
+        kinds={"parquet", "duckdb"},
+        key_prefix=prefix,
+        group_name=spec.name,
+        partitions_def=partitions,
+    )
+    def history_asset(
+        context: dg.AssetExecutionContext,
+        history: HistoryResource,
+        runtime: RuntimeResource,
+        metrics: pd.DataFrame,
+        case_predicates: pd.DataFrame,
+        transcripts: pd.DataFrame,
+    ) -> dg.MaterializeResult:
+        row = metrics.iloc[0]
+        series = {name: str(row[name]) for name in ("lane", "split", "runtime", "case_set")}
+        run_id, night = str(row["run_id"]), str(row["partition_date"])
+        root = history.resolved_root()
+        findings = find_regressions(
+            root, **series, metrics=metrics, case_predicates=case_predicates, run_id=run_id
+        )
+        stored = {"metrics": metrics, "case_predicates": case_predicates}
+        if history.keep_transcripts:
+            stored["transcripts"] = transcripts
+        for name, rows in stored.items():
+            append_run(root, name, rows, lane=spec.name, date=night, run_id=run_id)
+        manifest = frame(
+            RUN_MANIFESTS,
+            [
+                {
+                    "runtime_spec": runtime.target(series["runtime"]).spec,
+                    "partition_date": night,
+                    "started_at": row["started_at"],
+                    "committed_at": datetime.now(UTC),
+                    "cases_sha256": row["cases_sha256"],
+                    "pipeline_version": row["pipeline_version"],
+                    "dagster_job": context.run.job_name,
+                    "tables": ",".join(stored),
+                }
+            ],
+            run_id=run_id,
+            **series,
+        )
+        commit_run(root, manifest, lane=spec.name, date=night, run_id=run_id)
+        return dg.MaterializeResult(
+            metadata={
+                "history_root": root,
+                "tables": dg.MetadataValue.json(sorted(stored)),
+                "trend": dg.MetadataValue.md(lane_chart_markdown(root, spec.name)),
+            },
+            check_results=[regression_check_result(findings)],
+        )
 
-
-def _runtime_of(transcripts: pd.DataFrame) -> str:
-    runtimes = transcripts["runtime"].dropna().unique()
-    return str(runtimes[0]) if len(runtimes) else ""
+    return [cases, transcripts, turn_predicates, case_predicates, metrics, history_asset]

@@ -8,8 +8,8 @@ import dagster as dg
 
 from eval_pipeline.dagster_wiring.markdown import markdown_table
 from eval_pipeline.history.regression import MetricFinding, findings_frame
-from eval_pipeline.lanes.spec import LaneSpec, ThresholdSpec
-from eval_pipeline.scoring import MetricValue, compare, metric_index
+from eval_pipeline.lanes.spec import LaneSpec
+from eval_pipeline.scoring import ThresholdVerdict
 
 MAX_CASES_SHOWN = 25
 
@@ -19,20 +19,18 @@ _SEVERITY = {"ERROR": dg.AssetCheckSeverity.ERROR, "WARN": dg.AssetCheckSeverity
 REGRESSION_CHECK = "no_regression"
 
 
-def lane_check_specs(spec: LaneSpec, metrics_key: dg.AssetKey) -> list[dg.AssetCheckSpec]:
-    """One check per threshold (ERROR thresholds block: a failing one fails the run), and the
-    lane's regression check against the previous run of the same split and runtime (WARN)."""
-    regression = dg.AssetCheckSpec(
+def regression_check_spec(history_key: dg.AssetKey) -> dg.AssetCheckSpec:
+    """The lane's regression check, on its history asset: against the previous run of the series."""
+    return dg.AssetCheckSpec(
         name=REGRESSION_CHECK,
-        asset=metrics_key,
-        description="No rate fell below the previous run of this lane, split and runtime by more than "
-        "its noise (95% Wilson interval on the previous run's counts).",
+        asset=history_key,
+        description="No rate fell below the previous run of this series (lane, split, runtime, case set) "
+        "by more than its noise (95% Wilson interval on the previous run's counts).",
     )
-    return [*threshold_check_specs(spec, metrics_key), regression]
 
 
 def threshold_check_specs(spec: LaneSpec, metrics_key: dg.AssetKey) -> list[dg.AssetCheckSpec]:
-    """One check per threshold."""
+    """One check per threshold (ERROR thresholds block: a failing one fails the run)."""
     return [
         dg.AssetCheckSpec(
             name=t.check_name,
@@ -44,16 +42,13 @@ def threshold_check_specs(spec: LaneSpec, metrics_key: dg.AssetKey) -> list[dg.A
     ]
 
 
-def threshold_check_results(
-    thresholds: Sequence[ThresholdSpec], values: Sequence[MetricValue]
-) -> list[dg.AssetCheckResult]:
-    index = metric_index(values)
+def threshold_check_results(verdicts: Sequence[ThresholdVerdict]) -> list[dg.AssetCheckResult]:
+    """The asset check results of one run, rendered from its threshold verdicts."""
     results: list[dg.AssetCheckResult] = []
-    for t in thresholds:
-        m = index[t.metric]
-        passed = compare(m.value, t.op, t.value)
+    for verdict in verdicts:
+        m, t = verdict.metric, verdict.threshold
         metadata: dict[str, dg.MetadataValue] = {
-            "threshold": dg.MetadataValue.text(f"{t.op} {t.value:g}"),
+            "threshold": dg.MetadataValue.text(verdict.bound),
             "observed": dg.MetadataValue.float(m.value)
             if m.value is not None
             else dg.MetadataValue.text("missing (no applicable cases)"),
@@ -66,8 +61,8 @@ def threshold_check_results(
             metadata["failing_case_ids"] = dg.MetadataValue.json(shown)
         results.append(
             dg.AssetCheckResult(
-                check_name=t.check_name,
-                passed=passed,
+                check_name=t.metric,
+                passed=verdict.passed,
                 severity=_SEVERITY[t.severity],
                 metadata=metadata,
                 description=t.reason,

@@ -1,8 +1,12 @@
-"""Stage tables stored as Parquet, one file per asset partition.
+"""Stage tables stored as Parquet, one file per asset partition *and run*.
 
-``<base>/<lane>/<asset>/<date>/<split>.parquet``; written to a temporary name and renamed,
-so a failed step never leaves half a file. With no ``base_dir`` the files live in the
-Dagster instance's storage folder.
+``<base>/<lane>/<asset>/<case_set>/<runtime>/<run_id>.parquet``: two runs of one partition
+(two nights, or two runs started at once) never write the same file, so their rows cannot
+mix. A step reads its inputs from its own run's files; when its run did not produce an
+input (a re-execution of failed steps, or materializing one stage alone) it reads the file
+recorded by that input's latest materialization. Files are written to a temporary name
+and renamed, so a failed step never leaves half a file. With no ``base_dir`` the files live
+in the Dagster instance's storage folder.
 """
 
 from __future__ import annotations
@@ -17,8 +21,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import PrivateAttr
 
-from eval_pipeline.dagster_wiring.partitions import date_and_split
+from eval_pipeline.dagster_wiring.partitions import series_of
 from eval_pipeline.tables import nullable_types
+
+PATH_METADATA = "path"
 
 
 class ParquetIOManager(dg.ConfigurableIOManager):
@@ -35,15 +41,15 @@ class ParquetIOManager(dg.ConfigurableIOManager):
         else:
             raise ValueError("ParquetIOManager needs base_dir when no Dagster instance is available")
 
-    def _path(self, context: dg.InputContext | dg.OutputContext) -> Path:
-        path = self._resolved_base.joinpath(*context.asset_key.path)
-        if context.has_asset_partitions:
-            date, split = date_and_split(context.asset_partition_key)
-            return path / date / f"{split}.parquet"
-        return path.with_suffix(".parquet")
+    def _path(self, asset_key: dg.AssetKey, partition: str | None, run_id: str) -> Path:
+        folder = self._resolved_base.joinpath(*asset_key.path)
+        if partition is not None:
+            folder = folder.joinpath(*series_of(partition))
+        return folder / f"{run_id}.parquet"
 
     def handle_output(self, context: dg.OutputContext, obj: pd.DataFrame) -> None:
-        path = self._path(context)
+        partition = context.asset_partition_key if context.has_asset_partitions else None
+        path = self._path(context.asset_key, partition, context.run_id)
         path.parent.mkdir(parents=True, exist_ok=True)
         table = pa.Table.from_pandas(obj, preserve_index=False)
         handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
@@ -54,12 +60,28 @@ class ParquetIOManager(dg.ConfigurableIOManager):
         finally:
             if os.path.exists(temp):
                 os.remove(temp)
-        context.add_output_metadata({"path": dg.MetadataValue.path(str(path))})
+        context.add_output_metadata({PATH_METADATA: dg.MetadataValue.path(str(path))})
 
     def load_input(self, context: dg.InputContext) -> pd.DataFrame:
-        path = self._path(context)
+        partition = context.asset_partition_key if context.has_asset_partitions else None
+        path = self._path(context.asset_key, partition, context.step_context.run_id)
+        if not path.exists():
+            path = self._latest_materialized(context, partition) or path
         if not path.exists():
             raise FileNotFoundError(
                 f"{path} does not exist: materialize {context.asset_key.to_user_string()} for this partition first"
             )
         return pq.read_table(path).to_pandas(types_mapper=nullable_types)
+
+    def _latest_materialized(self, context: dg.InputContext, partition: str | None) -> Path | None:
+        """The file recorded by the input's latest materialization of this partition, if any."""
+        records = context.instance.fetch_materializations(
+            dg.AssetRecordsFilter(
+                asset_key=context.asset_key, asset_partitions=[partition] if partition else None
+            ),
+            limit=1,
+        ).records
+        if not records or records[0].asset_materialization is None:
+            return None
+        recorded = records[0].asset_materialization.metadata.get(PATH_METADATA)
+        return Path(str(recorded.value)) if recorded is not None else None

@@ -1,26 +1,38 @@
-"""Materialize a lane partition through Dagster from Python (the CLI's path, and the tests').
+"""Run a lane's job for one series from Python (the CLI's path, and the tests').
 
-It runs the very asset definitions the UI and the schedule run, on a real instance, so
-checks, metadata and history are identical whichever way a run was started.
+It runs the lane's own job (the one the UI and the schedule run) in this process, on a real
+instance, so checks, metadata and history are identical whichever way a run was started,
+and CLI runs appear in the job's run history with their lane and series tags.
 """
 
 from __future__ import annotations
 
-import json
+import fcntl
 import os
 import shutil
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
 import pandas as pd
 
-from eval_pipeline.dagster_wiring.assets import lane_assets
-from eval_pipeline.dagster_wiring.io_manager import ParquetIOManager
-from eval_pipeline.dagster_wiring.partitions import partition_key
+from eval_pipeline.dagster_wiring.assets import DATE_TAG
+from eval_pipeline.dagster_wiring.code_location import build_definitions
+from eval_pipeline.dagster_wiring.partitions import custom_case_set, partition_key, register_series
 from eval_pipeline.dagster_wiring.resources import HistoryResource, RuntimeResource
+from eval_pipeline.dagster_wiring.schedules import job_name, series_tags
 from eval_pipeline.lanes.spec import LaneSpec
+from eval_pipeline.pipeline import cases_sha256
+from eval_pipeline.progress import NoProgress, ProgressObserver
+from eval_pipeline.runtimes.targets import RuntimeTarget
 from eval_pipeline.settings import PROJECT_ROOT, dagster_home
+
+HOST_TAG = "eval_pipeline/host"
+PID_TAG = "eval_pipeline/pid"  # the process running an in-process (CLI) run: dead → the run failed
 
 
 @dataclass(frozen=True)
@@ -38,6 +50,7 @@ class LaneOutcome:
 
     lane: str
     split: str
+    case_set: str
     run_id: str
     runtime: str
     success: bool
@@ -54,15 +67,60 @@ class LaneOutcome:
 
 
 def ensure_instance() -> dg.DagsterInstance:
-    """The local Dagster instance at DAGSTER_HOME (created, with the repo's dagster.yaml, if new)."""
+    """The local Dagster instance at DAGSTER_HOME (created, with the repo's dagster.yaml, if new).
+
+    Creating a SQLite instance migrates its schema; two processes doing that at once on a
+    fresh DAGSTER_HOME collide, so creation happens under a file lock. Runs of this host
+    whose process died (killed, out of memory) are marked failed here, so they never stay
+    STARTED.
+    """
     home = dagster_home()
     home.mkdir(parents=True, exist_ok=True)
-    config = home / "dagster.yaml"
-    template = PROJECT_ROOT / "dagster.yaml"
-    if not config.exists() and template.exists():
-        shutil.copyfile(template, config)
     os.environ["DAGSTER_HOME"] = str(home)
-    return dg.DagsterInstance.get()
+    with instance_lock(home):
+        config = home / "dagster.yaml"
+        template = PROJECT_ROOT / "dagster.yaml"
+        if not config.exists() and template.exists():
+            shutil.copyfile(template, config)
+        instance = dg.DagsterInstance.get()
+        instance.get_runs(limit=1)  # touch every storage while we hold the lock
+        fail_orphaned_runs(instance)
+    return instance
+
+
+@contextmanager
+def instance_lock(home: Path) -> Iterator[None]:
+    """An exclusive lock on the instance folder, for the few calls that must not overlap."""
+    with open(home / ".eval_pipeline.lock", "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def fail_orphaned_runs(instance: dg.DagsterInstance) -> list[str]:
+    """Mark STARTED runs launched from this host by a process that no longer exists as FAILED."""
+    host = socket.gethostname()
+    failed = []
+    for run in instance.get_runs(
+        dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED], tags={HOST_TAG: host})
+    ):
+        pid = run.tags.get(PID_TAG, "")
+        if pid.isdigit() and not _alive(int(pid)):
+            instance.report_run_failed(run, f"the process that ran it (pid {pid} on {host}) is gone")
+            failed.append(run.run_id)
+    return failed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _root_cause(error: Any) -> tuple[str, str]:
@@ -75,51 +133,65 @@ def _root_cause(error: Any) -> tuple[str, str]:
 
 def materialize_lane(
     spec: LaneSpec,
-    split: str,
+    target: RuntimeTarget,
     *,
-    date: str,
     instance: dg.DagsterInstance,
-    runtime_spec: str = "",
-    runtime_options: dict[str, Any] | None = None,
-    concurrency: int | None = None,
+    split: str,
+    date: str,
     cases_path: str = "",
+    concurrency: int | None = None,
     history_root: str = "",
+    progress: ProgressObserver | None = None,
     tags: dict[str, str] | None = None,
     log_level: str = "INFO",
 ) -> LaneOutcome:
-    """Materialize every stage of one lane for (date, split) and read the results back."""
-    assets = lane_assets(spec)
-    resources = {
-        "runtime": RuntimeResource(
-            spec=runtime_spec,
-            options_json=json.dumps(runtime_options) if runtime_options else "",
-            concurrency=concurrency,
-        ),
-        "history": HistoryResource(root=history_root),
-        "tables_io_manager": ParquetIOManager(),
-    }
+    """Run the lane's job for one series (split or custom case file × runtime target) and read
+    the results back. The run is tagged with its lane, series and night."""
+    case_set = custom_case_set(cases_sha256([Path(cases_path)])) if cases_path else split
+    with instance_lock(Path(instance.root_directory)):
+        register_series(instance, spec.name, [case_set], [target.name])
+    runtime = RuntimeResource(
+        spec="" if target.declared else target.spec,
+        options={} if target.declared else dict(target.options),
+        concurrency=concurrency,
+    )
+    definitions = build_definitions(
+        [spec],
+        resources={
+            "runtime": runtime,
+            "history": HistoryResource(root=history_root),
+            "progress": progress or NoProgress(),
+        },
+    )
     run_config = {
-        "ops": {f"{spec.name}__cases": {"config": {"cases_path": cases_path}}},
+        "ops": {
+            f"{spec.name}__cases": {
+                "config": {"cases_path": cases_path, "split": split if cases_path else ""}
+            }
+        },
         "loggers": {"console": {"config": {"log_level": log_level}}},
     }
-    result = dg.materialize(
-        assets,
+    result = definitions.resolve_job_def(job_name(spec)).execute_in_process(
         instance=instance,
-        resources=resources,
-        partition_key=partition_key(date, split),
+        partition_key=partition_key(case_set, target.name),
         run_config=run_config,
         raise_on_error=False,
-        tags=tags or {},
+        tags={
+            **series_tags(spec.name, split, target.name, case_set),
+            DATE_TAG: date,
+            HOST_TAG: socket.gethostname(),
+            PID_TAG: str(os.getpid()),
+            **(tags or {}),
+        },
     )
     outcome = LaneOutcome(
         lane=spec.name,
         split=split,
+        case_set=case_set,
         run_id=result.run_id,
-        runtime=resources["runtime"].resolved_spec(),  # type: ignore[attr-defined]
+        runtime=target.name,
         success=result.success,
     )
-    checks_by_name = {t.check_name: t for t in spec.effective_thresholds}
-    metric_key = dg.AssetKey([spec.name, "metrics"])
     stored = {
         stage: _stored_value(result, dg.AssetKey([spec.name, stage]))
         for stage in ("metrics", "turn_predicates", "case_predicates")
@@ -129,17 +201,16 @@ def materialize_lane(
         stored["turn_predicates"],
         stored["case_predicates"],
     )
+    bounds = {t.check_name: f"{t.op} {t.value:g}" for t in spec.effective_thresholds}
     values = (
         {}
         if outcome.metrics is None
         else dict(zip(outcome.metrics["metric"], outcome.metrics["value"], strict=True))
     )
-    if outcome.metrics is not None and len(outcome.metrics):
-        outcome.runtime = str(outcome.metrics["runtime"].iloc[0])
+    lane_keys = {dg.AssetKey([spec.name, "metrics"]), dg.AssetKey([spec.name, "history"])}
     for evaluation in result.get_asset_check_evaluations():
-        if evaluation.asset_key != metric_key:
+        if evaluation.asset_key not in lane_keys:
             continue
-        threshold = checks_by_name.get(evaluation.check_name)
         value = values.get(evaluation.check_name)
         outcome.checks.append(
             CheckOutcome(
@@ -147,7 +218,7 @@ def materialize_lane(
                 passed=evaluation.passed,
                 severity=evaluation.severity.value,
                 value=None if value is None or pd.isna(value) else float(value),
-                threshold=f"{threshold.op} {threshold.value:g}" if threshold else None,
+                threshold=bounds.get(evaluation.check_name),
             )
         )
     blocked_only = outcome.metrics is not None and bool(outcome.blocking_failures)

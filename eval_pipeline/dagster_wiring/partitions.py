@@ -1,36 +1,71 @@
 """The partition definitions every lane asset, check, job, schedule and test shares.
 
-A lane's assets are partitioned by day (the nightly unit) × split (the lane's own splits).
-Today's date is a valid partition (``end_offset=1``) so an on-demand run lands on today.
+A lane's assets are partitioned by **case set** × **runtime**: one partition is one series
+(the split's own case files, or a custom case file, evaluated against one runtime target),
+and each night's run is a new materialization of it. So a series has one materialization
+history, one line per metric, one check history; two runtimes never share a partition; and
+the partitions view shows only series that exist. The night a run belongs to is not a
+dimension: an evaluation measures a runtime *now*, it does not process a window of dated
+data, so the date travels as a run tag and a history column instead.
+
+Both dimensions are dynamic: case sets per lane (``<lane>__case_sets``: its split names, plus
+``custom-<hash>`` keys added by ``--cases`` runs), runtime targets shared by every lane
+(``runtime_targets``: the declared targets, plus derived names added by ad-hoc runs).
+:func:`register_series` adds the keys a run needs before it starts.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 import dagster as dg
 
 from eval_pipeline.lanes.spec import LaneSpec
 
-DATE = "date"
-SPLIT = "split"
-START_DATE = "2026-05-01"
+CASE_SET = "case_set"
+RUNTIME = "runtime"
+RUNTIME_TARGETS = "runtime_targets"
+CUSTOM_PREFIX = "custom-"
 
-daily = dg.DailyPartitionsDefinition(start_date=START_DATE, end_offset=1)
+runtime_targets = dg.DynamicPartitionsDefinition(name=RUNTIME_TARGETS)
+
+
+def case_sets_name(lane: str) -> str:
+    return f"{lane}__case_sets"
 
 
 def lane_partitions(spec: LaneSpec) -> dg.MultiPartitionsDefinition:
     return dg.MultiPartitionsDefinition(
-        {DATE: daily, SPLIT: dg.StaticPartitionsDefinition(sorted(spec.splits))}
+        {
+            CASE_SET: dg.DynamicPartitionsDefinition(name=case_sets_name(spec.name)),
+            RUNTIME: runtime_targets,
+        }
     )
 
 
-def partition_key(date: str, split: str) -> dg.MultiPartitionKey:
-    return dg.MultiPartitionKey({DATE: date, SPLIT: split})
+def partition_key(case_set: str, runtime: str) -> dg.MultiPartitionKey:
+    return dg.MultiPartitionKey({CASE_SET: case_set, RUNTIME: runtime})
 
 
-def date_and_split(key: str | dg.MultiPartitionKey) -> tuple[str, str]:
-    """(date, split) of a lane partition key, whichever form Dagster hands us."""
+def custom_case_set(cases_sha256: str) -> str:
+    """The case-set key of a custom case file: ``custom-`` and 12 hex of its content hash."""
+    return f"{CUSTOM_PREFIX}{cases_sha256[:12]}"
+
+
+def series_of(key: str | dg.MultiPartitionKey) -> tuple[str, str]:
+    """(case_set, runtime) of a lane partition key, whichever form Dagster hands us."""
     if not isinstance(key, dg.MultiPartitionKey):
-        parts = dict(zip(sorted([DATE, SPLIT]), str(key).split("|"), strict=True))
-        return parts[DATE], parts[SPLIT]
+        parts = dict(zip(sorted([CASE_SET, RUNTIME]), str(key).split("|"), strict=True))
+        return parts[CASE_SET], parts[RUNTIME]
     dims = key.keys_by_dimension
-    return dims[DATE], dims[SPLIT]
+    return dims[CASE_SET], dims[RUNTIME]
+
+
+def register_series(
+    instance: dg.DagsterInstance, lane: str, case_sets: Iterable[str], runtimes: Iterable[str]
+) -> None:
+    """Add the partition keys a run needs (adding an existing key is a no-op)."""
+    for name, keys in ((case_sets_name(lane), case_sets), (RUNTIME_TARGETS, runtimes)):
+        missing = [k for k in dict.fromkeys(keys) if not instance.has_dynamic_partition(name, k)]
+        if missing:
+            instance.add_dynamic_partitions(name, missing)

@@ -1,51 +1,66 @@
-"""Resources: which runtime to evaluate and where history goes.
+"""Resources: which runtime a partition evaluates, where history goes, who watches progress.
 
-Both resolve their environment defaults when a run uses them, never at import time, so
+They resolve their environment defaults when a run uses them, never at import time, so
 the same code location serves the UI, the CLI and the nightly schedule.
 """
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import dagster as dg
 from pydantic import Field
 
-from eval_pipeline.runtimes.base import ChatRuntime
-from eval_pipeline.runtimes.options import parse_runtime_options_json
-from eval_pipeline.runtimes.registry import build_runtime
-from eval_pipeline.settings import history_root, runtime_spec
-
-RUNTIME_OPTIONS_ENV = "EVAL_PIPELINE_RUNTIME_OPTIONS"
+from eval_pipeline.runtimes.base import RuntimeSpecError
+from eval_pipeline.runtimes.targets import RuntimeTarget, load_targets, resolve_target
+from eval_pipeline.settings import history_root, targets_file
 
 
 class RuntimeResource(dg.ConfigurableResource):
-    """The ChatRuntime under evaluation, by spec (``reference``, ``openai:URL``, ``replay:PATH`` …)."""
+    """The runtime under evaluation.
+
+    A partition's ``runtime`` key names a runtime target. With ``spec`` empty (the default,
+    and what the launchpad and the schedule use) the target is looked up in
+    ``evals/runtimes.yaml``. An ad-hoc run sets ``spec`` and ``options``; their derived
+    target name must then be the partition's runtime key, so a result is never filed
+    under a runtime that did not produce it.
+    """
 
     spec: str = Field(
         default="",
-        description="Runtime spec; empty means $EVAL_PIPELINE_RUNTIME, else 'reference'.",
+        description="Runtime spec for an ad-hoc target; empty: the partition's declared target.",
     )
-    options_json: str = Field(
-        default="",
-        description="Adapter options as a JSON object; empty means $EVAL_PIPELINE_RUNTIME_OPTIONS. "
-        "Secrets never go here: name the environment variable that holds them.",
+    options: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Adapter options for an ad-hoc target. Secrets never go here: name the "
+        "environment variable that holds them.",
     )
     concurrency: int | None = Field(
         default=None,
-        description="Sessions (cases) evaluated at once; empty means the runtime's own preference "
-        "(its worker count or request limit), else 1.",
+        description="Sessions (cases) evaluated at once; empty means the target's setting, else the "
+        "runtime's own preference (its worker count or request limit), else 1.",
     )
 
-    def resolved_spec(self) -> str:
-        return self.spec or runtime_spec()
+    def target(self, name: str) -> RuntimeTarget:
+        """The target a partition's runtime key names (RuntimeSpecError when it cannot be)."""
+        targets = load_targets(targets_file())
+        if self.spec:
+            target = resolve_target(self.spec, self.options, targets)
+            if target.name != name:
+                raise RuntimeSpecError(
+                    f"the runtime resource's spec {self.spec!r} is target {target.name!r}, but this "
+                    f"partition is runtime {name!r}: pick partition {target.name!r} or clear the spec"
+                )
+            return target
+        if name not in targets:
+            raise RuntimeSpecError(
+                f"runtime {name!r} is not declared in {targets_file()} (declared: {sorted(targets)}); "
+                "an ad-hoc runtime needs its spec in the runtime resource's config"
+            )
+        return targets[name]
 
-    def options(self) -> dict[str, Any]:
-        return parse_runtime_options_json(self.options_json or os.environ.get(RUNTIME_OPTIONS_ENV))
-
-    def build(self) -> ChatRuntime:
-        return build_runtime(self.resolved_spec(), self.options())
+    def concurrency_for(self, target: RuntimeTarget) -> int | None:
+        return self.concurrency or target.concurrency
 
 
 class HistoryResource(dg.ConfigurableResource):

@@ -1,8 +1,10 @@
 """The nightly lane materialization: one job and one schedule per lane, on one cron.
 
 A Dagster schedule targets one job, and a job's assets must share a partitions
-definition; lanes have different splits, so each lane gets its own job and schedule,
-all defined here from the same cron so they cannot drift apart.
+definition; lanes have different case sets, so each lane gets its own job and schedule,
+all defined here from the same cron so they cannot drift apart. Each tick requests one run
+per nightly split × nightly runtime target (``evals/runtimes.yaml``), registering their
+partition keys first.
 """
 
 from __future__ import annotations
@@ -11,11 +13,16 @@ from collections.abc import Iterator
 
 import dagster as dg
 
-from eval_pipeline.dagster_wiring.partitions import lane_partitions, partition_key
+from eval_pipeline.dagster_wiring.assets import DATE_TAG
+from eval_pipeline.dagster_wiring.partitions import partition_key, register_series
 from eval_pipeline.lanes.spec import LaneSpec
+from eval_pipeline.runtimes.targets import load_targets, nightly_targets
+from eval_pipeline.settings import targets_file
 
 NIGHTLY_CRON = "0 2 * * *"
 NIGHTLY_TIMEZONE = "UTC"
+LANE_TAG = "eval_pipeline/lane"
+SERIES_TAG = "eval_pipeline/series"
 
 
 def job_name(spec: LaneSpec) -> str:
@@ -26,12 +33,23 @@ def schedule_name(spec: LaneSpec) -> str:
     return f"{spec.name}_nightly"
 
 
+def series_tags(lane: str, split: str, runtime: str, case_set: str) -> dict[str, str]:
+    """The tags every lane run carries, so runs can be found by lane and series in the UI."""
+    return {
+        LANE_TAG: lane,
+        "eval_pipeline/split": split,
+        "eval_pipeline/runtime": runtime,
+        "eval_pipeline/case_set": case_set,
+        SERIES_TAG: f"{lane}/{split}/{runtime}/{case_set}",
+    }
+
+
 def lane_job(spec: LaneSpec) -> dg.UnresolvedAssetJobDefinition:
     return dg.define_asset_job(
         name=job_name(spec),
         selection=dg.AssetSelection.groups(spec.name),
-        partitions_def=lane_partitions(spec),
-        description=f"Materialize every stage of {spec.title} for one date × split.",
+        description=f"Evaluate {spec.title}: every stage for one case set × runtime target.",
+        tags={LANE_TAG: spec.name},
     )
 
 
@@ -41,11 +59,19 @@ def nightly_schedule(spec: LaneSpec, job: dg.UnresolvedAssetJobDefinition) -> dg
         cron_schedule=NIGHTLY_CRON,
         execution_timezone=NIGHTLY_TIMEZONE,
         job=job,
-        description=f"Nightly: {spec.title} on splits {', '.join(spec.nightly_splits)}.",
+        description=f"Nightly: {spec.title} on splits {', '.join(spec.nightly_splits)} × every nightly "
+        "runtime target.",
     )
     def _nightly(context: dg.ScheduleEvaluationContext) -> Iterator[dg.RunRequest]:
         date = context.scheduled_execution_time.strftime("%Y-%m-%d")
+        targets = [t.name for t in nightly_targets(load_targets(targets_file()))]
+        register_series(context.instance, spec.name, spec.nightly_splits, targets)
         for split in spec.nightly_splits:
-            yield dg.RunRequest(run_key=f"{date}|{split}", partition_key=partition_key(date, split))
+            for target in targets:
+                yield dg.RunRequest(
+                    run_key=f"{date}|{split}|{target}",
+                    partition_key=partition_key(split, target),
+                    tags={DATE_TAG: date, **series_tags(spec.name, split, target, split)},
+                )
 
     return _nightly

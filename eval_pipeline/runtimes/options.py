@@ -2,7 +2,8 @@
 
 Every adapter factory receives its options as a mapping and validates them itself (a
 pydantic model per adapter). This module only turns text into that mapping, the same way
-for the CLI (``--runtime-option KEY=VALUE``, repeatable) and for the Dagster resource.
+for the CLI (``--runtime-option KEY=VALUE``, repeatable); targets and the Dagster resource
+carry options as a mapping already.
 """
 
 from __future__ import annotations
@@ -35,19 +36,6 @@ def parse_runtime_options(pairs: Sequence[str]) -> dict[str, Any]:
         except json.JSONDecodeError:
             options[key] = text
     return options
-
-
-def parse_runtime_options_json(text: str | None) -> dict[str, Any]:
-    """A JSON object of options (Dagster config, ``EVAL_PIPELINE_RUNTIME_OPTIONS``); empty → {}."""
-    if text is None or not text.strip():
-        return {}
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise RuntimeSpecError(f"runtime options: not valid JSON ({exc.msg} at column {exc.colno})") from None
-    if not isinstance(value, dict):
-        raise RuntimeSpecError(f"runtime options: expected a JSON object, got {type(value).__name__}")
-    return value
 
 
 def validate_options(scheme: str, model: type[ModelT], options: Mapping[str, Any]) -> ModelT:

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import dagster as dg
 import pytest
 
 from eval_pipeline.dagster_wiring.schedules import NIGHTLY_CRON
-from eval_pipeline.definitions import build_definitions
+from eval_pipeline.dagster_wiring.code_location import build_definitions
 from eval_pipeline.lanes import discover_lanes
 from eval_pipeline.settings import PROJECT_ROOT
 
-STAGES = ["case_predicates", "cases", "metrics", "transcripts", "turn_predicates"]
+STAGES = ["case_predicates", "cases", "history", "metrics", "transcripts", "turn_predicates"]
 
 
 @pytest.fixture(scope="module")
@@ -21,7 +23,7 @@ def defs() -> dg.Definitions:
     return build_definitions()
 
 
-def test_every_lane_has_its_five_stage_assets(defs: dg.Definitions) -> None:
+def test_every_lane_has_its_six_stage_assets(defs: dg.Definitions) -> None:
     graph = defs.resolve_asset_graph()
     keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
     expected = {f"{spec.name}/{stage}" for spec in discover_lanes() for stage in STAGES}
@@ -43,13 +45,15 @@ def test_fluency_checks_snapshot(defs: dg.Definitions) -> None:
     ]
 
 
-def test_every_threshold_and_the_regression_check_are_checks_on_lane_metrics(defs: dg.Definitions) -> None:
+def test_thresholds_are_checks_on_metrics_and_the_regression_check_is_on_history(
+    defs: dg.Definitions,
+) -> None:
     graph = defs.resolve_asset_graph()
     for spec in discover_lanes():
-        checks = {
-            k.name for k in graph.asset_check_keys if k.asset_key == dg.AssetKey([spec.name, "metrics"])
-        }
-        assert checks == {t.check_name for t in spec.effective_thresholds} | {"no_regression"}, spec.name
+        checks = {k.name for k in graph.asset_check_keys if k.asset_key == dg.AssetKey([spec.name, "metrics"])}
+        assert checks == {t.check_name for t in spec.effective_thresholds}, spec.name
+        history = {k.name for k in graph.asset_check_keys if k.asset_key == dg.AssetKey([spec.name, "history"])}
+        assert history == {"no_regression"}, spec.name
 
 
 def test_one_nightly_schedule_and_job_per_lane(defs: dg.Definitions) -> None:
@@ -64,17 +68,34 @@ def test_one_nightly_schedule_and_job_per_lane(defs: dg.Definitions) -> None:
     }
 
 
-def test_nightly_schedule_requests_every_nightly_split_for_the_day(defs: dg.Definitions) -> None:
+def test_nightly_schedule_requests_every_nightly_split_for_every_nightly_target(
+    defs: dg.Definitions, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from datetime import UTC, datetime
 
-    for spec in discover_lanes():
-        schedule = next(s for s in defs.schedules or [] if s.name == f"{spec.name}_nightly")
-        context = dg.build_schedule_context(
-            scheduled_execution_time=datetime(2026, 11, 30, 2, tzinfo=UTC),
-            repository_def=defs.get_repository_def(),
-        )
-        requests = list(schedule.evaluate_tick(context).run_requests or [])
-        assert [r.partition_key for r in requests] == [f"2026-11-30|{s}" for s in spec.nightly_splits]
+    evals = tmp_path / "evals"
+    shutil.copytree(PROJECT_ROOT / "evals", evals)
+    (evals / "runtimes.yaml").write_text(
+        "targets:\n  reference: {spec: reference, nightly: true}\n"
+        "  bare: {spec: 'reference:no-gloss', nightly: true}\n  adhoc: {spec: 'reference:no-gloss'}\n",
+        encoding="utf-8",
+    )
+    monkeypatch.setenv("EVAL_PIPELINE_EVALS", str(evals))
+    with dg.instance_for_test() as instance:
+        for spec in discover_lanes():
+            schedule = next(s for s in defs.schedules or [] if s.name == f"{spec.name}_nightly")
+            context = dg.build_schedule_context(
+                instance=instance,
+                scheduled_execution_time=datetime(2026, 11, 30, 2, tzinfo=UTC),
+                repository_def=defs.get_repository_def(),
+            )
+            requests = list(schedule.evaluate_tick(context).run_requests or [])
+            assert [r.partition_key for r in requests] == [
+                f"{split}|{target}" for split in spec.nightly_splits for target in ("reference", "bare")
+            ]
+            assert {r.tags["eval_pipeline/date"] for r in requests} == {"2026-11-30"}
+            assert set(instance.get_dynamic_partitions(f"{spec.name}__case_sets")) == set(spec.nightly_splits)
+        assert set(instance.get_dynamic_partitions("runtime_targets")) == {"reference", "bare"}
 
 
 @pytest.mark.slow

@@ -14,6 +14,7 @@ from eval_pipeline.history import table_glob
 from eval_pipeline.lanes import find_lane
 from eval_pipeline.pipeline import evaluate_lane
 from eval_pipeline.runtimes import build_runtime
+from eval_pipeline.runtimes.targets import find_target
 from eval_pipeline.settings import history_root
 
 pytestmark = pytest.mark.slow
@@ -21,14 +22,14 @@ pytestmark = pytest.mark.slow
 DATE = "2026-11-30"
 
 
-def run(runtime: str, split: str = "public", **kwargs: object) -> LaneOutcome:
+def run(runtime: str, split: str = "public", date: str = DATE, **kwargs: object) -> LaneOutcome:
     return materialize_lane(
         find_lane("deterministic_fluency"),
-        split,
-        date=DATE,
+        find_target(runtime),
+        split=split,
+        date=date,
         instance=ensure_instance(),
-        runtime_spec=runtime,
-        **kwargs,
+        **kwargs,  # type: ignore[arg-type]
     )
 
 
@@ -52,7 +53,7 @@ def test_glossed_run_passes_every_check_and_no_gloss_fails_only_warn_checks() ->
         "where metric = 'no_dotted_inventory_rate' and lane = 'deterministic_fluency' order by value"
     ).fetchall()
     assert [(r[0], r[1]) for r in rows] == [
-        (bare.run_id, "reference:no-gloss"),
+        (bare.run_id, "reference-no-gloss"),
         (glossed.run_id, "reference"),
     ]
     assert rows[0][2] == pytest.approx(5 / 15)
@@ -140,7 +141,7 @@ def test_regression_check_warns_when_the_same_runtime_gets_worse(tmp_path: Path)
     assert not second["no_regression"].passed
     instance = ensure_instance()
     record = instance.event_log_storage.get_latest_asset_check_execution_by_key(
-        [dg.AssetCheckKey(dg.AssetKey(["deterministic_fluency", "metrics"]), "no_regression")]
+        [dg.AssetCheckKey(dg.AssetKey(["deterministic_fluency", "history"]), "no_regression")]
     )
     evaluation = next(iter(record.values())).event.dagster_event.event_specific_data  # type: ignore[union-attr]
     assert set(evaluation.metadata["regressed_metrics"].value) == {
@@ -157,10 +158,7 @@ def test_monthly_compaction_job_keeps_every_run_queryable() -> None:
     from eval_pipeline.dagster_wiring.resources import HistoryResource
     from eval_pipeline.history import connect
 
-    old = [
-        materialize_lane(find_lane("deterministic_fluency"), "dev", date=day, instance=ensure_instance())
-        for day in ("2026-10-01", "2026-10-02")
-    ]
+    old = [run("reference", split="dev", date=day) for day in ("2026-10-01", "2026-10-02")]
     before = (
         connect(history_root()).execute("select run_id, metric, value from metrics order by all").fetchall()
     )

@@ -1,0 +1,55 @@
+"""Assemble the Dagster definitions of a set of lanes (the code location, and the CLI's runs)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+
+import dagster as dg
+
+from eval_pipeline.dagster_wiring.assets import lane_assets
+from eval_pipeline.dagster_wiring.compaction import history_compaction_job, history_compaction_schedule
+from eval_pipeline.dagster_wiring.io_manager import ParquetIOManager
+from eval_pipeline.dagster_wiring.resources import HistoryResource, RuntimeResource
+from eval_pipeline.dagster_wiring.schedules import lane_job, nightly_schedule
+from eval_pipeline.dagster_wiring.sensors import series_keys_sensor
+from eval_pipeline.lanes.registry import discover_lanes
+from eval_pipeline.lanes.spec import LaneSpec
+from eval_pipeline.progress import NoProgress
+
+EXECUTOR_ENV = "EVAL_PIPELINE_EXECUTOR"
+
+
+def default_resources() -> dict[str, object]:
+    return {
+        "runtime": RuntimeResource(),
+        "history": HistoryResource(),
+        "tables_io_manager": ParquetIOManager(),
+        "progress": NoProgress(),
+    }
+
+
+def executor() -> dg.ExecutorDefinition:
+    """In-process by default: a multiprocess step costs seconds here and the stages are light."""
+    if os.environ.get(EXECUTOR_ENV, "in_process") == "multiprocess":
+        return dg.multiprocess_executor
+    return dg.in_process_executor
+
+
+def build_definitions(
+    specs: Sequence[LaneSpec] | None = None, resources: Mapping[str, object] | None = None
+) -> dg.Definitions:
+    """Every lane's asset group, job and nightly schedule, plus history compaction."""
+    specs = list(discover_lanes() if specs is None else specs)
+    jobs = [lane_job(spec) for spec in specs]
+    return dg.Definitions(
+        assets=[asset for spec in specs for asset in lane_assets(spec)],
+        jobs=[*jobs, history_compaction_job],
+        schedules=[
+            *(nightly_schedule(spec, job) for spec, job in zip(specs, jobs, strict=True)),
+            history_compaction_schedule,
+        ],
+        sensors=[series_keys_sensor(specs)],
+        resources={**default_resources(), **(resources or {})},
+        executor=executor(),
+    )

@@ -1,0 +1,198 @@
+"""Runtime targets: named runtimes, declared once in ``evals/runtimes.yaml``.
+
+A target is what a result is measured against: its name is part of every series (lane,
+split, runtime, case set), a Dagster partition key and a history column, so it must stay
+stable while the spec behind it may change. ::
+
+    targets:
+      reference:
+        spec: reference
+        nightly: true
+      staging-gpt:
+        spec: openai:https://gateway.example/v1
+        options: {model: gpt-4.1, api_key_env: STAGING_KEY}   # secrets only by env var name
+        nightly: true
+
+``--runtime NAME`` picks a declared target. A raw spec (``--runtime openai:URL -o model=x``)
+still works: if a declared target has exactly that spec and those options it *is* that
+target; otherwise it gets a stable derived name, ``<scheme>-<8 hex of the spec and options>``,
+so ad-hoc runs form their own series and never enter a nightly one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from eval_pipeline.cases.loading import CaseFileError, CaseProblem
+from eval_pipeline.runtimes.base import RuntimeSpecError
+from eval_pipeline.runtimes.registry import split_spec
+
+TARGETS_FILE = "runtimes.yaml"
+TARGET_NAME = r"^[a-z0-9][a-z0-9_-]{0,62}$"
+_TARGET_NAME = re.compile(TARGET_NAME)
+
+
+class TargetDeclaration(BaseModel):
+    """One entry under ``targets:``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    spec: str = Field(min_length=1, description="Runtime spec: reference, openai:URL, python:…, exec:…")
+    options: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Adapter options (secrets only as the name of an environment variable).",
+    )
+    nightly: bool = Field(default=False, description="Evaluated by every lane's nightly schedule.")
+    concurrency: int | None = Field(default=None, ge=1, le=1024, description="Sessions at once.")
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class RuntimeTarget:
+    """A resolved target: its name and what it runs."""
+
+    name: str
+    spec: str
+    options: Mapping[str, Any] = field(default_factory=dict)
+    nightly: bool = False
+    concurrency: int | None = None
+    declared: bool = False
+    description: str = ""
+
+
+def targets_path(evals: Path) -> Path:
+    return evals / TARGETS_FILE
+
+
+def load_targets(path: Path) -> dict[str, RuntimeTarget]:
+    """The declared targets by name; every problem is reported as ``file:line: field: message``.
+
+    A missing file declares only ``reference``, so a checkout without one still runs.
+    """
+    if not path.exists():
+        return {"reference": RuntimeTarget("reference", "reference", nightly=True, declared=True)}
+    text = path.read_text(encoding="utf-8")
+    try:
+        root = yaml.compose(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else 1
+        raise CaseFileError([CaseProblem(str(path), line, "(yaml)", f"not valid YAML: {exc}")]) from None
+    problems: list[CaseProblem] = []
+    entries = _mapping_items(root, path, "(file)", problems)
+    target_nodes = dict(entries).get("targets")
+    if not entries or target_nodes is None:
+        line = 1 if root is None else root.start_mark.line + 1
+        problems.append(CaseProblem(str(path), line, "targets", "expected a mapping of target name → spec"))
+        raise CaseFileError(problems)
+    unknown = [(key, node) for key, node in entries if key != "targets"]
+    for key, node in unknown:
+        problems.append(
+            CaseProblem(str(path), node.start_mark.line + 1, key, "unknown key (expected: targets)")
+        )
+    targets: dict[str, RuntimeTarget] = {}
+    for name, node in _mapping_items(target_nodes, path, "targets", problems):
+        line = node.start_mark.line + 1
+        if not _TARGET_NAME.match(name):
+            problems.append(
+                CaseProblem(str(path), line, f"targets.{name}", f"a target name must match {TARGET_NAME}")
+            )
+            continue
+        try:
+            declared = TargetDeclaration.model_validate(yaml.safe_load(yaml.serialize(node)))
+        except ValidationError as exc:
+            for error in exc.errors():
+                where = ".".join(str(p) for p in error["loc"])
+                problems.append(
+                    CaseProblem(
+                        str(path), line, f"targets.{name}" + (f".{where}" if where else ""), error["msg"]
+                    )
+                )
+            continue
+        targets[name] = RuntimeTarget(
+            name,
+            declared.spec,
+            declared.options,
+            declared.nightly,
+            declared.concurrency,
+            declared=True,
+            description=declared.description,
+        )
+    if problems:
+        raise CaseFileError(problems)
+    if not targets:
+        raise CaseFileError([CaseProblem(str(path), 1, "targets", "declares no target")])
+    return targets
+
+
+def _mapping_items(
+    node: yaml.Node | None, path: Path, where: str, problems: list[CaseProblem]
+) -> list[tuple[str, yaml.Node]]:
+    """A YAML mapping's (key, value node) pairs; duplicate and non-text keys are problems."""
+    if not isinstance(node, yaml.MappingNode):
+        line = 1 if node is None else node.start_mark.line + 1
+        problems.append(CaseProblem(str(path), line, where, "expected a mapping"))
+        return []
+    items: list[tuple[str, yaml.Node]] = []
+    seen: set[str] = set()
+    for key_node, value_node in node.value:
+        key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
+        line = key_node.start_mark.line + 1
+        if not isinstance(key, str) or not key:
+            problems.append(CaseProblem(str(path), line, where, "keys must be text"))
+            continue
+        if key in seen:
+            problems.append(CaseProblem(str(path), line, f"{where}.{key}", "declared twice"))
+            continue
+        seen.add(key)
+        items.append((key, value_node))
+    return items
+
+
+def derived_name(spec: str, options: Mapping[str, Any]) -> str:
+    """The stable name of an undeclared (spec, options) pair: ``<scheme>-<8 hex>``."""
+    scheme, _ = split_spec(spec)
+    canonical = json.dumps({"spec": spec.strip(), "options": dict(options)}, sort_keys=True, default=str)
+    digest = hashlib.sha256(canonical.encode()).hexdigest()[:8]
+    prefix = re.sub(r"[^a-z0-9_-]", "-", scheme.lower())[:40] or "runtime"
+    return f"{prefix}-{digest}"
+
+
+def resolve_target(
+    name_or_spec: str, options: Mapping[str, Any], targets: Mapping[str, RuntimeTarget]
+) -> RuntimeTarget:
+    """The target ``--runtime`` names: a declared name (options then override the declared
+    ones), or a raw spec (the declared target with the same spec and options, else ad hoc)."""
+    text = name_or_spec.strip()
+    if not text:
+        raise RuntimeSpecError("--runtime: expected a target name or a runtime spec, got an empty string")
+    if text in targets:
+        declared = targets[text]
+        if not options:
+            return declared
+        merged = {**declared.options, **options}
+        return RuntimeTarget(derived_name(declared.spec, merged), declared.spec, merged)
+    for declared in targets.values():
+        if declared.spec == text and dict(declared.options) == dict(options):
+            return declared
+    return RuntimeTarget(derived_name(text, options), text, dict(options))
+
+
+def nightly_targets(targets: Mapping[str, RuntimeTarget]) -> list[RuntimeTarget]:
+    return [t for t in targets.values() if t.nightly]
+
+
+def find_target(name_or_spec: str, options: Mapping[str, Any] | None = None) -> RuntimeTarget:
+    """:func:`resolve_target` against the project's targets file (``evals/runtimes.yaml``)."""
+    from eval_pipeline.settings import targets_file
+
+    return resolve_target(name_or_spec, options or {}, load_targets(targets_file()))
