@@ -164,7 +164,10 @@ def run(
             raise KeyError("--cases evaluates one lane's contract: name exactly one --lane")
         for spec, s in pairs:  # every case file is valid before anything runs
             load_split(spec, s, cases)
-        target = find_target(default_runtime_spec() if runtime is None else runtime, parse_runtime_options(runtime_option or []))
+        target = find_target(
+            default_runtime_spec() if runtime is None else runtime,
+            parse_runtime_options(runtime_option or []),
+        )
         build_runtime(target.spec, target.options).close()  # a bad spec fails here, before any run starts
         day = date or datetime.now(UTC).strftime("%Y-%m-%d")
         try:

@@ -89,19 +89,16 @@ def load_targets(path: Path) -> dict[str, RuntimeTarget]:
         raise CaseFileError([CaseProblem(str(path), line, "(yaml)", f"not valid YAML: {exc}")]) from None
     problems: list[CaseProblem] = []
     entries = _mapping_items(root, path, "(file)", problems)
-    target_nodes = dict(entries).get("targets")
+    target_nodes = {key: node for key, node, _ in entries}.get("targets")
     if not entries or target_nodes is None:
         line = 1 if root is None else root.start_mark.line + 1
         problems.append(CaseProblem(str(path), line, "targets", "expected a mapping of target name → spec"))
         raise CaseFileError(problems)
-    unknown = [(key, node) for key, node in entries if key != "targets"]
-    for key, node in unknown:
-        problems.append(
-            CaseProblem(str(path), node.start_mark.line + 1, key, "unknown key (expected: targets)")
-        )
+    for key, _, line in entries:
+        if key != "targets":
+            problems.append(CaseProblem(str(path), line, key, "unknown key (expected: targets)"))
     targets: dict[str, RuntimeTarget] = {}
-    for name, node in _mapping_items(target_nodes, path, "targets", problems):
-        line = node.start_mark.line + 1
+    for name, node, line in _mapping_items(target_nodes, path, "targets", problems):
         if not _TARGET_NAME.match(name):
             problems.append(
                 CaseProblem(str(path), line, f"targets.{name}", f"a target name must match {TARGET_NAME}")
@@ -136,13 +133,13 @@ def load_targets(path: Path) -> dict[str, RuntimeTarget]:
 
 def _mapping_items(
     node: yaml.Node | None, path: Path, where: str, problems: list[CaseProblem]
-) -> list[tuple[str, yaml.Node]]:
-    """A YAML mapping's (key, value node) pairs; duplicate and non-text keys are problems."""
+) -> list[tuple[str, yaml.Node, int]]:
+    """A YAML mapping's (key, value node, key line) triples; duplicate and non-text keys are problems."""
     if not isinstance(node, yaml.MappingNode):
         line = 1 if node is None else node.start_mark.line + 1
         problems.append(CaseProblem(str(path), line, where, "expected a mapping"))
         return []
-    items: list[tuple[str, yaml.Node]] = []
+    items: list[tuple[str, yaml.Node, int]] = []
     seen: set[str] = set()
     for key_node, value_node in node.value:
         key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
@@ -154,8 +151,17 @@ def _mapping_items(
             problems.append(CaseProblem(str(path), line, f"{where}.{key}", "declared twice"))
             continue
         seen.add(key)
-        items.append((key, value_node))
+        items.append((key, value_node, line))
     return items
+
+
+def _field_line(node: yaml.Node, field: str, default: int) -> int:
+    """The line of ``field``'s key inside a target's mapping (else the target's own line)."""
+    if isinstance(node, yaml.MappingNode):
+        for key_node, _ in node.value:
+            if isinstance(key_node, yaml.ScalarNode) and key_node.value == field:
+                return key_node.start_mark.line + 1
+    return default
 
 
 def derived_name(spec: str, options: Mapping[str, Any]) -> str:

@@ -50,9 +50,13 @@ def test_thresholds_are_checks_on_metrics_and_the_regression_check_is_on_history
 ) -> None:
     graph = defs.resolve_asset_graph()
     for spec in discover_lanes():
-        checks = {k.name for k in graph.asset_check_keys if k.asset_key == dg.AssetKey([spec.name, "metrics"])}
+        checks = {
+            k.name for k in graph.asset_check_keys if k.asset_key == dg.AssetKey([spec.name, "metrics"])
+        }
         assert checks == {t.check_name for t in spec.effective_thresholds}, spec.name
-        history = {k.name for k in graph.asset_check_keys if k.asset_key == dg.AssetKey([spec.name, "history"])}
+        history = {
+            k.name for k in graph.asset_check_keys if k.asset_key == dg.AssetKey([spec.name, "history"])
+        }
         assert history == {"no_regression"}, spec.name
 
 

@@ -18,18 +18,28 @@ import dagster as dg
 import pytest
 
 from eval_pipeline.dagster_wiring.code_location import build_definitions
-from eval_pipeline.dagster_wiring.launch import PID_TAG, ensure_instance
+from eval_pipeline.dagster_wiring.launch import PID_TAG, LaneOutcome, ensure_instance, materialize_lane
 from eval_pipeline.dagster_wiring.partitions import partition_key, register_series
 from eval_pipeline.dagster_wiring.schedules import job_name
 from eval_pipeline.history import connect
 from eval_pipeline.lanes import find_lane
+from eval_pipeline.pipeline import evaluate_lane
+from eval_pipeline.runtimes import build_runtime
+from eval_pipeline.runtimes.targets import find_target
 from eval_pipeline.settings import history_root
 
 pytestmark = pytest.mark.slow
 
 LANE = "deterministic_fluency"
 NIGHT = "2026-11-30"
-PUBLIC_TURNS = 15
+
+
+def turns_of(split: str) -> int:
+    """How many turns one run of the lane's split drives (measured in-process, without Dagster)."""
+    return len(evaluate_lane(find_lane(LANE), split, build_runtime("reference")).transcripts)
+
+
+PUBLIC_TURNS = turns_of("public")
 
 
 def cli(*args: str) -> subprocess.Popen[str]:
@@ -72,7 +82,7 @@ def test_two_runtimes_started_together_keep_their_own_rows_and_results() -> None
 
 
 def test_four_concurrent_runs_of_one_series_complete_with_their_own_rows() -> None:
-    outcomes = lane_runs(*["--runtime reference"] * 4)
+    outcomes = lane_runs(*["--runtime reference"] * 4)  # one partition, four processes at once
     run_ids = {str(o["run_id"]) for o in outcomes}
     assert len(run_ids) == 4
     with connect(history_root()) as con:
@@ -115,17 +125,17 @@ KILL_DURING_APPEND = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize("last_written", ["metrics", "case_predicates", "transcripts"])
-def test_a_kill_during_the_history_append_leaves_no_partial_run(last_written: str) -> None:
+def test_a_kill_during_the_history_append_leaves_no_partial_run() -> None:
     args = ["run", "--lane", LANE, "--split", "dev", "--date", NIGHT]
-    killed = subprocess.run(
-        [sys.executable, "-c", KILL_DURING_APPEND, last_written, *args], capture_output=True, text=True
-    )
-    assert killed.returncode == -signal.SIGKILL
-    assert list(Path(history_root()).rglob(f"{last_written}/**/*.parquet"))  # the kill came after a write
-    with connect(history_root()) as con:
-        for view in ("runs", "metrics", "case_predicates", "transcripts"):
-            assert con.execute(f"SELECT count(*) FROM {view}").fetchone() == (0,), view
+    for last_written in ("metrics", "case_predicates", "transcripts"):  # killed after each table in turn
+        killed = subprocess.run(
+            [sys.executable, "-c", KILL_DURING_APPEND, last_written, *args], capture_output=True, text=True
+        )
+        assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+        assert list(Path(history_root()).glob(f"{last_written}/**/*.parquet"))  # the kill came after a write
+        with connect(history_root()) as con:
+            for view in ("runs", "metrics", "case_predicates", "transcripts"):
+                assert con.execute(f"SELECT count(*) FROM {view}").fetchone() == (0,), (last_written, view)
 
     rerun = subprocess.run(
         [sys.executable, "-c", "from eval_pipeline.cli import main; main()", *args, "--json"],
@@ -135,13 +145,22 @@ def test_a_kill_during_the_history_append_leaves_no_partial_run(last_written: st
     assert rerun.returncode == 0, rerun.stderr[-2000:]
     run_id = json.loads(rerun.stdout)["lanes"][0]["run_id"]
     with connect(history_root()) as con:
-        assert con.execute("SELECT DISTINCT run_id FROM metrics").fetchall() == [(run_id,)]
-        assert con.execute("SELECT DISTINCT run_id FROM transcripts").fetchall() == [(run_id,)]
-    # The killed run does not stay STARTED: the next CLI start found its process gone.
+        for view in ("runs", "metrics", "case_predicates", "transcripts"):
+            assert con.execute(f"SELECT DISTINCT run_id FROM {view}").fetchall() == [(run_id,)], view
+    # The killed runs do not stay STARTED: the next CLI start found their process gone.
     instance = ensure_instance()
-    statuses = {r.run_id: r.status for r in instance.get_runs(dg.RunsFilter(job_name=job_name(find_lane(LANE))))}
+    statuses = {
+        r.run_id: r.status for r in instance.get_runs(dg.RunsFilter(job_name=job_name(find_lane(LANE))))
+    }
     assert statuses.pop(run_id) == dg.DagsterRunStatus.SUCCESS
-    assert list(statuses.values()) == [dg.DagsterRunStatus.FAILURE]
+    assert list(statuses.values()) == [dg.DagsterRunStatus.FAILURE] * 3
+
+
+def materialize(runtime: str, split: str = "public", **kwargs: str) -> LaneOutcome:
+    """One run in this process, the way the CLI does it (the CLI's own processes are tested above)."""
+    return materialize_lane(
+        find_lane(LANE), find_target(runtime), instance=ensure_instance(), split=split, date=NIGHT, **kwargs
+    )
 
 
 def test_a_custom_case_file_is_its_own_series_and_leaves_the_nightly_regression_alone(tmp_path: Path) -> None:
@@ -150,27 +169,31 @@ def test_a_custom_case_file_is_its_own_series_and_leaves_the_nightly_regression_
         json.dumps({"id": "mine_001", "prompt": "What is courage?", "category": "pack_definition"}) + "\n",
         encoding="utf-8",
     )
-    (first,) = lane_runs("--runtime reference")
-    (custom,) = lane_runs(f"--runtime reference --cases {mine}")
-    (second,) = lane_runs("--runtime reference")
-    assert custom["case_set"].startswith("custom-") and custom["split"] == "public"
-    assert first["case_set"] == second["case_set"] == "public"
+    first = materialize("reference")
+    custom = materialize("reference", cases_path=str(mine))
+    second = materialize("reference")
+    assert custom.case_set.startswith("custom-") and custom.split == "public"
+    assert first.case_set == second.case_set == "public"
     with connect(history_root()) as con:
         series = con.execute("SELECT run_id, case_set, seq FROM runs ORDER BY started_at").fetchall()
-    assert series == [(first["run_id"], "public", 1), (custom["run_id"], custom["case_set"], 1), (second["run_id"], "public", 2)]
-    regression = next(c for c in second["checks"] if c["name"] == "no_regression")
-    assert regression["passed"]
+    assert series == [
+        (first.run_id, "public", 1),
+        (custom.run_id, custom.case_set, 1),
+        (second.run_id, "public", 2),
+    ]
+    regression = next(c for c in second.checks if c.name == "no_regression")
+    assert regression.passed
     instance = ensure_instance()
     record = instance.event_log_storage.get_latest_asset_check_execution_by_key(
         [dg.AssetCheckKey(dg.AssetKey([LANE, "history"]), "no_regression")]
     )
     evaluation = next(iter(record.values())).event.dagster_event.event_specific_data  # type: ignore[union-attr]
-    assert evaluation.metadata["previous_run_id"].value == first["run_id"]
+    assert evaluation.metadata["previous_run_id"].value == first.run_id
 
 
 def test_cli_runs_are_runs_of_the_lane_job_with_one_materialization_series_per_runtime() -> None:
     lane_runs("--runtime reference", "--runtime reference-no-gloss")
-    lane_runs("--runtime reference")
+    materialize("reference")
     instance = ensure_instance()
     runs = instance.get_runs(dg.RunsFilter(job_name=f"{LANE}_job"))
     assert len(runs) == 3

@@ -89,7 +89,9 @@ def test_cli_reports_a_bad_targets_file_and_an_empty_runtime_with_exit_2(
 
     evals = tmp_path / "evals"
     shutil.copytree(PROJECT_ROOT / "evals", evals)
-    (evals / "runtimes.yaml").write_text("targets:\n  x: {spec: reference, nightly: maybe}\n", encoding="utf-8")
+    (evals / "runtimes.yaml").write_text(
+        "targets:\n  x: {spec: reference, nightly: maybe}\n", encoding="utf-8"
+    )
     monkeypatch.setenv("EVAL_PIPELINE_EVALS", str(evals))
     result = CliRunner().invoke(app, ["run", "--lane", "deterministic_fluency", "--split", "dev"])
     assert result.exit_code == 2
