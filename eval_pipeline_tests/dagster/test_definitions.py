@@ -10,8 +10,8 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from eval_pipeline.dagster_wiring.schedules import NIGHTLY_CRON
 from eval_pipeline.dagster_wiring.code_location import build_definitions
+from eval_pipeline.dagster_wiring.schedules import NIGHTLY_CRON
 from eval_pipeline.lanes import discover_lanes
 from eval_pipeline.settings import PROJECT_ROOT
 
