@@ -19,8 +19,6 @@ import sys
 import time
 from pathlib import Path
 
-from eval_pipeline.runtimes.reference import ReferenceRuntime
-
 HUGE_REPLY_BYTES = 50_000_000
 
 
@@ -48,6 +46,8 @@ def main() -> None:
     record_pid(args.pid_file, os.getpid())
     if args.never_read:
         sleep_forever()
+    from eval_pipeline.runtimes.reference import ReferenceRuntime  # after the pid is on record
+
     runtime = ReferenceRuntime()
     sessions = {}
     for line in sys.stdin:
