@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 import signal
 import subprocess
@@ -18,6 +19,7 @@ from eval_pipeline.lanes.kind import Thread, TurnRequest
 from eval_pipeline.runtimes import RuntimeSpecError, build_runtime
 from eval_pipeline.runtimes.adapters.exec_process import StreamFault, parse_reply_line, take_line
 from eval_pipeline.runtimes.reference import ReferenceRuntime
+from eval_pipeline.settings import PROJECT_ROOT
 
 EXEC_BOT = Path(__file__).with_name("exec_bot.py")
 ONE_MB_PROMPT = "What is truth? " + "x" * 1_000_000
@@ -290,3 +292,30 @@ def test_parse_reply_line_accepts_the_echoed_id() -> None:
         "id": "a:0#1",
         "surface": "é",
     }
+
+
+def _readme_example_child() -> str:
+    readme = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("#### The `exec:` protocol", 1)[1]
+    block = re.search(r"```python\n(.*?)```", section, re.DOTALL)
+    assert block is not None, "the exec: protocol section has no example child"
+    return block.group(1)
+
+
+@pytest.mark.slow
+def test_the_readme_example_child_speaks_the_protocol(tmp_path: Path) -> None:
+    child = tmp_path / "child.py"
+    child.write_text(_readme_example_child(), encoding="utf-8")
+    runtime = build_runtime(
+        f"exec:{shlex.join([sys.executable, str(child)])}", {"workers": 2, "end_sessions": True}
+    )
+    try:
+        transcripts = drive(runtime, _threads({"a": ["hi", "again"], "b": ["hello"]}), concurrency=2)
+    finally:
+        runtime.close()
+    assert transcripts["error"].isna().all(), transcripts["error"].tolist()
+    assert transcripts["surface"].tolist() == [
+        "Turn 1: you asked 'hi'.",
+        "Turn 2: you asked 'again'.",
+        "Turn 1: you asked 'hello'.",
+    ]
