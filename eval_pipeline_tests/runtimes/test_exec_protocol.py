@@ -89,30 +89,33 @@ def _spec(*bot_args: str) -> str:
 @dataclass(frozen=True)
 class Misbehaviour:
     name: str
-    bot_args: tuple[str, ...]
     prompt: str
-    timeout_s: float
     error_prefix: str
-    recorded_within_s: float  # the timeout plus the kill for timeouts; far less than it otherwise
+    # A timeout must leave room for a loaded machine's cold start of the bot (seconds).
+    timeout_s: float = 60.0
+    bot_args: tuple[str, ...] = ()
+    processes: int = 1  # the bot, and the grandchildren it starts before the fault
+
+    @property
+    def recorded_within_s(self) -> float:
+        """A timeout fault: the timeout and a kill. Any other: at once, far inside the timeout."""
+        return self.timeout_s + 3.0 if self.error_prefix.startswith("timeout") else self.timeout_s / 3
 
 
 MISBEHAVIOURS = [
     Misbehaviour(
-        "never reads stdin", ("--never-read",), ONE_MB_PROMPT, 2.0, "timeout: the request was not read", 4.0
+        "never reads stdin",
+        ONE_MB_PROMPT,
+        "timeout: the request was not read within 3s",
+        timeout_s=3.0,
+        bot_args=("--never-read",),
     ),
     Misbehaviour(
-        "hangs with a grandchild", (), "HANG What is truth?", 2.0, "timeout: no reply within 2s", 4.0
+        "hangs with a grandchild", "HANG What is truth?", "timeout: no reply within 10s", 10.0, processes=2
     ),
-    Misbehaviour("50 MB reply", (), "HUGE What is truth?", 60.0, "reply_too_large", 20.0),
-    Misbehaviour("not UTF-8", (), "BYTES What is truth?", 60.0, "malformed_reply: not UTF-8", 20.0),
-    Misbehaviour(
-        "dies mid-turn",
-        (),
-        "CRASH What is truth?",
-        60.0,
-        "runtime_exited: runtime process exited (code 3)",
-        20.0,
-    ),
+    Misbehaviour("50 MB reply", "HUGE What is truth?", "reply_too_large: a reply line longer than 1000000"),
+    Misbehaviour("not UTF-8", "BYTES What is truth?", "malformed_reply: not UTF-8"),
+    Misbehaviour("dies mid-turn", "CRASH What is truth?", "runtime_exited: runtime process exited (code 3)"),
 ]
 
 
@@ -124,7 +127,9 @@ def test_misbehaving_child_is_a_recorded_fault_in_time_and_leaves_no_process(
 ) -> None:
     pids_file = tmp_path / "pids"
     pids_file.touch()
-    prompts = {"bad": [misbehaviour.prompt, "What is doubt?"], "good": ["What is truth?", "What is doubt?"]}
+    prompts = {"bad": [misbehaviour.prompt, "What is doubt?"]}
+    if not misbehaviour.bot_args:  # a restarted child is healthy: it serves the next session
+        prompts["good"] = ["What is truth?", "What is doubt?"]
     runtime = build_runtime(
         _spec(*misbehaviour.bot_args, "--pid-file", str(pids_file)),
         {"workers": 1, "timeout_s": misbehaviour.timeout_s},
@@ -132,7 +137,9 @@ def test_misbehaving_child_is_a_recorded_fault_in_time_and_leaves_no_process(
     try:
         transcripts = drive(runtime, _threads(prompts)).set_index(["case_id", "turn_index"])
         # The faulted child was killed with its group then and there, not at close.
-        first_group = int(pids_file.read_text().split()[0])
+        recorded = [tuple(map(int, line.split())) for line in pids_file.read_text().splitlines()]
+        first_group = recorded[0][0]
+        assert len([pid for pgid, pid in recorded if pgid == first_group]) == misbehaviour.processes
         assert first_group not in runtime.process_groups
         assert _survivors_in(first_group) == set()
     finally:
@@ -149,8 +156,7 @@ def test_misbehaving_child_is_a_recorded_fault_in_time_and_leaves_no_process(
     assert {key: row["surface"] for key, row in answered.iterrows()} == {
         key: expected[key] for key in answered.index
     }
-    if not misbehaviour.bot_args:  # a restarted child serves the next session
-        assert answered.index.tolist() == [("good", 0), ("good", 1)]
+    assert answered.index.tolist() == ([("good", 0), ("good", 1)] if "good" in prompts else [])
     assert _survivors(pids_file) == set()
 
 

@@ -350,7 +350,11 @@ def _peek_exit(process: subprocess.Popen[bytes]) -> int | None:
     """The guard's exit code (negative: the signal that killed it), None while it runs.
 
     The guard is not reaped, so its pid keeps naming the process group until we kill it.
+    Where ``waitid`` is missing (macOS) it is reaped; its group's pgid stays valid while any
+    member lives, which is all the kill needs.
     """
+    if not hasattr(os, "waitid"):
+        return process.poll()
     try:
         result = os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
     except ChildProcessError:  # reaped already
