@@ -3,7 +3,9 @@
 (a) Starts ``eval-pipeline serve-reference`` (its own process) with an injected latency and
 drives single-turn cases through the ``openai:`` adapter at several concurrencies, next to
 the ideal ``turns × latency / concurrency``. (b) Drives a CPU-bound ``python:`` runtime with
-1 and with N worker processes. Prints figures; asserts nothing.
+1 and with N worker processes. (c) The ``exec:`` protocol's own cost: turns per second
+through a child that answers at once, and the time from starting a child (behind its
+guard) to its first reply. Prints figures; asserts nothing.
 """
 
 from __future__ import annotations
@@ -11,8 +13,10 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shlex
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -93,6 +97,42 @@ def cpu_figures(cases: int, rounds: int, workers: list[int]) -> None:
         print(f"    {count:>11} {wall:>8.2f} {cases / wall:>8.1f} {baseline / wall:>7.2f}x")
 
 
+# Answers at once, so the figures are the protocol's cost and nothing else.
+ECHO_CHILD = """
+import json, sys
+for line in sys.stdin:
+    request = json.loads(line)
+    print(json.dumps({"id": request["id"], "surface": request.get("prompt", "")}), flush=True)
+"""
+
+
+def exec_figures(cases: int, starts: int) -> None:
+    threads = single_turn_threads(cases)
+    with tempfile.TemporaryDirectory() as scratch:
+        child = Path(scratch, "echo_child.py")
+        child.write_text(ECHO_CHILD, encoding="utf-8")
+        spec = f"exec:{shlex.join([sys.executable, str(child)])}"
+        runtime = build_runtime(spec, {"workers": 1})
+        drive(runtime, threads[:10])  # start the child before timing
+        started = time.perf_counter()
+        transcripts = drive(runtime, threads)
+        wall = time.perf_counter() - started
+        runtime.close()
+        assert transcripts["error"].isna().all(), transcripts["error"].dropna().head()
+        print(f"(c) exec: protocol v2, a child that answers at once, {cases} single-turn cases, 1 worker")
+        print(f"    {cases / wall:>8.0f} turns/s ({wall / cases * 1e6:.0f} µs a turn)")
+        first_replies = []
+        for _ in range(starts):
+            started = time.perf_counter()
+            runtime = build_runtime(spec, {"workers": 1})
+            drive(runtime, threads[:1])
+            first_replies.append(time.perf_counter() - started)
+            runtime.close()
+        first_replies.sort()
+        median = first_replies[len(first_replies) // 2]
+        print(f"    start to first reply (guard + child), median of {starts}: {median * 1000:.0f} ms")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument(
@@ -103,10 +143,19 @@ def main() -> None:
     parser.add_argument("--cpu-cases", type=int, default=48)
     parser.add_argument("--rounds", type=int, default=100_000, help="CPU work per turn in (b)")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 2, help="N for (b)")
+    parser.add_argument("--exec-cases", type=int, default=5000, help="single-turn cases for (c)")
+    parser.add_argument("--exec-starts", type=int, default=9, help="child starts timed in (c)")
+    parser.add_argument(
+        "--only", choices=["http", "cpu", "exec"], help="run one section (default: all three)"
+    )
     args = parser.parse_args()
     print(f"cores: {os.cpu_count()}, python {sys.version.split()[0]}")
-    http_figures(args.cases, args.latency_ms, args.concurrency)
-    cpu_figures(args.cpu_cases, args.rounds, sorted({1, args.workers}))
+    if args.only in (None, "http"):
+        http_figures(args.cases, args.latency_ms, args.concurrency)
+    if args.only in (None, "cpu"):
+        cpu_figures(args.cpu_cases, args.rounds, sorted({1, args.workers}))
+    if args.only in (None, "exec"):
+        exec_figures(args.exec_cases, args.exec_starts)
 
 
 if __name__ == "__main__":

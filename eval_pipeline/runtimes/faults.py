@@ -4,7 +4,9 @@ An adapter raises :class:`TurnFault` when a turn fails in a way it understands (
 429, a malformed reply, a child process that died). ``transient`` says whether sending the
 same turn again may succeed; ``retry_after`` carries a wait the runtime asked for. The
 driver owns the one retry loop (:mod:`eval_pipeline.drive`); a runtime says how it wants to
-be retried through an optional ``retry_policy`` attribute.
+be retried through an optional ``retry_policy`` attribute. ``kind``, when an adapter sets it, is
+a stable code for the fault (e.g. ``timeout``, ``protocol_mismatch``); adapters start the
+message with it, so the transcript's ``error`` carries it too.
 """
 
 from __future__ import annotations
@@ -16,10 +18,18 @@ from dataclasses import dataclass
 class TurnFault(RuntimeError):
     """One turn failed. Recorded in transcripts as ``error``; retried only when ``transient``."""
 
-    def __init__(self, message: str, *, transient: bool = False, retry_after: float | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        transient: bool = False,
+        retry_after: float | None = None,
+        kind: str | None = None,
+    ) -> None:
         super().__init__(message)
         self.transient = transient
         self.retry_after = retry_after
+        self.kind = kind
 
 
 def is_transient(exc: BaseException) -> bool:

@@ -1,8 +1,9 @@
 """A worker process for the ``python:`` adapter: one Python runtime behind the exec protocol.
 
 Started by the adapter with its configuration in ``EVAL_PIPELINE_PYTHON_WORKER`` (the
-target and the validated options); reads ``{"session", "prompt"}`` / ``{"session", "end"}``
-lines on stdin and answers each with one JSON line on stdout. A bot that raises answers
+target and the validated options); reads ``{"id", "session", "prompt"}`` /
+``{"id", "session", "end"}`` lines on stdin and answers each with one JSON line on stdout
+that echoes the request's ``id`` (exec protocol v2). A bot that raises answers
 ``{"error": ...}`` for that turn; the worker carries on with the other sessions.
 """
 
@@ -44,7 +45,7 @@ def serve(stdin: TextIO, stdout: TextIO) -> None:
                 reply = to_reply(chat(str(request["prompt"])), options)
             except Exception as exc:  # a failing turn is data; the worker serves on
                 reply = {"error": f"{type(exc).__name__}: {exc}"}
-        stdout.write(json.dumps(reply, ensure_ascii=False) + "\n")
+        stdout.write(json.dumps({**reply, "id": request.get("id")}, ensure_ascii=False) + "\n")
         stdout.flush()
 
 

@@ -186,9 +186,7 @@ def test_python_bot_that_raises_fails_only_its_turn() -> None:
 
 @pytest.mark.slow
 def test_exec_crash_and_garbage_fail_their_turns_and_lost_sessions_only() -> None:
-    runtime = build_runtime(
-        f"exec:{sys.executable} {EXEC_BOT} --crash-on CRASH --garble-on GARBLE", {"workers": 1}
-    )
+    runtime = build_runtime(f"exec:{sys.executable} {EXEC_BOT}", {"workers": 1})
     try:
         transcripts = drive(
             runtime,
@@ -203,10 +201,9 @@ def test_exec_crash_and_garbage_fail_their_turns_and_lost_sessions_only() -> Non
         runtime.close()
     errors = transcripts.set_index(["case_id", "turn_index"])["error"]
     assert errors.isna()[("a", 0)]
-    assert errors[("a", 1)].startswith("TurnFault: malformed reply: not JSON")
-    assert errors.isna()[("a", 2)]
-    assert errors[("a", 3)] == "TurnFault: runtime process exited (code 3)"
-    assert errors[("a", 4)].startswith("TurnFault: session lost")
+    assert errors[("a", 1)].startswith("TurnFault: malformed_reply: not JSON")
+    # A line that is not the reply leaves the stream out of step: the child is restarted.
+    assert all(errors[("a", i)].startswith("TurnFault: session_lost") for i in (2, 3, 4))
     assert errors.isna()[("b", 0)]  # a new session on the restarted child answers
 
 
