@@ -133,7 +133,9 @@ def _compare_level(
     def rewrite_finding(i: int, j: int) -> Finding:
         exp_node, act_node = exp_args[i], act_args[j]
         exp_type, act_type = exp_node.get("type"), act_node.get("type")
-        if exp_node.get("name") != act_node.get("name") or exp_type == act_type:
+        same_argument = pairing.expected.items[i].argument == pairing.actual.items[j].argument
+        keyword_changed = exp_type != act_type and (exp_type in KEYWORDS or act_type is not None)
+        if not (same_argument and keyword_changed):
             return mutated_finding(
                 signature(exp_node), signature(act_node), {**context, "occurrence": labels[i]}
             )

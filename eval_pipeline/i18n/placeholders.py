@@ -166,38 +166,46 @@ class TokenPairing:
 
 
 def pair_tokens(expected: Tokens, actual: Tokens) -> TokenPairing:
-    """Pair occurrences as multisets: the k-th source occurrence of a key with the k-th of the
-    translation (equal texts first), then leftovers naming the same argument, then leftovers in
-    the same slot whose keys the other side lacks entirely (a rename)."""
+    """Pair occurrences as multisets keyed by identity: the k-th source occurrence of a key with the
+    k-th of the translation (equal texts first). Left over: occurrences naming the same argument
+    (a changed ICU keyword or style), then occurrences in the same slot whose keys the other side
+    lacks entirely (a rename). An argument written as often as in the source but under other keys
+    was rewritten in place, so its occurrences are paired by position first: the report then names
+    the occurrence that changed, not a later one of the same key."""
     exp_items, act_items = expected.items, actual.items
+    left_exp, left_act = list(range(len(exp_items))), list(range(len(act_items)))
     pairs: list[tuple[int, int]] = []
-    unpaired_exp, unpaired_act = _indexes_by_key(exp_items), _indexes_by_key(act_items)
-    for same_text in (True, False):
-        for key, exp_indexes in unpaired_exp.items():
-            act_indexes = unpaired_act.get(key, [])
-            for i in list(exp_indexes):
-                j = next(
-                    (j for j in act_indexes if not same_text or act_items[j].text == exp_items[i].text), None
-                )
-                if j is not None:
-                    pairs.append((i, j))
-                    exp_indexes.remove(i)
-                    act_indexes.remove(j)
-    left_exp = sorted(i for indexes in unpaired_exp.values() for i in indexes)
-    left_act = sorted(j for indexes in unpaired_act.values() for j in indexes)
-    for i in list(left_exp):
-        j = next((j for j in left_act if act_items[j].argument == exp_items[i].argument), None)
-        if j is not None:
-            pairs.append((i, j))
-            left_exp.remove(i)
-            left_act.remove(j)
-    exp_keys, act_keys = {p.key for p in exp_items}, {p.key for p in act_items}
+
+    def pair(i: int, j: int) -> None:
+        pairs.append((i, j))
+        left_exp.remove(i)
+        left_act.remove(j)
+
+    def first_unpaired(i: int, fits: Callable[[Placeholder, Placeholder], bool]) -> int | None:
+        return next((j for j in left_act if fits(exp_items[i], act_items[j])), None)
+
+    for name in dict.fromkeys(p.argument for p in exp_items):
+        exp_of = [i for i in left_exp if exp_items[i].argument == name]
+        act_of = [j for j in left_act if act_items[j].argument == name]
+        exp_keys = Counter(exp_items[i].key for i in exp_of)
+        if len(exp_of) == len(act_of) and exp_keys != Counter(act_items[j].key for j in act_of):
+            for exp_index, act_index in zip(exp_of, act_of, strict=True):
+                pair(exp_index, act_index)
+    rules: tuple[Callable[[Placeholder, Placeholder], bool], ...] = (
+        lambda e, a: e.key == a.key and e.text == a.text,
+        lambda e, a: e.key == a.key,
+        lambda e, a: e.argument == a.argument,
+    )
+    for fits in rules:
+        for i in list(left_exp):
+            match = first_unpaired(i, fits)
+            if match is not None:
+                pair(i, match)
+    all_exp_keys, all_act_keys = {p.key for p in exp_items}, {p.key for p in act_items}
     if len(exp_items) == len(act_items):
         for i in [i for i in left_exp if i in left_act]:
-            if exp_items[i].key not in act_keys and act_items[i].key not in exp_keys:
-                pairs.append((i, i))
-                left_exp.remove(i)
-                left_act.remove(i)
+            if exp_items[i].key not in all_act_keys and act_items[i].key not in all_exp_keys:
+                pair(i, i)
     pairs.sort()
     return TokenPairing(
         expected,
@@ -315,13 +323,6 @@ def _percent_positions(text: str) -> list[int]:
             positions.append(i)
         i += 1
     return positions
-
-
-def _indexes_by_key(items: Sequence[Placeholder]) -> dict[str, list[int]]:
-    indexes: dict[str, list[int]] = {}
-    for index, item in enumerate(items):
-        indexes.setdefault(item.key, []).append(index)
-    return indexes
 
 
 def _text_of(items: Sequence[Placeholder], key: str) -> str:
