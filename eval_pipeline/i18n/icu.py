@@ -1,5 +1,10 @@
 """ICU MessageFormat placeholders: arguments, keywords, ``#`` and branches, compared branch by branch.
 
+Arguments are occurrences, not names: ``{n, plural}`` twice, or ``{n, plural}`` and
+``{n, number}``, are separate occurrences, paired with the translation's as multisets keyed by
+signature (name, type, style), the k-th with the k-th; each pair's branches are compared. A
+finding names the occurrence (``2nd {n, plural}``) and the branch path down to it.
+
 Parsing is pyicumessageformat's. The source is parsed strictly. The candidate is parsed
 loosely (unknown argument types and a missing ``other`` are accepted) so that a translated
 keyword or a dropped branch is reported as what it is, not as a bare syntax error.
