@@ -1,5 +1,10 @@
 """ICU MessageFormat placeholders: arguments, keywords, ``#`` and branches, compared branch by branch.
 
+Arguments are occurrences, not names: ``{n, plural}`` twice, or ``{n, plural}`` and
+``{n, number}``, are separate occurrences, paired with the translation's as multisets keyed by
+signature (name, type, style), the k-th with the k-th; each pair's branches are compared. A
+finding names the occurrence (``2nd {n, plural}``) and the branch path down to it.
+
 Parsing is pyicumessageformat's. The source is parsed strictly. The candidate is parsed
 loosely (unknown argument types and a missing ``other`` are accepted) so that a translated
 keyword or a dropped branch is reported as what it is, not as a bare syntax error.
@@ -11,13 +16,21 @@ branch of the same category, or with the source's ``other`` when the source has 
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pyicumessageformat import Parser
 
 from eval_pipeline.i18n.locales import ordinal_categories, plural_categories
-from eval_pipeline.i18n.placeholders import Placeholder, PlaceholderSyntaxError, Tokens, compare_tokens
+from eval_pipeline.i18n.placeholders import (
+    Placeholder,
+    PlaceholderSyntaxError,
+    Tokens,
+    mutated_finding,
+    pair_tokens,
+    pairing_findings,
+)
 from eval_pipeline.i18n.results import Finding, fail, ok
 
 Node = str | dict[str, Any]
@@ -46,7 +59,7 @@ def check_icu(source: str, text: str, target_locale: str, *, allow_reorder: bool
         actual = parse_icu(text, strict=False)
     except PlaceholderSyntaxError as exc:
         return [fail("placeholder_malformed", f"The translation is malformed: {exc}.", detail=str(exc))]
-    findings = _compare_level(expected, actual, target_locale, allow_reorder, path="")
+    findings = _compare_level(expected, actual, target_locale, allow_reorder, where="")
     if findings:
         return findings
     return [
@@ -70,56 +83,102 @@ def signature(node: Mapping[str, Any]) -> str:
     return "{" + ", ".join(parts) + "}"
 
 
+def label(node: Mapping[str, Any]) -> str:
+    """How people name an argument: ``{n, plural}``, ``{n, number, integer}``, ``{n}``, ``#``."""
+    if node.get("hash"):
+        return "#"
+    parts = [str(node["name"]), *(str(node[field]) for field in ("type", "format") if node.get(field))]
+    return "{" + ", ".join(parts) + "}"
+
+
 def _arguments(nodes: Sequence[Node]) -> list[dict[str, Any]]:
     return [n for n in nodes if isinstance(n, dict)]
 
 
-def _tokens(nodes: Sequence[Node]) -> Tokens:
+def _tokens(arguments: Sequence[Mapping[str, Any]]) -> Tokens:
+    """Identity is the signature (name, type, style); the name ties a changed keyword to its argument."""
     items = tuple(
-        Placeholder("#" if n.get("hash") else str(n["name"]), signature(n)) for n in _arguments(nodes)
+        Placeholder(signature(n), signature(n), name="#" if n.get("hash") else str(n["name"]))
+        for n in arguments
     )
     return Tokens(items, reorderable=True)
 
 
+def occurrence_labels(arguments: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Each argument's label, prefixed with its position among the level's arguments of the same
+    signature when there are several: ``2nd {n, plural}``."""
+    signatures = [signature(n) for n in arguments]
+    totals = Counter(signatures)
+    seen: Counter[str] = Counter()
+    labels: list[str] = []
+    for node, sig in zip(arguments, signatures, strict=True):
+        seen[sig] += 1
+        labels.append(f"{ordinal(seen[sig])} {label(node)}" if totals[sig] > 1 else label(node))
+    return labels
+
+
+def ordinal(number: int) -> str:
+    """``1st``, ``2nd``, ``3rd``, ``4th``, ``11th``, ``21st``."""
+    suffix = "th" if 10 <= number % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(number % 10, "th")
+    return f"{number}{suffix}"
+
+
 def _compare_level(
-    expected: Sequence[Node], actual: Sequence[Node], locale: str, allow_reorder: bool, path: str
+    expected: Sequence[Node], actual: Sequence[Node], locale: str, allow_reorder: bool, where: str
 ) -> list[Finding]:
-    findings = compare_tokens(_tokens(expected), _tokens(actual), allow_reorder=allow_reorder, where=path)
-    by_name = {str(n["name"]): n for n in _arguments(actual) if not n.get("hash")}
-    keyword_changes: set[str] = set()
-    for exp_node in _arguments(expected):
-        if exp_node.get("hash"):
-            continue
-        name = str(exp_node["name"])
-        act_node = by_name.get(name)
-        if act_node is None:
-            continue
+    """One message level (``where`` names the branch it is, ``""`` at the top): its arguments
+    paired as occurrences (see :func:`pair_tokens`), then the branches of every pair of
+    plural/select occurrences compared, pair by pair."""
+    exp_args, act_args = _arguments(expected), _arguments(actual)
+    pairing = pair_tokens(_tokens(exp_args), _tokens(act_args))
+    labels = occurrence_labels(exp_args)
+    argument_paths = [f"{where} / {label}" if where else label for label in labels]
+    context = {"where": where} if where else {}
+
+    def rewrite_finding(i: int, j: int) -> Finding:
+        exp_node, act_node = exp_args[i], act_args[j]
         exp_type, act_type = exp_node.get("type"), act_node.get("type")
-        if exp_type != act_type and (exp_type in KEYWORDS or act_type is not None):
-            keyword_changes.add(signature(exp_node))
-            findings.append(
-                fail(
-                    "icu_keyword_mutated",
-                    f"Argument {name!r} has type {act_type!r}; the source's ICU keyword is {exp_type!r} (keywords are not translated).",
-                    argument=name,
-                    expected=exp_type,
-                    actual=act_type,
-                    **({"where": path} if path else {}),
+        same_argument = pairing.expected.items[i].argument == pairing.actual.items[j].argument
+        keyword_changed = exp_type != act_type and (exp_type in KEYWORDS or act_type is not None)
+        if not (same_argument and keyword_changed):
+            return mutated_finding(
+                signature(exp_node), signature(act_node), {**context, "occurrence": labels[i]}
+            )
+        return fail(
+            "icu_keyword_mutated",
+            f"Argument {argument_paths[i]} is written with type {act_type!r}; the source's ICU keyword is {exp_type!r} (keywords are not translated).",
+            argument=str(exp_node["name"]),
+            occurrence=labels[i],
+            expected=exp_type,
+            actual=act_type,
+            **context,
+        )
+
+    findings = pairing_findings(
+        pairing, allow_reorder=allow_reorder, context=context, rewrite_finding=rewrite_finding
+    )
+    for i, j in pairing.kept + pairing.rewritten:
+        exp_type = exp_args[i].get("type")
+        if exp_type in BRANCHING_TYPES and act_args[j].get("type") == exp_type:
+            findings.extend(
+                _compare_branches(
+                    exp_args[i], act_args[j], locale, allow_reorder, argument_paths[i], labels[i]
                 )
             )
-        elif exp_type in BRANCHING_TYPES:
-            findings.extend(_compare_branches(exp_node, act_node, locale, allow_reorder, f"{path}{name}"))
-    # A changed keyword is reported once, by its own code.
-    return [
-        f
-        for f in findings
-        if not (f.code == "placeholder_mutated" and f.evidence.get("expected") in keyword_changes)
-    ]
+    return findings
 
 
 def _compare_branches(
-    expected: Mapping[str, Any], actual: Mapping[str, Any], locale: str, allow_reorder: bool, path: str
+    expected: Mapping[str, Any],
+    actual: Mapping[str, Any],
+    locale: str,
+    allow_reorder: bool,
+    argument: str,
+    occurrence: str,
 ) -> list[Finding]:
+    """The branches of one paired plural/select occurrence; ``argument`` is its path, ``occurrence``
+    its label at its own level."""
+    about = {"argument": argument, "occurrence": occurrence}
     exp_options: dict[str, list[Node]] = expected["options"]
     act_options: dict[str, list[Node]] = actual["options"]
     kind = expected["type"]
@@ -130,30 +189,28 @@ def _compare_branches(
         required = sorted(categories | exact)
         for key in act_options:
             if key.startswith("=") and key not in exact:
-                findings.append(_branch_extra(key, path, "the source has no such exact-value branch"))
+                findings.append(_branch_extra(key, about, "the source has no such exact-value branch"))
             elif not key.startswith("=") and key not in categories:
                 findings.append(
                     fail(
                         "icu_plural_category_invalid",
-                        f"Branch {key!r} of {path!r} is not a {locale} plural category ({', '.join(sorted(categories))}).",
-                        argument=path,
+                        f"Branch {key!r} of {argument} is not a {locale} plural category ({', '.join(sorted(categories))}).",
                         branch=key,
+                        **about,
                         allowed=sorted(categories),
                     )
                 )
     else:
         required = sorted(exp_options)
         findings.extend(
-            _branch_extra(key, path, "the source has no such select branch")
+            _branch_extra(key, about, "the source has no such select branch")
             for key in act_options
             if key not in exp_options
         )
     for key in required:
         if key not in act_options:
             findings.append(
-                fail(
-                    "icu_branch_missing", f"Branch {key!r} of {path!r} is missing.", argument=path, branch=key
-                )
+                fail("icu_branch_missing", f"Branch {key!r} of {argument} is missing.", branch=key, **about)
             )
     for key, act_nodes in act_options.items():
         exp_nodes = exp_options.get(key, exp_options.get("other"))
@@ -161,12 +218,13 @@ def _compare_branches(
             continue
         if kind == "select" and key not in exp_options:
             continue
-        findings.extend(_compare_level(exp_nodes, act_nodes, locale, allow_reorder, f"{path}[{key}]."))
+        findings.extend(_compare_level(exp_nodes, act_nodes, locale, allow_reorder, f"{argument}[{key}]"))
     return findings
 
 
-def _branch_extra(key: str, path: str, why: str) -> Finding:
-    return fail("icu_branch_extra", f"Branch {key!r} of {path!r} is extra: {why}.", argument=path, branch=key)
+def _branch_extra(key: str, about: Mapping[str, str], why: str) -> Finding:
+    message = f"Branch {key!r} of {about['argument']} is extra: {why}."
+    return fail("icu_branch_extra", message, branch=key, **about)
 
 
 def _argument_names(nodes: Sequence[Node]) -> list[str]:

@@ -9,8 +9,9 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from eval_pipeline.i18n.results import Finding, fail, ok
 
@@ -31,10 +32,20 @@ class PlaceholderSyntaxError(ValueError):
 
 @dataclass(frozen=True)
 class Placeholder:
-    """One placeholder occurrence. ``key`` is its identity; ``text`` is how it is written."""
+    """One placeholder occurrence. ``key`` is its identity; ``text`` is how it is written.
+
+    ``name`` is the argument it stands for when several identities share one (ICU: ``{n, plural}``
+    and ``{n, number}``); occurrences of one name with different keys are one placeholder
+    rewritten. By default the key is the name.
+    """
 
     key: str
     text: str
+    name: str | None = None
+
+    @property
+    def argument(self) -> str:
+        return self.key if self.name is None else self.name
 
 
 @dataclass(frozen=True)
@@ -136,78 +147,155 @@ def flat_tokenizer(syntax: str, source: str, pattern: str | None = None) -> Call
     raise ValueError(f"no flat tokenizer for syntax {syntax!r}")
 
 
-def compare_tokens(
-    expected: Tokens, actual: Tokens, *, allow_reorder: bool, where: str = ""
+@dataclass(frozen=True)
+class TokenPairing:
+    """Which placeholder occurrence of the source answers to which of the translation.
+
+    Indexes are positions in ``expected.items`` / ``actual.items``. ``kept`` pairs are written
+    identically; ``rewritten`` pairs are the same placeholder written differently (a changed
+    conversion, ICU keyword or style, or a rename in the same slot); ``missing`` and ``extra``
+    are the occurrences no pair accounts for.
+    """
+
+    expected: Tokens
+    actual: Tokens
+    kept: tuple[tuple[int, int], ...]
+    rewritten: tuple[tuple[int, int], ...]
+    missing: tuple[int, ...]
+    extra: tuple[int, ...]
+
+
+def pair_tokens(expected: Tokens, actual: Tokens) -> TokenPairing:
+    """Pair occurrences as multisets keyed by identity: the k-th source occurrence of a key with the
+    k-th of the translation (equal texts first). Left over: occurrences naming the same argument
+    (a changed ICU keyword or style), then occurrences in the same slot whose keys the other side
+    lacks entirely (a rename). An argument written as often as in the source but under other keys
+    was rewritten in place, so its occurrences are paired by position first: the report then names
+    the occurrence that changed, not a later one of the same key."""
+    exp_items, act_items = expected.items, actual.items
+    left_exp, left_act = list(range(len(exp_items))), list(range(len(act_items)))
+    pairs: list[tuple[int, int]] = []
+
+    def pair(i: int, j: int) -> None:
+        pairs.append((i, j))
+        left_exp.remove(i)
+        left_act.remove(j)
+
+    def first_unpaired(i: int, fits: Callable[[Placeholder, Placeholder], bool]) -> int | None:
+        return next((j for j in left_act if fits(exp_items[i], act_items[j])), None)
+
+    for name in dict.fromkeys(p.argument for p in exp_items):
+        exp_of = [i for i in left_exp if exp_items[i].argument == name]
+        act_of = [j for j in left_act if act_items[j].argument == name]
+        exp_keys = Counter(exp_items[i].key for i in exp_of)
+        if len(exp_of) == len(act_of) and exp_keys != Counter(act_items[j].key for j in act_of):
+            for exp_index, act_index in zip(exp_of, act_of, strict=True):
+                pair(exp_index, act_index)
+    rules: tuple[Callable[[Placeholder, Placeholder], bool], ...] = (
+        lambda e, a: e.key == a.key and e.text == a.text,
+        lambda e, a: e.key == a.key,
+        lambda e, a: e.argument == a.argument,
+    )
+    for fits in rules:
+        for i in list(left_exp):
+            match = first_unpaired(i, fits)
+            if match is not None:
+                pair(i, match)
+    all_exp_keys, all_act_keys = {p.key for p in exp_items}, {p.key for p in act_items}
+    if len(exp_items) == len(act_items):
+        for i in [i for i in left_exp if i in left_act]:
+            if exp_items[i].key not in all_act_keys and act_items[i].key not in all_exp_keys:
+                pair(i, i)
+    pairs.sort()
+    return TokenPairing(
+        expected,
+        actual,
+        kept=tuple((i, j) for i, j in pairs if exp_items[i].text == act_items[j].text),
+        rewritten=tuple((i, j) for i, j in pairs if exp_items[i].text != act_items[j].text),
+        missing=tuple(left_exp),
+        extra=tuple(left_act),
+    )
+
+
+RewriteFinding = Callable[[int, int], Finding]
+
+
+def pairing_findings(
+    pairing: TokenPairing,
+    *,
+    allow_reorder: bool,
+    context: Mapping[str, Any] | None = None,
+    rewrite_finding: RewriteFinding | None = None,
 ) -> list[Finding]:
-    """Identity and multiplicity first, then order. An empty list means nothing is wrong."""
-    exp_keys = [p.key for p in expected.items]
-    act_keys = [p.key for p in actual.items]
-    exp_count, act_count = Counter(exp_keys), Counter(act_keys)
-    missing = [k for k in exp_count if k not in act_count]
-    extra = [k for k in act_count if k not in exp_count]
-    findings: list[Finding] = []
-    context = {"where": where} if where else {}
-    # The same slot written differently (a rename, a changed conversion) is a mutation, not loss + gain.
-    if len(exp_keys) == len(act_keys):
-        for exp_item, act_item in zip(expected.items, actual.items, strict=True):
-            if exp_item.key in missing and act_item.key in extra:
-                missing.remove(exp_item.key)
-                extra.remove(act_item.key)
-                findings.append(_mutated(exp_item.text, act_item.text, context))
-    for key in missing:
-        text = _text_of(expected.items, key)
+    """Identity and multiplicity first, then order. An empty list means nothing is wrong.
+
+    ``context`` is added to every finding's evidence; ``rewrite_finding(i, j)`` describes a
+    rewritten pair (by default ``placeholder_mutated``)."""
+    expected, actual = pairing.expected.items, pairing.actual.items
+    evidence = dict(context or {})
+    exp_count = Counter(p.key for p in expected)
+    act_count = Counter(p.key for p in actual)
+
+    def mutated(i: int, j: int) -> Finding:
+        return mutated_finding(expected[i].text, actual[j].text, evidence)
+
+    describe = rewrite_finding or mutated
+    # Inside an ICU branch, the message says which one: "… is missing (in 2nd {n, plural}[one])."
+    inside = f" (in {evidence['where']})" if evidence.get("where") else ""
+    findings = [describe(i, j) for i, j in pairing.rewritten]
+    miscounted: set[str] = set()
+    for side, indexes, items in (("missing", pairing.missing, expected), ("extra", pairing.extra, actual)):
+        for key in dict.fromkeys(items[i].key for i in indexes):
+            if exp_count[key] and act_count[key]:
+                miscounted.add(key)
+                continue
+            text = _text_of(items, key)
+            if side == "missing":
+                message = f"Expected placeholder {text} is missing{inside}."
+                findings.append(fail("placeholder_missing", message, expected=text, **evidence))
+            else:
+                message = f"Placeholder {text} is not in the source{inside}."
+                findings.append(fail("placeholder_extra", message, actual=text, **evidence))
+    for key in sorted(miscounted):
+        text = _text_of(expected, key)
         findings.append(
-            fail("placeholder_missing", f"Expected placeholder {text} is missing.", expected=text, **context)
-        )
-    for key in extra:
-        text = _text_of(actual.items, key)
-        findings.append(
-            fail("placeholder_extra", f"Placeholder {text} is not in the source.", actual=text, **context)
-        )
-    for key in exp_count.keys() & act_count.keys():
-        if exp_count[key] != act_count[key]:
-            text = _text_of(expected.items, key)
-            findings.append(
-                fail(
-                    "placeholder_count_mismatch",
-                    f"Placeholder {text} occurs {act_count[key]} time(s); the source has {exp_count[key]}.",
-                    placeholder=text,
-                    expected_count=exp_count[key],
-                    actual_count=act_count[key],
-                    **context,
-                )
+            fail(
+                "placeholder_count_mismatch",
+                f"Placeholder {text} occurs {act_count[key]} time(s); the source has {exp_count[key]}{inside}.",
+                placeholder=text,
+                expected_count=exp_count[key],
+                actual_count=act_count[key],
+                **evidence,
             )
-        else:
-            exp_texts = [p.text for p in expected.items if p.key == key]
-            act_texts = [p.text for p in actual.items if p.key == key]
-            for exp_text, act_text in zip(exp_texts, act_texts, strict=True):
-                if exp_text != act_text:
-                    findings.append(_mutated(exp_text, act_text, context))
-    if findings or exp_keys == act_keys:
+        )
+    exp_order, act_order = [p.text for p in expected], [p.text for p in actual]
+    if findings or exp_order == act_order:
         return sorted(findings, key=lambda f: (f.code, str(sorted(f.evidence.items()))))
-    order = {
-        "expected_order": [p.text for p in expected.items],
-        "actual_order": [p.text for p in actual.items],
-    }
-    if not expected.reorderable:
+    order = {"expected_order": exp_order, "actual_order": act_order}
+    if not pairing.expected.reorderable:
         return [
             fail(
                 "placeholder_reorder_unsupported",
                 "Placeholders were reordered, but this syntax cannot express reordering (number them, e.g. %1$s).",
                 **order,
-                **context,
+                **evidence,
             )
         ]
     if not allow_reorder:
         return [
             fail(
                 "placeholder_reordered",
-                "Placeholders were reordered; this case forbids it.",
+                f"Placeholders were reordered{inside}; this case forbids it.",
                 **order,
-                **context,
+                **evidence,
             )
         ]
     return []
+
+
+def compare_tokens(expected: Tokens, actual: Tokens, *, allow_reorder: bool) -> list[Finding]:
+    """:func:`pairing_findings` of :func:`pair_tokens`: what is wrong, or nothing."""
+    return pairing_findings(pair_tokens(expected, actual), allow_reorder=allow_reorder)
 
 
 def check_flat(
@@ -241,10 +329,12 @@ def _text_of(items: Sequence[Placeholder], key: str) -> str:
     return next(p.text for p in items if p.key == key)
 
 
-def _mutated(expected: str, actual: str, context: dict[str, str]) -> Finding:
+def mutated_finding(expected: str, actual: str, context: Mapping[str, Any]) -> Finding:
+    """``placeholder_mutated``: the same slot written differently (``context`` joins the evidence)."""
+    inside = f" (in {context['where']})" if context.get("where") else ""
     return fail(
         "placeholder_mutated",
-        f"Placeholder {expected} was changed to {actual}.",
+        f"Placeholder {expected} was changed to {actual}{inside}.",
         expected=expected,
         actual=actual,
         **context,
