@@ -369,6 +369,12 @@ def test_a_server_that_ignores_stream_is_read_whole() -> None:
             id="chunk-not-json",
         ),
         pytest.param(
+            Scripted(body=b"<html>busy</html>", content_type="text/html"),
+            "malformed reply from {endpoint}: the body is not JSON: '<html>busy</html>'",
+            False,
+            id="neither-stream-nor-json",
+        ),
+        pytest.param(
             event_stream([]),
             "malformed reply from {endpoint}: the stream ended without a chunk",
             False,

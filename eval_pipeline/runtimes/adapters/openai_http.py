@@ -166,7 +166,7 @@ class OpenAIRuntime:
     def __init__(self, base_url: str, options: OpenAIOptions) -> None:
         self.base_url = base_url
         self.options = options
-        self.endpoint = "POST " + public_url(base_url.rstrip("/") + "/chat/completions")
+        self.endpoint = "POST " + public_url(base_url).rstrip("/") + "/chat/completions"
         self.retry_policy = RetryPolicy(options.max_retries, options.backoff_s, options.max_backoff_s)
         self.preferred_concurrency = options.max_concurrency
         key_env = options.api_key_env or DEFAULT_KEY_ENV
@@ -231,14 +231,16 @@ class OpenAIRuntime:
             timeout=self.options.timeout_s,
             extra_body=self.options.request_params or None,
         )
-        http = reply.http_response
+        return self._turn_response(self._body_document(reply.http_response), reply.headers, {})
+
+    def _body_document(self, http: Any) -> Any:
+        """The JSON of a whole (read) HTTP response, else a fault quoting the start of the body."""
         try:
-            document = http.json()
+            return http.json()
         except ValueError:
             raise self._malformed(
                 f"the body is not JSON: {shorten(http.text, 200)!r}", http.headers
             ) from None
-        return self._turn_response(document, http.headers, {})
 
     async def _streamed(self, messages: list[dict[str, str]]) -> TurnResponse:
         started = time.perf_counter()
@@ -252,11 +254,8 @@ class OpenAIRuntime:
             headers = reply.headers
             if "text/event-stream" not in headers.get("content-type", ""):
                 # A server that ignores ``stream`` answers with a whole completion.
-                try:
-                    document = await reply.json()
-                except ValueError:
-                    raise self._malformed("neither an event stream nor JSON", headers) from None
-                return self._turn_response(document, headers, {})
+                await reply.read()
+                return self._turn_response(self._body_document(reply.http_response), headers, {})
             assembly, first_token_s = await self._assemble(reply, started)
         try:
             document = assembly.document()
