@@ -28,7 +28,7 @@ def serve_reference(
         typer.Option(help="Require 'Authorization: Bearer $NAME' (the key read from env var NAME)."),
     ] = None,
 ) -> None:
-    """Serve the reference runtime as POST /v1/chat/completions on 127.0.0.1 until Ctrl-C."""
+    """Serve the reference runtime (POST /v1/chat/completions, GET /v1/models) on 127.0.0.1 until Ctrl-C."""
     api_key = None
     if api_key_env is not None:
         api_key = os.environ.get(api_key_env)

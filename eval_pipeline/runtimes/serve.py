@@ -7,6 +7,10 @@ any number of clients can share one server. Besides ``content``, the assistant m
 carries the reference runtime's ``grounding_source``, ``surface_tag`` and
 ``epistemic_status`` (extra fields an OpenAI client can read, see the ``openai:`` adapter's
 ``response_fields`` option); ``usage`` counts whitespace-separated words, not model tokens.
+A request with ``"stream": true`` is answered as server-sent ``chat.completion.chunk`` events
+(the extra fields in the first chunk, the text word by word, usage last when
+``stream_options.include_usage`` asks for it). ``GET /v1/models`` lists the one model,
+``reference``; every response carries an ``x-request-id``.
 
 Injected faults make the HTTP path testable: a fraction of requests fail with 500 or 429
 (with ``Retry-After``), another fraction stall for ``stall_s`` before answering (past a
@@ -20,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 import sys
 import threading
 import time
@@ -33,6 +38,8 @@ from eval_pipeline.runtimes.base import TurnResponse
 from eval_pipeline.runtimes.reference import ReferenceRuntime
 
 COMPLETIONS_PATH = "/v1/chat/completions"
+MODELS_PATH = "/v1/models"
+MODEL_ID = "reference"  # what /v1/models lists; completions answer whatever model name is sent
 
 Fault = Literal["ok", "error_500", "rate_limited_429", "stall"]
 
@@ -111,33 +118,67 @@ def answer(runtime: ReferenceRuntime, prompts: list[str]) -> TurnResponse:
     return response
 
 
-def completion_body(response: TurnResponse, model: str, prompts: list[str], serial: int) -> dict[str, Any]:
+def usage(response: TurnResponse, prompts: list[str]) -> dict[str, int]:
     prompt_words = sum(len(p.split()) for p in prompts)
     completion_words = len(response.surface.split())
+    return {
+        "prompt_tokens": prompt_words,
+        "completion_tokens": completion_words,
+        "total_tokens": prompt_words + completion_words,
+    }
+
+
+def extra_fields(response: TurnResponse) -> dict[str, str | None]:
+    """The reference runtime's typed fields, carried beside ``content`` in the assistant message."""
+    return {
+        "grounding_source": response.grounding_source,
+        "surface_tag": response.surface_tag,
+        "epistemic_status": response.epistemic_status,
+    }
+
+
+def completion_body(response: TurnResponse, model: str, prompts: list[str], serial: int) -> dict[str, Any]:
+    message = {"role": "assistant", "content": response.surface, **extra_fields(response)}
     return {
         "id": f"chatcmpl-ref-{serial}",
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model,
-        "choices": [
-            {
-                "index": 0,
-                "message": {
-                    "role": "assistant",
-                    "content": response.surface,
-                    "grounding_source": response.grounding_source,
-                    "surface_tag": response.surface_tag,
-                    "epistemic_status": response.epistemic_status,
-                },
-                "finish_reason": "stop",
-            }
-        ],
-        "usage": {
-            "prompt_tokens": prompt_words,
-            "completion_tokens": completion_words,
-            "total_tokens": prompt_words + completion_words,
-        },
+        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+        "usage": usage(response, prompts),
     }
+
+
+def completion_chunks(
+    response: TurnResponse, model: str, prompts: list[str], serial: int, *, include_usage: bool
+) -> list[dict[str, Any]]:
+    """The same answer as streamed ``chat.completion.chunk`` objects: one per word of the surface."""
+    head = {
+        "id": f"chatcmpl-ref-{serial}",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": model,
+    }
+
+    def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+        return {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]}
+
+    # Splitting before each space keeps the pieces' concatenation equal to the surface.
+    pieces = re.findall(r"\s*\S+|\s+$", response.surface) or [""]
+    chunks = [chunk({"role": "assistant", "content": pieces[0], **extra_fields(response)})]
+    chunks += [chunk({"content": piece}) for piece in pieces[1:]]
+    chunks.append(chunk({}, "stop"))
+    if include_usage:
+        chunks.append({**head, "choices": [], "usage": usage(response, prompts)})
+    return chunks
+
+
+def model_list() -> dict[str, Any]:
+    return {"object": "list", "data": [model_card(MODEL_ID)]}
+
+
+def model_card(model_id: str) -> dict[str, Any]:
+    return {"id": model_id, "object": "model", "created": 0, "owned_by": "eval-pipeline"}
 
 
 class ReferenceServer(ThreadingHTTPServer):
@@ -171,7 +212,7 @@ class ReferenceServer(ThreadingHTTPServer):
         return f"http://127.0.0.1:{self.port}/v1"
 
     def arrival(self, body: bytes) -> tuple[Fault, int]:
-        """Count this arrival; its fault and a serial number for the completion id."""
+        """Count this arrival; its fault and a serial number for the completion and request ids."""
         key = hashlib.sha256(body).digest()
         with self._lock:
             self._seen[key] += 1
@@ -179,6 +220,12 @@ class ReferenceServer(ThreadingHTTPServer):
             fault = choose_fault(self.config, body, self._seen[key])
             self.fault_counts[fault] += 1
             return fault, self._serial
+
+    def next_serial(self) -> int:
+        """A serial number for a request that draws no fault (model lists, unknown routes)."""
+        with self._lock:
+            self._serial += 1
+            return self._serial
 
     def start_background(self) -> ReferenceServer:
         """Serve from a daemon thread (tests, benchmarks); ``stop()`` ends it."""
@@ -201,59 +248,108 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass  # one line per request would drown the console; faults show in the client's transcripts
 
+    def do_GET(self) -> None:
+        if not self._authorized():
+            return
+        serial = self.server.next_serial()
+        path = self.path.split("?")[0].rstrip("/")
+        if path == MODELS_PATH:
+            self._send_json(HTTPStatus.OK, model_list(), serial)
+        elif path == f"{MODELS_PATH}/{MODEL_ID}":
+            self._send_json(HTTPStatus.OK, model_card(MODEL_ID), serial)
+        elif path.startswith(MODELS_PATH + "/"):
+            message = f"no model {path.removeprefix(MODELS_PATH + '/')!r}; this server lists {MODEL_ID!r}"
+            self._send_json(HTTPStatus.NOT_FOUND, _error(message, "model_not_found"), serial)
+        else:
+            message = f"no route GET {self.path}; use GET {MODELS_PATH} or POST {COMPLETIONS_PATH}"
+            self._send_json(HTTPStatus.NOT_FOUND, _error(message, "not_found"), serial)
+
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length)
         if self.path.rstrip("/") != COMPLETIONS_PATH:
-            self._send_json(
-                HTTPStatus.NOT_FOUND, _error(f"no route {self.path}; use POST {COMPLETIONS_PATH}")
-            )
+            serial = self.server.next_serial()
+            message = f"no route POST {self.path}; use POST {COMPLETIONS_PATH}"
+            self._send_json(HTTPStatus.NOT_FOUND, _error(message, "not_found"), serial)
             return
-        config = self.server.config
-        if config.api_key is not None and self.headers.get("Authorization") != f"Bearer {config.api_key}":
-            self._send_json(HTTPStatus.UNAUTHORIZED, _error("missing or wrong API key", "invalid_api_key"))
+        if not self._authorized():
             return
         try:
             payload = json.loads(body)
             prompts = user_prompts(payload)
         except (json.JSONDecodeError, UnicodeDecodeError, RequestError) as exc:
-            self._send_json(HTTPStatus.BAD_REQUEST, _error(f"bad request: {exc}", "invalid_request_error"))
+            error = _error(f"bad request: {exc}", "invalid_request_error")
+            self._send_json(HTTPStatus.BAD_REQUEST, error, self.server.next_serial())
             return
         fault, serial = self.server.arrival(body)
+        config = self.server.config
         if config.latency_ms:
             time.sleep(config.latency_ms / 1000.0)
         if fault == "error_500":
-            self._send_json(HTTPStatus.INTERNAL_SERVER_ERROR, _error("injected fault", "server_error"))
+            self._send_json(
+                HTTPStatus.INTERNAL_SERVER_ERROR, _error("injected fault", "server_error"), serial
+            )
             return
         if fault == "rate_limited_429":
             headers = {
                 "Retry-After": str(math.ceil(config.retry_after_s)),
                 "retry-after-ms": str(int(config.retry_after_s * 1000)),
             }
-            self._send_json(
-                HTTPStatus.TOO_MANY_REQUESTS, _error("injected rate limit", "rate_limit_exceeded"), headers
-            )
+            error = _error("injected rate limit", "rate_limit_exceeded")
+            self._send_json(HTTPStatus.TOO_MANY_REQUESTS, error, serial, headers)
             return
         if fault == "stall":
             time.sleep(config.stall_s)
-        model = str(payload.get("model") or "reference")
+        model = str(payload.get("model") or MODEL_ID)
         response = answer(self.server.runtime, prompts)
-        self._send_json(HTTPStatus.OK, completion_body(response, model, prompts, serial))
+        if payload.get("stream") is True:
+            include_usage = bool((payload.get("stream_options") or {}).get("include_usage"))
+            chunks = completion_chunks(response, model, prompts, serial, include_usage=include_usage)
+            self._send_events(chunks, serial)
+        else:
+            self._send_json(HTTPStatus.OK, completion_body(response, model, prompts, serial), serial)
+
+    def _authorized(self) -> bool:
+        """Whether the request carries the configured key; answers 401 when it does not."""
+        api_key = self.server.config.api_key
+        if api_key is None or self.headers.get("Authorization") == f"Bearer {api_key}":
+            return True
+        error = _error("missing or wrong API key", "invalid_api_key")
+        self._send_json(HTTPStatus.UNAUTHORIZED, error, self.server.next_serial())
+        return False
 
     def _send_json(
-        self, status: HTTPStatus, body: dict[str, Any], headers: dict[str, str] | None = None
+        self, status: HTTPStatus, body: dict[str, Any], serial: int, headers: dict[str, str] | None = None
     ) -> None:
         data = json.dumps(body, ensure_ascii=False).encode("utf-8")
         try:
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            for name, value in (headers or {}).items():
-                self.send_header(name, value)
-            self.end_headers()
+            self._send_head(
+                status, "application/json", serial, {"Content-Length": str(len(data)), **(headers or {})}
+            )
             self.wfile.write(data)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (e.g. timed out during a stall)
+
+    def _send_events(self, chunks: list[dict[str, Any]], serial: int) -> None:
+        """Server-sent events, one ``data:`` line per chunk then ``[DONE]``, in chunked encoding."""
+        events = [f"data: {json.dumps(c, ensure_ascii=False)}\n\n" for c in chunks] + ["data: [DONE]\n\n"]
+        try:
+            self._send_head(HTTPStatus.OK, "text/event-stream", serial, {"Transfer-Encoding": "chunked"})
+            for event in events:
+                data = event.encode("utf-8")
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    def _send_head(self, status: HTTPStatus, content_type: str, serial: int, headers: dict[str, str]) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("x-request-id", f"req-ref-{serial}")
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.end_headers()
 
 
 def _error(message: str, code: str = "error") -> dict[str, Any]:

@@ -88,6 +88,24 @@ def test_openai_against_served_reference(spec: LaneSpec, reference_runs: dict[st
     assert all(u["total_tokens"] == u["prompt_tokens"] + u["completion_tokens"] > 0 for u in usage)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("spec", LANES, ids=LANE_IDS)
+def test_openai_streamed_from_served_reference(spec: LaneSpec, reference_runs: dict[str, LaneRun]) -> None:
+    fields = {
+        name: f"choices.0.message.{name}" for name in ("grounding_source", "surface_tag", "epistemic_status")
+    }
+    params = {"stream": True, "stream_options": {"include_usage": True}}
+    with served_reference() as server:
+        run = _evaluate(
+            spec,
+            f"openai:{server.base_url}",
+            {"model": "reference", "response_fields": fields, "request_params": params},
+        )
+    assert_same_tables(run, reference_runs[spec.name])
+    raws = [json.loads(raw) for raw in run.transcripts["raw"]]
+    assert all(raw["ttft_ms"] > 0 and raw["chunks"] >= 3 and raw["usage"]["total_tokens"] > 0 for raw in raws)
+
+
 @pytest.mark.parametrize("suffix", [".jsonl", ".parquet"])
 @pytest.mark.parametrize("spec", LANES, ids=LANE_IDS)
 def test_replay_of_recorded_transcripts(

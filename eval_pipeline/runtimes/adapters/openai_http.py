@@ -22,14 +22,25 @@ Options (``--runtime-option KEY=VALUE``):
   ``grounding_source`` is ``"none"`` and the other fields are empty.
 - ``system_prompt``: an optional first system message; ``request_params``: extra
   request-body parameters (``temperature``, ``seed``...).
+- ``stream`` (false; ``request_params={"stream": true}`` means the same): ask for a streamed
+  reply, assemble its chunks, and record time to first token (``ttft_ms``) in ``raw``.
+- ``call_id_headers`` (``["x-request-id", "x-litellm-call-id"]``): response headers naming
+  the call in the gateway's logs; those present go to ``raw.call_ids`` and into error messages.
+- ``tool_call_surface`` (``empty``): what a reply with tool calls shows as its surface besides
+  its text: nothing (``empty``) or the calls as JSON (``json``).
 
-Token usage, the returned model name and the finish reason go to ``raw`` per turn.
+A reply is an answer whenever it has ``choices[0].message``: ``content: null`` is an empty
+surface, and tool calls are kept in ``raw``. Per turn, ``raw`` holds the response ``id``,
+model name, finish reason, token usage, tool calls and call ids. Objects and lists reached by
+``response_fields`` are stored as JSON. An error names the URL (never credentials), the HTTP
+status, the server's message (first 500 characters) or the underlying cause.
 """
 
 from __future__ import annotations
 
 import asyncio
 import email.utils
+import json
 import os
 import threading
 import time
@@ -38,9 +49,24 @@ from typing import Any, Literal, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import openai
-from openai import AsyncOpenAI
-from pydantic import BaseModel, ConfigDict, Field
+from openai import AsyncAPIResponse, AsyncOpenAI
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from eval_pipeline.runtimes.adapters.openai_replies import (
+    ReplyError,
+    StreamAssembly,
+    ToolCallSurface,
+    call_ids,
+    cause_text,
+    field_text,
+    first_message,
+    read_path,
+    redact,
+    reply_surface,
+    server_message,
+    shorten,
+    sse_payload,
+)
 from eval_pipeline.runtimes.base import ChatSession, RuntimeSpecError, TurnResponse
 from eval_pipeline.runtimes.faults import RetryPolicy, TurnFault
 from eval_pipeline.runtimes.options import validate_options
@@ -69,6 +95,21 @@ class OpenAIOptions(BaseModel):
     response_fields: dict[ResponseField, str] = Field(default_factory=dict)
     system_prompt: str | None = None
     request_params: dict[str, Any] = Field(default_factory=dict)
+    stream: bool = False
+    call_id_headers: list[str] = Field(default_factory=lambda: ["x-request-id", "x-litellm-call-id"])
+    tool_call_surface: ToolCallSurface = "empty"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _stream_from_request_params(cls, data: Any) -> Any:
+        """``request_params={"stream": true}`` is how people ask for streaming: make it the option."""
+        params = data.get("request_params") if isinstance(data, dict) else None
+        if not isinstance(params, dict) or "stream" not in params:
+            return data
+        rest = {k: v for k, v in params.items() if k != "stream"}
+        if "stream" in data and data["stream"] != params["stream"]:
+            raise ValueError("stream and request_params.stream disagree")
+        return {**data, "request_params": rest, "stream": params["stream"]}
 
 
 def public_url(url: str) -> str:
@@ -78,19 +119,6 @@ def public_url(url: str) -> str:
     if parts.port is not None:
         host = f"{host}:{parts.port}"
     return urlunsplit((parts.scheme, host, parts.path, "", ""))
-
-
-def read_path(document: Any, path: str) -> Any:
-    """The value at a dotted path (``choices.0.message.x``) of nested dicts/lists, else None."""
-    value = document
-    for part in path.split("."):
-        if isinstance(value, dict):
-            value = value.get(part)
-        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
-            value = value[int(part)]
-        else:
-            return None
-    return value
 
 
 def retry_after_s(headers: Mapping[str, str]) -> float | None:
@@ -138,6 +166,7 @@ class OpenAIRuntime:
     def __init__(self, base_url: str, options: OpenAIOptions) -> None:
         self.base_url = base_url
         self.options = options
+        self.endpoint = "POST " + public_url(base_url).rstrip("/") + "/chat/completions"
         self.retry_policy = RetryPolicy(options.max_retries, options.backoff_s, options.max_backoff_s)
         self.preferred_concurrency = options.max_concurrency
         key_env = options.api_key_env or DEFAULT_KEY_ENV
@@ -145,6 +174,8 @@ class OpenAIRuntime:
         headers = dict(options.headers)
         for header, env in options.header_envs.items():
             headers[header] = _secret(env, required=True) or ""
+        # Kept only to scrub them from server messages that echo a request back.
+        self._secrets = [api_key, *(headers[h] for h in options.header_envs)]
         self._loop = _EventLoopThread()
         self._client, self._limit = self._loop.run(self._connect(api_key, headers))
 
@@ -171,47 +202,137 @@ class OpenAIRuntime:
     async def _complete(self, messages: list[dict[str, str]]) -> TurnResponse:
         async with self._limit:
             try:
-                # The raw response skips the SDK's pydantic parsing of every reply: that parse is
-                # most of the client's CPU per request, and the driver needs a handful of fields.
-                reply = await self._client.chat.completions.with_raw_response.create(
-                    model=self.options.model,
-                    messages=messages,  # type: ignore[arg-type]
-                    timeout=self.options.timeout_s,
-                    extra_body=self.options.request_params or None,
-                )
-                document = reply.http_response.json()
+                if self.options.stream:
+                    return await self._streamed(messages)
+                return await self._whole(messages)
             except openai.APITimeoutError:
-                raise TurnFault(f"timed out after {self.options.timeout_s:g}s", transient=True) from None
+                raise TurnFault(
+                    f"timed out after {self.options.timeout_s:g}s: {self.endpoint}", transient=True
+                ) from None
             except openai.APIConnectionError as exc:
-                raise TurnFault(f"connection failed: {exc}", transient=True) from None
+                raise TurnFault(
+                    f"connection failed: {self.endpoint}: {cause_text(exc)}", transient=True
+                ) from None
             except openai.APIStatusError as exc:
                 raise TurnFault(
-                    f"HTTP {exc.status_code}: {exc.message}",
+                    self._described(
+                        f"HTTP {exc.status_code}", server_message(exc.response.text), exc.response.headers
+                    ),
                     transient=exc.status_code in TRANSIENT_STATUS,
                     retry_after=retry_after_s(exc.response.headers),
                 ) from None
-            except ValueError:  # the body was not JSON
-                raise TurnFault("malformed reply: the body is not JSON") from None
-        return self._turn_response(document)
 
-    def _turn_response(self, document: Any) -> TurnResponse:
-        content = read_path(document, "choices.0.message.content")
-        if not isinstance(content, str):
-            raise TurnFault("malformed reply: no choices[0].message.content")
-        fields: dict[str, Any] = {}
-        for name, path in self.options.response_fields.items():
-            value = read_path(document, path)
-            fields[name] = None if value is None else str(value)
+    async def _whole(self, messages: list[dict[str, str]]) -> TurnResponse:
+        # The raw response skips the SDK's pydantic parsing of every reply: that parse is
+        # most of the client's CPU per request, and the driver needs a handful of fields.
+        reply = await self._client.chat.completions.with_raw_response.create(
+            model=self.options.model,
+            messages=messages,  # type: ignore[arg-type]
+            timeout=self.options.timeout_s,
+            extra_body=self.options.request_params or None,
+        )
+        return self._turn_response(self._body_document(reply.http_response), reply.headers, {})
+
+    def _body_document(self, http: Any) -> Any:
+        """The JSON of a whole (read) HTTP response, else a fault quoting the start of the body."""
+        try:
+            return http.json()
+        except ValueError:
+            raise self._malformed(
+                f"the body is not JSON: {shorten(http.text, 200)!r}", http.headers
+            ) from None
+
+    async def _streamed(self, messages: list[dict[str, str]]) -> TurnResponse:
+        started = time.perf_counter()
+        async with self._client.chat.completions.with_streaming_response.create(
+            model=self.options.model,
+            messages=messages,  # type: ignore[arg-type]
+            stream=True,
+            timeout=self.options.timeout_s,
+            extra_body=self.options.request_params or None,
+        ) as reply:
+            headers = reply.headers
+            if "text/event-stream" not in headers.get("content-type", ""):
+                # A server that ignores ``stream`` answers with a whole completion.
+                await reply.read()
+                return self._turn_response(self._body_document(reply.http_response), headers, {})
+            assembly, first_token_s = await self._assemble(reply, started)
+        try:
+            document = assembly.document()
+        except ReplyError as exc:
+            raise self._malformed(str(exc), headers) from None
+        ttft_ms = None if first_token_s is None else round(first_token_s * 1000.0, 3)
+        return self._turn_response(document, headers, {"ttft_ms": ttft_ms, "chunks": assembly.chunks})
+
+    async def _assemble(
+        self, reply: AsyncAPIResponse[Any], started: float
+    ) -> tuple[StreamAssembly, float | None]:
+        """The streamed chunks folded together, and the seconds until the first one carrying a token."""
+        assembly = StreamAssembly()
+        first_token_s: float | None = None
+        lines = reply.iter_lines()
+        while True:
+            try:
+                line = await anext(lines)
+            except StopAsyncIteration:
+                return assembly, first_token_s
+            except Exception as exc:  # the transport's read errors are not the SDK's: name the cause
+                raise TurnFault(
+                    self._described(
+                        "stream broke off",
+                        f"after {assembly.chunks} chunks: {cause_text(exc)}",
+                        reply.headers,
+                    ),
+                    transient=True,
+                ) from None
+            payload = sse_payload(line)
+            if payload is None:
+                continue
+            try:
+                carried_token = assembly.add(json.loads(payload))
+            except ValueError as exc:  # ReplyError, or a chunk that is not JSON
+                raise self._malformed(
+                    f"chunk {assembly.chunks + 1}: {shorten(str(exc), 200)}", reply.headers
+                ) from None
+            if carried_token and first_token_s is None:
+                first_token_s = time.perf_counter() - started
+
+    def _described(self, what: str, detail: str, headers: Mapping[str, str]) -> str:
+        """One error line: what failed, where, the server's words, and the call ids to look it up by."""
+        ids = call_ids(headers, self.options.call_id_headers)
+        suffix = "".join(f" [{name}: {value}]" for name, value in ids.items())
+        return f"{what} from {self.endpoint}: {redact(detail, self._secrets)}{suffix}"
+
+    def _malformed(self, detail: str, headers: Mapping[str, str]) -> TurnFault:
+        return TurnFault(self._described("malformed reply", detail, headers))
+
+    def _turn_response(
+        self, document: Any, headers: Mapping[str, str], extra_raw: dict[str, Any]
+    ) -> TurnResponse:
+        try:
+            message = first_message(document)
+            surface = reply_surface(message, self.options.tool_call_surface)
+        except ReplyError as exc:
+            raise self._malformed(str(exc), headers) from None
+        fields: dict[str, Any] = {
+            name: field_text(read_path(document, path)) for name, path in self.options.response_fields.items()
+        }
         if fields.get("grounding_source") is None:
             fields["grounding_source"] = "none"
         raw: dict[str, Any] = {
+            "id": read_path(document, "id"),
             "model": read_path(document, "model"),
             "finish_reason": read_path(document, "choices.0.finish_reason"),
+            **extra_raw,
         }
+        if message.get("tool_calls"):
+            raw["tool_calls"] = message["tool_calls"]
         usage = read_path(document, "usage")
         if isinstance(usage, dict):
             raw["usage"] = {k: usage.get(k) for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
-        return TurnResponse(surface=content, raw=raw, **fields)
+        if ids := call_ids(headers, self.options.call_id_headers):
+            raw["call_ids"] = ids
+        return TurnResponse(surface=surface, raw=raw, **fields)
 
     def close(self) -> None:
         try:
