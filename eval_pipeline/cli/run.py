@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import uuid
 from datetime import UTC, datetime
+from datetime import date as date_type
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -13,6 +14,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from eval_pipeline.cli.arguments import partition_day
 from eval_pipeline.cli.common import (
     EXIT_BAD_INPUT,
     EXIT_CHECK_FAILED,
@@ -22,6 +24,7 @@ from eval_pipeline.cli.common import (
     console,
     err_console,
 )
+from eval_pipeline.dagster_wiring.partitions import START_DATE
 from eval_pipeline.dagster_wiring.launch import LaneOutcome, ensure_instance, materialize_lane
 from eval_pipeline.lanes.registry import discover_lanes
 from eval_pipeline.lanes.spec import LaneSpec
@@ -32,6 +35,8 @@ from eval_pipeline.runtimes.registry import build_runtime
 from eval_pipeline.settings import runtime_spec as default_runtime_spec
 
 EXIT_RUN_FAILED = 3  # a stage raised (a bug or an environment problem), not a check
+MAX_CONCURRENCY = 1024
+PARTITIONS_START = date_type.fromisoformat(START_DATE)
 
 
 def _select(lanes: list[str] | None, split: str | None) -> list[tuple[LaneSpec, str]]:
@@ -143,7 +148,10 @@ def run(
     history: Annotated[str | None, typer.Option(help="History root (folder or fsspec URL).")] = None,
     date: Annotated[str | None, typer.Option(help="Partition date YYYY-MM-DD; default: today (UTC).")] = None,
     concurrency: Annotated[
-        int | None, typer.Option(min=1, help="Cases evaluated at once; default: the runtime's preference.")
+        int | None,
+        typer.Option(
+            min=1, max=MAX_CONCURRENCY, help="Cases evaluated at once; default: the runtime's preference."
+        ),
     ] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON document instead of tables.")
@@ -157,16 +165,11 @@ def run(
             raise KeyError("--cases evaluates one lane's contract: name exactly one --lane")
         for spec, s in pairs:  # every case file is valid before anything runs
             load_split(spec, s, cases)
+        today = datetime.now(UTC).date()
+        day = partition_day(date or today.isoformat(), first=PARTITIONS_START, last=today)
         options = parse_runtime_options(runtime_option or [])
-        spec_text = runtime or default_runtime_spec()
+        spec_text = default_runtime_spec() if runtime is None else runtime  # '' is an unknown runtime
         build_runtime(spec_text, options).close()  # a bad spec fails here, before any run starts
-        day = date or datetime.now(UTC).strftime("%Y-%m-%d")
-        try:
-            datetime.strptime(day, "%Y-%m-%d")
-        except ValueError:
-            raise typer.BadParameter(
-                f"{day!r} is not a date; expected YYYY-MM-DD", param_hint="--date"
-            ) from None
     instance = ensure_instance()
     batch_id = uuid.uuid4().hex
     outcomes = []

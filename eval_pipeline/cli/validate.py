@@ -42,7 +42,7 @@ def validate(
         cases = 0
         for name, files in groups.items():
             model = lane_kind(by_name[name].kind).case_model
-            loaded, lane_problems = _validate_files(files, model)
+            loaded, lane_problems = validate_files(files, model)
             problems += lane_problems
             cases += len(loaded)
         if problems:
@@ -85,7 +85,7 @@ def _files_by_lane(
     return groups
 
 
-def _validate_files(
+def validate_files(
     files: list[Path], model: type[BaseModel]
 ) -> tuple[list[LoadedCase[BaseModel]], list[CaseProblem]]:
     """Every problem of every file, and ids unique across all of them."""
