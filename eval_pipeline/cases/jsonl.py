@@ -127,7 +127,9 @@ def parse_json_line(raw: bytes) -> dict[str, Any] | LineProblem:
     surrogate_at = _lone_surrogate_path(value, "")
     if surrogate_at is not None:
         return LineProblem(
-            0, surrogate_at or "(line)", "holds a lone surrogate escape (\\ud800-\\udfff): not valid Unicode text"
+            0,
+            surrogate_at or "(line)",
+            "holds a lone surrogate escape (\\ud800-\\udfff): not valid Unicode text",
         )
     return value
 

@@ -24,11 +24,11 @@ from eval_pipeline.cli.common import (
     console,
     err_console,
 )
-from eval_pipeline.dagster_wiring.partitions import START_DATE
 from eval_pipeline.dagster_wiring.launch import LaneOutcome, ensure_instance, materialize_lane
+from eval_pipeline.dagster_wiring.partitions import START_DATE
 from eval_pipeline.lanes.registry import discover_lanes
 from eval_pipeline.lanes.spec import LaneSpec
-from eval_pipeline.pipeline import load_split
+from eval_pipeline.pipeline import lane_threads, load_split
 from eval_pipeline.progress import observing, rich_progress
 from eval_pipeline.runtimes.options import parse_runtime_options
 from eval_pipeline.runtimes.registry import build_runtime
@@ -163,8 +163,8 @@ def run(
         pairs = _select(lane, split)
         if cases is not None and len({spec.name for spec, _ in pairs}) != 1:
             raise KeyError("--cases evaluates one lane's contract: name exactly one --lane")
-        for spec, s in pairs:  # every case file is valid before anything runs
-            load_split(spec, s, cases)
+        for spec, s in pairs:  # every case file is valid, and its prompts composable, before anything runs
+            lane_threads(spec, s, [item.case for item in load_split(spec, s, cases)])
         today = datetime.now(UTC).date()
         day = partition_day(date or today.isoformat(), first=PARTITIONS_START, last=today)
         options = parse_runtime_options(runtime_option or [])

@@ -18,6 +18,7 @@ from eval_pipeline.cases.loading import (
 from eval_pipeline.cli.common import app, bad_input_exits, console
 from eval_pipeline.i18n.schema import evalcase_v1_schema_text
 from eval_pipeline.lanes import LaneSpec, discover_lanes, lane_kind
+from eval_pipeline.pipeline import lane_threads
 
 schema_app = typer.Typer(help="Print published case schemas.", no_args_is_help=True)
 app.add_typer(schema_app, name="schema")
@@ -45,6 +46,8 @@ def validate(
             loaded, lane_problems = validate_files(files, model)
             problems += lane_problems
             cases += len(loaded)
+            if not lane_problems:  # what run does next: compose every case's prompts
+                lane_threads(by_name[name], "validate", [item.case for item in loaded])
         if problems:
             raise CaseFileError(problems)
         count = sum(len(f) for f in groups.values())

@@ -7,7 +7,6 @@ from typing import Any
 
 import pandas as pd
 
-
 # Every ASCII punctuation character CommonMark lets a backslash escape and that could start
 # markup: emphasis, code, links and images, tables, headings, lists, strikethrough.
 _MARKDOWN_PUNCTUATION = frozenset("\\`*_{}[]()#+-.!|~:")

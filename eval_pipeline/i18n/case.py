@@ -129,7 +129,9 @@ class EvalCase(BaseModel):
     def _exact_version(cls, value: Any) -> Any:
         # Literal[1] alone also matches True and 1.0 (they compare equal to 1); §3.1 says integer 1.
         if type(value) is not int:
-            raise ValueError(f"schema_version must be the integer 1 (got {json.dumps(value, default=str)[:40]})")
+            raise ValueError(
+                f"schema_version must be the integer 1 (got {json.dumps(value, default=str)[:40]})"
+            )
         return value
 
     @field_validator("source_locale", "target_locale")

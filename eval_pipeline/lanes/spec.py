@@ -123,7 +123,9 @@ def load_lane_spec(path: Path) -> LaneSpec:
     try:
         raw = path.read_bytes()
     except OSError as exc:
-        raise CaseFileError([CaseProblem(name, 0, "(file)", f"cannot be read: {exc.strerror or exc}")]) from None
+        raise CaseFileError(
+            [CaseProblem(name, 0, "(file)", f"cannot be read: {exc.strerror or exc}")]
+        ) from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -199,7 +201,10 @@ def _line_of(lines: dict[tuple[str | int, ...], int], loc: tuple[str | int, ...]
 
 
 def _dotted(loc: tuple[str | int, ...]) -> str:
-    return "".join(f"[{p}]" if isinstance(p, int) else (f".{p}" if i else str(p)) for i, p in enumerate(loc)) or "(file)"
+    return (
+        "".join(f"[{p}]" if isinstance(p, int) else (f".{p}" if i else str(p)) for i, p in enumerate(loc))
+        or "(file)"
+    )
 
 
 def lane_file(folder: Path) -> Path | None:

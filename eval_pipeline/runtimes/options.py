@@ -74,9 +74,10 @@ def bound_problems(options: Mapping[str, Any]) -> list[str]:
     problems = []
     for key, (low, high) in NUMERIC_BOUNDS.items():
         value = options.get(key)
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            if not (math.isfinite(value) and low <= value <= high):
-                problems.append(f"{key}: must be between {low:g} and {high:g}")
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            continue
+        if not (math.isfinite(value) and low <= value <= high):
+            problems.append(f"{key}: must be between {low:g} and {high:g}")
     return problems
 
 

@@ -108,7 +108,9 @@ def check_file(spec: LaneSpec, path: Path, expected: dict[int, Mutated]) -> Fuzz
     stray = sorted(line for line in reported if line not in expected or expected[line].valid)
     counts.wrong_line_numbers += len(stray)
     for line in stray[:3]:
-        counts.note(f"problem at line {line}, which is not an invalid line: {[str(p) for p in problems if p.line == line]}")
+        counts.note(
+            f"problem at line {line}, which is not an invalid line: {[str(p) for p in problems if p.line == line]}"
+        )
     if sorted(map(str, run_problems)) != sorted(map(str, problems)):
         counts.disagreements += 1
         counts.note(f"{path}: validate and run report different problems")

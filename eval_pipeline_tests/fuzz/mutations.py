@@ -85,14 +85,18 @@ def serialise(value: Any, rng: random.Random, *, spacing: float = 0.0, escapes: 
     """``value`` as JSON text with random (legal) whitespace, key order and string escapes."""
 
     def gap() -> str:
-        return "".join(rng.choice(" \t\r") for _ in range(rng.randint(1, 3))) if rng.random() < spacing else ""
+        return (
+            "".join(rng.choice(" \t\r") for _ in range(rng.randint(1, 3))) if rng.random() < spacing else ""
+        )
 
     def emit(item: Any) -> str:
         if isinstance(item, dict):
             keys = list(item)
             if spacing:
                 rng.shuffle(keys)
-            members = [f"{gap()}{_string(k, rng, escapes)}{gap()}:{gap()}{emit(item[k])}{gap()}" for k in keys]
+            members = [
+                f"{gap()}{_string(k, rng, escapes)}{gap()}:{gap()}{emit(item[k])}{gap()}" for k in keys
+            ]
             return "{" + ",".join(members) + "}" if members else "{" + gap() + "}"
         if isinstance(item, list):
             return "[" + ",".join(f"{gap()}{emit(v)}{gap()}" for v in item) + "]" if item else "[]"
@@ -168,12 +172,16 @@ def _wrong_type_for(current: Any, rng: random.Random) -> Any:
     return rng.choice([[1], {"v": 1}])  # null where a value is optional: neither fits any field
 
 
-def wrong_type(value: dict[str, Any], rng: random.Random, model: type[BaseModel], lane: str) -> tuple[str, bool]:
+def wrong_type(
+    value: dict[str, Any], rng: random.Random, model: type[BaseModel], lane: str
+) -> tuple[str, bool]:
     path, current = rng.choice(list(leaves(value)))
     return serialise(set_at(value, path, _wrong_type_for(current, rng)), rng), False
 
 
-def duplicate_key(value: dict[str, Any], rng: random.Random, model: type[BaseModel], lane: str) -> tuple[str, bool]:
+def duplicate_key(
+    value: dict[str, Any], rng: random.Random, model: type[BaseModel], lane: str
+) -> tuple[str, bool]:
     text = serialise(value, rng)
     first = rng.choice(['"id": "../../etc/passwd", ', f'"id": {json.dumps(value["id"])}, '])
     if rng.random() < 0.5:
@@ -182,7 +190,9 @@ def duplicate_key(value: dict[str, Any], rng: random.Random, model: type[BaseMod
     return "{" + first + text[1:], False
 
 
-def non_finite(value: dict[str, Any], rng: random.Random, model: type[BaseModel], lane: str) -> tuple[str, bool]:
+def non_finite(
+    value: dict[str, Any], rng: random.Random, model: type[BaseModel], lane: str
+) -> tuple[str, bool]:
     raw = rng.choice(["NaN", "Infinity", "-Infinity", "1e999", "-1e400", "1" + "0" * 400 + ".0"])
     if "context" in value or rng.random() < 0.3:
         context = dict(value.get("context", {}))
@@ -193,7 +203,9 @@ def non_finite(value: dict[str, Any], rng: random.Random, model: type[BaseModel]
     return with_raw_value(value, path, raw, rng), False
 
 
-def lone_surrogate(value: dict[str, Any], rng: random.Random, model: type[BaseModel], lane: str) -> tuple[str, bool]:
+def lone_surrogate(
+    value: dict[str, Any], rng: random.Random, model: type[BaseModel], lane: str
+) -> tuple[str, bool]:
     strings = [(p, v) for p, v in leaves(value) if isinstance(v, str)]
     path, current = rng.choice(strings)
     escape = rng.choice(["\\ud800", "\\udfff", "\\uDBFF", "\\ud83d", "\\ude00x", "\\ud800\\u0041"])
@@ -202,37 +214,62 @@ def lone_surrogate(value: dict[str, Any], rng: random.Random, model: type[BaseMo
     return with_raw_value(value, path, raw, rng), False
 
 
-def bad_utf8(value: dict[str, Any], rng: random.Random, model: type[BaseModel], lane: str) -> tuple[bytes, bool]:
+def bad_utf8(
+    value: dict[str, Any], rng: random.Random, model: type[BaseModel], lane: str
+) -> tuple[bytes, bool]:
     text = serialise(value, rng).encode("utf-8")
-    bad = rng.choice([b"\xff", b"\xfe", b"\xc3\x28", b"\xc0\xaf", b"\xed\xa0\x80", b"\xe2\x82", b"\x80", b"\xf8\x88\x80\x80\x80"])
+    bad = rng.choice(
+        [
+            b"\xff",
+            b"\xfe",
+            b"\xc3\x28",
+            b"\xc0\xaf",
+            b"\xed\xa0\x80",
+            b"\xe2\x82",
+            b"\x80",
+            b"\xf8\x88\x80\x80\x80",
+        ]
+    )
     quotes = [i for i, byte in enumerate(text) if byte == ord('"')]
     at = rng.choice(quotes) + 1
     return text[:at] + bad + text[at:], False
 
 
-def deep_nesting(value: dict[str, Any], rng: random.Random, model: type[BaseModel], lane: str) -> tuple[str, bool]:
+def deep_nesting(
+    value: dict[str, Any], rng: random.Random, model: type[BaseModel], lane: str
+) -> tuple[str, bool]:
     depth = rng.choice([65, 100, 1000, 5000, 100_000])
     opener, closer = rng.choice([("[", "]"), ('{"a":', "}")])
     path, _ = rng.choice(list(leaves(value)))
     return with_raw_value(value, path, opener * depth + "1" + closer * depth, rng), False
 
 
-def truncated(value: dict[str, Any], rng: random.Random, model: type[BaseModel], lane: str) -> tuple[bytes, bool]:
+def truncated(
+    value: dict[str, Any], rng: random.Random, model: type[BaseModel], lane: str
+) -> tuple[bytes, bool]:
     text = serialise(value, rng).encode("utf-8")
     return text[: rng.randint(1, len(text) - 1)], False
 
 
-def not_an_object(value: dict[str, Any], rng: random.Random, model: type[BaseModel], lane: str) -> tuple[str, bool]:
+def not_an_object(
+    value: dict[str, Any], rng: random.Random, model: type[BaseModel], lane: str
+) -> tuple[str, bool]:
     text = serialise(value, rng)
     return rng.choice([f"[{text}]", "null", "42", '"case"', "true", "[]", f"{text} {text}"]), False
 
 
-def trailing_garbage(value: dict[str, Any], rng: random.Random, model: type[BaseModel], lane: str) -> tuple[str, bool]:
+def trailing_garbage(
+    value: dict[str, Any], rng: random.Random, model: type[BaseModel], lane: str
+) -> tuple[str, bool]:
     text = serialise(value, rng)
-    return rng.choice([text + " x", text + "}", text + ",", text + " {}", text[:-1] + ",}", text + " // note"]), False
+    return rng.choice(
+        [text + " x", text + "}", text + ",", text + " {}", text[:-1] + ",}", text + " // note"]
+    ), False
 
 
-def control_character(value: dict[str, Any], rng: random.Random, model: type[BaseModel], lane: str) -> tuple[str, bool]:
+def control_character(
+    value: dict[str, Any], rng: random.Random, model: type[BaseModel], lane: str
+) -> tuple[str, bool]:
     text = serialise(value, rng)
     quotes = [i for i, char in enumerate(text) if char == '"']
     at = rng.choice(quotes) + 1
@@ -241,22 +278,30 @@ def control_character(value: dict[str, Any], rng: random.Random, model: type[Bas
     return text[:at] + char + text[at:], False
 
 
-def single_quotes(value: dict[str, Any], rng: random.Random, model: type[BaseModel], lane: str) -> tuple[str, bool]:
+def single_quotes(
+    value: dict[str, Any], rng: random.Random, model: type[BaseModel], lane: str
+) -> tuple[str, bool]:
     return serialise(value, rng).replace('"', "'"), False
 
 
-def huge_integer(value: dict[str, Any], rng: random.Random, model: type[BaseModel], lane: str) -> tuple[str, bool]:
+def huge_integer(
+    value: dict[str, Any], rng: random.Random, model: type[BaseModel], lane: str
+) -> tuple[str, bool]:
     path, _ = rng.choice(list(leaves(value)))
     return with_raw_value(value, path, "9" * rng.choice([4301, 5000, 50_000]), rng), False
 
 
-def missing_field(value: dict[str, Any], rng: random.Random, model: type[BaseModel], lane: str) -> tuple[str, bool]:
+def missing_field(
+    value: dict[str, Any], rng: random.Random, model: type[BaseModel], lane: str
+) -> tuple[str, bool]:
     required = [name for name, field in model.model_fields.items() if field.is_required()]
     key = rng.choice(required)
     return serialise({k: v for k, v in value.items() if k != key}, rng), False
 
 
-def unknown_field(value: dict[str, Any], rng: random.Random, model: type[BaseModel], lane: str) -> tuple[str, bool]:
+def unknown_field(
+    value: dict[str, Any], rng: random.Random, model: type[BaseModel], lane: str
+) -> tuple[str, bool]:
     path = rng.choice(list(objects(value)))
     name = rng.choice(["zz_extra", "Id", "id ", "schema-version", "\u0131d"])
     target = value
@@ -268,16 +313,22 @@ def unknown_field(value: dict[str, Any], rng: random.Random, model: type[BaseMod
 
 
 def bad_id(value: dict[str, Any], rng: random.Random, model: type[BaseModel], lane: str) -> tuple[str, bool]:
-    new = rng.choice(["../../etc/passwd", "", "A.b", "a b.c", "x/../y.z", "-x.y", "é.x", "x\u2028.y", "x\x00.y"])
+    new = rng.choice(
+        ["../../etc/passwd", "", "A.b", "a b.c", "x/../y.z", "-x.y", "é.x", "x\u2028.y", "x\x00.y"]
+    )
     return serialise({**value, "id": new}, rng), False
 
 
-def utf16_line(value: dict[str, Any], rng: random.Random, model: type[BaseModel], lane: str) -> tuple[bytes, bool]:
+def utf16_line(
+    value: dict[str, Any], rng: random.Random, model: type[BaseModel], lane: str
+) -> tuple[bytes, bool]:
     raw = serialise(value, rng).encode(rng.choice(["utf-16-le", "utf-16-be", "utf-32-le"]))
     return raw.replace(b"\n", b" "), False  # one physical line, whatever the encoding made of 0x0A
 
 
-def equal_text(value: dict[str, Any], rng: random.Random, model: type[BaseModel], lane: str) -> tuple[str, bool]:
+def equal_text(
+    value: dict[str, Any], rng: random.Random, model: type[BaseModel], lane: str
+) -> tuple[str, bool]:
     return serialise(value, rng, spacing=rng.random(), escapes=rng.random() * 0.5), True
 
 

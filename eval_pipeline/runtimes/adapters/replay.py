@@ -108,7 +108,9 @@ class ReplayRuntime:
 def _load(path: Path) -> dict[tuple[str, int], RecordedTurn]:
     """Every recorded turn of a JSONL or Parquet file; any bad row is bad input naming file:row: field."""
     if not path.is_file():
-        raise RuntimeSpecError(f"replay file {path} does not exist" + (" (it is a folder)" if path.is_dir() else ""))
+        raise RuntimeSpecError(
+            f"replay file {path} does not exist" + (" (it is a folder)" if path.is_dir() else "")
+        )
     if path.suffix == ".parquet":
         located, problems = _parquet_turns(path)
     else:
