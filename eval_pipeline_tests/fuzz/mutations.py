@@ -401,3 +401,29 @@ def write_corpus(path: Path, lines: list[Mutated | None], rng: random.Random) ->
     """Write the file; return the mutated line at each (1-based) line number."""
     path.write_bytes(file_bytes(lines, rng))
     return {number: m for number, m in enumerate(lines, start=1) if m is not None}
+
+
+def write_fixture_corpus(folder: Path, specs: list[LaneSpec], *, lines: int = 200, seed: int = 2026) -> None:
+    """(Re)write the committed corpus: ``<lane>.jsonl`` and ``<lane>.expected.json`` (verdict per line).
+
+    Lines over 6 kB (the deepest nestings, the longest integers) become blank lines: the
+    corpus stays small, and the benchmark covers those sizes.
+    """
+    for index, spec in enumerate(specs):
+        rng = random.Random(seed + index)
+        mutated = [
+            m if m is None or len(m.raw) <= 6144 else None
+            for m in mutated_file(base_cases(spec), case_model(spec), spec.name, rng, lines)
+        ]
+        expected = write_corpus(folder / f"{spec.name}.jsonl", mutated, rng)
+        verdicts = {str(n): {"valid": m.valid, "kind": m.kind} for n, m in expected.items()}
+        (folder / f"{spec.name}.expected.json").write_text(
+            json.dumps(verdicts, indent=0) + "\n", encoding="utf-8"
+        )
+
+
+def read_fixture_corpus(folder: Path, lane: str) -> tuple[Path, dict[int, Mutated]]:
+    path = folder / f"{lane}.jsonl"
+    lines = path.read_bytes().split(b"\n")
+    verdicts = json.loads((folder / f"{lane}.expected.json").read_text(encoding="utf-8"))
+    return path, {int(n): Mutated(lines[int(n) - 1], v["valid"], v["kind"]) for n, v in verdicts.items()}
