@@ -19,8 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the test package's fuzz harness
 
-from eval_pipeline.lanes import discover_lanes  # noqa: E402
-from eval_pipeline_tests.fuzz.harness import FuzzCounts, fuzz_lane  # noqa: E402
+from eval_pipeline.lanes import discover_lanes
+from eval_pipeline_tests.fuzz.harness import FuzzCounts, fuzz_lane
 
 COLUMNS = (
     "lines",
@@ -45,7 +45,11 @@ def main() -> None:
             started = time.perf_counter()
             counts = fuzz_lane(spec, Path(folder), lines=args.lines, seed=args.seed + index)
             elapsed = time.perf_counter() - started
-            print(f"{spec.name:34} " + " ".join(f"{getattr(counts, c):>18,}" for c in COLUMNS) + f" {elapsed:>8.1f}")
+            print(
+                f"{spec.name:34} "
+                + " ".join(f"{getattr(counts, c):>18,}" for c in COLUMNS)
+                + f" {elapsed:>8.1f}"
+            )
             total.add(counts)
     print(f"{'all lanes':34} " + " ".join(f"{getattr(total, c):>18,}" for c in COLUMNS))
     print("\nmutations:", ", ".join(f"{kind} {n:,}" for kind, n in sorted(total.kinds.items())))
