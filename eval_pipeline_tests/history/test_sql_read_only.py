@@ -22,7 +22,8 @@ def sql(history: str, query: str) -> tuple[int, str]:
 def test_queries_over_the_views_still_answer(history: str) -> None:
     code, output = sql(history, "SELECT count(DISTINCT run_id) AS runs FROM metrics")
     assert code == 0, output
-    assert output.splitlines()[1] != "0"
+    header, count = output.split()
+    assert header == "runs" and int(count) > 0
 
 
 def test_no_file_outside_the_history_root_can_be_read(history: str) -> None:
