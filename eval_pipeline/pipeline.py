@@ -65,6 +65,13 @@ def cases_from_frame(kind: LaneKind, cases: pd.DataFrame) -> list[BaseModel]:
     return [kind.case_model.model_validate_json(text) for text in cases["case_json"]]
 
 
+def lane_threads(spec: LaneSpec, split: str, cases: Sequence[BaseModel]) -> list[Thread]:
+    """The threads a lane sends for ``cases`` (what the transcripts stage drives), their ids checked."""
+    threads = lane_kind(spec.kind).threads(cases, spec, split)
+    check_thread_ids(cases, threads)
+    return threads
+
+
 def check_thread_ids(cases: Sequence[BaseModel], threads: Sequence[Thread]) -> None:
     ids = {str(getattr(c, "id")) for c in cases}  # noqa: B009 - every case model has an id
     unknown = [t.case_id for t in threads if t.case_id not in ids]

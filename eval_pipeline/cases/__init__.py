@@ -1,5 +1,6 @@
 """Case files: loading, validation and the problems they can have."""
 
+from eval_pipeline.cases.jsonl import JsonLine, LineProblem, parse_jsonl, read_jsonl
 from eval_pipeline.cases.loading import (
     CaseFileError,
     CaseProblem,
@@ -7,13 +8,19 @@ from eval_pipeline.cases.loading import (
     duplicate_id_problems,
     load_cases,
     parse_case_file,
+    validate_record,
 )
 
 __all__ = [
     "CaseFileError",
     "CaseProblem",
+    "JsonLine",
+    "LineProblem",
     "LoadedCase",
     "duplicate_id_problems",
     "load_cases",
     "parse_case_file",
+    "parse_jsonl",
+    "read_jsonl",
+    "validate_record",
 ]

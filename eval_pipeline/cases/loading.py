@@ -10,9 +10,11 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
+
+from eval_pipeline.cases.jsonl import read_jsonl
 
 CaseT = TypeVar("CaseT", bound=BaseModel)
 
@@ -74,35 +76,34 @@ def _describe(error: dict[str, object]) -> str:
 
 
 def parse_case_file(path: Path, model: type[CaseT]) -> tuple[list[LoadedCase[CaseT]], list[CaseProblem]]:
-    """Parse one JSONL file. Blank lines are skipped; every bad line yields problems, not an exception."""
-    cases: list[LoadedCase[CaseT]] = []
-    problems: list[CaseProblem] = []
+    """Parse one JSONL file with the strict reader, then validate each record strictly.
+
+    Blank lines are skipped; every bad line yields problems, never an exception. A record is
+    accepted only if it also survives the round trip the pipeline makes (the validated case is
+    stored as JSON and read back), so what ``validate`` accepts, ``run`` accepts too.
+    """
     name = str(path)
+    records, line_problems = read_jsonl(path)
+    problems = [CaseProblem(name, p.line, p.field, p.message) for p in line_problems]
+    cases: list[LoadedCase[CaseT]] = []
+    for record in records:
+        case, record_problems = validate_record(model, record.value)
+        problems += [CaseProblem(name, record.line, field, message) for field, message in record_problems]
+        if case is not None:
+            cases.append(LoadedCase(case, name, record.line))
+    return cases, sorted(problems, key=lambda p: p.line)
+
+
+def validate_record(model: type[CaseT], value: dict[str, Any]) -> tuple[CaseT | None, list[tuple[str, str]]]:
+    """``value`` validated by ``model`` in strict mode (no text→number/bool coercion), or its problems."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return [], [CaseProblem(name, 0, "(file)", "case file does not exist")]
-    except UnicodeDecodeError as exc:
-        return [], [CaseProblem(name, 0, "(file)", f"not UTF-8 text: {exc.reason}")]
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            problems.append(
-                CaseProblem(name, number, "(line)", f"not valid JSON: {exc.msg} at column {exc.colno}")
-            )
-            continue
-        if not isinstance(obj, dict):
-            problems.append(CaseProblem(name, number, "(line)", "expected a JSON object per line"))
-            continue
-        try:
-            cases.append(LoadedCase(model.model_validate(obj), name, number))
-        except ValidationError as exc:
-            for error in exc.errors():
-                problems.append(CaseProblem(name, number, _field_path(error["loc"]), _describe(dict(error))))
-    return cases, problems
+        case = model.model_validate(value, strict=True)
+        model.model_validate_json(case.model_dump_json(), strict=True)  # what run reads back
+    except ValidationError as exc:
+        return None, [(_field_path(error["loc"]), _describe(dict(error))) for error in exc.errors()]
+    except ValueError as exc:  # a model's own check that raised outside pydantic's wrapping
+        return None, [("(line)", str(exc))]
+    return case, []
 
 
 def duplicate_id_problems(cases: Sequence[LoadedCase[CaseT]], id_field: str = "id") -> list[CaseProblem]:

@@ -7,9 +7,10 @@ from contextlib import contextmanager
 
 import typer
 from rich.console import Console
-from rich.markup import escape
+from rich.text import Text
 
 from eval_pipeline.cases.loading import CaseFileError
+from eval_pipeline.i18n.prompts import LockedSplitError
 from eval_pipeline.runtimes.base import RuntimeSpecError
 
 EXIT_OK = 0
@@ -32,15 +33,26 @@ err_console = Console(stderr=True)
 
 @contextmanager
 def bad_input_exits() -> Iterator[None]:
-    """Turn bad-input errors into a clear message on stderr and exit code 2."""
+    """Turn bad-input errors into a clear message on stderr and exit code 2.
+
+    Messages quote input (case text, file names), so they are printed as plain text: no rich
+    markup, emoji codes or highlighting is interpreted in them.
+    """
     try:
         yield
     except CaseFileError as exc:
         for problem in exc.problems:
-            err_console.print(str(problem), markup=False, highlight=False, soft_wrap=True)
+            print_plain(str(problem))
         err_console.print(f"[red]{len(exc.problems)} problem(s); nothing was run.[/red]")
         raise typer.Exit(EXIT_BAD_INPUT) from None
-    except (RuntimeSpecError, KeyError, FileNotFoundError) as exc:
+    except (RuntimeSpecError, LockedSplitError, KeyError, FileNotFoundError) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
-        err_console.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
+        print_plain(Text.assemble(("error:", "red"), " ", str(message)))
         raise typer.Exit(EXIT_BAD_INPUT) from None
+
+
+def print_plain(text: str | Text) -> None:
+    """``text`` on stderr exactly as given (a str is never read as markup or emoji codes)."""
+    err_console.print(
+        text if isinstance(text, Text) else Text(text), highlight=False, soft_wrap=True, emoji=False
+    )

@@ -22,6 +22,7 @@ from eval_pipeline.history.diff import diff_pairs, pairs_to_diff
 from eval_pipeline.history.first_failure import first_failures
 from eval_pipeline.history.flaky import case_flip_rates, rate_intervals
 from eval_pipeline.history.report import write_report
+from eval_pipeline.history.sql import read_only_connection, run_query
 from eval_pipeline.history.views import connect
 from eval_pipeline.settings import history_root
 
@@ -55,7 +56,10 @@ def history(
     sql: Annotated[
         str | None,
         typer.Option(
-            "--sql", help="Any DuckDB query over the views metrics, case_predicates, transcripts, runs."
+            "--sql",
+            help="One read-only DuckDB query (SELECT, WITH, FROM, DESCRIBE, EXPLAIN) over the views "
+            "metrics, case_predicates, transcripts, runs. It runs on a locked-down connection: it cannot "
+            "write files, ATTACH databases, install extensions or read files outside the history root.",
         ),
     ] = None,
     output: FormatOption = OutputFormat.table,
@@ -64,9 +68,10 @@ def history(
     """Metric values of every stored run, oldest first (or the result of --sql)."""
     if ctx.invoked_subcommand is not None:
         return
-    with _bad_query_exits(), connect(root or history_root()) as con:
+    open_views = connect if sql is None else read_only_connection
+    with _bad_query_exits(), open_views(root or history_root()) as con:
         if sql is not None:
-            rows = con.execute(sql).df()
+            rows = run_query(con, sql)
         else:
             since_day = _parse_day(since) if since else None
             rows = con.execute(
@@ -256,5 +261,5 @@ def _bad_query_exits() -> Iterator[None]:
         except ValueError as exc:
             raise KeyError(str(exc)) from None
         except duckdb.Error as exc:
-            err_console.print(f"[red]query failed:[/red] {exc}", highlight=False)
+            err_console.print(f"[red]query failed:[/red] {escape(str(exc))}", highlight=False)
             raise typer.Exit(EXIT_BAD_INPUT) from None

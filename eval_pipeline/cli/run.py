@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -13,6 +13,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from eval_pipeline.cli.arguments import run_night
 from eval_pipeline.cli.common import (
     EXIT_BAD_INPUT,
     EXIT_CHECK_FAILED,
@@ -25,7 +26,7 @@ from eval_pipeline.cli.common import (
 from eval_pipeline.dagster_wiring.launch import LaneOutcome, ensure_instance, materialize_lane
 from eval_pipeline.lanes.registry import discover_lanes
 from eval_pipeline.lanes.spec import LaneSpec
-from eval_pipeline.pipeline import load_split
+from eval_pipeline.pipeline import lane_threads, load_split
 from eval_pipeline.progress import rich_progress
 from eval_pipeline.runtimes.options import parse_runtime_options
 from eval_pipeline.runtimes.registry import build_runtime
@@ -33,6 +34,7 @@ from eval_pipeline.runtimes.targets import find_target
 from eval_pipeline.settings import runtime_spec as default_runtime_spec
 
 EXIT_RUN_FAILED = 3  # a stage raised (a bug or an environment problem), not a check
+MAX_CONCURRENCY = 1024
 
 
 def _select(lanes: list[str] | None, split: str | None, custom: bool) -> list[tuple[LaneSpec, str]]:
@@ -150,7 +152,10 @@ def run(
     history: Annotated[str | None, typer.Option(help="History root (folder or fsspec URL).")] = None,
     date: Annotated[str | None, typer.Option(help="Partition date YYYY-MM-DD; default: today (UTC).")] = None,
     concurrency: Annotated[
-        int | None, typer.Option(min=1, help="Cases evaluated at once; default: the runtime's preference.")
+        int | None,
+        typer.Option(
+            min=1, max=MAX_CONCURRENCY, help="Cases evaluated at once; default: the runtime's preference."
+        ),
     ] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON document instead of tables.")
@@ -162,20 +167,15 @@ def run(
         pairs = _select(lane, split, custom=cases is not None)
         if cases is not None and len({spec.name for spec, _ in pairs}) != 1:
             raise KeyError("--cases evaluates one lane's contract: name exactly one --lane")
-        for spec, s in pairs:  # every case file is valid before anything runs
-            load_split(spec, s, cases)
+        for spec, s in pairs:  # every case file is valid, and its prompts composable, before anything runs
+            lane_threads(spec, s, [item.case for item in load_split(spec, s, cases)])
         target = find_target(
-            default_runtime_spec() if runtime is None else runtime,
+            default_runtime_spec() if runtime is None else runtime,  # '' is bad input, not the default
             parse_runtime_options(runtime_option or []),
         )
         build_runtime(target.spec, target.options).close()  # a bad spec fails here, before any run starts
-        day = date or datetime.now(UTC).strftime("%Y-%m-%d")
-        try:
-            datetime.strptime(day, "%Y-%m-%d")
-        except ValueError:
-            raise typer.BadParameter(
-                f"{day!r} is not a date; expected YYYY-MM-DD", param_hint="--date"
-            ) from None
+        tomorrow = datetime.now(UTC).date() + timedelta(days=1)  # east of UTC it may already be tomorrow
+        day = run_night(date or datetime.now(UTC).date().isoformat(), latest=tomorrow)
     instance = ensure_instance()
     batch_id = uuid.uuid4().hex
     outcomes = []

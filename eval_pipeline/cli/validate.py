@@ -18,6 +18,7 @@ from eval_pipeline.cases.loading import (
 from eval_pipeline.cli.common import app, bad_input_exits, console
 from eval_pipeline.i18n.schema import evalcase_v1_schema_text
 from eval_pipeline.lanes import LaneSpec, discover_lanes, lane_kind
+from eval_pipeline.pipeline import lane_threads
 
 schema_app = typer.Typer(help="Print published case schemas.", no_args_is_help=True)
 app.add_typer(schema_app, name="schema")
@@ -42,9 +43,11 @@ def validate(
         cases = 0
         for name, files in groups.items():
             model = lane_kind(by_name[name].kind).case_model
-            loaded, lane_problems = _validate_files(files, model)
+            loaded, lane_problems = validate_files(files, model)
             problems += lane_problems
             cases += len(loaded)
+            if not lane_problems:  # what run does next: compose every case's prompts
+                lane_threads(by_name[name], "validate", [item.case for item in loaded])
         if problems:
             raise CaseFileError(problems)
         count = sum(len(f) for f in groups.values())
@@ -85,7 +88,7 @@ def _files_by_lane(
     return groups
 
 
-def _validate_files(
+def validate_files(
     files: list[Path], model: type[BaseModel]
 ) -> tuple[list[LoadedCase[BaseModel]], list[CaseProblem]]:
     """Every problem of every file, and ids unique across all of them."""

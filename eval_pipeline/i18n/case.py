@@ -9,6 +9,7 @@ are checked where files are loaded together (:func:`eval_pipeline.cases.duplicat
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
@@ -122,6 +123,16 @@ class EvalCase(BaseModel):
     references: list[str] = Field(default_factory=list)
     difficulty: Literal["basic", "intermediate", "advanced"] | None = None
     tags: list[Slug] = Field(default_factory=list)
+
+    @field_validator("schema_version", mode="before")
+    @classmethod
+    def _exact_version(cls, value: Any) -> Any:
+        # Literal[1] alone also matches True and 1.0 (they compare equal to 1); §3.1 says integer 1.
+        if type(value) is not int:
+            raise ValueError(
+                f"schema_version must be the integer 1 (got {json.dumps(value, default=str)[:40]})"
+            )
+        return value
 
     @field_validator("source_locale", "target_locale")
     @classmethod

@@ -12,7 +12,9 @@ text in a ``<source>`` block; a batch's block holds its numbered items.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import unicodedata
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -56,20 +58,53 @@ class TranslationRequest(BaseModel):
     examples: tuple[FewShotExample, ...] = ()
 
 
+def text_hash(text: str) -> str:
+    """A hash of what a text says: NFC-normalised, surrounding whitespace ignored."""
+    return hashlib.sha256(unicodedata.normalize("NFC", text).strip().encode("utf-8")).hexdigest()
+
+
+def _case_texts(case: EvalCase) -> list[str]:
+    return [case.source, *case.references]
+
+
 class FewShotPool:
-    """Few-shot examples from one unlocked split of a lane, read from that split's own files."""
+    """Few-shot examples from one unlocked split of a lane, read from that split's own files.
+
+    Paths are not enough to keep locked cases out (a hard link or a copy has another path), so
+    the pool also reads every locked case and refuses any example whose id, source or reference
+    is, by content, a locked case's.
+    """
 
     def __init__(self, spec: LaneSpec, split: str) -> None:
         if split in spec.locked_splits:
             raise LockedSplitError(f"split {split!r} of lane {spec.name!r} is locked: it never feeds prompts")
-        locked_files = {path.resolve() for s in spec.locked_splits for path in spec.case_files(s)}
+        locked_paths = list(dict.fromkeys(path for s in spec.locked_splits for path in spec.case_files(s)))
+        locked_files = {path.resolve() for path in locked_paths}
         files = spec.case_files(split)
         shared = [str(p) for p in files if p.resolve() in locked_files]
         if shared:
             raise LockedSplitError(f"split {split!r} lists files of a locked split: {shared}")
+        locked = load_cases(locked_paths, EvalCase)
+        locked_ids = {item.case.id: item for item in locked}
+        locked_texts = {text_hash(text): item for item in locked for text in _case_texts(item.case)}
+        loaded = load_cases(files, EvalCase)
+        leaks = []
+        for item in loaded:
+            match = locked_ids.get(item.case.id) or next(
+                (locked_texts[h] for h in map(text_hash, _case_texts(item.case)) if h in locked_texts), None
+            )
+            if match is not None:
+                leaks.append(
+                    f"{item.file}:{item.line}: case {item.case.id!r} is locked case {match.case.id!r} "
+                    f"({match.file}:{match.line}) by id or text"
+                )
+        if leaks:
+            raise LockedSplitError(
+                f"split {split!r} holds locked cases; locked cases never feed prompts:\n" + "\n".join(leaks)
+            )
         self.split = split
         self.files: tuple[Path, ...] = tuple(files)
-        self._cases = tuple(loaded.case for loaded in load_cases(files, EvalCase))
+        self._cases = tuple(item.case for item in loaded)
 
     def examples_for(self, case: EvalCase, limit: int) -> tuple[FewShotExample, ...]:
         """Up to ``limit`` single-text examples with a reference, same locale pair, never the case itself."""

@@ -9,10 +9,11 @@ carry options as a mapping already.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from eval_pipeline.runtimes.base import RuntimeSpecError
 
@@ -38,18 +39,51 @@ def parse_runtime_options(pairs: Sequence[str]) -> dict[str, Any]:
     return options
 
 
+class NoOptions(BaseModel):
+    """The options of an adapter that takes none: any option given is reported as unknown."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# Bounds every adapter shares for options of these names, so a typo such as
+# ``max_retries=1e9`` or ``timeout_s=1e12`` is bad input instead of a run that never ends.
+NUMERIC_BOUNDS: dict[str, tuple[float, float]] = {
+    "max_retries": (0, 20),
+    "timeout_s": (0.001, 3600.0),
+    "backoff_s": (0.0, 600.0),
+    "max_backoff_s": (0.0, 3600.0),
+    "max_concurrency": (1, 1024),
+    "workers": (0, 1024),
+}
+
+
+def bound_problems(options: Mapping[str, Any]) -> list[str]:
+    """``key: message`` for every shared numeric option outside its bounds (types are the model's job)."""
+    problems = []
+    for key, (low, high) in NUMERIC_BOUNDS.items():
+        value = options.get(key)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            continue
+        if not (math.isfinite(value) and low <= value <= high):
+            problems.append(f"{key}: must be between {low:g} and {high:g}")
+    return problems
+
+
 def validate_options(scheme: str, model: type[ModelT], options: Mapping[str, Any]) -> ModelT:
-    """``options`` validated against an adapter's model; problems raise RuntimeSpecError naming each key."""
+    """``options`` validated strictly against an adapter's model (a number is not text, text is not a
+    number) and the shared bounds; problems raise RuntimeSpecError naming each key."""
+    problems = bound_problems(options)
     try:
-        return model.model_validate(dict(options))
+        validated = model.model_validate(dict(options), strict=True)
     except ValidationError as exc:
-        problems = []
         for error in exc.errors():
             key = ".".join(str(part) for part in error["loc"]) or "(options)"
             if error["type"] == "extra_forbidden":
-                known = ", ".join(sorted(model.model_fields))
+                known = ", ".join(sorted(model.model_fields)) or "none: this runtime takes no options"
                 problems.append(f"{key}: unknown option (known: {known})")
             else:
                 # The value is not echoed: options may carry header values a log must not show.
                 problems.append(f"{key}: {error['msg']}")
-        raise RuntimeSpecError(f"{scheme} runtime options: " + "; ".join(problems)) from None
+    if problems:
+        raise RuntimeSpecError(f"{scheme} runtime options: " + "; ".join(problems))
+    return validated

@@ -16,11 +16,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from eval_pipeline.cases.loading import CaseFileError, CaseProblem, parse_case_file
+from eval_pipeline.cases.loading import CaseFileError, CaseProblem, parse_case_file, validate_record
 from eval_pipeline.runtimes.base import ChatSession, RuntimeSpecError, TurnResponse
+from eval_pipeline.runtimes.options import NoOptions, validate_options
 from eval_pipeline.runtimes.registry import register_runtime
 
 
@@ -104,32 +106,51 @@ class ReplayRuntime:
 
 
 def _load(path: Path) -> dict[tuple[str, int], RecordedTurn]:
+    """Every recorded turn of a JSONL or Parquet file; any bad row is bad input naming file:row: field."""
     if not path.is_file():
-        raise RuntimeSpecError(f"replay file {path} does not exist")
+        raise RuntimeSpecError(
+            f"replay file {path} does not exist" + (" (it is a folder)" if path.is_dir() else "")
+        )
     if path.suffix == ".parquet":
-        records = [RecordedTurn.model_validate(row) for row in pq.read_table(path).to_pylist()]
-        located = [(record, i + 1) for i, record in enumerate(records)]
+        located, problems = _parquet_turns(path)
     else:
         loaded, problems = parse_case_file(path, RecordedTurn)
-        if problems:
-            raise RuntimeSpecError(str(CaseFileError(problems)))
         located = [(item.case, item.line) for item in loaded]
     turns: dict[tuple[str, int], RecordedTurn] = {}
-    duplicates: list[CaseProblem] = []
     for record, line in located:
         key = (record.case_id, record.turn_index)
         if key in turns:
-            duplicates.append(
+            problems.append(
                 CaseProblem(str(path), line, "turn_index", f"turn {key[1]} of case {key[0]!r} recorded twice")
             )
         turns[key] = record
-    if duplicates:
-        raise RuntimeSpecError(str(CaseFileError(duplicates)))
+    if problems:
+        raise RuntimeSpecError(str(CaseFileError(problems)))
     return turns
+
+
+def _parquet_turns(path: Path) -> tuple[list[tuple[RecordedTurn, int]], list[CaseProblem]]:
+    """Rows of a Parquet file (row n is reported as line n), validated like JSONL records."""
+    name = str(path)
+    try:
+        rows = pq.read_table(path).to_pylist()
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        return [], [CaseProblem(name, 0, "(file)", f"not a readable Parquet file: {exc}")]
+    if not rows:
+        return [], [CaseProblem(name, 0, "(file)", "file holds no rows")]
+    located: list[tuple[RecordedTurn, int]] = []
+    problems: list[CaseProblem] = []
+    for number, row in enumerate(rows, start=1):
+        record, row_problems = validate_record(RecordedTurn, row)
+        problems += [CaseProblem(name, number, field, message) for field, message in row_problems]
+        if record is not None:
+            located.append((record, number))
+    return located, problems
 
 
 @register_runtime("replay")
 def replay_runtime(argument: str, options: Mapping[str, Any]) -> ReplayRuntime:
     if not argument:
         raise RuntimeSpecError("replay needs a file: replay:PATH (JSONL or Parquet)")
+    validate_options("replay", NoOptions, options)
     return ReplayRuntime(Path(argument).expanduser())

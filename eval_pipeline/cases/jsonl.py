@@ -1,0 +1,204 @@
+"""The one JSONL reader: bytes in, one JSON object per physical line out, or a problem per line.
+
+Every JSONL file the project reads (case files, replay files, candidates) goes through
+:func:`read_jsonl`, so every command accepts exactly the same inputs. The reader is total: it
+never raises on content, and each bad line is reported at its own line number while the rest
+of the file is still read.
+
+- Lines are split on ``\\n`` only (a trailing ``\\r`` is dropped, so CRLF files work).
+  ``str.splitlines`` would also split on U+2028, U+0085 or a lone CR, which are legal inside
+  JSON, and shift every later line number.
+- Each line is decoded on its own: an undecodable byte is that line's problem.
+- JSON is parsed strictly: duplicate keys, NaN / Infinity (and numbers too big for a float),
+  nesting deeper than :data:`MAX_DEPTH` and lone surrogate escapes (text that cannot be
+  written back as UTF-8) are problems, not silently accepted values.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+MAX_DEPTH = 64
+BLANK = frozenset(b" \t\r")  # JSON whitespace; a line of only these holds no record
+_UTF8_BOM = b"\xef\xbb\xbf"
+_WIDE_BOMS = {
+    b"\xff\xfe\x00\x00": "UTF-32",
+    b"\x00\x00\xfe\xff": "UTF-32",
+    b"\xff\xfe": "UTF-16",
+    b"\xfe\xff": "UTF-16",
+}
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+@dataclass(frozen=True)
+class JsonLine:
+    """One record of a JSONL file: its 1-based physical line number and the parsed object."""
+
+    line: int
+    value: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class LineProblem:
+    """Why one line (0: the whole file) holds no record; ``field`` is a dotted path or ``(line)``."""
+
+    line: int
+    field: str
+    message: str
+
+
+class _Rejected(ValueError):
+    """A JSON construct the strict parser refuses; ``field`` says where, when known."""
+
+    def __init__(self, message: str, field: str = "(line)") -> None:
+        super().__init__(message)
+        self.field = field
+
+
+def read_jsonl(path: Path) -> tuple[list[JsonLine], list[LineProblem]]:
+    """Every record of the file at ``path`` and every problem, in line order. Never raises on content."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return [], [LineProblem(0, "(file)", "file does not exist")]
+    except IsADirectoryError:
+        return [], [LineProblem(0, "(file)", "is a directory, not a JSONL file")]
+    except OSError as exc:
+        return [], [LineProblem(0, "(file)", f"cannot be read: {exc.strerror or exc}")]
+    return parse_jsonl(data)
+
+
+def parse_jsonl(data: bytes) -> tuple[list[JsonLine], list[LineProblem]]:
+    """Records and problems of JSONL ``data``. An empty file (no record, no problem) is a problem."""
+    for bom, encoding in _WIDE_BOMS.items():
+        if data.startswith(bom):
+            return [], [LineProblem(1, "(file)", f"file is {encoding} text; JSONL files must be UTF-8")]
+    records: list[JsonLine] = []
+    problems: list[LineProblem] = []
+    for number, raw in _physical_lines(data):
+        if all(byte in BLANK for byte in raw):
+            continue
+        value = parse_json_line(raw)
+        if isinstance(value, LineProblem):
+            problems.append(LineProblem(number, value.field, value.message))
+        else:
+            records.append(JsonLine(number, value))
+    if not records and not problems:
+        problems.append(LineProblem(0, "(file)", "file holds no records (it is empty or blank)"))
+    return records, problems
+
+
+def _physical_lines(data: bytes) -> Iterator[tuple[int, bytes]]:
+    if data.startswith(_UTF8_BOM):  # some editors write one; it is not part of the first record
+        data = data[len(_UTF8_BOM) :]
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        yield number, raw[:-1] if raw.endswith(b"\r") else raw
+
+
+def parse_json_line(raw: bytes) -> dict[str, Any] | LineProblem:
+    """One line as a JSON object, or the reason it is not one (its ``line`` is 0: the caller knows)."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return LineProblem(
+            0, "(line)", f"not UTF-8: byte 0x{raw[exc.start]:02x} at column {exc.start + 1} ({exc.reason})"
+        )
+    depth_problem = _depth_problem(text)
+    if depth_problem is not None:
+        return LineProblem(0, "(line)", depth_problem)
+    try:
+        value = json.loads(
+            text, object_pairs_hook=_unique_keys, parse_constant=_no_constant, parse_float=_finite_float
+        )
+    except json.JSONDecodeError as exc:
+        return LineProblem(0, "(line)", f"not valid JSON: {exc.msg} at column {exc.colno}")
+    except _Rejected as exc:
+        return LineProblem(0, exc.field, str(exc))
+    except ValueError as exc:  # e.g. an integer with more digits than Python converts
+        return LineProblem(0, "(line)", f"not acceptable JSON: {exc}")
+    if not isinstance(value, dict):
+        return LineProblem(0, "(line)", f"expected a JSON object per line, got {_json_type(value)}")
+    surrogate_at = _lone_surrogate_path(value, "")
+    if surrogate_at is not None:
+        return LineProblem(
+            0,
+            surrogate_at or "(line)",
+            "holds a lone surrogate escape (\\ud800-\\udfff): not valid Unicode text",
+        )
+    return value
+
+
+def _depth_problem(text: str) -> str | None:
+    """Nesting deeper than MAX_DEPTH, found by one scan (the parser would recurse and crash)."""
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return None
+    depth = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                return f"nested deeper than {MAX_DEPTH} levels"
+        elif char in "]}":
+            depth -= 1
+    return None
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise _Rejected(f"duplicate key {key!r} in one object (JSON readers disagree on which wins)", key)
+        result[key] = value
+    return result
+
+
+def _no_constant(name: str) -> Any:
+    raise _Rejected(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _Rejected(f"number {text[:40]} is too large for a 64-bit float")
+    return value
+
+
+def _lone_surrogate_path(value: Any, path: str) -> str | None:
+    """The field path of the first string (or key) holding a lone surrogate, else None."""
+    if isinstance(value, str):
+        return path if _SURROGATE.search(value) else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            child = f"{path}.{key}" if path else str(key)
+            if _SURROGATE.search(key):
+                return path or "(line)"
+            found = _lone_surrogate_path(item, child)
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found = _lone_surrogate_path(item, f"{path}[{index}]")
+            if found is not None:
+                return found
+    return None
+
+
+def _json_type(value: Any) -> str:
+    names = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
+    return names.get(type(value), "a number")

@@ -1,0 +1,137 @@
+"""Bad input anywhere (dates, runtime specs and options, replay files, lane files) exits 2 with
+``file:line: field: message`` or ``option: message``, never a traceback."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from typer.testing import CliRunner
+
+from eval_pipeline.cli import app
+from eval_pipeline.cli.common import EXIT_BAD_INPUT
+from eval_pipeline.settings import PROJECT_ROOT
+
+runner = CliRunner()
+FLUENCY = ["run", "--lane", "deterministic_fluency", "--split", "dev"]
+
+
+def bad_input(*args: str) -> str:
+    result = runner.invoke(app, list(args))
+    assert result.exit_code == EXIT_BAD_INPUT, (result.exit_code, result.output, result.exception)
+    assert result.exception is None or isinstance(result.exception, SystemExit)  # no traceback
+    return " ".join(result.stderr.replace("│", " ").split())  # usage errors come in a wrapped panel
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--date", "2026-1-5"], "'2026-1-5' is not a date; expected YYYY-MM-DD"),
+        (["--date", "2026-02-30"], "'2026-02-30' is not a calendar date"),
+        (["--date", "2999-01-01"], "2999-01-01 has not happened yet"),
+        (["--runtime", ""], "--runtime: expected a target name or a runtime spec, got an empty string"),
+        (["-o", "junk=1"], "reference runtime options: junk: unknown option (known: none"),
+        (
+            ["--runtime", "openai:http://127.0.0.1:9/v1", "-o", "model=m", "-o", "max_retries=1e9"],
+            "max_retries: must be between 0 and 20",
+        ),
+        (
+            ["--runtime", "openai:http://127.0.0.1:9/v1", "-o", "model=m", "-o", 'timeout_s="5"'],
+            "timeout_s: Input should be a valid number",
+        ),
+        (
+            ["--runtime", "openai:http://127.0.0.1:9/v1", "-o", "model=m", "-o", "max_concurrency=0"],
+            "max_concurrency: must be between 1 and 1024",
+        ),
+        (["--concurrency", "100000"], "should be less than or equal to 1024"),
+    ],
+)
+def test_bad_run_arguments_exit_2_with_the_option_and_what_was_expected(
+    args: list[str], message: str
+) -> None:
+    assert message in bad_input(*FLUENCY, *args)
+
+
+def test_replay_files_that_are_not_turns_exit_2_naming_file_and_row(tmp_path: Path) -> None:
+    garbage = tmp_path / "garbage.parquet"
+    garbage.write_bytes(b"PAR1 this is not parquet")
+    assert f"{garbage}:0: (file): not a readable Parquet file" in bad_input(
+        *FLUENCY, "--runtime", f"replay:{garbage}"
+    )
+    columns = tmp_path / "columns.parquet"
+    pq.write_table(pa.table({"case": ["a"], "answer": ["b"]}), columns)
+    assert f"{columns}:1: case_id: required field is missing" in bad_input(
+        *FLUENCY, "--runtime", f"replay:{columns}"
+    )
+    typed = tmp_path / "typed.parquet"
+    pq.write_table(pa.table({"case_id": ["a"], "turn_index": ["0"], "surface": ["x"]}), typed)
+    assert f"{typed}:1: turn_index: Input should be a valid integer" in bad_input(
+        *FLUENCY, "--runtime", f"replay:{typed}"
+    )
+    jsonl = tmp_path / "turns.jsonl"
+    jsonl.write_bytes(b'{"case_id": "a", "surface": "x"}\n{"case_id": "b", "surface": "\xff"}\n')
+    assert f"{jsonl}:2: (line): not UTF-8" in bad_input(*FLUENCY, "--runtime", f"replay:{jsonl}")
+    assert "replay runtime options: x: unknown option" in bad_input(
+        *FLUENCY, "--runtime", f"replay:{jsonl}", "-o", "x=1"
+    )
+    assert "(it is a folder)" in bad_input(*FLUENCY, "--runtime", f"replay:{tmp_path}")
+
+
+@pytest.fixture
+def evals(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path / "evals"
+    shutil.copytree(PROJECT_ROOT / "evals" / "deterministic_fluency", root / "deterministic_fluency")
+    monkeypatch.setenv("EVAL_PIPELINE_EVALS", str(root))
+    return root / "deterministic_fluency" / "lane.yaml"
+
+
+def test_lane_file_with_invalid_utf8_names_its_line(evals: Path) -> None:
+    evals.write_bytes(evals.read_bytes().replace(b"title:", b"title: \xff", 1))
+    line = evals.read_bytes().split(b"title:")[0].count(b"\n") + 1
+    assert f"{evals}:{line}: (file): not UTF-8 text" in bad_input("validate")
+
+
+def test_lane_file_with_a_duplicate_key_names_its_line(evals: Path) -> None:
+    evals.write_text(evals.read_text(encoding="utf-8") + "title: again\n", encoding="utf-8")
+    lines = evals.read_text(encoding="utf-8").splitlines()
+    first = next(n for n, text in enumerate(lines, 1) if text.startswith("title:"))
+    assert f"{evals}:{len(lines)}: title: duplicate key (first at line {first})" in bad_input("validate")
+
+
+def test_a_nan_threshold_is_rejected_at_its_line(evals: Path) -> None:
+    text = evals.read_text(encoding="utf-8")
+    head, sep, tail = text.partition("    value: ")
+    evals.write_text(head + sep + ".nan" + tail[tail.index("\n") :], encoding="utf-8")
+    line = head.count("\n") + 1
+    assert f"{evals}:{line}: thresholds[0].value: Input should be a finite number" in bad_input("validate")
+
+
+def test_a_split_listing_a_folder_or_leaving_the_lane_folder_is_bad_input(evals: Path) -> None:
+    (evals.parent / "dev" / "nested").mkdir()
+    text = evals.read_text(encoding="utf-8")
+    evals.write_text(text.replace("dev/cases.jsonl", "dev/nested", 1), encoding="utf-8")
+    assert "dev/nested:0: (file): is a directory, not a JSONL file" in bad_input("validate")
+    assert "is a directory" in bad_input(*FLUENCY)
+    evals.write_text(text.replace("dev/cases.jsonl", "../../etc/passwd", 1), encoding="utf-8")
+    assert "case files are relative paths inside the lane folder" in bad_input("validate")
+
+
+def test_an_empty_case_file_is_a_problem_for_validate_and_run(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"\n\n")
+    problem = f"{empty}:0: (file): file holds no records (it is empty or blank)"
+    assert problem in bad_input("validate", "--lane", "deterministic_fluency", str(empty))
+    assert problem in bad_input("run", "--lane", "deterministic_fluency", "--cases", str(empty))
+
+
+def test_problems_are_printed_as_plain_text(tmp_path: Path) -> None:
+    path = tmp_path / "markup.jsonl"
+    path.write_text(
+        '{"id": "[bold]x[/bold] :smile:", "prompt": "p", "category": "c", "expected_predicates": []}\n'
+    )
+    result = runner.invoke(app, ["validate", "--lane", "deterministic_fluency", str(path)])
+    assert result.exit_code == EXIT_BAD_INPUT
+    assert '"[bold]x[/bold] :smile:"' in result.stderr and "😄" not in result.stderr
