@@ -101,10 +101,11 @@ def history_compact(
                 "runs": d.runs_total,
                 "rows": d.rows,
                 "files_removed": d.files_removed,
+                "uncommitted_dropped": d.uncommitted_dropped,
             }
             for d in done
         ],
-        columns=["table", "lane", "month", "runs_added", "runs", "rows", "files_removed"],
+        columns=["table", "lane", "month", "runs_added", "runs", "rows", "files_removed", "uncommitted_dropped"],
     )
     emit(rows, output, title="compacted", empty="nothing to compact")
 
