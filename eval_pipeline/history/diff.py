@@ -166,19 +166,25 @@ def case_flips(
         [*a.params(), *b.params(), *a.params(), *b.params()],
     ).df()
     flips["change"] = [
-        f"{_verdict(x)}→{_verdict(y)}" for x, y in zip(flips["passed_a"], flips["passed_b"], strict=True)
+        f"{verdict_text(x)}→{verdict_text(y)}"
+        for x, y in zip(flips["passed_a"], flips["passed_b"], strict=True)
     ]
     flips["_order"] = flips["change"].map(lambda c: _CHANGE_ORDER.get(c, 2))
     flips = flips.sort_values(["_order", "case_id", "predicate"], kind="stable")
     return flips[FLIP_COLUMNS].reset_index(drop=True)
 
 
-def diff_runs(con: duckdb.DuckDBPyConnection, a: RunRef, b: RunRef) -> RunDiff:
+def flips_and_note(con: duckdb.DuckDBPyConnection, a: RunRef, b: RunRef) -> tuple[pd.DataFrame, str | None]:
+    """The case flips, on the common cases only when the case sets differ, and that note."""
     if same_cases(a, b):
-        return RunDiff(a, b, metric_deltas(con, a, b), case_flips(con, a, b))
-    deltas = metric_deltas(con, a, b).assign(delta=pd.NA)
-    overlap = case_overlap(con, a, b)
-    return RunDiff(a, b, deltas, case_flips(con, a, b, common_cases_only=True), overlap.note(a, b))
+        return case_flips(con, a, b), None
+    return case_flips(con, a, b, common_cases_only=True), case_overlap(con, a, b).note(a, b)
+
+
+def diff_runs(con: duckdb.DuckDBPyConnection, a: RunRef, b: RunRef) -> RunDiff:
+    flips, note = flips_and_note(con, a, b)
+    deltas = metric_deltas(con, a, b)
+    return RunDiff(a, b, deltas if note is None else deltas.assign(delta=pd.NA), flips, note)
 
 
 def pairs_to_diff(
@@ -213,7 +219,8 @@ def pairs_to_diff(
     return pairs
 
 
-def _verdict(passed: object) -> str:
+def verdict_text(passed: object) -> str:
+    """pass, fail, or n/a (null: not applicable, or the case is absent)."""
     if is_missing(passed):
         return "n/a"
     return "pass" if bool(passed) else "fail"
