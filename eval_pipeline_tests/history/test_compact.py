@@ -88,7 +88,12 @@ def test_history_compact_command_and_plain_history_both_work(history: str) -> No
     assert result.exit_code == 0, result.output
     assert result.output.splitlines()[1:] == [
         f"{table},{LANE},2024-04,1,1,{rows},1,0"
-        for table, rows in (("metrics", 10), ("case_predicates", 115), ("transcripts", 16), ("run_manifests", 1))
+        for table, rows in (
+            ("metrics", 10),
+            ("case_predicates", 115),
+            ("transcripts", 16),
+            ("run_manifests", 1),
+        )
     ]
     result = runner.invoke(app, ["history", "--metric", "cases", "--format", "csv"])
     assert result.exit_code == 0 and len(result.output.splitlines()) == 1 + 6
