@@ -338,7 +338,7 @@ def emit(rows: pd.DataFrame, output: OutputFormat, *, title: str = "", empty: st
         console.print_json(json.dumps(_records(rows), default=str))
         return
     if rows.empty:
-        console.print(f"{title}: {empty}" if title else empty, highlight=False, soft_wrap=True)
+        console.print(f"{title}: {empty}" if title else empty, markup=False, highlight=False, soft_wrap=True)
         return
     table = Table(title=title or None, show_lines=False)
     for column in rows.columns:
