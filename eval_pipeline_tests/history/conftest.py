@@ -52,6 +52,7 @@ class StoredRun:
     case_set: str = SPLIT
     cases_sha256: str = CASES_SHA256
     hour: int = 2
+    split: str = SPLIT
 
     @property
     def started_at(self) -> pd.Timestamp:
@@ -102,7 +103,7 @@ def run_keys(stored: StoredRun) -> dict[str, str]:
     return {
         "run_id": stored.run_id,
         "lane": LANE,
-        "split": SPLIT,
+        "split": stored.split,
         "runtime": stored.runtime,
         "case_set": stored.case_set,
     }
