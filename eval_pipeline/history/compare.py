@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import duckdb
 import pandas as pd
 
-from eval_pipeline.history.diff import flips_and_note, metric_sides
+from eval_pipeline.history.diff import flips_and_note, metric_sides, without_deltas
 from eval_pipeline.history.runs import RunRef, latest_runs, ref_from_row
 from eval_pipeline.history.stats import Z_95, wilson_interval
 
@@ -81,7 +81,7 @@ def compare_runtimes(
     flips, note = flips_and_note(con, a, b)
     sides = metric_sides(con, a, b)
     if note is not None:  # each run's metrics cover its own cases: no delta
-        sides = sides.assign(delta=pd.NA)
+        sides = without_deltas(sides)
     for side in ("a", "b"):
         bounds = [
             _interval(n, d, z)

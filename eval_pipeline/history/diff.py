@@ -184,7 +184,12 @@ def flips_and_note(con: duckdb.DuckDBPyConnection, a: RunRef, b: RunRef) -> tupl
 def diff_runs(con: duckdb.DuckDBPyConnection, a: RunRef, b: RunRef) -> RunDiff:
     flips, note = flips_and_note(con, a, b)
     deltas = metric_deltas(con, a, b)
-    return RunDiff(a, b, deltas if note is None else deltas.assign(delta=pd.NA), flips, note)
+    return RunDiff(a, b, deltas if note is None else without_deltas(deltas), flips, note)
+
+
+def without_deltas(metrics: pd.DataFrame) -> pd.DataFrame:
+    """``metrics`` with a null ``delta``: runs of different case sets have no meaningful one."""
+    return metrics.assign(delta=pd.array([None] * len(metrics), dtype="Float64"))
 
 
 def pairs_to_diff(

@@ -118,6 +118,7 @@ def test_changed_case_files_in_a_series_are_not_compared(
         StoredRun("run-r3", "reference", "2024-03-03", False, cases_sha256="2" * 64),
     )
     code, output = invoke("diff", "--lane", LANE, "-f", "json")
+    assert code == 0, output
     reference = next(d for d in json.loads(output) if d["runtime_b"] == "reference")
     assert (reference["run_a"], reference["run_b"]) == ("run-r2", "run-r3")
     assert reference["note"].startswith(
