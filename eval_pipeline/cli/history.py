@@ -1,4 +1,5 @@
-"""History commands: ``history`` (+ ``history compact``), ``diff``, ``flaky``, ``first-failure``, ``report``."""
+"""History commands: ``history`` (+ ``history compact``), ``diff``, ``flaky``, ``first-failure``,
+``compare``, ``report``."""
 
 from __future__ import annotations
 
@@ -18,10 +19,12 @@ from rich.text import Text
 
 from eval_pipeline.cli.common import EXIT_BAD_INPUT, app, bad_input_exits, console, err_console, history_app
 from eval_pipeline.history.compact import compact
-from eval_pipeline.history.diff import diff_pairs, pairs_to_diff
-from eval_pipeline.history.first_failure import first_failures
+from eval_pipeline.history.compare import RuntimeComparison, compare_runtimes
+from eval_pipeline.history.diff import diff_pairs, pairs_to_diff, verdict_text
+from eval_pipeline.history.first_failure import CaseScope, case_series, first_failures
 from eval_pipeline.history.flaky import case_flip_rates, rate_intervals
 from eval_pipeline.history.report import write_report
+from eval_pipeline.history.runs import RunRef
 from eval_pipeline.history.sql import read_only_connection, run_query
 from eval_pipeline.history.views import connect
 from eval_pipeline.settings import history_root
@@ -39,9 +42,11 @@ HistoryOption = Annotated[
 ]
 FormatOption = Annotated[OutputFormat, typer.Option("--format", "-f", help="table, csv or json.")]
 LaneOption = Annotated[str | None, typer.Option("--lane", help="Only this lane.")]
+SplitOption = Annotated[str | None, typer.Option("--split", help="Only this split.")]
 
 _HISTORY_COLUMNS = (
-    "date, started_at, lane, split, runtime, run_id, metric, value, threshold_op, threshold, severity, passed"
+    "date, started_at, lane, split, runtime, case_set, run_id, metric, value, threshold_op, threshold, "
+    "severity, passed"
 )
 
 
@@ -76,7 +81,8 @@ def history(
             since_day = _parse_day(since) if since else None
             rows = con.execute(
                 f"SELECT {_HISTORY_COLUMNS} FROM metrics WHERE (? IS NULL OR lane = ?) AND (? IS NULL OR metric = ?) "
-                "AND (?::DATE IS NULL OR date >= ?::DATE) ORDER BY started_at, date, lane, split, runtime, run_id, metric",
+                "AND (?::DATE IS NULL OR date >= ?::DATE) "
+                "ORDER BY started_at, date, lane, split, runtime, case_set, run_id, metric",
                 [lane, lane, metric, metric, since_day, since_day],
             ).df()
     emit(rows, output, title="history")
@@ -106,10 +112,20 @@ def history_compact(
                 "runs": d.runs_total,
                 "rows": d.rows,
                 "files_removed": d.files_removed,
+                "uncommitted_dropped": d.uncommitted_dropped,
             }
             for d in done
         ],
-        columns=["table", "lane", "month", "runs_added", "runs", "rows", "files_removed"],
+        columns=[
+            "table",
+            "lane",
+            "month",
+            "runs_added",
+            "runs",
+            "rows",
+            "files_removed",
+            "uncommitted_dropped",
+        ],
     )
     emit(rows, output, title="compacted", empty="nothing to compact")
 
@@ -122,14 +138,16 @@ def diff(
     output: FormatOption = OutputFormat.table,
     root: HistoryOption = None,
 ) -> None:
-    """Metric deltas and flipped cases (pass→fail first) between two runs; default: the last two of each lane split."""
+    """Metric deltas and flipped cases (pass→fail first) between two runs; default: the last two of each series."""
     with _bad_query_exits(), connect(root or history_root()) as con:
         diffs = diff_pairs(con, pairs_to_diff(con, run_a, run_b, lane=lane))
     if output is OutputFormat.table:
         if not diffs:
-            console.print("No lane split has two runs yet.")
+            console.print("No series has two runs yet.")
         for d in diffs:
             console.print(f"[bold]{escape(d.a.label())}  →  {escape(d.b.label())}[/bold]")
+            if d.note:
+                console.print(f"[yellow]note:[/yellow] {escape(d.note)}", highlight=False)
             emit(d.metric_deltas, output, title="metrics")
             emit(d.flips, output, title="flipped cases", empty="no case flipped")
         return
@@ -143,6 +161,9 @@ def diff(
             "split": d.b.split,
             "runtime_a": d.a.runtime,
             "runtime_b": d.b.runtime,
+            "case_set_a": d.a.case_set,
+            "case_set_b": d.b.case_set,
+            "note": d.note,
         }
         for d in diffs
     ]
@@ -153,7 +174,8 @@ def diff(
         console.print_json(json.dumps(records, default=str))
         return
     flips = [
-        d.flips.assign(run_a=d.a.run_id, run_b=d.b.run_id, lane=d.b.lane, split=d.b.split) for d in diffs
+        d.flips.assign(run_a=d.a.run_id, run_b=d.b.run_id, lane=d.b.lane, split=d.b.split, note=d.note)
+        for d in diffs
     ]
     emit(pd.concat(flips, ignore_index=True) if flips else pd.DataFrame(), output, title="flips")
 
@@ -187,13 +209,118 @@ def first_failure(
     case_id: Annotated[str, typer.Argument(help="The case id.")],
     predicate: Annotated[str | None, typer.Option("--predicate", help="Only this predicate.")] = None,
     lane: LaneOption = None,
+    split: SplitOption = None,
+    runtime: Annotated[str | None, typer.Option("--runtime", help="Only this runtime target.")] = None,
     output: FormatOption = OutputFormat.table,
     root: HistoryOption = None,
 ) -> None:
-    """The first run in which a case's predicate went from pass to fail, and how its surface changed."""
+    """The first run in which a case's predicate went from pass to fail, per series, and how its surface changed."""
+    scope = CaseScope(case_id, predicate, lane, split, runtime)
     with _bad_query_exits(), connect(root or history_root()) as con:
-        rows = first_failures(con, case_id, predicate=predicate, lane=lane)
-    emit(rows, output, title=f"first failure of {case_id}", empty=f"{case_id} never went from pass to fail")
+        series = case_series(con, scope)
+        rows = first_failures(con, scope)
+    looked_at = f"{case_id} never went from pass to fail in {len(series)} series: {', '.join(series)}"
+    emit(rows, output, title=f"first failure of {case_id}", empty=looked_at)
+
+
+@app.command("compare")
+def compare(
+    lane: Annotated[str, typer.Option("--lane", help="The lane.")],
+    runtimes: Annotated[
+        list[str], typer.Option("--runtime", help="A runtime target's name; give exactly two (A, then B).")
+    ],
+    split: Annotated[
+        str | None, typer.Option("--split", help="Default: the only split both runtimes ran.")
+    ] = None,
+    case_set: Annotated[
+        str | None,
+        typer.Option("--case-set", help="Default: the split's own cases (or the only common set)."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON document, for machines.")] = False,
+    root: HistoryOption = None,
+) -> None:
+    """Two runtimes' latest runs side by side: metrics with 95% Wilson intervals, and the cases that flip."""
+    with _bad_query_exits(), connect(root or history_root()) as con:
+        result = compare_runtimes(con, lane=lane, runtimes=runtimes, split=split, case_set=case_set)
+    if as_json:
+        console.print_json(json.dumps(_comparison_document(result), default=str))
+        return
+    a, b = result.a, result.b
+    console.print(
+        f"[bold]{escape(a.lane)}/{escape(a.split)}[/bold] cases {escape(a.case_set)}", highlight=False
+    )
+    for side, ref in (("A", a), ("B", b)):
+        console.print(
+            f"  {side}: {escape(ref.runtime)}  run {escape(ref.run_id)} ({_day(ref)})", highlight=False
+        )
+    if result.note:
+        console.print(f"[yellow]note:[/yellow] {escape(result.note)}", highlight=False)
+    console.print(_comparison_table(result))
+    flips = result.flips.assign(
+        verdict_a=[verdict_text(v) for v in result.flips["passed_a"]],
+        verdict_b=[verdict_text(v) for v in result.flips["passed_b"]],
+    )[["case_id", "predicate", "code_a", "verdict_a", "code_b", "verdict_b", "surface_a", "surface_b"]]
+    emit(
+        flips,
+        OutputFormat.table,
+        title=f"cases that flip, A={a.runtime} → B={b.runtime} ({len(flips)})",
+        empty="no case flips",
+    )
+
+
+def _comparison_document(result: RuntimeComparison) -> dict[str, object]:
+    def run(ref: RunRef) -> dict[str, object]:
+        return {
+            "runtime": ref.runtime,
+            "run_id": ref.run_id,
+            "date": ref.date,
+            "cases_sha256": ref.cases_sha256,
+            "label": ref.label(),
+        }
+
+    return {
+        "lane": result.a.lane,
+        "split": result.a.split,
+        "case_set": result.a.case_set,
+        "a": run(result.a),
+        "b": run(result.b),
+        "note": result.note,
+        "metrics": _records(result.metrics),
+        "flips": _records(result.flips),
+    }
+
+
+def _comparison_table(result: RuntimeComparison) -> Table:
+    table = Table(title="metrics (value, numerator/denominator, 95% Wilson interval)")
+    for column in ("metric", f"A {result.a.runtime}", f"B {result.b.runtime}", "delta", "threshold"):
+        table.add_column(column, overflow="fold")
+    for row in _records(result.metrics):
+        threshold = "" if row["threshold"] is None else f"{row['threshold_op']} {_cell(row['threshold'])}"
+        delta = "" if row["delta"] is None else f"{row['delta']:+.4g}"
+        table.add_row(
+            Text(str(row["metric"])), _side_cell(row, "a"), _side_cell(row, "b"), Text(delta), Text(threshold)
+        )
+    return table
+
+
+def _side_cell(row: dict[str, object], side: str) -> Text:
+    value = row[f"value_{side}"]
+    if value is None:
+        return Text("n/a", style="dim")
+    parts = [_cell(value)]
+    numerator, denominator = row[f"numerator_{side}"], row[f"denominator_{side}"]
+    if numerator is not None and denominator is not None:
+        parts.append(f"{_cell(numerator)}/{_cell(denominator)}")
+    low, high = row[f"wilson_low_{side}"], row[f"wilson_high_{side}"]
+    if isinstance(low, float) and isinstance(high, float):
+        parts.append(f"[{low:.3f}, {high:.3f}]")
+    passed = row[f"passed_{side}"]
+    style = "" if passed is None else ("green" if passed else "bold red")
+    return Text("  ".join(parts), style=style)
+
+
+def _day(ref: RunRef) -> str:
+    return ref.date.isoformat() if ref.date else "?"
 
 
 @app.command("report")
@@ -216,7 +343,7 @@ def emit(rows: pd.DataFrame, output: OutputFormat, *, title: str = "", empty: st
         console.print_json(json.dumps(_records(rows), default=str))
         return
     if rows.empty:
-        console.print(f"{title}: {empty}" if title else empty, highlight=False, soft_wrap=True)
+        console.print(f"{title}: {empty}" if title else empty, markup=False, highlight=False, soft_wrap=True)
         return
     table = Table(title=title or None, show_lines=False)
     for column in rows.columns:

@@ -3,7 +3,7 @@
 from eval_pipeline.history.compact import compact
 from eval_pipeline.history.regression import MetricFinding, RegressionPolicy, find_regressions, findings_frame
 from eval_pipeline.history.report import lane_chart_markdown, lane_chart_svg, write_report
-from eval_pipeline.history.store import HISTORY_TABLES, append_run, run_file, table_glob
+from eval_pipeline.history.store import HISTORY_TABLES, append_run, commit_run, run_file, table_glob
 from eval_pipeline.history.views import connect
 
 __all__ = [
@@ -11,6 +11,7 @@ __all__ = [
     "MetricFinding",
     "RegressionPolicy",
     "append_run",
+    "commit_run",
     "compact",
     "connect",
     "find_regressions",

@@ -1,16 +1,49 @@
-"""What changed between two runs of a lane split: metric deltas and flipped case predicates."""
+"""What changed between two runs: metric deltas and flipped case predicates.
+
+Two runs of different case sets (another ``case_set``, or the same one whose files changed:
+a different ``cases_sha256``) are compared on their common cases only: flips are listed for
+cases both runs evaluated, metric deltas are left null (each run's metrics cover its own
+cases, so their difference would mix a case-set change with a behaviour change), and the
+diff's ``note`` says so.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import pairwise
 
 import duckdb
 import pandas as pd
 
 from eval_pipeline.history.runs import RUN_MATCH, RunRef, find_runs, is_missing, latest_runs, ref_from_row
 
+METRIC_SIDE_COLUMNS = [
+    "metric",
+    "value_a",
+    "numerator_a",
+    "denominator_a",
+    "passed_a",
+    "value_b",
+    "numerator_b",
+    "denominator_b",
+    "passed_b",
+    "delta",
+    "threshold_op",
+    "threshold",
+    "severity",
+]
 METRIC_DELTA_COLUMNS = ["metric", "value_a", "value_b", "delta", "denominator_a", "denominator_b"]
-FLIP_COLUMNS = ["case_id", "predicate", "change", "passed_a", "passed_b", "surface_a", "surface_b"]
+FLIP_COLUMNS = [
+    "case_id",
+    "predicate",
+    "change",
+    "passed_a",
+    "passed_b",
+    "code_a",
+    "code_b",
+    "surface_a",
+    "surface_b",
+]
 
 # pass→fail first (what got worse), then fail→pass, then cases that (dis)appeared or became n/a.
 _CHANGE_ORDER = {"pass→fail": 0, "fail→pass": 1}
@@ -24,56 +57,139 @@ class RunDiff:
     b: RunRef
     metric_deltas: pd.DataFrame  # METRIC_DELTA_COLUMNS; delta = value_b - value_a
     flips: pd.DataFrame  # FLIP_COLUMNS, pass→fail first
+    note: str | None = None  # set when the runs' case sets differ (see the module docstring)
 
 
-def metric_deltas(con: duckdb.DuckDBPyConnection, a: RunRef, b: RunRef) -> pd.DataFrame:
-    """Every metric of either run with both values and ``delta = b - a`` (null if either is null)."""
+@dataclass(frozen=True)
+class CaseOverlap:
+    """How the cases of two runs relate."""
+
+    same: bool  # same case set and same case files
+    cases_a: int
+    cases_b: int
+    common: int
+
+    def note(self, a: RunRef, b: RunRef) -> str | None:
+        if self.same:
+            return None
+        what = (
+            f"case sets differ ({a.case_set} vs {b.case_set})"
+            if a.case_set != b.case_set
+            else f"case set changed ({a.case_set}: case files differ)"
+        )
+        return (
+            f"{what}: comparing the {self.common} common cases only "
+            f"({self.cases_a} vs {self.cases_b} cases); metric deltas not computed"
+        )
+
+
+def same_cases(a: RunRef, b: RunRef) -> bool:
+    """Same case set and, when both are known, the same case files."""
+    if a.case_set != b.case_set:
+        return False
+    return a.cases_sha256 is None or b.cases_sha256 is None or a.cases_sha256 == b.cases_sha256
+
+
+def case_overlap(con: duckdb.DuckDBPyConnection, a: RunRef, b: RunRef) -> CaseOverlap:
+    row = con.execute(
+        f"""
+        WITH a AS (SELECT DISTINCT case_id FROM case_predicates WHERE {RUN_MATCH}),
+             b AS (SELECT DISTINCT case_id FROM case_predicates WHERE {RUN_MATCH})
+        SELECT (SELECT count(*) FROM a), (SELECT count(*) FROM b),
+               (SELECT count(*) FROM a JOIN b USING (case_id))
+        """,
+        [*a.params(), *b.params()],
+    ).fetchone()
+    cases_a, cases_b, common = row if row else (0, 0, 0)
+    return CaseOverlap(same_cases(a, b), int(cases_a), int(cases_b), int(common))
+
+
+def metric_sides(con: duckdb.DuckDBPyConnection, a: RunRef, b: RunRef) -> pd.DataFrame:
+    """Every metric of either run, each side's value, counts and verdict, ``delta = b - a``.
+
+    The threshold columns are ``b``'s (``a``'s for a metric only ``a`` has).
+    """
     return con.execute(
         f"""
-        WITH a AS (SELECT metric, value, denominator FROM metrics WHERE {RUN_MATCH}),
-             b AS (SELECT metric, value, denominator FROM metrics WHERE {RUN_MATCH})
-        SELECT metric, a.value AS value_a, b.value AS value_b, b.value - a.value AS delta,
-               a.denominator AS denominator_a, b.denominator AS denominator_b
+        WITH a AS (SELECT * FROM metrics WHERE {RUN_MATCH}),
+             b AS (SELECT * FROM metrics WHERE {RUN_MATCH})
+        SELECT metric,
+               a.value AS value_a, a.numerator AS numerator_a, a.denominator AS denominator_a,
+               a.passed AS passed_a,
+               b.value AS value_b, b.numerator AS numerator_b, b.denominator AS denominator_b,
+               b.passed AS passed_b,
+               b.value - a.value AS delta,
+               coalesce(b.threshold_op, a.threshold_op) AS threshold_op,
+               coalesce(b.threshold, a.threshold) AS threshold,
+               coalesce(b.severity, a.severity) AS severity
         FROM a FULL OUTER JOIN b USING (metric)
         ORDER BY metric
         """,
         [*a.params(), *b.params()],
-    ).df()[METRIC_DELTA_COLUMNS]
+    ).df()[METRIC_SIDE_COLUMNS]
 
 
-def case_flips(con: duckdb.DuckDBPyConnection, a: RunRef, b: RunRef) -> pd.DataFrame:
-    """Case predicates whose verdict differs between the runs, with each run's final surface.
+def metric_deltas(con: duckdb.DuckDBPyConnection, a: RunRef, b: RunRef) -> pd.DataFrame:
+    """Every metric of either run with both values and ``delta = b - a`` (null if either is null)."""
+    return metric_sides(con, a, b)[METRIC_DELTA_COLUMNS]
+
+
+def case_flips(
+    con: duckdb.DuckDBPyConnection, a: RunRef, b: RunRef, *, common_cases_only: bool = False
+) -> pd.DataFrame:
+    """Case predicates whose verdict differs between the runs, with codes and final surfaces.
 
     ``change`` reads ``pass→fail``, ``fail→pass``, ``pass→n/a``, ``n/a→fail``… (n/a: not
-    applicable or the case is absent from that run). Surfaces are the case's last turn and
-    are null when the run's transcripts were not kept in history.
+    applicable or the case is absent from that run; with ``common_cases_only``, cases
+    absent from either run are left out). Surfaces are the case's last turn and are null
+    when the run's transcripts were not kept in history.
     """
+    join = "INNER JOIN" if common_cases_only else "FULL OUTER JOIN"
     flips = con.execute(
         f"""
-        WITH a AS (SELECT case_id, predicate, passed FROM case_predicates WHERE {RUN_MATCH}),
-             b AS (SELECT case_id, predicate, passed FROM case_predicates WHERE {RUN_MATCH}),
+        WITH a AS (SELECT case_id, predicate, passed, code FROM case_predicates WHERE {RUN_MATCH}),
+             b AS (SELECT case_id, predicate, passed, code FROM case_predicates WHERE {RUN_MATCH}),
+             ca AS (SELECT DISTINCT case_id FROM a),
+             cb AS (SELECT DISTINCT case_id FROM b),
+             common AS (SELECT case_id FROM ca {join} cb USING (case_id)),
              sa AS (SELECT case_id, arg_max(surface, turn_index) AS surface FROM transcripts
                     WHERE {RUN_MATCH} GROUP BY case_id),
              sb AS (SELECT case_id, arg_max(surface, turn_index) AS surface FROM transcripts
                     WHERE {RUN_MATCH} GROUP BY case_id)
         SELECT case_id, predicate, a.passed AS passed_a, b.passed AS passed_b,
+               a.code AS code_a, b.code AS code_b,
                sa.surface AS surface_a, sb.surface AS surface_b
         FROM a FULL OUTER JOIN b USING (case_id, predicate)
         LEFT JOIN sa USING (case_id) LEFT JOIN sb USING (case_id)
-        WHERE a.passed IS DISTINCT FROM b.passed
+        WHERE a.passed IS DISTINCT FROM b.passed AND case_id IN (SELECT case_id FROM common)
         """,
         [*a.params(), *b.params(), *a.params(), *b.params()],
     ).df()
     flips["change"] = [
-        f"{_verdict(x)}→{_verdict(y)}" for x, y in zip(flips["passed_a"], flips["passed_b"], strict=True)
+        f"{verdict_text(x)}→{verdict_text(y)}"
+        for x, y in zip(flips["passed_a"], flips["passed_b"], strict=True)
     ]
     flips["_order"] = flips["change"].map(lambda c: _CHANGE_ORDER.get(c, 2))
     flips = flips.sort_values(["_order", "case_id", "predicate"], kind="stable")
     return flips[FLIP_COLUMNS].reset_index(drop=True)
 
 
+def flips_and_note(con: duckdb.DuckDBPyConnection, a: RunRef, b: RunRef) -> tuple[pd.DataFrame, str | None]:
+    """The case flips, on the common cases only when the case sets differ, and that note."""
+    if same_cases(a, b):
+        return case_flips(con, a, b), None
+    return case_flips(con, a, b, common_cases_only=True), case_overlap(con, a, b).note(a, b)
+
+
 def diff_runs(con: duckdb.DuckDBPyConnection, a: RunRef, b: RunRef) -> RunDiff:
-    return RunDiff(a, b, metric_deltas(con, a, b), case_flips(con, a, b))
+    flips, note = flips_and_note(con, a, b)
+    deltas = metric_deltas(con, a, b)
+    return RunDiff(a, b, deltas if note is None else without_deltas(deltas), flips, note)
+
+
+def without_deltas(metrics: pd.DataFrame) -> pd.DataFrame:
+    """``metrics`` with a null ``delta``: runs of different case sets have no meaningful one."""
+    return metrics.assign(delta=pd.array([None] * len(metrics), dtype="Float64"))
 
 
 def pairs_to_diff(
@@ -85,21 +201,19 @@ def pairs_to_diff(
 ) -> list[tuple[RunRef, RunRef]]:
     """Which runs to compare.
 
-    No run ids: the last two runs of every series (lane, split, runtime). Two run ids: their
-    lane runs paired by lane and split (the runtimes may differ: that compares runtimes).
-    Raises KeyError for an unknown run and ValueError when the runs share no lane split.
+    No run ids: the last two runs of every series (lane, split, runtime, case set). Two run
+    ids: their lane runs paired by lane and split (runtimes and case sets may differ: that
+    compares runtimes). Raises KeyError for an unknown run and ValueError when the runs
+    share no lane split.
     """
     if run_a is None:
         if run_b is not None:
             raise ValueError("give RUN_A before RUN_B")
         latest = latest_runs(con, lane=lane, last=2)
-        pairs = []
-        for _, series in latest.groupby(["lane", "split", "runtime"], sort=True):
-            if len(series) == 2:
-                pairs.append((ref_from_row(series.iloc[0]), ref_from_row(series.iloc[1])))
-        return pairs
+        refs = [ref_from_row(row) for _, row in latest.iterrows()]
+        return [(x, y) for x, y in pairwise(refs) if x.series() == y.series()]
     if run_b is None:
-        raise ValueError("give both RUN_A and RUN_B, or neither (the last two runs of each lane split)")
+        raise ValueError("give both RUN_A and RUN_B, or neither (the last two runs of each series)")
     befores, afters = find_runs(con, run_a, lane), find_runs(con, run_b, lane)
     pairs = [(x, y) for x in befores for y in afters if (x.lane, x.split) == (y.lane, y.split)]
     if not pairs:
@@ -110,7 +224,8 @@ def pairs_to_diff(
     return pairs
 
 
-def _verdict(passed: object) -> str:
+def verdict_text(passed: object) -> str:
+    """pass, fail, or n/a (null: not applicable, or the case is absent)."""
     if is_missing(passed):
         return "n/a"
     return "pass" if bool(passed) else "fail"
@@ -120,10 +235,8 @@ def diff_pairs(con: duckdb.DuckDBPyConnection, pairs: list[tuple[RunRef, RunRef]
     return [diff_runs(con, a, b) for a, b in pairs]
 
 
-def latest_diff(con: duckdb.DuckDBPyConnection, lane: str, split: str, runtime: str) -> RunDiff | None:
-    """The last two runs of one series compared, or None when it has fewer than two runs."""
-    rows = latest_runs(con, lane=lane, last=2)
-    series = rows[(rows["split"] == split) & (rows["runtime"] == runtime)]
-    if len(series) < 2:
-        return None
-    return diff_runs(con, ref_from_row(series.iloc[0]), ref_from_row(series.iloc[1]))
+def latest_diff(con: duckdb.DuckDBPyConnection, series: tuple[str, str, str, str]) -> RunDiff | None:
+    """The last two runs of one series (lane, split, runtime, case_set) compared, or None."""
+    rows = latest_runs(con, lane=series[0], last=2)
+    refs = [r for r in (ref_from_row(row) for _, row in rows.iterrows()) if r.series() == series]
+    return diff_runs(con, refs[0], refs[1]) if len(refs) == 2 else None

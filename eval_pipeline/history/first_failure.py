@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import difflib
+from dataclasses import dataclass
 
 import duckdb
 import pandas as pd
+
+from eval_pipeline.history.runs import series_label
+from eval_pipeline.history.views import SERIES_SQL
+from eval_pipeline.tables import SERIES_COLUMN_NAMES
 
 FIRST_FAILURE_COLUMNS = [
     "lane",
     "split",
     "runtime",
+    "case_set",
     "predicate",
     "run_id",
     "date",
@@ -22,57 +28,93 @@ FIRST_FAILURE_COLUMNS = [
 ]
 
 
-def first_failures(
-    con: duckdb.DuckDBPyConnection, case_id: str, *, predicate: str | None = None, lane: str | None = None
-) -> pd.DataFrame:
-    """For each series (lane, split, runtime) and predicate of ``case_id``: the first run whose
-    verdict was fail while the run before it (with a verdict) passed, and both final surfaces.
+@dataclass(frozen=True)
+class CaseScope:
+    """Which verdicts of a case to look at; None means any."""
+
+    case_id: str
+    predicate: str | None = None
+    lane: str | None = None
+    split: str | None = None
+    runtime: str | None = None
+
+    def where(self, alias: str = "") -> tuple[str, list[str | None]]:
+        """A WHERE condition on case_predicates (``alias.`` prefixed) and its parameters."""
+        p = f"{alias}." if alias else ""
+        condition = (
+            f"{p}case_id = ? AND (? IS NULL OR {p}predicate = ?) AND (? IS NULL OR {p}lane = ?) "
+            f"AND (? IS NULL OR {p}split = ?) AND (? IS NULL OR {p}runtime = ?)"
+        )
+        params: list[str | None] = [self.case_id]
+        for value in (self.predicate, self.lane, self.split, self.runtime):
+            params += [value, value]
+        return condition, params
+
+    def describe(self) -> str:
+        parts = [f"predicate {self.predicate!r}" if self.predicate else ""]
+        parts += [f"{name} {value!r}" for name, value in self.filters() if value]
+        return ", ".join(p for p in parts if p)
+
+    def filters(self) -> list[tuple[str, str | None]]:
+        return [("lane", self.lane), ("split", self.split), ("runtime", self.runtime)]
+
+
+def case_series(con: duckdb.DuckDBPyConnection, scope: CaseScope) -> list[str]:
+    """Labels of the series holding verdicts of the case (within ``scope``); KeyError if none."""
+    condition, params = scope.where()
+    rows = con.execute(
+        f"SELECT DISTINCT {SERIES_SQL} FROM case_predicates WHERE {condition} ORDER BY {SERIES_SQL}", params
+    ).fetchall()
+    if not rows:
+        within = f" ({scope.describe()})" if scope.describe() else ""
+        raise KeyError(f"no verdicts for case {scope.case_id!r}{within} in history")
+    return [series_label(*row) for row in rows]
+
+
+def first_failures(con: duckdb.DuckDBPyConnection, scope: CaseScope) -> pd.DataFrame:
+    """For each series (lane, split, runtime, case set) and predicate of the case: the first run
+    whose verdict was fail while the run before it (with a verdict) passed, and both final surfaces.
 
     Empty when the case never went from pass to fail. KeyError when history has no such case.
     """
-    known = con.execute(
-        "SELECT count(*) FROM case_predicates WHERE case_id = ? AND (? IS NULL OR predicate = ?) "
-        "AND (? IS NULL OR lane = ?)",
-        [case_id, predicate, predicate, lane, lane],
-    ).fetchone()
-    if not known or known[0] == 0:
-        scope = "".join(
-            [f" predicate {predicate!r}" if predicate else "", f" in lane {lane!r}" if lane else ""]
-        )
-        raise KeyError(f"no verdicts for case {case_id!r}{scope} in history")
+    case_series(con, scope)
+    condition, params = scope.where("cp")
     rows = con.execute(
-        """
+        f"""
         WITH verdicts AS (
-            SELECT cp.lane, cp.split, cp.runtime, cp.predicate, cp.run_id, r.date, r.seq, cp.passed,
+            SELECT cp.lane, cp.split, cp.runtime, cp.case_set, cp.predicate, cp.run_id, r.date, r.seq,
+                   cp.passed,
                    lag(cp.passed) OVER w AS previous_passed,
                    lag(cp.run_id) OVER w AS previous_run_id,
                    lag(r.date) OVER w AS previous_date
-            FROM case_predicates cp JOIN runs r USING (run_id, lane, split, runtime)
-            WHERE cp.case_id = ? AND cp.passed IS NOT NULL
-              AND (? IS NULL OR cp.predicate = ?) AND (? IS NULL OR cp.lane = ?)
-            WINDOW w AS (PARTITION BY cp.lane, cp.split, cp.runtime, cp.predicate ORDER BY r.seq)),
+            FROM case_predicates cp JOIN runs r USING (run_id, {SERIES_SQL})
+            WHERE {condition} AND cp.passed IS NOT NULL
+            WINDOW w AS (PARTITION BY cp.lane, cp.split, cp.runtime, cp.case_set, cp.predicate ORDER BY r.seq)),
         first AS (
             SELECT * FROM verdicts WHERE previous_passed AND NOT passed
-            QUALIFY row_number() OVER (PARTITION BY lane, split, runtime, predicate ORDER BY seq) = 1),
+            QUALIFY row_number() OVER (PARTITION BY {SERIES_SQL}, predicate ORDER BY seq) = 1),
         surfaces AS (
-            SELECT run_id, lane, split, runtime, arg_max(surface, turn_index) AS surface
-            FROM transcripts WHERE case_id = ? GROUP BY run_id, lane, split, runtime)
-        SELECT f.lane, f.split, f.runtime, f.predicate, f.run_id, f.date, f.previous_run_id, f.previous_date,
+            SELECT run_id, {SERIES_SQL}, arg_max(surface, turn_index) AS surface
+            FROM transcripts WHERE case_id = ? GROUP BY run_id, {SERIES_SQL})
+        SELECT f.lane, f.split, f.runtime, f.case_set, f.predicate, f.run_id, f.date,
+               f.previous_run_id, f.previous_date,
                before.surface AS surface_before, after.surface AS surface_after
         FROM first f
-        LEFT JOIN surfaces after ON after.run_id = f.run_id AND after.lane = f.lane
-             AND after.split = f.split AND after.runtime = f.runtime
-        LEFT JOIN surfaces before ON before.run_id = f.previous_run_id AND before.lane = f.lane
-             AND before.split = f.split AND before.runtime = f.runtime
-        ORDER BY f.date, f.lane, f.split, f.runtime, f.predicate
+        LEFT JOIN surfaces after ON {_same_series("after", "f")} AND after.run_id = f.run_id
+        LEFT JOIN surfaces before ON {_same_series("before", "f")} AND before.run_id = f.previous_run_id
+        ORDER BY f.date, f.lane, f.split, f.runtime, f.case_set, f.predicate
         """,
-        [case_id, predicate, predicate, lane, lane, case_id],
+        [*params, scope.case_id],
     ).df()
     rows["surface_change"] = [
         surface_change(before, after)
         for before, after in zip(rows["surface_before"], rows["surface_after"], strict=True)
     ]
     return rows[FIRST_FAILURE_COLUMNS]
+
+
+def _same_series(left: str, right: str) -> str:
+    return " AND ".join(f"{left}.{c} = {right}.{c}" for c in SERIES_COLUMN_NAMES)
 
 
 def surface_change(before: object, after: object) -> str | None:

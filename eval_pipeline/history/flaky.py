@@ -1,4 +1,4 @@
-"""Flaky cases and noisy rates over the last N runs of each series (lane, split, runtime).
+"""Flaky cases and noisy rates over the last N runs of each series (lane, split, runtime, case set).
 
 A *flip* is a change of a case predicate's verdict between two consecutive runs of the same
 series in which it had a verdict (null verdicts, not applicable, are skipped). A case
@@ -14,11 +14,13 @@ import duckdb
 import pandas as pd
 
 from eval_pipeline.history.stats import Z_95, wilson_interval
+from eval_pipeline.history.views import SERIES_SQL
 
 CASE_FLIP_COLUMNS = [
     "lane",
     "split",
     "runtime",
+    "case_set",
     "case_id",
     "predicate",
     "verdicts",
@@ -31,6 +33,7 @@ RATE_INTERVAL_COLUMNS = [
     "lane",
     "split",
     "runtime",
+    "case_set",
     "metric",
     "runs",
     "value",
@@ -44,12 +47,11 @@ RATE_INTERVAL_COLUMNS = [
     "window_max",
 ]
 
-_WINDOW = """
+_WINDOW = f"""
     window_runs AS (
-        SELECT run_id, lane, split, runtime, seq FROM runs r
+        SELECT run_id, {SERIES_SQL}, seq FROM runs
         WHERE (? IS NULL OR lane = ?)
-          AND seq > (SELECT max(seq) FROM runs m
-                     WHERE m.lane = r.lane AND m.split = r.split AND m.runtime = r.runtime) - ?)
+        QUALIFY seq > max(seq) OVER (PARTITION BY {SERIES_SQL}) - ?)
 """
 
 
@@ -62,12 +64,11 @@ def case_flip_rates(
         f"""
         WITH {_WINDOW},
         verdicts AS (
-            SELECT cp.lane, cp.split, cp.runtime, cp.case_id, cp.predicate, w.seq, cp.passed,
-                   lag(cp.passed) OVER (PARTITION BY cp.lane, cp.split, cp.runtime, cp.case_id, cp.predicate
-                                        ORDER BY w.seq) AS previous
-            FROM case_predicates cp JOIN window_runs w USING (run_id, lane, split, runtime)
-            WHERE cp.passed IS NOT NULL)
-        SELECT lane, split, runtime, case_id, predicate,
+            SELECT {SERIES_SQL}, case_id, predicate, w.seq, passed,
+                   lag(passed) OVER (PARTITION BY {SERIES_SQL}, case_id, predicate ORDER BY w.seq) AS previous
+            FROM case_predicates JOIN window_runs w USING (run_id, {SERIES_SQL})
+            WHERE passed IS NOT NULL)
+        SELECT {SERIES_SQL}, case_id, predicate,
                count(*) AS verdicts,
                count(previous) AS transitions,
                count(*) FILTER (WHERE previous <> passed) AS flips,
@@ -75,8 +76,8 @@ def case_flip_rates(
                     THEN count(*) FILTER (WHERE previous <> passed) / count(previous) END AS flip_rate,
                arg_max(passed, seq) AS last_passed
         FROM verdicts
-        GROUP BY lane, split, runtime, case_id, predicate
-        ORDER BY flip_rate DESC NULLS LAST, lane, split, runtime, case_id, predicate
+        GROUP BY {SERIES_SQL}, case_id, predicate
+        ORDER BY flip_rate DESC NULLS LAST, {SERIES_SQL}, case_id, predicate
         """,
         [lane, lane, last],
     ).df()[CASE_FLIP_COLUMNS]
@@ -95,10 +96,10 @@ def rate_intervals(
         f"""
         WITH {_WINDOW},
         series AS (
-            SELECT m.lane, m.split, m.runtime, m.metric, w.seq, m.value, m.numerator, m.denominator
-            FROM metrics m JOIN window_runs w USING (run_id, lane, split, runtime)
-            WHERE m.denominator IS NOT NULL)
-        SELECT lane, split, runtime, metric,
+            SELECT {SERIES_SQL}, metric, w.seq, value, numerator, denominator
+            FROM metrics JOIN window_runs w USING (run_id, {SERIES_SQL})
+            WHERE denominator IS NOT NULL)
+        SELECT {SERIES_SQL}, metric,
                count(*) AS runs,
                arg_max(value, seq) AS value,
                arg_max(numerator, seq) AS numerator,
@@ -107,8 +108,8 @@ def rate_intervals(
                min(value) AS window_min,
                max(value) AS window_max
         FROM series
-        GROUP BY lane, split, runtime, metric
-        ORDER BY lane, split, runtime, metric
+        GROUP BY {SERIES_SQL}, metric
+        ORDER BY {SERIES_SQL}, metric
         """,
         [lane, lane, last],
     ).df()

@@ -11,6 +11,14 @@ below the interval's lower bound, so the allowed drop is ``previous - wilson_low
 A fixed allowed drop per metric (``RegressionPolicy.noise``) overrides the interval. Metrics
 without a denominator (counts) and metrics whose current or previous value is null are
 reported, never flagged.
+
+The previous run is the latest *committed* run of the same series (lane, split, runtime,
+case set): a ``--cases`` run (case set ``custom-<hash>``) is never compared with the nightly
+series, nor the other way round. When the series' case files changed between the two runs
+(``cases_sha256`` differs), the metrics are **not comparable** (a rate over other cases says
+nothing about a behaviour change): no finding is flagged, each note says "case set changed",
+and ``flipped_case_ids`` lists the pass→fail flips on the cases both runs share, so a real
+regression on unchanged cases is still in sight. The next run compares normally again.
 """
 
 from __future__ import annotations
@@ -21,7 +29,7 @@ from dataclasses import dataclass, field
 import duckdb
 import pandas as pd
 
-from eval_pipeline.history.runs import RunRef, is_missing, ref_from_row
+from eval_pipeline.history.runs import RUN_MATCH, RunRef, is_missing, ref_from_row
 from eval_pipeline.history.stats import Z_95, wilson_interval
 from eval_pipeline.history.views import connect
 
@@ -70,6 +78,7 @@ def find_regressions(
     lane: str,
     split: str,
     runtime: str,
+    case_set: str,
     metrics: pd.DataFrame,
     case_predicates: pd.DataFrame,
     run_id: str | None = None,
@@ -77,31 +86,40 @@ def find_regressions(
 ) -> list[MetricFinding]:
     """Per-metric findings for the current run (its ``metrics`` and ``case_predicates`` tables).
 
-    The previous run is the latest stored run of (lane, split, runtime) other than ``run_id``
-    (default: the ``run_id`` column of ``metrics``, if any) that started before the current
-    run (when ``metrics`` has ``started_at``). With no previous run every finding says so.
+    The previous run is the latest committed run of the series (lane, split, runtime,
+    case_set) other than ``run_id`` (default: the ``run_id`` column of ``metrics``, if any)
+    that started before the current run (when ``metrics`` has ``started_at``). With no
+    previous run every finding says so.
     """
     policy = policy or RegressionPolicy()
     stored_run_id = _single(metrics, "run_id")
     run_id = run_id or (None if stored_run_id is None else str(stored_run_id))
+    series = (lane, split, runtime, case_set)
     with connect(root) as con:
-        previous = _previous_run(con, lane, split, runtime, run_id, _single(metrics, "started_at"))
+        previous = _previous_run(con, series, run_id, _single(metrics, "started_at"))
         if previous is None:
             previous_metrics = pd.DataFrame(columns=["metric", "value", "numerator", "denominator"])
             previous_cases = pd.DataFrame(columns=["case_id", "predicate", "passed"])
         else:
             previous_metrics = con.execute(
-                "SELECT metric, value, numerator, denominator FROM metrics "
-                "WHERE run_id = ? AND lane = ? AND split = ? AND runtime = ?",
+                f"SELECT metric, value, numerator, denominator FROM metrics WHERE {RUN_MATCH}",
                 previous.params(),
             ).df()
             previous_cases = con.execute(
-                "SELECT case_id, predicate, passed FROM case_predicates "
-                "WHERE run_id = ? AND lane = ? AND split = ? AND runtime = ?",
-                previous.params(),
+                f"SELECT case_id, predicate, passed FROM case_predicates WHERE {RUN_MATCH}", previous.params()
             ).df()
     flips = pass_to_fail(previous_cases, case_predicates)
     before = {str(row["metric"]): row for _, row in previous_metrics.iterrows()}
+    current_sha = _single(metrics, "cases_sha256")
+    if (
+        previous is not None
+        and not is_missing(current_sha)
+        and previous.cases_sha256 not in (None, current_sha)
+    ):
+        return [
+            _case_set_changed(row, before.get(str(row["metric"])), previous, flips)
+            for _, row in metrics.iterrows()
+        ]
     return [
         _finding(row, before.get(str(row["metric"])), previous, flips, policy)
         for _, row in metrics.iterrows()
@@ -137,6 +155,26 @@ def metric_predicate(metric: str) -> str:
     return metric
 
 
+def _case_set_changed(
+    row: pd.Series, before: pd.Series | None, previous: RunRef, flips: dict[str, tuple[str, ...]]
+) -> MetricFinding:
+    """A finding when the series' case files changed: reported, not compared (module docstring)."""
+    metric = str(row["metric"])
+    flipped = _flipped_for(metric, flips)
+    note = (
+        f"case set changed since {previous.run_id} (case files differ): not comparable; "
+        f"{len(flipped)} case(s) went pass→fail among the common cases"
+    )
+    previous_value = None if before is None else _number(before["value"])
+    return MetricFinding(
+        metric, _number(row.get("value")), previous_value, previous.run_id, None, None, False, flipped, note
+    )
+
+
+def _flipped_for(metric: str, flips: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
+    return flips.get(metric_predicate(metric)) or tuple(sorted({c for ids in flips.values() for c in ids}))
+
+
 def _finding(
     row: pd.Series,
     before: pd.Series | None,
@@ -146,9 +184,9 @@ def _finding(
 ) -> MetricFinding:
     metric = str(row["metric"])
     value = _number(row.get("value"))
-    flipped = flips.get(metric_predicate(metric)) or tuple(sorted({c for ids in flips.values() for c in ids}))
+    flipped = _flipped_for(metric, flips)
     if previous is None or before is None:
-        note = "no previous run of this lane split and runtime" if previous is None else "new metric"
+        note = "no previous run of this series" if previous is None else "new metric"
         return MetricFinding(
             metric, value, None, previous.run_id if previous else None, None, None, False, (), note
         )
@@ -197,18 +235,16 @@ def _lower_is_better(row: pd.Series, metric: str, policy: RegressionPolicy) -> b
 
 def _previous_run(
     con: duckdb.DuckDBPyConnection,
-    lane: str,
-    split: str,
-    runtime: str,
+    series: tuple[str, str, str, str],
     run_id: str | None,
     started_at: object,
 ) -> RunRef | None:
     started = None if is_missing(started_at) else pd.Timestamp(str(started_at))
     rows = con.execute(
-        "SELECT * FROM runs WHERE lane = ? AND split = ? AND runtime = ? "
+        "SELECT * FROM runs WHERE lane = ? AND split = ? AND runtime = ? AND case_set = ? "
         "AND (? IS NULL OR run_id <> ?) AND (?::TIMESTAMPTZ IS NULL OR started_at < ?::TIMESTAMPTZ) "
         "ORDER BY seq DESC LIMIT 1",
-        [lane, split, runtime, run_id, run_id, started, started],
+        [*series, run_id, run_id, started, started],
     ).df()
     return None if rows.empty else ref_from_row(rows.iloc[0])
 

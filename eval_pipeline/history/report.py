@@ -1,6 +1,7 @@
-"""A static HTML report of the history: per lane, every metric's trend with its threshold, the
-latest check results and the cases that flipped in the latest run. One self-contained file
-(inline SVG and CSS, no script, no CDN) that opens offline.
+"""A static HTML report of the history: per lane, the latest run of each series side by side,
+every metric's trend with its threshold (a line per series), then per series the latest check
+results and the cases that flipped in its latest run. One self-contained file (inline SVG and
+CSS, no script, no CDN) that opens offline.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import duckdb
 import pandas as pd
 
 from eval_pipeline.history.diff import latest_diff
-from eval_pipeline.history.runs import is_missing, latest_runs
+from eval_pipeline.history.runs import RUN_MATCH, RunRef, is_missing, latest_runs, ref_from_row
 from eval_pipeline.history.svg import Chart, Point, grid_svg, trend_svg
 from eval_pipeline.history.views import connect
 
@@ -27,22 +28,25 @@ th, td { border: 1px solid #ddd; padding: 3px 8px; text-align: left; vertical-al
 th { background: #f3f3f3; }
 .fail { color: #b00020; font-weight: bold; }
 .pass { color: #1b7f3b; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
 td.surface { max-width: 32em; font-size: 12px; }
 """
 
 
 def lane_charts(con: duckdb.DuckDBPyConnection, lane: str) -> list[str]:
-    """One SVG trend chart per metric of ``lane``; a line per (split, runtime)."""
+    """One SVG trend chart per metric of ``lane``; a line per series (see :func:`series_name`)."""
     rows = con.execute(
-        "SELECT metric, split, runtime, coalesce(started_at, date::TIMESTAMPTZ) AS run_at, value, threshold_op, threshold "
-        "FROM metrics WHERE lane = ? ORDER BY metric, split, runtime, run_at",
+        "SELECT metric, split, runtime, case_set, coalesce(started_at, date::TIMESTAMPTZ) AS run_at, value, "
+        "threshold_op, threshold FROM metrics WHERE lane = ? ORDER BY metric, split, runtime, case_set, run_at",
         [lane],
     ).df()
     charts = []
     for metric, by_metric in rows.groupby("metric", sort=True):
         series: dict[str, list[Point]] = {}
-        for (split, runtime), points in by_metric.groupby(["split", "runtime"], sort=True):
-            series[f"{split} · {runtime}"] = [
+        for (split, runtime, case_set), points in by_metric.groupby(
+            ["split", "runtime", "case_set"], sort=True
+        ):
+            series[series_name(str(split), str(runtime), str(case_set))] = [
                 (pd.Timestamp(at).to_pydatetime(), None if pd.isna(v) else float(v))
                 for at, v in zip(points["run_at"], points["value"], strict=True)
             ]
@@ -51,6 +55,11 @@ def lane_charts(con: duckdb.DuckDBPyConnection, lane: str) -> list[str]:
         label = f"{last['threshold_op']} {threshold:g}" if threshold is not None else ""
         charts.append(trend_svg(Chart(str(metric), series, threshold, label)))
     return charts
+
+
+def series_name(split: str, runtime: str, case_set: str) -> str:
+    """A series within a lane: ``split · runtime``, plus the case set when not the split's own."""
+    return f"{split} · {runtime}" + ("" if case_set == split else f" · {case_set}")
 
 
 def lane_chart_svg(root: str, lane: str) -> str:
@@ -89,28 +98,61 @@ def write_report(root: str, out_dir: str | Path) -> Path:
 
 
 def _lane_section(con: duckdb.DuckDBPyConnection, lane: str) -> str:
-    parts = [f'<section id="{escape(lane)}"><h2>{escape(lane)}</h2>', '<div class="charts">']
+    latest = [ref_from_row(row) for _, row in latest_runs(con, lane=lane, last=1).iterrows()]
+    parts = [f'<section id="{escape(lane)}"><h2>{escape(lane)}</h2>']
+    parts.append("<h3>Latest run of each series</h3>" + _side_by_side(con, latest))
+    parts.append('<div class="charts">')
     parts.extend(lane_charts(con, lane))
     parts.append("</div>")
-    for _, run in latest_runs(con, lane=lane, last=1).iterrows():
-        title = f"{run['split']} · {run['runtime']} · latest run {run['run_id']} ({_day(run['date'])})"
+    for run in latest:
+        title = f"{series_name(run.split, run.runtime, run.case_set)} · latest run {run.run_id} ({_day(run.date)})"
         parts.append(f"<h3>{escape(title)}</h3>")
         checks = con.execute(
             "SELECT metric, value, threshold_op, threshold, severity, passed FROM metrics "
-            "WHERE run_id = ? AND lane = ? AND split = ? AND runtime = ? AND threshold IS NOT NULL "
-            "ORDER BY passed NULLS FIRST, severity, metric",
-            [run["run_id"], lane, run["split"], run["runtime"]],
+            f"WHERE {RUN_MATCH} AND threshold IS NOT NULL ORDER BY passed NULLS FIRST, severity, metric",
+            run.params(),
         ).df()
         parts.append("<h4>Checks</h4>" + _checks_table(checks))
-        diff = latest_diff(con, lane, str(run["split"]), str(run["runtime"]))
+        diff = latest_diff(con, run.series())
         if diff is None:
             parts.append("<p>Only one run: nothing to compare yet.</p>")
-        elif diff.flips.empty:
+            continue
+        if diff.note:
+            parts.append(f'<p class="note">{escape(diff.note)}</p>')
+        if diff.flips.empty:
             parts.append(f"<p>No case flipped since {escape(diff.a.run_id)}.</p>")
         else:
             parts.append(f"<h4>Flipped cases since {escape(diff.a.run_id)}</h4>" + _flips_table(diff.flips))
     parts.append("</section>")
     return "".join(parts)
+
+
+def _side_by_side(con: duckdb.DuckDBPyConnection, runs: list[RunRef]) -> str:
+    """Metric rows × series columns: each series' latest value, styled by its check verdict."""
+    if not runs:
+        return ""
+    values: dict[tuple[int, str], pd.Series] = {}
+    for index, run in enumerate(runs):
+        rows = con.execute(f"SELECT metric, value, passed FROM metrics WHERE {RUN_MATCH}", run.params()).df()
+        values.update({(index, str(row["metric"])): row for _, row in rows.iterrows()})
+    metrics = sorted({metric for _, metric in values})
+    header = "".join(
+        f"<th>{escape(series_name(r.split, r.runtime, r.case_set))}<br><small>{escape(r.run_id)} "
+        f"({_day(r.date)})</small></th>"
+        for r in runs
+    )
+    body = []
+    for metric in metrics:
+        cells = []
+        for index in range(len(runs)):
+            row = values.get((index, metric))
+            if row is None or is_missing(row["value"]):
+                cells.append('<td class="num">–</td>' if row is None else '<td class="num">null</td>')
+                continue
+            verdict = "" if is_missing(row["passed"]) else ("pass" if bool(row["passed"]) else "fail")
+            cells.append(f'<td class="num {verdict}">{float(row["value"]):.3f}</td>')
+        body.append(f"<tr><td>{escape(metric)}</td>{''.join(cells)}</tr>")
+    return f'<table class="series"><tr><th>metric</th>{header}</tr>{"".join(body)}</table>'
 
 
 def _checks_table(checks: pd.DataFrame) -> str:

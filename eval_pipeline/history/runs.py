@@ -1,7 +1,8 @@
-"""Naming runs: a run of a lane split is ``(run_id, lane, split, runtime)``.
+"""Naming runs: a run of a lane split is ``(run_id, lane, split, runtime, case_set)``.
 
 One Dagster run can materialize several lanes, so a ``run_id`` alone may name several
-lane runs; every question about history is asked of :class:`RunRef` values.
+lane runs; every question about history is asked of :class:`RunRef` values. A run's
+*series* (:data:`eval_pipeline.tables.SERIES_COLUMN_NAMES`) is what it is compared with.
 """
 
 from __future__ import annotations
@@ -13,24 +14,43 @@ from typing import Any
 import duckdb
 import pandas as pd
 
+from eval_pipeline.history.views import SERIES_SQL
+
 
 @dataclass(frozen=True)
 class RunRef:
-    """One run of one lane split against one runtime."""
+    """One committed run of one lane split, runtime target and case set."""
 
     run_id: str
     lane: str
     split: str
     runtime: str
+    case_set: str
     date: date | None = None
+    cases_sha256: str | None = None  # which case files, byte for byte (not part of the identity)
 
     def params(self) -> list[str]:
-        """Values for ``run_id = ? AND lane = ? AND split = ? AND runtime = ?``."""
-        return [self.run_id, self.lane, self.split, self.runtime]
+        """Values for :data:`RUN_MATCH`."""
+        return [self.run_id, self.lane, self.split, self.runtime, self.case_set]
+
+    def series(self) -> tuple[str, str, str, str]:
+        return (self.lane, self.split, self.runtime, self.case_set)
+
+    def series_label(self) -> str:
+        return series_label(self.lane, self.split, self.runtime, self.case_set)
 
     def label(self) -> str:
         day = f" {self.date.isoformat()}" if self.date else ""
-        return f"{self.lane}/{self.split} [{self.runtime}] {self.run_id}{day}"
+        return f"{self.series_label()} {self.run_id}{day}"
+
+
+RUN_MATCH = "run_id = ? AND lane = ? AND split = ? AND runtime = ? AND case_set = ?"
+
+
+def series_label(lane: str, split: str, runtime: str, case_set: str) -> str:
+    """``lane/split [runtime]``, plus ``{case_set}`` when it is not the split's own cases."""
+    cases = "" if case_set == split else f" {{{case_set}}}"
+    return f"{lane}/{split} [{runtime}]{cases}"
 
 
 def is_missing(value: object) -> bool:
@@ -38,24 +58,24 @@ def is_missing(value: object) -> bool:
     return value is None or value is pd.NA or value is pd.NaT or (isinstance(value, float) and value != value)
 
 
-RUN_MATCH = "run_id = ? AND lane = ? AND split = ? AND runtime = ?"
-
-
 def ref_from_row(row: Any) -> RunRef:
-    day = row["date"]
+    """A RunRef from a row of the ``runs`` view."""
+    day, sha = row["date"], row.get("cases_sha256")
     return RunRef(
         str(row["run_id"]),
         str(row["lane"]),
         str(row["split"]),
         str(row["runtime"]),
+        str(row["case_set"]),
         None if is_missing(day) else pd.Timestamp(day).date(),
+        None if is_missing(sha) else str(sha),
     )
 
 
 def find_runs(con: duckdb.DuckDBPyConnection, run_id: str, lane: str | None = None) -> list[RunRef]:
-    """Every lane run stored under ``run_id`` (optionally of one lane); KeyError when there is none."""
+    """Every committed lane run under ``run_id`` (optionally of one lane); KeyError when there is none."""
     rows = con.execute(
-        "SELECT * FROM runs WHERE run_id = ? AND (? IS NULL OR lane = ?) ORDER BY lane, split, runtime",
+        f"SELECT * FROM runs WHERE run_id = ? AND (? IS NULL OR lane = ?) ORDER BY {SERIES_SQL}",
         [run_id, lane, lane],
     ).df()
     if rows.empty:
@@ -64,23 +84,12 @@ def find_runs(con: duckdb.DuckDBPyConnection, run_id: str, lane: str | None = No
     return [ref_from_row(row) for _, row in rows.iterrows()]
 
 
-def previous_run(con: duckdb.DuckDBPyConnection, run: RunRef) -> RunRef | None:
-    """The run just before ``run`` in its series (same lane, split, runtime), if any."""
-    rows = con.execute(
-        "SELECT * FROM runs WHERE lane = ? AND split = ? AND runtime = ? "
-        f"AND seq < (SELECT seq FROM runs WHERE {RUN_MATCH}) ORDER BY seq DESC LIMIT 1",
-        [run.lane, run.split, run.runtime, *run.params()],
-    ).df()
-    return None if rows.empty else ref_from_row(rows.iloc[0])
-
-
 def latest_runs(con: duckdb.DuckDBPyConnection, *, lane: str | None = None, last: int = 1) -> pd.DataFrame:
     """The last ``last`` runs of every series (optionally of one lane), oldest first."""
     if last < 1:
         raise ValueError(f"--last must be at least 1, got {last}")
     return con.execute(
-        "SELECT * FROM runs r WHERE (? IS NULL OR lane = ?) "
-        "AND seq > (SELECT max(seq) FROM runs m WHERE m.lane = r.lane AND m.split = r.split "
-        "AND m.runtime = r.runtime) - ? ORDER BY lane, split, runtime, seq",
+        f"SELECT * FROM runs WHERE (? IS NULL OR lane = ?) "
+        f"QUALIFY seq > max(seq) OVER (PARTITION BY {SERIES_SQL}) - ? ORDER BY {SERIES_SQL}, seq",
         [lane, lane, last],
     ).df()

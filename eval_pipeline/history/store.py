@@ -10,8 +10,14 @@ per table per lane per month that holds those runs' rows plus an in-row ``run_da
     <root>/<table>/lane=<lane>/date=<YYYY-MM>/compacted.parquet
 
 ``root`` is a local folder or any fsspec URL. A write goes to a temporary name in the same
-folder and is then renamed, so a reader never sees half a file; writing a run that is
-already there (as its own file or inside a compacted file) does nothing, so retries are safe.
+folder (``.<name>.<random>.tmp``, which the ``*.parquet`` glob of the views never matches) and
+is then renamed, so a reader never sees half a file; writing a run that is already there (as
+its own file or inside a compacted file) does nothing, so retries are safe.
+
+**Commit.** A run writes its data tables (:data:`DATA_TABLES`) with :func:`append_run`, then
+its row(s) of ``run_manifests`` with :func:`commit_run`, last. The views (see
+:mod:`eval_pipeline.history.views`) show a run's rows only once its manifest exists, so a run
+killed at any point of the append is invisible, and a re-run (a new run id) is clean.
 """
 
 from __future__ import annotations
@@ -19,18 +25,23 @@ from __future__ import annotations
 import json
 import re
 import uuid
+from datetime import UTC, datetime
 
 import fsspec
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from eval_pipeline.tables import SCHEMAS, to_arrow
+from eval_pipeline.tables import SCHEMAS, SERIES_COLUMN_NAMES, to_arrow
 
-HISTORY_TABLES: tuple[str, ...] = ("metrics", "case_predicates", "transcripts")
+DATA_TABLES: tuple[str, ...] = ("metrics", "case_predicates", "transcripts")
+MANIFESTS = "run_manifests"
+HISTORY_TABLES: tuple[str, ...] = (*DATA_TABLES, MANIFESTS)
 COMPACTED_NAME = "compacted.parquet"
 # Parquet key-value metadata of a compacted file: JSON list of "<YYYY-MM-DD>/<run_id>" it holds.
 COMPACTED_RUNS_KEY = b"eval_pipeline.compacted_runs"
+# Temporary names never end in .parquet, so a kill mid-write leaves nothing a query reads.
+TEMP_PREFIX, TEMP_SUFFIX = ".", ".tmp"
 _SAFE = re.compile(r"^[A-Za-z0-9_.\-]+$")
 
 
@@ -59,20 +70,70 @@ def append_run(root: str, table: str, df: pd.DataFrame, *, lane: str, date: str,
 
     ``df`` must carry the table's contract columns (see :mod:`eval_pipeline.tables`); the
     partition columns ``lane`` and ``date`` live in the path, ``lane`` also in the rows.
+    Rows of a data table stay invisible to history queries until :func:`commit_run` (for data tables).
     """
     target = run_file(root, table, lane, date, run_id)
-    fs, path = fsspec.core.url_to_fs(target)
-    if fs.exists(path) or run_key(date, run_id) in compacted_runs(root, table, lane, date[:7]):
+    if is_stored(root, table, lane, date, run_id):
         return None
+    fs, path = fsspec.core.url_to_fs(target)
     write_atomically(fs, path, to_arrow(SCHEMAS[table], df))
     return target
+
+
+def commit_run(root: str, manifest: pd.DataFrame, *, lane: str, date: str, run_id: str) -> str | None:
+    """Make a run visible: write its ``run_manifests`` row(s), after every data table is stored.
+
+    ``manifest`` follows :data:`eval_pipeline.tables.RUN_MANIFESTS`, one row per lane run
+    (``run_id``, ``lane`` and the series columns set). A null ``committed_at`` becomes now; a
+    null ``tables`` becomes the data tables stored for the run. Tables it names that are not
+    stored are an error: committing them would publish a partial run. Returns the path, or
+    None when the run was already committed (idempotent, like :func:`append_run`).
+    """
+    if manifest.empty:
+        raise ValueError(f"run {run_id!r}: an empty manifest commits nothing")
+    if is_stored(root, MANIFESTS, lane, date, run_id):
+        return None
+    manifest = manifest.copy()
+    for column, expected in (("run_id", run_id), ("lane", lane)):
+        found = set(manifest[column].astype(str)) if column in manifest.columns else set()
+        if found != {expected}:
+            raise ValueError(
+                f"run {run_id!r}: manifest column {column} holds {sorted(found)}, expected {expected!r}"
+            )
+    for column in SERIES_COLUMN_NAMES:
+        if column not in manifest.columns or manifest[column].isna().any():
+            raise ValueError(f"run {run_id!r}: manifest column {column} must be set on every row")
+    for column in SCHEMAS[MANIFESTS].names:  # optional columns may be left out: null
+        if column not in manifest.columns:
+            manifest[column] = None
+    stored = stored_tables(root, lane, date, run_id)
+    manifest["committed_at"] = manifest["committed_at"].fillna(pd.Timestamp(datetime.now(UTC)))
+    manifest["tables"] = manifest["tables"].fillna(",".join(stored))
+    for listed in set(manifest["tables"].dropna().astype(str)):
+        missing = [t for t in listed.split(",") if t and t not in stored]
+        if missing:
+            raise ValueError(
+                f"run {run_id!r} of lane {lane!r} on {date}: tables {missing} are not stored; not committing"
+            )
+    return append_run(root, MANIFESTS, manifest, lane=lane, date=date, run_id=run_id)
+
+
+def is_stored(root: str, table: str, lane: str, date: str, run_id: str) -> bool:
+    """Whether ``table`` holds the run, as its own file or inside the month's compacted file."""
+    fs, path = fsspec.core.url_to_fs(run_file(root, table, lane, date, run_id))
+    return bool(fs.exists(path)) or run_key(date, run_id) in compacted_runs(root, table, lane, date[:7])
+
+
+def stored_tables(root: str, lane: str, date: str, run_id: str) -> tuple[str, ...]:
+    """The data tables that hold the run (see :func:`is_stored`)."""
+    return tuple(t for t in DATA_TABLES if is_stored(root, t, lane, date, run_id))
 
 
 def write_atomically(fs: fsspec.AbstractFileSystem, path: str, table: pa.Table) -> None:
     """Write ``table`` to a temporary name beside ``path``, then rename it into place."""
     folder, name = path.rsplit("/", 1)
     fs.makedirs(folder, exist_ok=True)
-    temp = f"{folder}/.{name}.{uuid.uuid4().hex}.tmp"
+    temp = f"{folder}/{TEMP_PREFIX}{name}.{uuid.uuid4().hex}{TEMP_SUFFIX}"
     try:
         with fs.open(temp, "wb") as handle:
             pq.write_table(table, handle, compression="zstd")

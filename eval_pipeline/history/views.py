@@ -1,18 +1,25 @@
-"""DuckDB views over the Parquet history: ``metrics``, ``case_predicates``, ``transcripts``, ``runs``.
+"""DuckDB views over the Parquet history: ``metrics``, ``case_predicates``, ``transcripts``,
+``run_manifests`` and ``runs``.
 
-Each table view reads every file of its table, per-run and compacted alike::
+Each table's files, per-run and compacted alike, are read as::
 
     read_parquet('<root>/<table>/**/*.parquet', hive_partitioning = true, union_by_name = true)
 
-and exposes the table contract's columns (see :mod:`eval_pipeline.tables`) plus ``date``
-(DATE, the day of the run). Per-run files carry the day in their hive key
-(``date=YYYY-MM-DD``); compacted files (see :mod:`eval_pipeline.history.compact`) sit under
-``date=YYYY-MM`` and carry the day of each row in an in-row ``run_date`` column, so the views
-take ``coalesce(run_date, date)``. A table with no files yet is an empty view, not an error.
+with the table contract's columns (see :mod:`eval_pipeline.tables`) plus ``date`` (DATE, the
+day of the run). Per-run files carry the day in their hive key (``date=YYYY-MM-DD``);
+compacted files (see :mod:`eval_pipeline.history.compact`) sit under ``date=YYYY-MM`` and
+carry the day of each row in an in-row ``run_date`` column, so the views take
+``coalesce(run_date, date)``. A table with no files yet is an empty view, not an error.
 
-``runs`` has one row per run of a lane split (key: ``run_id, lane, split, runtime``), with
-``seq``: the run's position, 1 = oldest, in its series (same lane, split and runtime),
-ordered by ``started_at``, then ``date``, then ``run_id``.
+**Only committed runs are visible.** ``run_manifests`` holds one row per committed lane run
+(written last, see :func:`eval_pipeline.history.store.commit_run`); ``metrics``,
+``case_predicates`` and ``transcripts`` keep only the rows whose ``(run_id, lane)`` has a
+manifest, so a run killed half-way through its append shows up nowhere.
+
+``runs`` has one row per committed lane run (from ``run_manifests``), with its metric counts
+(``metrics``, ``blocking_failures``, ``warnings``) and ``seq``: the run's position, 1 =
+oldest, in its series (lane, split, runtime, case_set), ordered by ``started_at``, then
+``date``, then ``run_id``.
 """
 
 from __future__ import annotations
@@ -21,30 +28,29 @@ import duckdb
 import fsspec
 import pyarrow as pa
 
-from eval_pipeline.history.store import HISTORY_TABLES, table_glob
-from eval_pipeline.tables import SCHEMAS
+from eval_pipeline.history.store import DATA_TABLES, HISTORY_TABLES, MANIFESTS, table_glob
+from eval_pipeline.tables import SCHEMAS, SERIES_COLUMN_NAMES
 
-RUN_KEY: tuple[str, ...] = ("run_id", "lane", "split", "runtime")
-SERIES_KEY: tuple[str, ...] = ("lane", "split", "runtime")
 COMPACTED_DATE_COLUMN = "run_date"
+SERIES_SQL = ", ".join(SERIES_COLUMN_NAMES)  # PARTITION BY / GROUP BY list of a series
 
-_RUNS_VIEW = """
+_RUNS_VIEW = f"""
 CREATE OR REPLACE VIEW runs AS
-SELECT *,
-       row_number() OVER (PARTITION BY lane, split, runtime ORDER BY started_at, date, run_id) AS seq
-FROM (
-    SELECT run_id, lane, split, runtime,
-           min(date) AS date,
-           any_value(partition_date) AS partition_date,
-           min(started_at) AS started_at,
-           any_value(cases_sha256) AS cases_sha256,
-           any_value(pipeline_version) AS pipeline_version,
+SELECT m.run_id, m.lane, m.split, m.runtime, m.case_set, m.runtime_spec, m.date, m.partition_date,
+       m.started_at, m.cases_sha256, m.pipeline_version,
+       coalesce(c.metrics, 0) AS metrics,
+       coalesce(c.blocking_failures, 0) AS blocking_failures,
+       coalesce(c.warnings, 0) AS warnings,
+       row_number() OVER (PARTITION BY {SERIES_SQL} ORDER BY m.started_at, m.date, m.run_id) AS seq
+FROM {MANIFESTS} m
+LEFT JOIN (
+    SELECT run_id, {SERIES_SQL},
            count(*) AS metrics,
            count(*) FILTER (WHERE passed = false AND severity = 'ERROR') AS blocking_failures,
            count(*) FILTER (WHERE passed = false AND severity = 'WARN') AS warnings
     FROM metrics
-    GROUP BY run_id, lane, split, runtime
-)
+    GROUP BY run_id, {SERIES_SQL}
+) c USING (run_id, {SERIES_SQL})
 """
 
 
@@ -56,13 +62,19 @@ def connect(root: str) -> duckdb.DuckDBPyConnection:
     if "file" not in _protocols(fs):
         con.register_filesystem(fs)
     for table in HISTORY_TABLES:
-        _create_table_view(con, root, table)
+        _create_files_view(con, root, table)
+    con.execute(f"CREATE OR REPLACE VIEW {MANIFESTS} AS SELECT * FROM {_files(MANIFESTS)}")
+    for table in DATA_TABLES:
+        con.execute(
+            f"CREATE OR REPLACE VIEW {table} AS SELECT t.* FROM {_files(table)} t "
+            f"SEMI JOIN {MANIFESTS} m ON t.run_id = m.run_id AND t.lane = m.lane"
+        )
     con.execute(_RUNS_VIEW)
     return con
 
 
-def view_sql(root: str, table: str) -> str:
-    """The SELECT behind one table view (also useful from any DuckDB client)."""
+def files_sql(root: str, table: str) -> str:
+    """The SELECT over every stored file of one table, committed or not (the views' source)."""
     glob = table_glob(root, table).replace("'", "''")
     columns = ", ".join(f'"{name}"' for name in SCHEMAS[table].names)
     return (
@@ -73,15 +85,19 @@ def view_sql(root: str, table: str) -> str:
     )
 
 
-def _create_table_view(con: duckdb.DuckDBPyConnection, root: str, table: str) -> None:
+def _files(table: str) -> str:
+    return f"_files_{table}"
+
+
+def _create_files_view(con: duckdb.DuckDBPyConnection, root: str, table: str) -> None:
     # The empty stub fixes the view's columns and types, whichever files exist (old files may
     # lack newer columns; only compacted files carry run_date).
     con.register(f"_stub_{table}", _stub(table))
     try:
-        con.execute(f"CREATE OR REPLACE VIEW {table} AS {view_sql(root, table)}")
+        con.execute(f"CREATE OR REPLACE VIEW {_files(table)} AS {files_sql(root, table)}")
     except duckdb.IOException:  # no files yet: an empty view of the contract
         con.execute(
-            f"CREATE OR REPLACE VIEW {table} AS SELECT * EXCLUDE ({COMPACTED_DATE_COLUMN}, date), "
+            f"CREATE OR REPLACE VIEW {_files(table)} AS SELECT * EXCLUDE ({COMPACTED_DATE_COLUMN}, date), "
             f"CAST(date AS DATE) AS date FROM _stub_{table}"
         )
 

@@ -5,7 +5,8 @@ glosses off. The series ``candidate`` stands for a runtime whose behaviour chang
 night to night (a deploy turned glosses off, then back on, then off): its four runs
 alternate gloss / no-gloss, so the nine pack_definition cases flip ``no_provenance_only``,
 ``no_dotted_inventory`` and ``post_gloss_predicates`` at every run. The ``reference``
-series has two identical runs (nothing flips).
+series has two identical runs (nothing flips). Every run is committed (its manifest written
+after its tables) unless a test says otherwise.
 """
 
 from __future__ import annotations
@@ -17,11 +18,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from eval_pipeline.history.store import append_run
+from eval_pipeline.history.store import append_run, commit_run
 from eval_pipeline.lanes import find_lane
 from eval_pipeline.pipeline import LaneRun, evaluate_lane
 from eval_pipeline.runtimes import build_runtime
-from eval_pipeline.tables import CASE_PREDICATES, METRICS, TRANSCRIPTS, with_run_columns
+from eval_pipeline.tables import CASE_PREDICATES, METRICS, RUN_MANIFESTS, TRANSCRIPTS, frame, with_run_columns
 
 LANE = "deterministic_fluency"
 SPLIT = "public"
@@ -39,12 +40,23 @@ FLIPPING_CASES = (
 FLIPPING_PREDICATES = ("no_dotted_inventory", "no_provenance_only", "post_gloss_predicates")
 
 
+CASES_SHA256 = "0" * 64
+
+
 @dataclass(frozen=True)
 class StoredRun:
     run_id: str
     runtime: str
     date: str
     glossed: bool
+    case_set: str = SPLIT
+    cases_sha256: str = CASES_SHA256
+    hour: int = 2
+    split: str = SPLIT
+
+    @property
+    def started_at(self) -> pd.Timestamp:
+        return pd.Timestamp(datetime.fromisoformat(self.date).replace(hour=self.hour, tzinfo=UTC))
 
 
 # (run_id, runtime label, day, glosses on?)
@@ -70,13 +82,13 @@ def lane_runs() -> dict[bool, LaneRun]:
     }
 
 
-def record_run(root: str, run: LaneRun, stored: StoredRun, *, keep_transcripts: bool = True) -> None:
-    """Append one lane run's tables to history as the metrics asset does."""
-    keys = {"run_id": stored.run_id, "lane": LANE, "split": SPLIT, "runtime": stored.runtime}
+def run_tables(run: LaneRun, stored: StoredRun, *, keep_transcripts: bool = True) -> dict[str, pd.DataFrame]:
+    """One lane run's data tables as the Dagster side stores them, in append order."""
+    keys = run_keys(stored)
     metrics = run.metrics.copy()
     metrics["partition_date"] = stored.date
-    metrics["started_at"] = pd.Timestamp(datetime.fromisoformat(stored.date).replace(hour=2, tzinfo=UTC))
-    metrics["cases_sha256"] = "0" * 64
+    metrics["started_at"] = stored.started_at
+    metrics["cases_sha256"] = stored.cases_sha256
     metrics["pipeline_version"] = "test"
     tables = {
         "metrics": with_run_columns(metrics, METRICS, **keys),
@@ -84,8 +96,44 @@ def record_run(root: str, run: LaneRun, stored: StoredRun, *, keep_transcripts: 
     }
     if keep_transcripts:
         tables["transcripts"] = with_run_columns(run.transcripts, TRANSCRIPTS, **keys)
-    for table, df in tables.items():
+    return tables
+
+
+def run_keys(stored: StoredRun) -> dict[str, str]:
+    return {
+        "run_id": stored.run_id,
+        "lane": LANE,
+        "split": stored.split,
+        "runtime": stored.runtime,
+        "case_set": stored.case_set,
+    }
+
+
+def manifest(stored: StoredRun) -> pd.DataFrame:
+    return frame(
+        RUN_MANIFESTS,
+        [
+            {
+                "runtime_spec": "reference" if stored.glossed else "reference:no-gloss",
+                "partition_date": stored.date,
+                "started_at": stored.started_at.to_pydatetime(),
+                "cases_sha256": stored.cases_sha256,
+                "pipeline_version": "test",
+                "dagster_job": f"{LANE}_job",
+            }
+        ],
+        **run_keys(stored),
+    )
+
+
+def record_run(
+    root: str, run: LaneRun, stored: StoredRun, *, keep_transcripts: bool = True, commit: bool = True
+) -> None:
+    """Append one lane run's tables to history, then commit it, as the Dagster side does."""
+    for table, df in run_tables(run, stored, keep_transcripts=keep_transcripts).items():
         append_run(root, table, df, lane=LANE, date=stored.date, run_id=stored.run_id)
+    if commit:
+        commit_run(root, manifest(stored), lane=LANE, date=stored.date, run_id=stored.run_id)
 
 
 @pytest.fixture

@@ -21,7 +21,8 @@ ANSWERS = {
     "metrics": "SELECT * FROM metrics ORDER BY run_id, metric",
     "case_predicates": "SELECT * FROM case_predicates ORDER BY run_id, case_id, predicate",
     "transcripts": "SELECT * EXCLUDE (latency_ms) FROM transcripts ORDER BY run_id, case_id, turn_index",
-    "runs": "SELECT * FROM runs ORDER BY lane, split, runtime, seq",
+    "runs": "SELECT * FROM runs ORDER BY lane, split, runtime, case_set, seq",
+    "run_manifests": "SELECT * FROM run_manifests ORDER BY lane, run_id",
 }
 
 
@@ -42,11 +43,11 @@ def test_compaction_keeps_every_answer(history: str) -> None:
     before = answers(history)
     done = compact(history, "2024-03")
     assert {(d.table, d.month, d.runs_added) for d in done} == {
-        (table, "2024-03", 5) for table in ("metrics", "case_predicates", "transcripts")
+        (table, "2024-03", 5) for table in ("metrics", "case_predicates", "transcripts", "run_manifests")
     }
     assert [f for f in parquet_files(history) if "2024-03" in f] == [
         f"{table}/lane={LANE}/date=2024-03/compacted.parquet"
-        for table in ("case_predicates", "metrics", "transcripts")
+        for table in ("case_predicates", "metrics", "run_manifests", "transcripts")
     ]
     after = answers(history)
     for name, frame in before.items():
@@ -73,7 +74,7 @@ def test_a_late_run_joins_the_compacted_month(history: str, lane_runs: dict[bool
     compact(history, "2024-03")
     record_run(history, lane_runs[False], StoredRun("run-late", "candidate", "2024-03-04", False))
     second = compact(history, "2024-03")
-    assert {(d.runs_added, d.runs_total) for d in second} == {(1, 6)}
+    assert {(d.runs_added, d.runs_total) for d in second} == {(1, 6)} and len(second) == 4
     with connect(history) as con:
         counts = con.execute("SELECT run_id, count(*) FROM metrics GROUP BY 1 ORDER BY 1").fetchall()
     assert counts == [
@@ -86,8 +87,13 @@ def test_history_compact_command_and_plain_history_both_work(history: str) -> No
     result = runner.invoke(app, ["history", "compact", "--month", "2024-04", "--format", "csv"])
     assert result.exit_code == 0, result.output
     assert result.output.splitlines()[1:] == [
-        f"{table},{LANE},2024-04,1,1,{rows},1"
-        for table, rows in (("metrics", 10), ("case_predicates", 115), ("transcripts", 16))
+        f"{table},{LANE},2024-04,1,1,{rows},1,0"
+        for table, rows in (
+            ("metrics", 10),
+            ("case_predicates", 115),
+            ("transcripts", 16),
+            ("run_manifests", 1),
+        )
     ]
     result = runner.invoke(app, ["history", "--metric", "cases", "--format", "csv"])
     assert result.exit_code == 0 and len(result.output.splitlines()) == 1 + 6

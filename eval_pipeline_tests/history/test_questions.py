@@ -153,6 +153,7 @@ def test_regression_findings_against_the_previous_run(history: str, lane_runs: d
             lane=LANE,
             split=SPLIT,
             runtime="reference",
+            case_set=SPLIT,
             metrics=current.metrics,
             case_predicates=current.case_predicates,
         )
@@ -177,6 +178,7 @@ def test_regression_noise_is_configurable_and_small_moves_are_noise(
         "lane": LANE,
         "split": SPLIT,
         "runtime": "reference",
+        "case_set": SPLIT,
         "case_predicates": lane_runs[True].case_predicates,
     }
     (finding,) = [
@@ -198,6 +200,7 @@ def test_regression_without_a_previous_run(history: str, lane_runs: dict[bool, L
         lane=LANE,
         split=SPLIT,
         runtime="never-ran",
+        case_set=SPLIT,
         metrics=lane_runs[False].metrics,
         case_predicates=lane_runs[False].case_predicates,
     )

@@ -97,3 +97,23 @@ def test_report_renders_in_headless_chromium(history: str, tmp_path: Path) -> No
     )
     png = shot.read_bytes()
     assert png.startswith(b"\x89PNG") and len(png) > 50_000  # a blank page of this size is ~10 kB
+
+
+def test_report_puts_a_lanes_series_side_by_side(history: str, tmp_path: Path) -> None:
+    html = write(history, tmp_path / "report")
+    section = html[html.index(f'<section id="{LANE}">') :]
+    table = section[
+        section.index("<h3>Latest run of each series</h3>") : section.index('<div class="charts">')
+    ]
+    header = re.findall(r"<th>([^<]*)<br><small>([^<]*)</small></th>", table)
+    assert header == [
+        ("public · candidate", "run-c4 (2024-04-01)"),
+        ("public · reference", "run-r2 (2024-03-02)"),
+    ]
+    rows = dict(re.findall(r"<tr><td>(\w+)</td>(.*?)</tr>", table))
+    assert len(rows) == 10
+    # The no-gloss candidate fails the WARN check the glossed reference passes.
+    assert (
+        rows["no_dotted_inventory_rate"] == '<td class="num fail">0.333</td><td class="num pass">0.933</td>'
+    )
+    assert rows["cases"] == '<td class="num ">15.000</td><td class="num ">15.000</td>'

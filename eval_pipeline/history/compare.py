@@ -1,0 +1,175 @@
+"""Two runtimes side by side: the latest committed run of each one's series in a lane.
+
+Both runs are of the same lane, split and case set; only the runtime target differs. The
+result holds every metric of either run with its numerator / denominator and, for rates, the
+95% Wilson interval, then the case predicates whose verdict differs (each side's code,
+verdict and final surface). Should the two runs' case files differ (the split's files were
+edited between them), only the common cases are compared and ``note`` says so, as in
+:mod:`eval_pipeline.history.diff`.
+
+Which series: ``split`` defaults to the only split both runtimes ran; ``case_set`` to the
+split's own cases when both have them, else to the only case set both have. Anything
+ambiguous or unknown is a ``KeyError`` whose message names what history holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import duckdb
+import pandas as pd
+
+from eval_pipeline.history.diff import flips_and_note, metric_sides, without_deltas
+from eval_pipeline.history.runs import RunRef, latest_runs, ref_from_row
+from eval_pipeline.history.stats import Z_95, wilson_interval
+
+COMPARE_METRIC_COLUMNS = [
+    "metric",
+    "value_a",
+    "numerator_a",
+    "denominator_a",
+    "wilson_low_a",
+    "wilson_high_a",
+    "passed_a",
+    "value_b",
+    "numerator_b",
+    "denominator_b",
+    "wilson_low_b",
+    "wilson_high_b",
+    "passed_b",
+    "delta",
+    "threshold_op",
+    "threshold",
+    "severity",
+]
+COMPARE_FLIP_COLUMNS = [
+    "case_id",
+    "predicate",
+    "change",
+    "code_a",
+    "code_b",
+    "passed_a",
+    "passed_b",
+    "surface_a",
+    "surface_b",
+]
+
+
+@dataclass(frozen=True)
+class RuntimeComparison:
+    """Run ``a`` (the first runtime's latest) against run ``b`` (the second's)."""
+
+    a: RunRef
+    b: RunRef
+    metrics: pd.DataFrame  # COMPARE_METRIC_COLUMNS; delta = value_b - value_a
+    flips: pd.DataFrame  # COMPARE_FLIP_COLUMNS, pass→fail first
+    note: str | None  # set when the two runs' case files differ
+
+
+def compare_runtimes(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    lane: str,
+    runtimes: Sequence[str],
+    split: str | None = None,
+    case_set: str | None = None,
+    z: float = Z_95,
+) -> RuntimeComparison:
+    """The latest runs of ``runtimes[0]`` and ``runtimes[1]`` in one series of ``lane``, compared."""
+    a, b = latest_pair(con, lane=lane, runtimes=runtimes, split=split, case_set=case_set)
+    flips, note = flips_and_note(con, a, b)
+    sides = metric_sides(con, a, b)
+    if note is not None:  # each run's metrics cover its own cases: no delta
+        sides = without_deltas(sides)
+    for side in ("a", "b"):
+        bounds = [
+            _interval(n, d, z)
+            for n, d in zip(sides[f"numerator_{side}"], sides[f"denominator_{side}"], strict=True)
+        ]
+        sides[f"wilson_low_{side}"] = pd.array([x[0] if x else None for x in bounds], dtype="Float64")
+        sides[f"wilson_high_{side}"] = pd.array([x[1] if x else None for x in bounds], dtype="Float64")
+    return RuntimeComparison(a, b, sides[COMPARE_METRIC_COLUMNS], flips[COMPARE_FLIP_COLUMNS], note)
+
+
+def latest_pair(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    lane: str,
+    runtimes: Sequence[str],
+    split: str | None = None,
+    case_set: str | None = None,
+) -> tuple[RunRef, RunRef]:
+    """The latest committed run of each runtime's series (see the module docstring)."""
+    if len(runtimes) != 2 or runtimes[0] == runtimes[1]:
+        raise KeyError(f"give two different runtimes (--runtime A --runtime B), got {list(runtimes)}")
+    latest = latest_runs(con, lane=lane, last=1)
+    if latest.empty:
+        lanes = [row[0] for row in con.execute("SELECT DISTINCT lane FROM runs ORDER BY 1").fetchall()]
+        raise KeyError(f"no committed runs of lane {lane!r} in history; lanes with runs: {_names(lanes)}")
+    known = sorted(set(latest["runtime"]))
+    for runtime in runtimes:
+        if runtime not in known:
+            raise KeyError(
+                f"lane {lane!r} has no runs of runtime {runtime!r}; runtimes with runs: {_names(known)}"
+            )
+    first, second = (latest[latest["runtime"] == r] for r in runtimes)
+    split = _choose(
+        "split",
+        split,
+        sorted(set(first["split"])),
+        sorted(set(second["split"])),
+        runtimes,
+        preferred=None,
+        scope=f"lane {lane!r}",
+    )
+    first, second = first[first["split"] == split], second[second["split"] == split]
+    case_set = _choose(
+        "case set",
+        case_set,
+        sorted(set(first["case_set"])),
+        sorted(set(second["case_set"])),
+        runtimes,
+        preferred=split,
+        scope=f"lane {lane!r}, split {split!r}",
+    )
+    a = first[first["case_set"] == case_set].iloc[0]
+    b = second[second["case_set"] == case_set].iloc[0]
+    return ref_from_row(a), ref_from_row(b)
+
+
+def _choose(
+    what: str,
+    given: str | None,
+    of_a: list[str],
+    of_b: list[str],
+    runtimes: Sequence[str],
+    *,
+    preferred: str | None,
+    scope: str,
+) -> str:
+    """The value both runtimes have: ``given``, else ``preferred`` or the only one in common."""
+    common = sorted(set(of_a) & set(of_b))
+    holdings = f"{runtimes[0]!r} has {_names(of_a)}, {runtimes[1]!r} has {_names(of_b)}"
+    option = "--split" if what == "split" else "--case-set"
+    if given is not None:
+        if given not in common:
+            raise KeyError(f"{scope}: not both runtimes ran {what} {given!r}: {holdings}")
+        return given
+    if preferred in common:
+        return str(preferred)
+    if len(common) == 1:
+        return common[0]
+    if not common:
+        raise KeyError(f"{scope}: the runtimes share no {what}: {holdings}")
+    raise KeyError(f"{scope}: the runtimes share several {what}s, give {option}: one of {_names(common)}")
+
+
+def _names(values: Sequence[str]) -> str:
+    return ", ".join(values) if values else "none"
+
+
+def _interval(numerator: object, denominator: object, z: float) -> tuple[float, float] | None:
+    if pd.isna(numerator) or pd.isna(denominator):  # type: ignore[call-overload]
+        return None
+    return wilson_interval(float(numerator), float(denominator), z)  # type: ignore[arg-type]
