@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -27,8 +29,28 @@ app = typer.Typer(
 history_app = typer.Typer(help="Query the Parquet history of every run.", invoke_without_command=True)
 app.add_typer(history_app, name="history")
 
-console = Console()
-err_console = Console(stderr=True)
+PIPE_WIDTH = 120  # columns when output goes to a file or pipe and COLUMNS is unset
+
+
+def _console(stderr: bool) -> Console:
+    stream = sys.stderr if stderr else sys.stdout
+    columns = os.environ.get("COLUMNS", "")
+    width = int(columns) if columns.isdigit() else None
+    if width is None and not stream.isatty():
+        width = PIPE_WIDTH
+    return Console(stderr=stderr, emoji=False, width=width)
+
+
+def out() -> Console:
+    """A console on stdout, made for this call: it sees the ``sys.stdout`` and ``COLUMNS`` the
+    command runs with (not those of whoever imported this module first), and never reads
+    emoji codes (``file.jsonl:100:`` stays as written)."""
+    return _console(stderr=False)
+
+
+def err() -> Console:
+    """Like :func:`out`, on stderr."""
+    return _console(stderr=True)
 
 
 @contextmanager
@@ -43,7 +65,7 @@ def bad_input_exits() -> Iterator[None]:
     except CaseFileError as exc:
         for problem in exc.problems:
             print_plain(str(problem))
-        err_console.print(f"[red]{len(exc.problems)} problem(s); nothing was run.[/red]")
+        err().print(f"[red]{len(exc.problems)} problem(s); nothing was run.[/red]")
         raise typer.Exit(EXIT_BAD_INPUT) from None
     except (RuntimeSpecError, LockedSplitError, KeyError, FileNotFoundError) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
@@ -53,6 +75,4 @@ def bad_input_exits() -> Iterator[None]:
 
 def print_plain(text: str | Text) -> None:
     """``text`` on stderr exactly as given (a str is never read as markup or emoji codes)."""
-    err_console.print(
-        text if isinstance(text, Text) else Text(text), highlight=False, soft_wrap=True, emoji=False
-    )
+    err().print(text if isinstance(text, Text) else Text(text), highlight=False, soft_wrap=True, emoji=False)

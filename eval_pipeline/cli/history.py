@@ -17,7 +17,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from eval_pipeline.cli.common import EXIT_BAD_INPUT, app, bad_input_exits, console, err_console, history_app
+from eval_pipeline.cli.common import EXIT_BAD_INPUT, app, bad_input_exits, err, history_app, out
 from eval_pipeline.history.compact import compact
 from eval_pipeline.history.compare import RuntimeComparison, compare_runtimes
 from eval_pipeline.history.diff import diff_pairs, pairs_to_diff, verdict_text
@@ -143,11 +143,11 @@ def diff(
         diffs = diff_pairs(con, pairs_to_diff(con, run_a, run_b, lane=lane))
     if output is OutputFormat.table:
         if not diffs:
-            console.print("No series has two runs yet.")
+            out().print("No series has two runs yet.")
         for d in diffs:
-            console.print(f"[bold]{escape(d.a.label())}  →  {escape(d.b.label())}[/bold]")
+            out().print(f"[bold]{escape(d.a.label())}  →  {escape(d.b.label())}[/bold]")
             if d.note:
-                console.print(f"[yellow]note:[/yellow] {escape(d.note)}", highlight=False)
+                out().print(f"[yellow]note:[/yellow] {escape(d.note)}", highlight=False)
             emit(d.metric_deltas, output, title="metrics")
             emit(d.flips, output, title="flipped cases", empty="no case flipped")
         return
@@ -171,7 +171,7 @@ def diff(
         for record, d in zip(records, diffs, strict=True):
             record["metrics"] = _records(d.metric_deltas)
             record["flips"] = _records(d.flips)
-        console.print_json(json.dumps(records, default=str))
+        out().print_json(json.dumps(records, default=str))
         return
     flips = [
         d.flips.assign(run_a=d.a.run_id, run_b=d.b.run_id, lane=d.b.lane, split=d.b.split, note=d.note)
@@ -197,7 +197,7 @@ def flaky(
     if not show_all:
         cases = cases[cases["flips"] > 0].reset_index(drop=True)
     if output is OutputFormat.json:
-        console.print_json(json.dumps({"cases": _records(cases), "rates": _records(rates)}, default=str))
+        out().print_json(json.dumps({"cases": _records(cases), "rates": _records(rates)}, default=str))
         return
     emit(cases, output, title=f"case flip rates (last {last} runs)", empty="no case flipped")
     if output is OutputFormat.table:
@@ -243,19 +243,19 @@ def compare(
     with _bad_query_exits(), connect(root or history_root()) as con:
         result = compare_runtimes(con, lane=lane, runtimes=runtimes, split=split, case_set=case_set)
     if as_json:
-        console.print_json(json.dumps(_comparison_document(result), default=str))
+        out().print_json(json.dumps(_comparison_document(result), default=str))
         return
     a, b = result.a, result.b
-    console.print(
+    out().print(
         f"[bold]{escape(a.lane)}/{escape(a.split)}[/bold] cases {escape(a.case_set)}", highlight=False
     )
     for side, ref in (("A", a), ("B", b)):
-        console.print(
+        out().print(
             f"  {side}: {escape(ref.runtime)}  run {escape(ref.run_id)} ({_day(ref)})", highlight=False
         )
     if result.note:
-        console.print(f"[yellow]note:[/yellow] {escape(result.note)}", highlight=False)
-    console.print(_comparison_table(result))
+        out().print(f"[yellow]note:[/yellow] {escape(result.note)}", highlight=False)
+    out().print(_comparison_table(result))
     flips = result.flips.assign(
         verdict_a=[verdict_text(v) for v in result.flips["passed_a"]],
         verdict_b=[verdict_text(v) for v in result.flips["passed_b"]],
@@ -325,32 +325,32 @@ def _day(ref: RunRef) -> str:
 
 @app.command("report")
 def report(
-    out: Annotated[str, typer.Option("--out", help="Folder to write index.html into.")],
+    folder: Annotated[str, typer.Option("--out", help="Folder to write index.html into.")],
     root: HistoryOption = None,
 ) -> None:
     """A static HTML report (offline, no CDN): trends with thresholds, latest checks, flipped cases."""
     with _bad_query_exits():
-        path = write_report(root or history_root(), out)
-    console.print(f"wrote {path}", highlight=False)
+        path = write_report(root or history_root(), folder)
+    out().print(f"wrote {path}", highlight=False)
 
 
 def emit(rows: pd.DataFrame, output: OutputFormat, *, title: str = "", empty: str = "no rows") -> None:
     """Print rows as a rich table, CSV or JSON records (timestamps as ISO text)."""
     if output is OutputFormat.csv:
-        console.print(rows.to_csv(index=False), end="", markup=False, highlight=False, soft_wrap=True)
+        out().print(rows.to_csv(index=False), end="", markup=False, highlight=False, soft_wrap=True)
         return
     if output is OutputFormat.json:
-        console.print_json(json.dumps(_records(rows), default=str))
+        out().print_json(json.dumps(_records(rows), default=str))
         return
     if rows.empty:
-        console.print(f"{title}: {empty}" if title else empty, markup=False, highlight=False, soft_wrap=True)
+        out().print(f"{title}: {empty}" if title else empty, markup=False, highlight=False, soft_wrap=True)
         return
     table = Table(title=title or None, show_lines=False)
     for column in rows.columns:
         table.add_column(str(column), overflow="fold")
     for record in _records(rows):
         table.add_row(*(Text("" if v is None else _cell(v)) for v in record.values()))
-    console.print(table)
+    out().print(table)
 
 
 def _records(rows: pd.DataFrame) -> list[dict[str, object]]:
@@ -388,5 +388,5 @@ def _bad_query_exits() -> Iterator[None]:
         except ValueError as exc:
             raise KeyError(str(exc)) from None
         except duckdb.Error as exc:
-            err_console.print(f"[red]query failed:[/red] {escape(str(exc))}", highlight=False)
+            err().print(f"[red]query failed:[/red] {escape(str(exc))}", highlight=False)
             raise typer.Exit(EXIT_BAD_INPUT) from None

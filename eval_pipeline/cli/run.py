@@ -20,8 +20,8 @@ from eval_pipeline.cli.common import (
     EXIT_OK,
     app,
     bad_input_exits,
-    console,
-    err_console,
+    err,
+    out,
 )
 from eval_pipeline.dagster_wiring.launch import LaneOutcome, ensure_instance, materialize_lane
 from eval_pipeline.lanes.registry import discover_lanes
@@ -98,7 +98,7 @@ def _print(outcome: LaneOutcome) -> None:
     cases = "" if outcome.case_set == outcome.split else f" · cases {outcome.case_set}"
     title = escape(f"{outcome.lane} [{outcome.split}] · {outcome.runtime}{cases}")
     if outcome.failure is not None:
-        err_console.print(
+        err().print(
             f"[red]{title}: run failed[/red] ({outcome.failure_kind}): {outcome.failure}", highlight=False
         )
         return
@@ -119,12 +119,12 @@ def _print(outcome: LaneOutcome) -> None:
             verdict = "[red]FAIL[/red]" if check.severity == "ERROR" else "[yellow]warn[/yellow]"
         threshold = "" if check is None else f"{check.threshold} ({check.severity})"
         table.add_row(str(row["metric"]), value, n, threshold, verdict)
-    console.print(table)
+    out().print(table)
     metric_names = set(outcome.metrics["metric"])
     for check in outcome.checks:
         if check.name not in metric_names:  # lane-level checks, e.g. no_regression
             verdict = "[green]pass[/green]" if check.passed else f"[yellow]{check.severity.lower()}[/yellow]"
-            console.print(f"  {check.name}: {verdict}")
+            out().print(f"  {check.name}: {verdict}")
 
 
 @app.command()
@@ -180,7 +180,7 @@ def run(
     batch_id = uuid.uuid4().hex
     outcomes = []
     for spec, s in pairs:
-        with rich_progress(f"{spec.name} [{s}] · {target.name}", console=err_console) as bar:
+        with rich_progress(f"{spec.name} [{s}] · {target.name}", console=err()) as bar:
             outcome = materialize_lane(
                 spec,
                 target,
@@ -205,5 +205,5 @@ def run(
     blocking = [(o, c) for o in outcomes for c in o.blocking_failures]
     if not as_json:
         summary = f"{len(outcomes)} lane run(s); {len(blocking)} blocking check failure(s)"
-        console.print(f"[red]{summary}[/red]" if blocking else f"[green]{summary}[/green]")
+        out().print(f"[red]{summary}[/red]" if blocking else f"[green]{summary}[/green]")
     raise typer.Exit(EXIT_CHECK_FAILED if blocking else EXIT_OK)

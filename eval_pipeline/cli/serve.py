@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from eval_pipeline.cli.common import EXIT_BAD_INPUT, app, console, err_console
+from eval_pipeline.cli.common import EXIT_BAD_INPUT, app, err, out
 from eval_pipeline.runtimes.serve import COMPLETIONS_PATH, ReferenceServer, ServeConfig
 
 
@@ -33,7 +33,7 @@ def serve_reference(
     if api_key_env is not None:
         api_key = os.environ.get(api_key_env)
         if not api_key:
-            err_console.print(f"[red]error:[/red] environment variable {api_key_env} is not set")
+            err().print(f"[red]error:[/red] environment variable {api_key_env} is not set")
             raise typer.Exit(EXIT_BAD_INPUT)
     try:
         config = ServeConfig(
@@ -47,11 +47,11 @@ def serve_reference(
             api_key=api_key,
         )
     except ValueError as exc:
-        err_console.print(f"[red]error:[/red] {exc}")
+        err().print(f"[red]error:[/red] {exc}")
         raise typer.Exit(EXIT_BAD_INPUT) from None
     server = ReferenceServer(port, config)
     # The first line is machine-readable so a script that started us can find the port.
-    console.print(
+    out().print(
         f"serving {server.base_url} ({COMPLETIONS_PATH})", markup=False, highlight=False, soft_wrap=True
     )
     try:

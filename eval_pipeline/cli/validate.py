@@ -15,7 +15,7 @@ from eval_pipeline.cases.loading import (
     duplicate_id_problems,
     parse_case_file,
 )
-from eval_pipeline.cli.common import app, bad_input_exits, console
+from eval_pipeline.cli.common import app, bad_input_exits, out
 from eval_pipeline.i18n.schema import evalcase_v1_schema_text
 from eval_pipeline.lanes import LaneSpec, discover_lanes, lane_kind
 from eval_pipeline.pipeline import lane_threads
@@ -51,7 +51,7 @@ def validate(
         if problems:
             raise CaseFileError(problems)
         count = sum(len(f) for f in groups.values())
-        console.print(f"{cases} case(s) in {count} file(s) of {len(groups)} lane(s): no problems.")
+        out().print(f"{cases} case(s) in {count} file(s) of {len(groups)} lane(s): no problems.")
 
 
 @schema_app.command("evalcase-v1")

@@ -338,7 +338,14 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
         run_id, night = str(row["run_id"]), str(row["partition_date"])
         root = history.resolved_root()
         findings = find_regressions(
-            root, **series, metrics=metrics, case_predicates=case_predicates, run_id=run_id
+            root,
+            lane=series["lane"],
+            split=series["split"],
+            runtime=series["runtime"],
+            case_set=series["case_set"],
+            metrics=metrics,
+            case_predicates=case_predicates,
+            run_id=run_id,
         )
         stored = {"metrics": metrics, "case_predicates": case_predicates}
         if history.keep_transcripts:
