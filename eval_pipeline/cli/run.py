@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from datetime import UTC, datetime, timedelta
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -23,6 +25,7 @@ from eval_pipeline.cli.common import (
     err,
     out,
 )
+from eval_pipeline.dagster_wiring.code_location import EXECUTOR_ENV
 from eval_pipeline.dagster_wiring.launch import LaneOutcome, ensure_instance, materialize_lane
 from eval_pipeline.lanes.registry import discover_lanes
 from eval_pipeline.lanes.spec import LaneSpec
@@ -31,7 +34,14 @@ from eval_pipeline.progress import rich_progress
 from eval_pipeline.runtimes.options import parse_runtime_options
 from eval_pipeline.runtimes.registry import build_runtime
 from eval_pipeline.runtimes.targets import find_target
+from eval_pipeline.settings import CELERY_BROKER_ENV, celery_broker
 from eval_pipeline.settings import runtime_spec as default_runtime_spec
+
+
+class Executor(StrEnum):
+    in_process = "in_process"
+    celery = "celery"
+
 
 EXIT_RUN_FAILED = 3  # a stage raised (a bug or an environment problem), not a check
 MAX_CONCURRENCY = 1024
@@ -161,6 +171,13 @@ def run(
         bool, typer.Option("--json", help="Print one JSON document instead of tables.")
     ] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show Dagster's step logs.")] = False,
+    executor: Annotated[
+        Executor | None,
+        typer.Option(
+            help="in_process (default) or celery: steps on Celery workers (EVAL_PIPELINE_CELERY_BROKER); "
+            "default: EVAL_PIPELINE_EXECUTOR when it says celery."
+        ),
+    ] = None,
 ) -> None:
     """Evaluate lanes against a runtime through Dagster; exit 1 if a blocking check fails."""
     with bad_input_exits():
@@ -176,6 +193,13 @@ def run(
         build_runtime(target.spec, target.options).close()  # a bad spec fails here, before any run starts
         tomorrow = datetime.now(UTC).date() + timedelta(days=1)  # east of UTC it may already be tomorrow
         day = run_night(date or datetime.now(UTC).date().isoformat(), latest=tomorrow)
+        chosen = executor or (
+            Executor.celery if os.environ.get(EXECUTOR_ENV) == "celery" else Executor.in_process
+        )
+        if chosen is Executor.celery and not celery_broker():
+            raise KeyError(
+                f"--executor celery needs a broker: set {CELERY_BROKER_ENV} (e.g. redis://host:6379/0)"
+            )
     instance = ensure_instance()
     batch_id = uuid.uuid4().hex
     outcomes = []
@@ -193,6 +217,7 @@ def run(
                 progress=bar,
                 tags={"eval_pipeline/batch_id": batch_id, "eval_pipeline/source": "cli"},
                 log_level="DEBUG" if verbose else "CRITICAL",  # failures are reported below, once
+                executor=chosen.value,
             )
         outcomes.append(outcome)
         if not as_json:

@@ -39,6 +39,7 @@ from eval_pipeline.runtimes.registry import split_spec
 TARGETS_FILE = "runtimes.yaml"
 TARGET_NAME = r"^[a-z0-9][a-z0-9_-]{0,62}$"
 _TARGET_NAME = re.compile(TARGET_NAME)
+QUEUE_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$"
 
 
 class TargetDeclaration(BaseModel):
@@ -53,6 +54,11 @@ class TargetDeclaration(BaseModel):
     )
     nightly: bool = Field(default=False, description="Evaluated by every lane's nightly schedule.")
     concurrency: int | None = Field(default=None, ge=1, le=1024, description="Sessions at once.")
+    queue: str | None = Field(
+        default=None,
+        pattern=QUEUE_NAME,
+        description="Celery queue its steps run on (with the Celery executor); default: the shared queue.",
+    )
     description: str = ""
 
 
@@ -67,6 +73,7 @@ class RuntimeTarget:
     concurrency: int | None = None
     declared: bool = False
     description: str = ""
+    queue: str | None = None
 
 
 def targets_path(evals: Path) -> Path:
@@ -123,6 +130,7 @@ def load_targets(path: Path) -> dict[str, RuntimeTarget]:
             declared.concurrency,
             declared=True,
             description=declared.description,
+            queue=declared.queue,
         )
     if problems:
         raise CaseFileError(problems)
@@ -186,7 +194,7 @@ def resolve_target(
         if not options:
             return declared
         merged = {**declared.options, **options}
-        return RuntimeTarget(derived_name(declared.spec, merged), declared.spec, merged)
+        return RuntimeTarget(derived_name(declared.spec, merged), declared.spec, merged, queue=declared.queue)
     for declared in targets.values():
         if declared.spec == text and dict(declared.options) == dict(options):
             return declared
