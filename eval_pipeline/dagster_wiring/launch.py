@@ -33,6 +33,7 @@ from eval_pipeline.pipeline import cases_sha256
 from eval_pipeline.progress import NoProgress, ProgressObserver
 from eval_pipeline.runtimes.targets import RuntimeTarget
 from eval_pipeline.settings import PROJECT_ROOT, dagster_home
+from eval_pipeline.settings import history_root as default_history_root
 from eval_pipeline.tables import nullable_types
 
 CODE_LOCATION_MODULE = "eval_pipeline.definitions"
@@ -189,7 +190,8 @@ def materialize_lane(
         # resources' settings travel in the run config, and no progress bar reaches them.
         run_config["resources"] = {
             "runtime": {"config": runtime_config},
-            "history": {"config": {"root": history_root}},
+            # resolved here: a worker's environment may name another history
+            "history": {"config": {"root": history_root or default_history_root()}},
         }
         job = ReconstructableRepository.for_module(
             CODE_LOCATION_MODULE, CELERY_DEFINITIONS, working_directory=str(PROJECT_ROOT)
@@ -263,7 +265,23 @@ def _outcome(
     failures = result.get_step_failure_events()
     if failures and not blocked_only:
         outcome.failure_kind, outcome.failure = _root_cause(failures[0].step_failure_data.error)
+    elif not result.success and not blocked_only:
+        # No step failed, yet the run did: the executor lost a step (a Celery worker died).
+        outcome.failure_kind, outcome.failure = _run_failure(result.all_events)
     return outcome
+
+
+def _run_failure(events: Any) -> tuple[str, str]:
+    """(class name, message) of what failed a run outside its steps: the first engine error,
+    else the run's failure message."""
+    for event in events:
+        error = getattr(event.event_specific_data, "error", None)
+        if error is not None:
+            return _root_cause(error)
+    for event in events:
+        if event.event_type == dg.DagsterEventType.RUN_FAILURE:
+            return "RunFailure", str(event.message)
+    return "RunFailure", "the run failed"
 
 
 def _stored_value(result: dg.ExecuteInProcessResult | Any, key: dg.AssetKey) -> pd.DataFrame | None:

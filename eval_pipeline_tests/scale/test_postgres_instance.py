@@ -66,7 +66,9 @@ def test_two_lane_runs_through_a_postgres_instance(production_home: Path, postgr
             event.asset_check_evaluation_data.check_name: event.asset_check_evaluation_data.passed
             for event in (
                 record.dagster_event
-                for record in fresh.all_logs(outcome.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)
+                for record in fresh.all_logs(
+                    outcome.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION
+                )
             )
             if event is not None
         }
@@ -75,7 +77,11 @@ def test_two_lane_runs_through_a_postgres_instance(production_home: Path, postgr
     no_gloss = {c.name: c.passed for c in outcomes[1].checks}
     assert no_gloss["no_dotted_inventory_rate"] is False  # the two runs really differ
 
-    with psycopg2.connect(host=postgres.host, port=postgres.port, user=postgres.user, dbname="dagster") as conn:
-        with conn.cursor() as cursor:
-            cursor.execute("SELECT run_id FROM runs")
-            assert {o.run_id for o in outcomes} <= {row[0] for row in cursor.fetchall()}
+    with (
+        psycopg2.connect(
+            host=postgres.host, port=postgres.port, user=postgres.user, dbname="dagster"
+        ) as conn,
+        conn.cursor() as cursor,
+    ):
+        cursor.execute("SELECT run_id FROM runs")
+        assert {o.run_id for o in outcomes} <= {row[0] for row in cursor.fetchall()}
