@@ -104,9 +104,7 @@ def test_cli_reports_a_bad_targets_file_and_an_empty_runtime_with_exit_2(
 def test_a_target_names_its_celery_queue_and_a_bad_queue_is_a_problem(tmp_path: Path) -> None:
     path = write(
         tmp_path,
-        "targets:\n"
-        "  fast: {spec: reference}\n"
-        "  slow: {spec: 'reference:no-gloss', queue: slow-gateway}\n",
+        "targets:\n  fast: {spec: reference}\n  slow: {spec: 'reference:no-gloss', queue: slow-gateway}\n",
     )
     targets = load_targets(path)
     assert targets["fast"].queue is None and targets["slow"].queue == "slow-gateway"
