@@ -21,6 +21,7 @@ import dagster as dg
 import pandas as pd
 import pyarrow.parquet as pq
 from dagster._core.definitions.reconstruct import ReconstructableRepository
+from dagster._core.storage.defs_state.base import set_defs_state_storage
 
 from eval_pipeline.dagster_wiring.assets import DATE_TAG
 from eval_pipeline.dagster_wiring.code_location import build_definitions
@@ -185,6 +186,39 @@ def materialize_lane(
         **(tags or {}),
     }
     key = partition_key(case_set, target.name)
+    # Definitions loaded now read their state from *this* instance, whatever instance an
+    # earlier run in this process left as the current one.
+    with set_defs_state_storage(instance.defs_state_storage):
+        return _execute(
+            spec,
+            instance,
+            key,
+            run_config,
+            run_tags,
+            runtime_config,
+            history_root,
+            progress,
+            split,
+            case_set,
+            target.name,
+            executor,
+        )
+
+
+def _execute(
+    spec: LaneSpec,
+    instance: dg.DagsterInstance,
+    key: str,
+    run_config: dict[str, Any],
+    run_tags: dict[str, str],
+    runtime_config: dict[str, Any],
+    history_root: str,
+    progress: ProgressObserver | None,
+    split: str,
+    case_set: str,
+    runtime: str,
+    executor: str,
+) -> LaneOutcome:
     if executor == "celery":
         # Steps run in worker processes, which load the code location themselves: the
         # resources' settings travel in the run config, and no progress bar reaches them.
@@ -200,7 +234,7 @@ def materialize_lane(
         with dg.execute_job(
             job, instance, run_config=run_config, tags={**run_tags, **partition_tags}
         ) as result:
-            return _outcome(spec, result, split, case_set, target.name)
+            return _outcome(spec, result, split, case_set, runtime)
     definitions = build_definitions(
         [spec],
         resources={
@@ -217,7 +251,7 @@ def materialize_lane(
         raise_on_error=False,
         tags=run_tags,
     )
-    return _outcome(spec, in_process, split, case_set, target.name)
+    return _outcome(spec, in_process, split, case_set, runtime)
 
 
 def _outcome(

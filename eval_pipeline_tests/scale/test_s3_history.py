@@ -12,8 +12,11 @@ import pytest
 from typer.testing import CliRunner
 
 from eval_pipeline.cli import app
+from eval_pipeline.dagster_wiring.launch import ensure_instance, materialize_lane
 from eval_pipeline.history.store import is_stored
+from eval_pipeline.lanes import find_lane
 from eval_pipeline.pipeline import LaneRun
+from eval_pipeline.runtimes.targets import find_target
 from eval_pipeline_tests.history.conftest import (
     CANDIDATE_RUNS,
     LANE,
@@ -120,3 +123,27 @@ def test_compaction_on_s3_keeps_every_answer(roots: tuple[str, str]) -> None:
     assert [invoke(remote, *command) for command in COMMANDS] == before
     for command in COMMANDS:
         assert invoke(remote, *command) == invoke(local, *command), command
+
+
+def test_a_lane_run_appends_to_s3_history(s3_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Dagster side's append and commit, with the history root an s3:// URL."""
+    for name, value in s3_env.items():
+        monkeypatch.setenv(name, value)
+    remote = f"s3://{BUCKET}/lane-run/history"
+    outcomes = [
+        materialize_lane(
+            find_lane(LANE),
+            find_target("reference"),
+            instance=ensure_instance(),
+            split="public",
+            date=day,
+            history_root=remote,
+        )
+        for day in ("2026-11-29", "2026-11-30")
+    ]
+    assert all(o.success for o in outcomes), [o.failure for o in outcomes]
+    assert {c.name: c.passed for c in outcomes[1].checks}["no_regression"]  # read the first run from S3
+    runs = json.loads(
+        invoke(remote, "history", "--sql", "select run_id, seq from runs order by seq", "-f", "json")
+    )
+    assert runs == [{"run_id": o.run_id, "seq": i} for i, o in enumerate(outcomes, start=1)]
