@@ -21,6 +21,8 @@ import pyarrow as pa
 
 from eval_pipeline import __version__
 from eval_pipeline.dagster_wiring.checks import (
+    gate_check_result,
+    gate_check_spec,
     regression_check_result,
     regression_check_spec,
     threshold_check_results,
@@ -319,7 +321,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
             "case_predicates": dg.AssetIn(keys["case_predicates"]),
             "transcripts": dg.AssetIn(keys["transcripts"]),
         },
-        check_specs=[regression_check_spec(keys["history"])],
+        check_specs=[regression_check_spec(keys["history"]), gate_check_spec(keys["history"])],
         kinds={"parquet", "duckdb"},
         key_prefix=prefix,
         group_name=spec.name,
@@ -376,7 +378,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
                 "tables": dg.MetadataValue.json(sorted(stored)),
                 "trend": dg.MetadataValue.md(lane_chart_markdown(root, spec.name)),
             },
-            check_results=[regression_check_result(findings)],
+            check_results=[regression_check_result(findings), gate_check_result(metrics)],
         )
 
     return [cases, transcripts, turn_predicates, case_predicates, metrics, history_asset]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import dagster as dg
+import pandas as pd
 
 from eval_pipeline.dagster_wiring.markdown import markdown_table
 from eval_pipeline.history.regression import MetricFinding, findings_frame
@@ -17,6 +18,7 @@ _SEVERITY = {"ERROR": dg.AssetCheckSeverity.ERROR, "WARN": dg.AssetCheckSeverity
 
 
 REGRESSION_CHECK = "no_regression"
+GATE_CHECK = "error_thresholds_hold"
 
 
 def regression_check_spec(history_key: dg.AssetKey) -> dg.AssetCheckSpec:
@@ -30,16 +32,39 @@ def regression_check_spec(history_key: dg.AssetKey) -> dg.AssetCheckSpec:
 
 
 def threshold_check_specs(spec: LaneSpec, metrics_key: dg.AssetKey) -> list[dg.AssetCheckSpec]:
-    """One check per threshold (ERROR thresholds block: a failing one fails the run)."""
+    """One check per threshold. They do not block: a run that fails a floor is still a
+    measurement and goes to history; the history asset's gate check then fails the run."""
     return [
-        dg.AssetCheckSpec(
-            name=t.check_name,
-            asset=metrics_key,
-            description=f"{t.describe()}: {t.reason}",
-            blocking=t.severity == "ERROR",
-        )
+        dg.AssetCheckSpec(name=t.check_name, asset=metrics_key, description=f"{t.describe()}: {t.reason}")
         for t in spec.effective_thresholds
     ]
+
+
+def gate_check_spec(history_key: dg.AssetKey) -> dg.AssetCheckSpec:
+    """Blocking: fails the run, once its results are in history, when an ERROR threshold failed."""
+    return dg.AssetCheckSpec(
+        name=GATE_CHECK,
+        asset=history_key,
+        description="Every ERROR threshold of the metrics asset held (checked after the run is in history, "
+        "so a failing run is still recorded; a failure fails the run).",
+        blocking=True,
+    )
+
+
+def gate_check_result(metrics: pd.DataFrame) -> dg.AssetCheckResult:
+    """The gate's result, read from the verdicts the metrics table already holds."""
+    failed = metrics[
+        metrics["severity"].eq("ERROR").fillna(False) & metrics["passed"].eq(False).fillna(False)
+    ]
+    return dg.AssetCheckResult(
+        check_name=GATE_CHECK,
+        passed=failed.empty,
+        severity=dg.AssetCheckSeverity.ERROR,
+        description="every ERROR threshold held"
+        if failed.empty
+        else f"{len(failed)} ERROR threshold(s) failed: {', '.join(map(str, failed['metric']))}",
+        metadata={"failed_thresholds": dg.MetadataValue.json([str(m) for m in failed["metric"]])},
+    )
 
 
 def threshold_check_results(verdicts: Sequence[ThresholdVerdict]) -> list[dg.AssetCheckResult]:

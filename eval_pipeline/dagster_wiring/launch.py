@@ -21,6 +21,7 @@ import dagster as dg
 import pandas as pd
 
 from eval_pipeline.dagster_wiring.assets import DATE_TAG
+from eval_pipeline.dagster_wiring.checks import GATE_CHECK
 from eval_pipeline.dagster_wiring.code_location import build_definitions
 from eval_pipeline.dagster_wiring.partitions import custom_case_set, partition_key, register_series
 from eval_pipeline.dagster_wiring.resources import HistoryResource, RuntimeResource
@@ -209,8 +210,8 @@ def materialize_lane(
     )
     lane_keys = {dg.AssetKey([spec.name, "metrics"]), dg.AssetKey([spec.name, "history"])}
     for evaluation in result.get_asset_check_evaluations():
-        if evaluation.asset_key not in lane_keys:
-            continue
+        if evaluation.asset_key not in lane_keys or evaluation.check_name == GATE_CHECK:
+            continue  # the gate restates the ERROR thresholds' verdicts, listed one by one
         value = values.get(evaluation.check_name)
         outcome.checks.append(
             CheckOutcome(

@@ -36,6 +36,7 @@ def test_fluency_checks_snapshot(defs: dg.Definitions) -> None:
     assert checks == [
         "complete_punctuation_rate",
         "error_rate",
+        "error_thresholds_hold",
         "expected_predicates_pass_rate",
         "finite_predicate_shape_rate",
         "no_dotted_inventory_rate",
@@ -45,7 +46,7 @@ def test_fluency_checks_snapshot(defs: dg.Definitions) -> None:
     ]
 
 
-def test_thresholds_are_checks_on_metrics_and_the_regression_check_is_on_history(
+def test_thresholds_are_checks_on_metrics_and_the_gate_and_regression_checks_on_history(
     defs: dg.Definitions,
 ) -> None:
     graph = defs.resolve_asset_graph()
@@ -57,7 +58,7 @@ def test_thresholds_are_checks_on_metrics_and_the_regression_check_is_on_history
         history = {
             k.name for k in graph.asset_check_keys if k.asset_key == dg.AssetKey([spec.name, "history"])
         }
-        assert history == {"no_regression"}, spec.name
+        assert history == {"no_regression", "error_thresholds_hold"}, spec.name
 
 
 def test_one_nightly_schedule_and_job_per_lane(defs: dg.Definitions) -> None:
