@@ -110,10 +110,11 @@ KILL_DURING_APPEND = textwrap.dedent(
     from eval_pipeline.history import store
 
     real_append = store.append_run
+    kill_after = sys.argv[1]
 
     def append_then_die(root, table, df, **kwargs):
         written = real_append(root, table, df, **kwargs)
-        if table == sys.argv[1]:
+        if table == kill_after:
             os.kill(os.getpid(), signal.SIGKILL)
         return written
 
@@ -166,12 +167,21 @@ def materialize(runtime: str, split: str = "public", **kwargs: str) -> LaneOutco
 def test_a_custom_case_file_is_its_own_series_and_leaves_the_nightly_regression_alone(tmp_path: Path) -> None:
     mine = tmp_path / "mine.jsonl"
     mine.write_text(
-        json.dumps({"id": "mine_001", "prompt": "What is courage?", "category": "pack_definition"}) + "\n",
+        json.dumps(
+            {
+                "id": "mine_001",
+                "prompt": "What is courage?",
+                "category": "pack_definition",
+                "expected_predicates": ["no_placeholder"],
+            }
+        )
+        + "\n",
         encoding="utf-8",
     )
     first = materialize("reference")
     custom = materialize("reference", cases_path=str(mine))
     second = materialize("reference")
+    assert all(o.failure is None for o in (first, custom, second))
     assert custom.case_set.startswith("custom-") and custom.split == "public"
     assert first.case_set == second.case_set == "public"
     with connect(history_root()) as con:
