@@ -18,7 +18,6 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from eval_pipeline.cli.common import console, err_console
 from eval_pipeline.history.store import append_run, commit_run
 from eval_pipeline.lanes import find_lane
 from eval_pipeline.pipeline import LaneRun, evaluate_lane
@@ -71,14 +70,6 @@ REFERENCE_RUNS = (
     StoredRun("run-r1", "reference", "2024-03-01", True),
     StoredRun("run-r2", "reference", "2024-03-02", True),
 )
-
-
-@pytest.fixture(autouse=True)
-def wide_console(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Tables print 250 columns wide. The consoles fix their width when imported, from
-    $COLUMNS, which pytest-xdist workers set to 80, so passing COLUMNS to a command is not enough."""
-    for each in (console, err_console):
-        monkeypatch.setattr(each, "_width", 250)
 
 
 @pytest.fixture(scope="session")
