@@ -86,7 +86,10 @@ def test_nightly_schedule_requests_every_nightly_split_for_every_nightly_target(
         encoding="utf-8",
     )
     monkeypatch.setenv("EVAL_PIPELINE_EVALS", str(evals))
-    with dg.instance_for_test() as instance:
+    # Not instance_for_test: its folder is deleted on exit, but Dagster caches the instance its
+    # definitions were first loaded with for the rest of the process.
+    (tmp_path / "instance").mkdir()
+    with dg.DagsterInstance.local_temp(str(tmp_path / "instance")) as instance:
         for spec in discover_lanes():
             schedule = next(s for s in defs.schedules or [] if s.name == f"{spec.name}_nightly")
             context = dg.build_schedule_context(
