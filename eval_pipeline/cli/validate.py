@@ -42,7 +42,7 @@ def validate(
         problems: list[CaseProblem] = []
         cases = 0
         for name, files in groups.items():
-            model = lane_kind(by_name[name].kind).case_model
+            model = lane_kind(by_name[name]).case_model
             loaded, lane_problems = validate_files(files, model)
             problems += lane_problems
             cases += len(loaded)

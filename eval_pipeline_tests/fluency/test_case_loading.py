@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
+from eval_pipeline.lanes.kinds.deterministic_fluency import FluencyCase
 
 from eval_pipeline.cases import CaseFileError, load_cases
 from eval_pipeline.lanes import discover_lanes
-from eval_pipeline.lanes.kinds.deterministic_fluency import FluencyCase
 from eval_pipeline.pipeline import load_split
 
 GOOD = {

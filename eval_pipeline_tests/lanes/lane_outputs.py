@@ -53,7 +53,9 @@ def write_fixtures(lane: str) -> list[Path]:
         for runtime in RUNTIMES:
             path = fixture_path(lane, split, runtime)
             path.parent.mkdir(parents=True, exist_ok=True)
-            text = json.dumps(lane_outputs(lane, split, runtime), indent=1, sort_keys=True, ensure_ascii=False)
+            text = json.dumps(
+                lane_outputs(lane, split, runtime), indent=1, sort_keys=True, ensure_ascii=False
+            )
             path.write_text(text + "\n", encoding="utf-8")
             written.append(path)
     return written

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from eval_pipeline.lanes.kinds.articulation_of_status import SPECULATIVE_KINDS, ArticulationCase
+from eval_pipeline.lanes.kinds.conversational_thread_coherence import ThreadCase
 
 from eval_pipeline.cases.loading import CaseFileError
 from eval_pipeline.lanes import find_lane
-from eval_pipeline.lanes.kinds.articulation_of_status import SPECULATIVE_KINDS, ArticulationCase
-from eval_pipeline.lanes.kinds.conversational_thread_coherence import ThreadCase
 from eval_pipeline.pipeline import LaneRun, evaluate_lane, load_split
 from eval_pipeline.runtimes.base import RuntimeSpecError
 from eval_pipeline.runtimes.reference import ReferenceRuntime

@@ -26,7 +26,7 @@ from eval_pipeline.i18n import (
 )
 from eval_pipeline.i18n.prompts import FewShotPool, compose_prompt
 from eval_pipeline.i18n.protocol import decode_batch, expected_item_count
-from eval_pipeline.lanes.kind import Thread, TurnRequest, register_lane_kind
+from eval_pipeline.lanes.kind import LANE_KINDS, Thread, TurnRequest
 from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.predicates.rows import evidence_json
 from eval_pipeline.scoring import MetricValue, count, rate
@@ -69,9 +69,8 @@ def assertion_results(cases: Sequence[EvalCase], transcripts: pd.DataFrame) -> l
     return results
 
 
-@register_lane_kind
+@LANE_KINDS.register("i18n_prompt")
 class I18nPrompt:
-    name: ClassVar[str] = "i18n_prompt"
     case_model: ClassVar[type[BaseModel]] = EvalCase
     metric_names: ClassVar[tuple[str, ...]] = (
         *(f"{a}_pass_rate" for a in ASSERTION_NAMES),
