@@ -53,7 +53,7 @@ def base_cases(spec: LaneSpec) -> list[dict[str, Any]]:
 
 
 def case_model(spec: LaneSpec) -> type[BaseModel]:
-    return lane_kind(spec.kind).case_model
+    return lane_kind(spec).case_model
 
 
 # --- serialising a JSON value as a different but equal text -------------------------------

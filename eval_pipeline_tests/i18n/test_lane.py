@@ -34,7 +34,7 @@ def test_a_pool_cannot_be_built_from_a_locked_split(spec: LaneSpec) -> None:
 
 
 def test_no_locked_case_text_reaches_another_cases_prompt(spec: LaneSpec) -> None:
-    kind = lane_kind("i18n_prompt")
+    kind = lane_kind(find_lane("i18n_prompt"))
     locked = _cases(spec, "locked")
     threads = [t for split in ("dev", "locked") for t in kind.threads(_cases(spec, split), spec, split)]
     assert any("<example>" in t.turns[0].prompt for t in threads), "few-shot examples are in use"

@@ -93,3 +93,14 @@ class FlakyBot:
         if "zorp" in prompt.lower():
             raise ValueError("flaky bot cannot handle zorps")
         return self._session.send(prompt).model_dump(exclude={"raw"})
+
+
+def make_untagged_bot() -> Callable[[str], dict[str, Any]]:
+    """A bot that reports no surface tag: only the text itself may claim a provenance."""
+    session = ReferenceRuntime().open_session("untagged")
+
+    def reply(prompt: str) -> dict[str, Any]:
+        response = session.send(prompt)
+        return {"surface": response.surface, "grounding_source": response.grounding_source}
+
+    return reply
