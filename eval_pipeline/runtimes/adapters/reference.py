@@ -1,4 +1,4 @@
-"""``reference`` and ``reference:no-gloss``: the embedded deterministic runtime."""
+"""``reference``, ``reference:no-gloss`` and ``reference:no-refusal``: the embedded deterministic runtime."""
 
 from __future__ import annotations
 
@@ -10,7 +10,13 @@ from eval_pipeline.runtimes.options import NoOptions, validate_options
 from eval_pipeline.runtimes.reference import ReferenceRuntime
 from eval_pipeline.runtimes.registry import register_runtime
 
-_MODES = {"": True, "gloss": True, "no-gloss": False}
+# mode → the runtime's switches: glosses on/off, honest refusals on/off.
+_MODES: dict[str, dict[str, bool]] = {
+    "": {},
+    "gloss": {},
+    "no-gloss": {"glosses": False},
+    "no-refusal": {"refusals": False},
+}
 
 
 @register_runtime("reference")
@@ -18,6 +24,7 @@ def reference_runtime(argument: str, options: Mapping[str, Any]) -> ReferenceRun
     validate_options("reference", NoOptions, options)
     if argument not in _MODES:
         raise RuntimeSpecError(
-            f"unknown reference mode {argument!r}: expected 'reference' or 'reference:no-gloss'"
+            f"unknown reference mode {argument!r}: expected 'reference', 'reference:no-gloss' "
+            "or 'reference:no-refusal'"
         )
-    return ReferenceRuntime(glosses=_MODES[argument])
+    return ReferenceRuntime(**_MODES[argument])

@@ -55,9 +55,10 @@ def _capitalised(text: str) -> str:
 
 
 class ReferenceSession:
-    def __init__(self, pack: ConceptPack, *, glosses: bool) -> None:
+    def __init__(self, pack: ConceptPack, *, glosses: bool, refusals: bool = True) -> None:
         self._pack = pack
         self._glosses = glosses
+        self._refusals = refusals
         self.state = SessionState()
 
     def send(self, prompt: str) -> TurnResponse:
@@ -77,6 +78,10 @@ class ReferenceSession:
             return self._status(intent)
         if intent.kind == "anaphora":
             return self._anaphora(intent)
+        if intent.kind == "who":
+            return self._who(intent)
+        if intent.kind == "aspect":
+            return self._aspect(intent)
         return TurnResponse(
             surface="I could not find a concept to talk about in that message. Could you name the word you mean?",
             grounding_source="none",
@@ -103,6 +108,9 @@ class ReferenceSession:
             self.state.mention(intent.subject)
             return self.taught_answer(taught)
         lemma = self._pack.lookup(intent.subject)
+        if lemma is None and not self._refusals:
+            self.state.mention(intent.subject)
+            return self.confabulated(intent.subject)
         if lemma is None:
             self.state.mention(intent.subject)
             return TurnResponse(
@@ -115,6 +123,51 @@ class ReferenceSession:
             )
         self.state.mention(lemma)
         return self.pack_answer(lemma)
+
+    def _who(self, intent: Intent) -> TurnResponse:
+        """The pack holds concepts, not people: say so rather than invent a biography."""
+        assert intent.subject is not None
+        self.state.mention(intent.subject)
+        if not self._refusals:
+            return self.confabulated(intent.subject)
+        return TurnResponse(
+            surface=(
+                f"I don't know who {intent.subject} is: nobody by that name is in my concept pack, "
+                "and I will not invent a biography."
+            ),
+            grounding_source="none",
+            surface_tag="no-grounding",
+        )
+
+    def _aspect(self, intent: Intent) -> TurnResponse:
+        """One aspect of a term: answered from what the session or pack holds, else an honest refusal."""
+        assert intent.subject is not None and intent.detail is not None
+        taught = self.state.claims.get(intent.subject)
+        if taught is not None:
+            self.state.mention(intent.subject)
+            return self.taught_answer(taught)
+        lemma = self._pack.lookup(intent.subject)
+        self.state.mention(lemma or intent.subject)
+        if lemma is not None:
+            return self.pack_answer(lemma)
+        if not self._refusals:
+            return self.confabulated(intent.subject)
+        return TurnResponse(
+            surface=(
+                f"I don't know the {intent.detail} of {intent.subject}: it is not in my concept pack, "
+                "so I cannot answer without guessing."
+            ),
+            grounding_source="none",
+            surface_tag="no-grounding",
+        )
+
+    def confabulated(self, subject: str) -> TurnResponse:
+        """What a runtime without refusals says about a term it cannot ground (``reference:no-refusal``)."""
+        return TurnResponse(
+            surface=f"{_capitalised(subject)} is a well-documented subject that experts describe in detail.",
+            grounding_source="none",
+            surface_tag="no-grounding",
+        )
 
     def _cause(self, intent: Intent) -> TurnResponse:
         assert intent.subject is not None
@@ -245,18 +298,27 @@ class ReferenceSession:
 
 
 class ReferenceRuntime:
-    """Factory of independent reference sessions."""
+    """Factory of independent reference sessions.
 
-    def __init__(self, *, glosses: bool = True, pack: ConceptPack | None = None) -> None:
+    ``glosses`` off gives the pre-gloss surfaces (``reference:no-gloss``); ``refusals`` off makes
+    it confabulate a confident answer about terms it cannot ground (``reference:no-refusal``).
+    """
+
+    def __init__(
+        self, *, glosses: bool = True, refusals: bool = True, pack: ConceptPack | None = None
+    ) -> None:
         self.glosses = glosses
+        self.refusals = refusals
         self.pack = pack or default_pack()
 
     @property
     def spec(self) -> str:
+        if not self.refusals:
+            return "reference:no-refusal"
         return "reference" if self.glosses else "reference:no-gloss"
 
     def open_session(self, session_id: str) -> ChatSession:
-        return ReferenceSession(self.pack, glosses=self.glosses)
+        return ReferenceSession(self.pack, glosses=self.glosses, refusals=self.refusals)
 
     def close(self) -> None:
         pass
