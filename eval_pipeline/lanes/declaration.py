@@ -121,6 +121,9 @@ class TurnRule(_Block):
     role: str | None = Field(default=None, pattern=_NAME)
     where: dict[str, list[str]] = Field(default_factory=dict, description="Case field → accepted values.")
     unless: dict[str, NotApplicableUnless] = Field(default_factory=dict)
+    only_if_listed_in: str | None = Field(
+        default=None, pattern=_NAME, description="A case field listing which of these predicates apply to it."
+    )
     case_rows: CaseRows | None = None
 
 

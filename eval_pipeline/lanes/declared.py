@@ -78,7 +78,8 @@ class DeclaredLane:
             for rule in self.declaration.turn_predicates:
                 if (rule.role is not None and record["role"] != rule.role) or not matches(case, rule.where):
                     continue
-                for name in rule.predicates:
+                listed = getattr(case, rule.only_if_listed_in) if rule.only_if_listed_in else rule.predicates
+                for name in (n for n in rule.predicates if n in listed):
                     verdict = _turn_verdict(rule, name, views[case.id], index, item)
                     rows.append(turn_row(case.id, index, name, verdict))
         return pd.DataFrame(rows, columns=lane_columns(TURN_PREDICATES))

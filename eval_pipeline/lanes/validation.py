@@ -37,6 +37,10 @@ def declaration_problems(spec: LaneSpec) -> list[tuple[str, str]]:
     for i, rule in enumerate(declaration.turn_predicates):
         problems += _named(f"turn_predicates[{i}]", rule.predicates, ("turn", "thread_turn"))
         problems += _fields(f"turn_predicates[{i}].where", rule.where, fields)
+        if rule.only_if_listed_in is not None:
+            problems += _fields(
+                f"turn_predicates[{i}].only_if_listed_in", {rule.only_if_listed_in: []}, fields
+            )
         on_turns.update(rule.predicates)
         if rule.case_rows is not None:
             on_cases.update(rule.predicates)

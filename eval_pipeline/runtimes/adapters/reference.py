@@ -1,4 +1,4 @@
-"""``reference``, ``reference:no-gloss`` and ``reference:no-refusal``: the embedded deterministic runtime."""
+"""``reference`` and its switches (``:no-gloss``, ``:no-refusal``, ``:warm-drift``): the embedded runtime."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ _MODES: dict[str, dict[str, bool]] = {
     "gloss": {},
     "no-gloss": {"glosses": False},
     "no-refusal": {"refusals": False},
+    "warm-drift": {"warm_drift": True},
 }
 
 
@@ -25,6 +26,6 @@ def reference_runtime(argument: str, options: Mapping[str, Any]) -> ReferenceRun
     if argument not in _MODES:
         raise RuntimeSpecError(
             f"unknown reference mode {argument!r}: expected 'reference', 'reference:no-gloss' "
-            "or 'reference:no-refusal'"
+            "'reference:no-refusal' or 'reference:warm-drift'"
         )
     return ReferenceRuntime(**_MODES[argument])
