@@ -14,8 +14,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from eval_pipeline.scoring import CaseSeverity
+
 _NAME = r"^[a-z][a-z0-9_]*$"
-CaseSeverity = Literal["hard", "report"]
 
 
 class _Block(BaseModel):

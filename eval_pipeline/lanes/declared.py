@@ -16,7 +16,6 @@ from pydantic import BaseModel
 from eval_pipeline.lanes.declaration import (
     CaseRows,
     CaseRule,
-    CaseSeverity,
     Declaration,
     ListedSeverity,
     MetricSpec,
@@ -27,7 +26,7 @@ from eval_pipeline.lanes.schema import case_model
 from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.predicates import PREDICATES, TurnView, Verdict, explain
 from eval_pipeline.predicates.rows import case_row, stored_verdict, turn_row
-from eval_pipeline.scoring import MetricValue, compare, count, predicate_rate
+from eval_pipeline.scoring import CaseSeverity, MetricValue, compare, count, predicate_rate
 from eval_pipeline.tables import CASE_PREDICATES, TURN_PREDICATES, lane_columns
 
 MISSING_TURN = "turn missing from transcripts"

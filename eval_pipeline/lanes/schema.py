@@ -7,7 +7,7 @@ pydantic constraints; ``aliases`` map accepted spellings before validation; ``ch
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
@@ -35,7 +35,9 @@ def _annotation(name: str, spec: FieldSpec) -> Any:
         base: Any = Literal[tuple(spec.enum)]
     elif spec.type == "list":
         assert spec.items is not None
-        base = list[_annotation(name, spec.items)]  # type: ignore[misc]
+        item = _annotation(name, spec.items)
+        bounds = _bounds(spec.items)
+        base = list[Annotated[item, Field(**bounds)] if bounds else item]  # type: ignore[misc,valid-type]
     elif spec.type == "object":
         assert spec.fields is not None
         base = create_model(
@@ -51,12 +53,16 @@ def _annotation(name: str, spec: FieldSpec) -> Any:
     return base
 
 
-def _field_info(spec: FieldSpec) -> Any:
-    bounds: dict[str, Any] = {
+def _bounds(spec: FieldSpec) -> dict[str, Any]:
+    return {
         key: getattr(spec, key)
         for key in ("pattern", "min_length", "max_length", "ge", "description")
         if getattr(spec, key) is not None
     }
+
+
+def _field_info(spec: FieldSpec) -> Any:
+    bounds = _bounds(spec)
     if not spec.has_default:
         return Field(**bounds)
     if isinstance(spec.default, list | dict):

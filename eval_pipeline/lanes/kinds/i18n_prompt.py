@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 import pandas as pd
 from pydantic import BaseModel
 
+from eval_pipeline.cases.loading import load_cases
 from eval_pipeline.i18n import (
     ASSERTION_NAMES,
     AssertionResult,
@@ -24,7 +25,7 @@ from eval_pipeline.i18n import (
     check_case,
     error_results,
 )
-from eval_pipeline.i18n.prompts import FewShotPool, compose_prompt
+from eval_pipeline.i18n.prompts import FewShotPool, LockedSplitError, compose_prompt
 from eval_pipeline.i18n.protocol import decode_batch, expected_item_count
 from eval_pipeline.lanes.kind import LANE_KINDS, Thread, TurnRequest
 from eval_pipeline.lanes.spec import LaneSpec
@@ -69,6 +70,19 @@ def assertion_results(cases: Sequence[EvalCase], transcripts: pd.DataFrame) -> l
     return results
 
 
+def few_shot_pool(spec: LaneSpec, split: str) -> FewShotPool:
+    """The pool of a lane split's cases: refused for a locked split or one listing a locked file."""
+    if split in spec.locked_splits:
+        raise LockedSplitError(f"split {split!r} of lane {spec.name!r} is locked: it never feeds prompts")
+    locked_paths = list(dict.fromkeys(path for s in spec.locked_splits for path in spec.case_files(s)))
+    locked_files = {path.resolve() for path in locked_paths}
+    files = spec.case_files(split)
+    shared = [str(p) for p in files if p.resolve() in locked_files]
+    if shared:
+        raise LockedSplitError(f"split {split!r} lists files of a locked split: {shared}")
+    return FewShotPool(load_cases(files, EvalCase), load_cases(locked_paths, EvalCase), split=split)
+
+
 @LANE_KINDS.register("i18n_prompt")
 class I18nPrompt:
     case_model: ClassVar[type[BaseModel]] = EvalCase
@@ -81,7 +95,7 @@ class I18nPrompt:
 
     def threads(self, cases: Sequence[Any], spec: LaneSpec, split: str) -> list[Thread]:
         pool = (
-            FewShotPool(spec, EXAMPLE_SPLIT)
+            few_shot_pool(spec, EXAMPLE_SPLIT)
             if EXAMPLE_SPLIT in spec.splits and EXAMPLE_SPLIT not in spec.locked_splits
             else None
         )
