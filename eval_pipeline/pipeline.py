@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from eval_pipeline.cases.loading import LoadedCase, load_cases
 from eval_pipeline.drive import TurnCallback, drive
-from eval_pipeline.lanes.kind import LaneKind, Thread
+from eval_pipeline.lanes.kind import LaneKind, Scored, Thread
 from eval_pipeline.lanes.registry import lane_kind
 from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.runtimes.base import ChatRuntime
@@ -137,7 +137,7 @@ def metric_values(
     case_predicates: pd.DataFrame,
 ) -> list[MetricValue]:
     """Stage 5: the lane's metrics plus the ones every lane emits (COMMON_METRICS: error_rate)."""
-    values = kind.metrics(cases, transcripts, turn_predicates, case_predicates)
+    values = kind.metrics(Scored(cases, transcripts, turn_predicates, case_predicates))
     return [*values, error_rate(transcripts)]
 
 

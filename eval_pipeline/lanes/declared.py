@@ -21,7 +21,7 @@ from eval_pipeline.lanes.declaration import (
     MetricSpec,
     TurnRule,
 )
-from eval_pipeline.lanes.kind import Thread, TurnRequest
+from eval_pipeline.lanes.kind import Scored, Thread, TurnRequest
 from eval_pipeline.lanes.schema import case_model
 from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.predicates import PREDICATES, TurnView, Verdict, explain
@@ -116,13 +116,8 @@ class DeclaredLane:
 
     # --- metrics -----------------------------------------------------------------------------
 
-    def metrics(
-        self,
-        cases: Sequence[Any],
-        transcripts: pd.DataFrame,
-        turn_predicates: pd.DataFrame,
-        case_predicates: pd.DataFrame,
-    ) -> list[MetricValue]:
+    def metrics(self, scored: Scored) -> list[MetricValue]:
+        cases = scored.cases
         thresholds = {t.metric: t for t in self.spec.effective_thresholds}
         values: dict[str, MetricValue] = {}
         for name, metric in self.declaration.metrics.items():
@@ -134,7 +129,7 @@ class DeclaredLane:
                 parts = [values[part] for part in metric.all_of]
                 values[name] = all_hold(name, parts, [thresholds[part] for part in metric.all_of])
             else:
-                table = case_predicates if metric.over == "cases" else turn_predicates
+                table = scored.case_predicates if metric.over == "cases" else scored.turn_predicates
                 values[name] = _rate(name, metric, _where(table, cases, metric.where))
         return list(values.values())
 

@@ -11,6 +11,7 @@ discovered, so a new kind is one new module there).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 import pandas as pd
@@ -47,6 +48,16 @@ class Thread(BaseModel):
     session: str | None = None
 
 
+@dataclass(frozen=True)
+class Scored:
+    """What a lane's metrics are computed from: its cases and the tables scored so far."""
+
+    cases: Sequence[Any]
+    transcripts: pd.DataFrame
+    turn_predicates: pd.DataFrame
+    case_predicates: pd.DataFrame
+
+
 class LaneKind(Protocol):
     """The contract every lane kind implements.
 
@@ -69,13 +80,7 @@ class LaneKind(Protocol):
         self, cases: Sequence[Any], transcripts: pd.DataFrame, turn_predicates: pd.DataFrame
     ) -> pd.DataFrame: ...
 
-    def metrics(
-        self,
-        cases: Sequence[Any],
-        transcripts: pd.DataFrame,
-        turn_predicates: pd.DataFrame,
-        case_predicates: pd.DataFrame,
-    ) -> list[MetricValue]: ...
+    def metrics(self, scored: Scored) -> list[MetricValue]: ...
 
 
 # Metrics every lane emits whatever its kind (computed by the pipeline from transcripts).

@@ -37,7 +37,7 @@ def _annotation(name: str, spec: FieldSpec) -> Any:
         assert spec.items is not None
         item = _annotation(name, spec.items)
         bounds = _bounds(spec.items)
-        base = list[Annotated[item, Field(**bounds)] if bounds else item]  # type: ignore[misc,valid-type]
+        base = list[Annotated[item, Field(**bounds)] if bounds else item]  # type: ignore[misc]
     elif spec.type == "object":
         assert spec.fields is not None
         base = create_model(

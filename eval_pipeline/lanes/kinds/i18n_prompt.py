@@ -27,7 +27,7 @@ from eval_pipeline.i18n import (
 )
 from eval_pipeline.i18n.prompts import FewShotPool, LockedSplitError, compose_prompt
 from eval_pipeline.i18n.protocol import decode_batch, expected_item_count
-from eval_pipeline.lanes.kind import LANE_KINDS, Thread, TurnRequest
+from eval_pipeline.lanes.kind import LANE_KINDS, Scored, Thread, TurnRequest
 from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.predicates.rows import evidence_json
 from eval_pipeline.scoring import MetricValue, count, rate
@@ -134,17 +134,11 @@ class I18nPrompt:
         ]
         return pd.DataFrame(rows, columns=lane_columns(CASE_PREDICATES))
 
-    def metrics(
-        self,
-        cases: Sequence[Any],
-        transcripts: pd.DataFrame,
-        turn_predicates: pd.DataFrame,
-        case_predicates: pd.DataFrame,
-    ) -> list[MetricValue]:
+    def metrics(self, scored: Scored) -> list[MetricValue]:
         # (case, assertion) → passed when every row it produced passed; severity per pair.
         verdicts: dict[tuple[str, str], bool] = defaultdict(lambda: True)
         severity: dict[tuple[str, str], str] = {}
-        for row in case_predicates.to_dict("records"):
+        for row in scored.case_predicates.to_dict("records"):
             key = (str(row["case_id"]), str(row["predicate"]))
             verdicts[key] = verdicts[key] and bool(row["passed"])
             severity[key] = str(row["severity"])
@@ -159,5 +153,5 @@ class I18nPrompt:
                     [(c, v) for k, v in verdicts.items() if severity[k] == level for c in [k[0]]],
                 )
             )
-        values.append(count("cases", len(cases)))
+        values.append(count("cases", len(scored.cases)))
         return values

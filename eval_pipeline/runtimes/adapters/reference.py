@@ -28,4 +28,9 @@ def reference_runtime(argument: str, options: Mapping[str, Any]) -> ReferenceRun
             f"unknown reference mode {argument!r}: expected 'reference', 'reference:no-gloss' "
             "'reference:no-refusal' or 'reference:warm-drift'"
         )
-    return ReferenceRuntime(**_MODES[argument])
+    mode = _MODES[argument]
+    return ReferenceRuntime(
+        glosses=mode.get("glosses", True),
+        refusals=mode.get("refusals", True),
+        warm_drift=mode.get("warm_drift", False),
+    )

@@ -131,7 +131,7 @@ class ReferenceSession:
         lemma = self._pack.lookup(intent.subject)
         if lemma is None and not self._refusals:
             self.state.mention(intent.subject)
-            return self.confabulated(intent.subject)
+            return self.cannot_ground(intent.subject, "")
         if lemma is None:
             self.state.mention(intent.subject)
             return TurnResponse(
@@ -149,15 +149,10 @@ class ReferenceSession:
         """The pack holds concepts, not people: say so rather than invent a biography."""
         assert intent.subject is not None
         self.state.mention(intent.subject)
-        if not self._refusals:
-            return self.confabulated(intent.subject)
-        return TurnResponse(
-            surface=(
-                f"I don't know who {intent.subject} is: nobody by that name is in my concept pack, "
-                "and I will not invent a biography."
-            ),
-            grounding_source="none",
-            surface_tag="no-grounding",
+        return self.cannot_ground(
+            intent.subject,
+            f"I don't know who {intent.subject} is: nobody by that name is in my concept pack, "
+            "and I will not invent a biography.",
         )
 
     def _aspect(self, intent: Intent) -> TurnResponse:
@@ -171,24 +166,20 @@ class ReferenceSession:
         self.state.mention(lemma or intent.subject)
         if lemma is not None:
             return self.pack_answer(lemma)
-        if not self._refusals:
-            return self.confabulated(intent.subject)
-        return TurnResponse(
-            surface=(
-                f"I don't know the {intent.detail} of {intent.subject}: it is not in my concept pack, "
-                "so I cannot answer without guessing."
-            ),
-            grounding_source="none",
-            surface_tag="no-grounding",
+        return self.cannot_ground(
+            intent.subject,
+            f"I don't know the {intent.detail} of {intent.subject}: it is not in my concept pack, "
+            "so I cannot answer without guessing.",
         )
 
-    def confabulated(self, subject: str) -> TurnResponse:
-        """What a runtime without refusals says about a term it cannot ground (``reference:no-refusal``)."""
-        return TurnResponse(
-            surface=f"{_capitalised(subject)} is a well-documented subject that experts describe in detail.",
-            grounding_source="none",
-            surface_tag="no-grounding",
+    def cannot_ground(self, subject: str, refusal: str) -> TurnResponse:
+        """The honest ``refusal``; with refusals off (``reference:no-refusal``), a confident fabrication."""
+        surface = (
+            refusal
+            if self._refusals
+            else f"{_capitalised(subject)} is a well-documented subject that experts describe in detail."
         )
+        return TurnResponse(surface=surface, grounding_source="none", surface_tag="no-grounding")
 
     def _cause(self, intent: Intent) -> TurnResponse:
         assert intent.subject is not None
