@@ -92,6 +92,9 @@ def run_session(
         return rows
     try:
         for thread in threads:
+            begin_case = getattr(session, "begin_case", None)
+            if callable(begin_case):  # a session that answers per case (replay) is told which case
+                begin_case(thread.case_id)
             for turn in thread.turns:
                 record(_send(session, thread.case_id, turn, retry))
     finally:

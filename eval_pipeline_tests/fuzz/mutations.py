@@ -31,6 +31,8 @@ FREE_TEXT: dict[str, str] = {
     "articulation_of_status": "probe",
     "conversational_thread_coherence": "description",
     "i18n_prompt": "references",
+    "refusal_calibration": "probe",
+    "warmed_session_consistency": "description",
 }
 # Subtrees whose values are untyped on purpose (EvalCase context: any scalar).
 UNTYPED = frozenset({"context"})
