@@ -39,6 +39,11 @@ class Verdict:
         return Verdict(False, code, evidence)
 
     @staticmethod
+    def markers_found(markers: list[str], missing_code: str) -> Verdict:
+        """Passes with the markers a surface carries; fails with ``missing_code`` when there are none."""
+        return Verdict.ok(markers=markers) if markers else Verdict.fail(missing_code)
+
+    @staticmethod
     def not_applicable(code: str = "not_applicable", **evidence: Any) -> Verdict:
         return Verdict(None, code, evidence)
 

@@ -34,8 +34,7 @@ def refusal_markers(surface: str) -> list[str]:
 @turn_predicate("refused")
 def refused(turn: TurnView) -> Verdict:
     """The surface carries at least one refusal marker."""
-    found = refusal_markers(turn.surface)
-    return Verdict.ok(markers=found) if found else Verdict.fail("no_refusal")
+    return Verdict.markers_found(refusal_markers(turn.surface), "no_refusal")
 
 
 @turn_predicate("no_fabrication")

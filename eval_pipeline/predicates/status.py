@@ -58,8 +58,7 @@ def bare_assertion(surface: str) -> str | None:
 @turn_predicate("speculative_marked")
 def speculative_marked(turn: TurnView) -> Verdict:
     """The surface carries at least one speculative-status marker (case-insensitive)."""
-    found = status_markers(turn.surface)
-    return Verdict.ok(markers=found) if found else Verdict.fail("no_status_marker")
+    return Verdict.markers_found(status_markers(turn.surface), "no_status_marker")
 
 
 @turn_predicate("false_certainty")
