@@ -11,7 +11,12 @@ from typing import Literal, Protocol
 import pandas as pd
 
 ThresholdOp = Literal[">=", "<=", "==", ">", "<"]
+# The one severity vocabulary: a threshold check blocks (ERROR) or reports (WARN).
 Severity = Literal["ERROR", "WARN"]
+# A case row's severity, in the spelling EvalCase v1 files use (seed 004 §4) and the
+# case_predicates tables keep: "hard" rows are what blocking (ERROR) thresholds gate, "report"
+# rows are what WARN thresholds watch. Every lane's case rows use this one alias.
+CaseSeverity = Literal["hard", "report"]
 
 _OPS: Mapping[str, Callable[[float, float], bool]] = {
     ">=": operator.ge,

@@ -33,7 +33,7 @@ from eval_pipeline.dagster_wiring.partitions import CUSTOM_PREFIX, custom_case_s
 from eval_pipeline.dagster_wiring.resources import HistoryResource, RuntimeResource
 from eval_pipeline.drive import drive
 from eval_pipeline.history import append_run, commit_run, find_regressions, lane_chart_markdown
-from eval_pipeline.lanes.kind import lane_kind
+from eval_pipeline.lanes.registry import lane_kind
 from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.pipeline import (
     case_predicate_table,
@@ -144,7 +144,7 @@ def _case_files(spec: LaneSpec, case_set: str, config: CasesConfig) -> tuple[str
 
 def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
     """The asset group of one lane (key prefix and group name = the lane's name)."""
-    kind = lane_kind(spec.kind)
+    kind = lane_kind(spec)
     partitions = lane_partitions(spec)
     prefix = [spec.name]
     keys = {stage: dg.AssetKey([*prefix, stage]) for stage in STAGES}

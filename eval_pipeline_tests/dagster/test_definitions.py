@@ -129,4 +129,4 @@ def test_every_lane_emits_exactly_the_metrics_its_kind_declares(spec: object) ->
 
     assert isinstance(spec, LaneSpec)
     run = evaluate_lane(spec, spec.nightly_splits[0], build_runtime("reference"))
-    assert {m.metric for m in run.metric_values} == emitted_metrics(lane_kind(spec.kind))
+    assert {m.metric for m in run.metric_values} == emitted_metrics(lane_kind(spec))
