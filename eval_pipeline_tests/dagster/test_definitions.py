@@ -23,11 +23,36 @@ def defs() -> dg.Definitions:
     return build_definitions()
 
 
-def test_every_lane_has_its_six_stage_assets(defs: dg.Definitions) -> None:
+def test_every_lane_has_its_six_stage_assets_and_the_runtime_targets_source(defs: dg.Definitions) -> None:
     graph = defs.resolve_asset_graph()
     keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
     expected = {f"{spec.name}/{stage}" for spec in discover_lanes() for stage in STAGES}
-    assert keys == expected
+    assert keys == expected | {"runtime_targets"}
+    assert graph.get(dg.AssetKey("runtime_targets")).is_observable
+
+
+def test_transcripts_depend_on_their_runtime_target_through_the_runtime_dimension(
+    defs: dg.Definitions,
+) -> None:
+    graph = defs.resolve_asset_graph()
+    source = dg.AssetKey("runtime_targets")
+    for spec in discover_lanes():
+        dependents = {k for k in graph.get(source).child_keys if k.path[0] == spec.name}
+        assert dependents == {dg.AssetKey([spec.name, "transcripts"])}, spec.name
+        parents = graph.get_parent_partition_keys_for_child(
+            "dev|staging", source, dg.AssetKey([spec.name, "transcripts"])
+        ).partitions_subset.get_partition_keys()
+        assert list(parents) == ["staging"]
+
+
+def test_each_lanes_metrics_fail_freshness_after_26_hours(defs: dg.Definitions) -> None:
+    from datetime import timedelta
+
+    graph = defs.resolve_asset_graph()
+    for spec in discover_lanes():
+        policy = graph.get(dg.AssetKey([spec.name, "metrics"])).freshness_policy
+        assert policy == dg.FreshnessPolicy.time_window(fail_window=timedelta(hours=26)), spec.name
+        assert policy.fail_window.to_timedelta() == timedelta(hours=26)
 
 
 def test_fluency_checks_snapshot(defs: dg.Definitions) -> None:
@@ -68,7 +93,8 @@ def test_one_nightly_schedule_and_job_per_lane(defs: dg.Definitions) -> None:
         assert schedule.job_name == f"{spec.name}_job"
         assert defs.resolve_job_def(f"{spec.name}_job") is not None
     assert set(schedules) == {f"{spec.name}_nightly" for spec in discover_lanes()} | {
-        "history_compaction_monthly"
+        "history_compaction_monthly",
+        "runtime_targets_observe",
     }
 
 
