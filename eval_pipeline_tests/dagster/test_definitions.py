@@ -152,3 +152,38 @@ def test_every_lane_emits_exactly_the_metrics_its_kind_declares(spec: object) ->
     assert isinstance(spec, LaneSpec)
     run = evaluate_lane(spec, spec.nightly_splits[0], build_runtime("reference"))
     assert {m.metric for m in run.metric_values} == emitted_metrics(lane_kind(spec.kind))
+
+
+def test_the_observe_schedule_observes_every_declared_target_in_one_run(
+    defs: dg.Definitions, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from datetime import UTC, datetime
+
+    evals = tmp_path / "evals"
+    shutil.copytree(PROJECT_ROOT / "evals", evals)
+    (evals / "runtimes.yaml").write_text(
+        "targets:\n  reference: {spec: reference}\n  bare: {spec: 'reference:no-gloss'}\n", encoding="utf-8"
+    )
+    monkeypatch.setenv("EVAL_PIPELINE_EVALS", str(evals))
+    schedule = next(s for s in defs.schedules or [] if s.name == "runtime_targets_observe")
+    with dg.instance_for_test() as instance:
+        context = dg.build_schedule_context(
+            instance=instance,
+            scheduled_execution_time=datetime(2026, 11, 30, 1, 55, tzinfo=UTC),
+            repository_def=defs.get_repository_def(),
+        )
+        requests = list(schedule.evaluate_tick(context).run_requests or [])
+        assert [(r.run_key, r.partition_key) for r in requests] == [("2026-11-30T01:55", None)]
+        assert set(instance.get_dynamic_partitions("runtime_targets")) == {"reference", "bare"}
+        observed = defs.resolve_job_def("runtime_targets_observe_job").execute_in_process(instance=instance)
+        assert observed.success
+        versions = {
+            key: instance.get_latest_data_version_record(dg.AssetKey("runtime_targets"), True, key)
+            for key in ("reference", "bare")
+        }
+        tags = {
+            key: record.event_log_entry.tags["dagster/data_version"]
+            for key, record in versions.items()
+            if record
+        }
+        assert set(tags) == {"reference", "bare"} and tags["reference"] != tags["bare"]
