@@ -114,12 +114,14 @@ def test_nightly_schedule_requests_every_nightly_split_for_every_nightly_target(
     with dg.instance_for_test() as instance:
         for spec in discover_lanes():
             schedule = next(s for s in defs.schedules or [] if s.name == f"{spec.name}_nightly")
-            context = dg.build_schedule_context(
+            # A schedule context must be closed: it holds the instance's state storage in a context
+            # variable, which a later definitions load in this process would otherwise find stale.
+            with dg.build_schedule_context(
                 instance=instance,
                 scheduled_execution_time=datetime(2026, 11, 30, 2, tzinfo=UTC),
                 repository_def=defs.get_repository_def(),
-            )
-            requests = list(schedule.evaluate_tick(context).run_requests or [])
+            ) as context:
+                requests = list(schedule.evaluate_tick(context).run_requests or [])
             assert [r.partition_key for r in requests] == [
                 f"{split}|{target}" for split in spec.nightly_splits for target in ("reference", "bare")
             ]
@@ -167,12 +169,12 @@ def test_the_observe_schedule_observes_every_declared_target_in_one_run(
     monkeypatch.setenv("EVAL_PIPELINE_EVALS", str(evals))
     schedule = next(s for s in defs.schedules or [] if s.name == "runtime_targets_observe")
     with dg.instance_for_test() as instance:
-        context = dg.build_schedule_context(
+        with dg.build_schedule_context(
             instance=instance,
             scheduled_execution_time=datetime(2026, 11, 30, 1, 55, tzinfo=UTC),
             repository_def=defs.get_repository_def(),
-        )
-        requests = list(schedule.evaluate_tick(context).run_requests or [])
+        ) as context:
+            requests = list(schedule.evaluate_tick(context).run_requests or [])
         assert [(r.run_key, r.partition_key) for r in requests] == [("2026-11-30T01:55", None)]
         assert set(instance.get_dynamic_partitions("runtime_targets")) == {"reference", "bare"}
         observed = defs.resolve_job_def("runtime_targets_observe_job").execute_in_process(instance=instance)
