@@ -11,7 +11,7 @@ tested without Dagster. A partition is one series (case set × runtime target, s
 # No `from __future__ import annotations` here: Dagster reads these annotations (config and
 # resource parameters) at definition time and cannot resolve them from strings.
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,7 @@ from eval_pipeline.dagster_wiring.checks import (
 from eval_pipeline.dagster_wiring.markdown import markdown_table
 from eval_pipeline.dagster_wiring.partitions import CUSTOM_PREFIX, custom_case_set, lane_partitions, series_of
 from eval_pipeline.dagster_wiring.resources import HistoryResource, RuntimeResource
+from eval_pipeline.dagster_wiring.runtime_targets import runtime_pool_slot, transcripts_runtime_dep
 from eval_pipeline.drive import drive
 from eval_pipeline.history import append_run, commit_run, find_regressions, lane_chart_markdown
 from eval_pipeline.lanes.registry import lane_kind
@@ -64,6 +65,8 @@ STAGES = ("cases", "transcripts", "turn_predicates", "case_predicates", "metrics
 DATE_TAG = "eval_pipeline/date"  # the night a run belongs to (YYYY-MM-DD); default: the day it started
 MAX_FAILING_ROWS = 50
 PROGRESS_EVERY_SECONDS = 10.0
+# Nightly at 02:00 plus a night's slack: a lane whose metrics are older has missed a night.
+METRICS_FRESHNESS = dg.FreshnessPolicy.time_window(fail_window=timedelta(hours=26))
 
 
 class CasesConfig(dg.Config):
@@ -178,6 +181,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
         name="transcripts",
         description="Every turn sent to the runtime and what it answered (faults recorded per turn).",
         ins={"cases": dg.AssetIn(keys["cases"])},
+        deps=[transcripts_runtime_dep()],
         kinds={"python", "parquet"},
         metadata={"dagster/column_schema": column_schema(TRANSCRIPTS)},
         **common,
@@ -193,21 +197,24 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
         threads = kind.threads(case_models, spec, run_columns["split"])
         check_thread_ids(case_models, threads)
         target = runtime.target(run_columns["runtime"])
-        chat_runtime = build_runtime(target.spec, target.options)
-        try:
-            context.log.info(f"driving {target.name} ({chat_runtime.spec}) over {len(threads)} cases")
-            observers = FanOut(
-                LogProgress(context.log, every_s=PROGRESS_EVERY_SECONDS, label=spec.name), progress
-            )
-            table = drive(
-                chat_runtime,
-                threads,
-                concurrency=runtime.concurrency_for(target),
-                on_turn=observers,
-                on_start=observers.start,
-            )
-        finally:
-            chat_runtime.close()
+        # The slot first: a runtime may start processes or open connections when it is built.
+        step_key = context.get_step_execution_context().step.key
+        with runtime_pool_slot(context.instance, context.run, step_key, target, context.log):
+            chat_runtime = build_runtime(target.spec, target.options)
+            try:
+                context.log.info(f"driving {target.name} ({chat_runtime.spec}) over {len(threads)} cases")
+                observers = FanOut(
+                    LogProgress(context.log, every_s=PROGRESS_EVERY_SECONDS, label=spec.name), progress
+                )
+                table = drive(
+                    chat_runtime,
+                    threads,
+                    concurrency=runtime.concurrency_for(target),
+                    on_turn=observers,
+                    on_start=observers.start,
+                )
+            finally:
+                chat_runtime.close()
         errors = int(table["error"].notna().sum())
         table = with_run_columns(table, TRANSCRIPTS, **run_columns)
         return dg.Output(
@@ -275,6 +282,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
             "case_predicates": dg.AssetIn(keys["case_predicates"]),
         },
         check_specs=threshold_check_specs(spec, keys["metrics"]),
+        freshness_policy=METRICS_FRESHNESS,
         kinds={"python", "parquet"},
         metadata={"dagster/column_schema": column_schema(METRICS)},
         **common,

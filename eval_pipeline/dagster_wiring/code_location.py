@@ -11,6 +11,7 @@ from eval_pipeline.dagster_wiring.assets import lane_assets
 from eval_pipeline.dagster_wiring.compaction import history_compaction_job, history_compaction_schedule
 from eval_pipeline.dagster_wiring.io_manager import ParquetIOManager
 from eval_pipeline.dagster_wiring.resources import HistoryResource, RuntimeResource
+from eval_pipeline.dagster_wiring.runtime_targets import observe_job, observe_schedule, runtime_targets_asset
 from eval_pipeline.dagster_wiring.schedules import lane_job, nightly_schedule
 from eval_pipeline.dagster_wiring.sensors import series_keys_sensor
 from eval_pipeline.lanes.registry import discover_lanes
@@ -43,14 +44,16 @@ def executor() -> dg.ExecutorDefinition:
 def build_definitions(
     specs: Sequence[LaneSpec] | None = None, resources: Mapping[str, object] | None = None
 ) -> dg.Definitions:
-    """Every lane's asset group, job and nightly schedule, plus history compaction."""
+    """Every lane's asset group, job and nightly schedule, the runtime targets (an observable
+    source asset, hourly observed), plus history compaction."""
     specs = list(discover_lanes() if specs is None else specs)
     jobs = [lane_job(spec) for spec in specs]
     return dg.Definitions(
-        assets=[asset for spec in specs for asset in lane_assets(spec)],
-        jobs=[*jobs, history_compaction_job],
+        assets=[runtime_targets_asset, *(asset for spec in specs for asset in lane_assets(spec))],
+        jobs=[*jobs, observe_job, history_compaction_job],
         schedules=[
             *(nightly_schedule(spec, job) for spec, job in zip(specs, jobs, strict=True)),
+            observe_schedule,
             history_compaction_schedule,
         ],
         sensors=[series_keys_sensor(specs)],

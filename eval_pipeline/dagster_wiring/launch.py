@@ -25,6 +25,7 @@ from eval_pipeline.dagster_wiring.checks import GATE_CHECK
 from eval_pipeline.dagster_wiring.code_location import REPOSITORY_LABEL, build_definitions
 from eval_pipeline.dagster_wiring.partitions import custom_case_set, partition_key, register_series
 from eval_pipeline.dagster_wiring.resources import HistoryResource, RuntimeResource
+from eval_pipeline.dagster_wiring.runtime_targets import observe_target
 from eval_pipeline.dagster_wiring.schedules import job_name, series_tags
 from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.pipeline import cases_sha256
@@ -154,6 +155,7 @@ def materialize_lane(
     case_set = custom_case_set(cases_sha256([Path(cases_path)])) if cases_path else split
     with instance_lock(Path(instance.root_directory)):
         register_series(instance, spec.name, [case_set], [target.name])
+    observe_target(instance, target, {HOST_TAG: socket.gethostname(), **(tags or {})})
     runtime = RuntimeResource(
         spec="" if target.declared else target.spec,
         options={} if target.declared else dict(target.options),

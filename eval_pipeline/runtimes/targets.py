@@ -12,6 +12,7 @@ stable while the spec behind it may change. ::
         spec: openai:https://gateway.example/v1
         options: {model: gpt-4.1, api_key_env: STAGING_KEY}   # secrets only by env var name
         nightly: true
+        pool_limit: 2          # at most two lane runs drive it at once (Dagster pool runtime-staging-gpt)
 
 ``--runtime NAME`` picks a declared target. A raw spec (``--runtime openai:URL -o model=x``)
 still works: if a declared target has exactly that spec and those options it *is* that
@@ -53,6 +54,9 @@ class TargetDeclaration(BaseModel):
     )
     nightly: bool = Field(default=False, description="Evaluated by every lane's nightly schedule.")
     concurrency: int | None = Field(default=None, ge=1, le=1024, description="Sessions at once.")
+    pool_limit: int | None = Field(
+        default=None, ge=1, le=1024, description="Lane runs driving this target at once (its Dagster pool)."
+    )
     description: str = ""
 
 
@@ -67,6 +71,7 @@ class RuntimeTarget:
     concurrency: int | None = None
     declared: bool = False
     description: str = ""
+    pool_limit: int | None = None
 
 
 def targets_path(evals: Path) -> Path:
@@ -123,6 +128,7 @@ def load_targets(path: Path) -> dict[str, RuntimeTarget]:
             declared.concurrency,
             declared=True,
             description=declared.description,
+            pool_limit=declared.pool_limit,
         )
     if problems:
         raise CaseFileError(problems)

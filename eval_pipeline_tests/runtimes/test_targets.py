@@ -99,3 +99,22 @@ def test_cli_reports_a_bad_targets_file_and_an_empty_runtime_with_exit_2(
     monkeypatch.delenv("EVAL_PIPELINE_EVALS")
     result = CliRunner().invoke(app, ["run", "--lane", "deterministic_fluency", "--runtime", ""])
     assert result.exit_code == 2 and "empty" in result.stderr
+
+
+def test_pool_limit_is_an_optional_bounded_integer(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "targets:\n  api: {spec: reference, pool_limit: 2}\n  free: {spec: reference}\n"
+        "  zero: {spec: reference, pool_limit: 0}\n  text: {spec: reference, pool_limit: 'two'}\n",
+    )
+    found = problems(path)
+    assert any(
+        p.startswith(f"{path}:4: targets.zero.pool_limit: Input should be greater than or equal to 1")
+        for p in found
+    )
+    assert any(
+        p.startswith(f"{path}:5: targets.text.pool_limit: Input should be a valid integer") for p in found
+    )
+    good = write(tmp_path, "targets:\n  api: {spec: reference, pool_limit: 2}\n  free: {spec: reference}\n")
+    targets = load_targets(good)
+    assert (targets["api"].pool_limit, targets["free"].pool_limit) == (2, None)
