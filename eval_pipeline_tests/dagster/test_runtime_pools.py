@@ -113,9 +113,20 @@ def test_a_runtime_pool_lets_one_run_at_a_time_drive_the_target(
     assert {r.status for r in runs} == {dg.DagsterRunStatus.QUEUED}  # nothing runs without the daemon
 
     pool = pool_name("slow")
+    storage = instance.event_log_storage
+    # Hold the pool's one slot from outside (another client of the same API), so every run's
+    # transcripts step must queue in the pool however slowly the runs start on a loaded machine.
+    storage.set_concurrency_slots(pool, LIMIT)
+    assert storage.claim_concurrency_slot(pool, "outside-holder", "hold").is_claimed
     most_active = most_pending = most_started = 0
     with daemon(tmp_path / "daemon.log"):
         deadline = time.monotonic() + RUN_TIMEOUT_S
+        while storage.get_concurrency_info(pool).pending_step_count < RUNS:
+            assert time.monotonic() < deadline, "the runs' transcripts steps never queued in the pool"
+            time.sleep(0.3)
+        most_pending = storage.get_concurrency_info(pool).pending_step_count
+        assert not turns.exists()  # nobody drove the runtime while the slot was held
+        storage.free_concurrency_slot_for_step("outside-holder", "hold")
         while True:
             statuses = [r.status for r in instance.get_runs(dg.RunsFilter(job_name=f"{LANE}_job"))]
             info = instance.event_log_storage.get_concurrency_info(pool)
@@ -132,7 +143,7 @@ def test_a_runtime_pool_lets_one_run_at_a_time_drive_the_target(
     }
     assert instance.event_log_storage.get_concurrency_info(pool).slot_count == LIMIT  # from runtimes.yaml
     assert most_active == LIMIT
-    assert most_pending >= 1  # a run's transcripts step waited in the pool
+    assert most_pending == RUNS  # every run's transcripts step waited in the pool ...
     assert most_started >= 2  # ... while its run was under way: the pool, not the run queue, held it
     spans = windows(turns)
     assert len(spans) == RUNS
