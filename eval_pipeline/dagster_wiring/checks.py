@@ -5,13 +5,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import dagster as dg
+import pandas as pd
 
 from eval_pipeline.dagster_wiring.markdown import markdown_table
+from eval_pipeline.failures import failing_rows_for_metric, fault_counts
 from eval_pipeline.history.regression import MetricFinding, findings_frame
 from eval_pipeline.lanes.spec import LaneSpec
-from eval_pipeline.scoring import ThresholdVerdict
+from eval_pipeline.scoring import Measurement, ThresholdVerdict
 
 MAX_CASES_SHOWN = 25
+METRIC_DIGITS = 4  # metadata values are rounded: 0.9333, not 0.9333333333333333
+MEASUREMENT_CHECK = "measurement"
 
 _SEVERITY = {"ERROR": dg.AssetCheckSeverity.ERROR, "WARN": dg.AssetCheckSeverity.WARN}
 
@@ -29,6 +33,42 @@ def regression_check_spec(history_key: dg.AssetKey) -> dg.AssetCheckSpec:
     )
 
 
+def rounded(value: float) -> float:
+    return round(float(value), METRIC_DIGITS)
+
+
+def measurement_check_spec(spec: LaneSpec, metrics_key: dg.AssetKey) -> dg.AssetCheckSpec:
+    """The run measured its runtime: error_rate at most the lane's (or the target's) max_error_rate."""
+    return dg.AssetCheckSpec(
+        name=MEASUREMENT_CHECK,
+        asset=metrics_key,
+        description=f"error_rate <= max_error_rate ({spec.max_error_rate:g} unless the runtime target "
+        "sets its own): above it the run is void, the runtime was not measured and no check counts as passed.",
+        blocking=True,
+    )
+
+
+def measurement_check_result(measured: Measurement, transcripts: pd.DataFrame) -> dg.AssetCheckResult:
+    faults = fault_counts(transcripts)
+    return dg.AssetCheckResult(
+        check_name=MEASUREMENT_CHECK,
+        passed=not measured.void,
+        severity=dg.AssetCheckSeverity.ERROR,
+        description=measured.explain(),
+        metadata={
+            "verdict": dg.MetadataValue.text("void" if measured.void else "pass"),
+            "error_rate": dg.MetadataValue.float(rounded(measured.error_rate or 0.0)),
+            "max_error_rate": dg.MetadataValue.float(measured.max_error_rate),
+            "faulted_turns": dg.MetadataValue.int(measured.faulted_turns),
+            "faults": dg.MetadataValue.md(
+                markdown_table(faults, ("turns", "fault"), limit=MAX_CASES_SHOWN, more="distinct faults")
+                if faults
+                else "No turn faulted."
+            ),
+        },
+    )
+
+
 def threshold_check_specs(spec: LaneSpec, metrics_key: dg.AssetKey) -> list[dg.AssetCheckSpec]:
     """One check per threshold (ERROR thresholds block: a failing one fails the run)."""
     return [
@@ -42,14 +82,22 @@ def threshold_check_specs(spec: LaneSpec, metrics_key: dg.AssetKey) -> list[dg.A
     ]
 
 
-def threshold_check_results(verdicts: Sequence[ThresholdVerdict]) -> list[dg.AssetCheckResult]:
-    """The asset check results of one run, rendered from its threshold verdicts."""
+def threshold_check_results(
+    verdicts: Sequence[ThresholdVerdict],
+    case_predicates: pd.DataFrame,
+    transcripts: pd.DataFrame,
+    measured: Measurement,
+) -> list[dg.AssetCheckResult]:
+    """The asset check results of one run, rendered from its threshold verdicts: the verdict
+    word, rounded values and, for a check with failing cases, a markdown table of them (case,
+    predicate, code, reason)."""
     results: list[dg.AssetCheckResult] = []
     for verdict in verdicts:
         m, t = verdict.metric, verdict.threshold
         metadata: dict[str, dg.MetadataValue] = {
+            "verdict": dg.MetadataValue.text(verdict.word),
             "threshold": dg.MetadataValue.text(verdict.bound),
-            "observed": dg.MetadataValue.float(m.value)
+            "observed": dg.MetadataValue.float(rounded(m.value))
             if m.value is not None
             else dg.MetadataValue.text("missing (no applicable cases)"),
             "failing_cases": dg.MetadataValue.int(len(m.failing_case_ids)),
@@ -57,15 +105,24 @@ def threshold_check_results(verdicts: Sequence[ThresholdVerdict]) -> list[dg.Ass
         if m.denominator is not None:
             metadata["denominator"] = dg.MetadataValue.float(m.denominator)
         if m.failing_case_ids:
-            shown = list(m.failing_case_ids[:MAX_CASES_SHOWN])
-            metadata["failing_case_ids"] = dg.MetadataValue.json(shown)
+            rows = failing_rows_for_metric(m.metric, m.failing_case_ids, case_predicates, transcripts)
+            metadata["failing_case_table"] = dg.MetadataValue.md(
+                markdown_table(
+                    rows.to_dict("records"),
+                    ("case_id", "predicate", "code", "reason"),
+                    limit=MAX_CASES_SHOWN,
+                    more="failing rows (eval-pipeline show RUN lists them all)",
+                )
+            )
+            metadata["failing_case_ids"] = dg.MetadataValue.json(list(m.failing_case_ids[:MAX_CASES_SHOWN]))
+        description = f"void: {measured.explain()}" if verdict.void else t.reason
         results.append(
             dg.AssetCheckResult(
                 check_name=t.metric,
                 passed=verdict.passed,
                 severity=_SEVERITY[t.severity],
                 metadata=metadata,
-                description=t.reason,
+                description=description,
             )
         )
     return results

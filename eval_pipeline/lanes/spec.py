@@ -14,7 +14,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from eval_pipeline.cases.loading import CaseFileError, CaseProblem
-from eval_pipeline.scoring import Severity, ThresholdOp
+from eval_pipeline.scoring import DEFAULT_MAX_ERROR_RATE, Severity, ThresholdOp
 
 LANE_FILES: tuple[str, ...] = ("lane.yaml", "manifest.yaml")
 _NAME = r"^[a-z][a-z0-9_]*$"
@@ -58,6 +58,12 @@ class LaneSpec(BaseModel):
         description="Splits whose cases must never reach prompt-composition code.",
     )
     thresholds: list[ThresholdSpec] = Field(default_factory=list)
+    max_error_rate: float = Field(
+        default=DEFAULT_MAX_ERROR_RATE,
+        ge=0.0,
+        le=1.0,
+        description="Above this share of faulted turns a run is void: the runtime was not measured.",
+    )
     folder: Path = Path(".")
 
     @field_validator("splits")

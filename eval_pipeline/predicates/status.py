@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from eval_pipeline.predicates.base import TurnView, Verdict, turn_predicate
+from eval_pipeline.predicates.explain import excerpt
 
 # The seed's v1 list of explicit speculative-status markers, matched case-insensitively.
 SPECULATIVE_MARKERS: tuple[str, ...] = (
@@ -53,7 +54,11 @@ def bare_assertion(surface: str) -> str | None:
 def speculative_marked(turn: TurnView) -> Verdict:
     """The surface carries at least one speculative-status marker (case-insensitive)."""
     found = status_markers(turn.surface)
-    return Verdict.ok(markers=found) if found else Verdict.fail("no_status_marker")
+    return (
+        Verdict.ok(markers=found)
+        if found
+        else Verdict.fail("no_status_marker", excerpt=excerpt(turn.surface))
+    )
 
 
 @turn_predicate("false_certainty")

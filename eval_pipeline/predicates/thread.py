@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from eval_pipeline.predicates.base import TURN_ERROR, TurnView, Verdict, turn_predicate
+from eval_pipeline.predicates.explain import excerpt
 from eval_pipeline.predicates.surface import finite_verb_tokens, words
 
 GROUNDED_SOURCES: frozenset[str] = frozenset({"pack", "teaching", "vault", "oov", "partial"})
@@ -72,9 +73,9 @@ def not_walk_fragment(turn: TurnView) -> Verdict:
     tokens = words(turn.surface)
     verbs = finite_verb_tokens(turn.surface)
     if len(tokens) < MIN_ALPHA_TOKENS:
-        return Verdict.fail("too_few_words", words=len(tokens))
+        return Verdict.fail("too_few_words", words=len(tokens), excerpt=excerpt(turn.surface))
     if not verbs:
-        return Verdict.fail("no_finite_verb", words=len(tokens))
+        return Verdict.fail("no_finite_verb", words=len(tokens), excerpt=excerpt(turn.surface))
     return Verdict.ok(words=len(tokens), verbs=verbs[:5])
 
 
@@ -83,7 +84,9 @@ def length_adequate(turn: TurnView) -> Verdict:
     """The stripped surface is at least twenty characters long."""
     length = len(turn.surface.strip())
     return (
-        Verdict.ok(chars=length) if length >= MIN_SURFACE_CHARS else Verdict.fail("too_short", chars=length)
+        Verdict.ok(chars=length)
+        if length >= MIN_SURFACE_CHARS
+        else Verdict.fail("too_short", chars=length, excerpt=excerpt(turn.surface))
     )
 
 

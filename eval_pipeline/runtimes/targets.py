@@ -53,6 +53,12 @@ class TargetDeclaration(BaseModel):
     )
     nightly: bool = Field(default=False, description="Evaluated by every lane's nightly schedule.")
     concurrency: int | None = Field(default=None, ge=1, le=1024, description="Sessions at once.")
+    max_error_rate: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        description="Overrides every lane's max_error_rate for this target (a flaky gateway may need more).",
+    )
     description: str = ""
 
 
@@ -67,6 +73,11 @@ class RuntimeTarget:
     concurrency: int | None = None
     declared: bool = False
     description: str = ""
+    max_error_rate: float | None = None  # None: the lane's own
+
+    def error_budget(self, lane_max_error_rate: float) -> float:
+        """The share of faulted turns above which a run against this target is void."""
+        return lane_max_error_rate if self.max_error_rate is None else self.max_error_rate
 
 
 def targets_path(evals: Path) -> Path:
@@ -123,6 +134,7 @@ def load_targets(path: Path) -> dict[str, RuntimeTarget]:
             declared.concurrency,
             declared=True,
             description=declared.description,
+            max_error_rate=declared.max_error_rate,
         )
     if problems:
         raise CaseFileError(problems)
@@ -186,7 +198,12 @@ def resolve_target(
         if not options:
             return declared
         merged = {**declared.options, **options}
-        return RuntimeTarget(derived_name(declared.spec, merged), declared.spec, merged)
+        return RuntimeTarget(
+            derived_name(declared.spec, merged),
+            declared.spec,
+            merged,
+            max_error_rate=declared.max_error_rate,
+        )
     for declared in targets.values():
         if declared.spec == text and dict(declared.options) == dict(options):
             return declared

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from eval_pipeline.lanes.kind import Thread, register_lane_kind, scripted_thread
 from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.predicates import TurnView, Verdict, get_turn_predicate
+from eval_pipeline.predicates.explain import reason
 from eval_pipeline.predicates.rows import case_row, stored_verdict, turn_row
 from eval_pipeline.scoring import MetricValue, count, predicate_rate
 from eval_pipeline.tables import CASE_PREDICATES, TURN_PREDICATES, lane_columns
@@ -151,6 +152,4 @@ class ArticulationOfStatus:
 
 
 def _message(case: ArticulationCase, predicate: str, verdict: Verdict) -> str:
-    if verdict.passed:
-        return f"{predicate} holds for the {case.kind} probe about {case.subject}"
-    return f"{predicate} fails for the {case.kind} probe about {case.subject}: {verdict.code}"
+    return f"{case.kind} probe about {case.subject}: {reason(predicate, verdict)}"

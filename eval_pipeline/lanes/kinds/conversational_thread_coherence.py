@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from eval_pipeline.lanes.kind import Thread, TurnRequest, register_lane_kind
 from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.predicates import TurnView, Verdict, get_turn_predicate
+from eval_pipeline.predicates.explain import reason
 from eval_pipeline.predicates.rows import case_row, turn_row
 from eval_pipeline.predicates.thread import ThreadTurnView, no_topic_drift_to_none, topic_anchor_present
 from eval_pipeline.scoring import MetricValue, count, predicate_rate
@@ -163,7 +164,7 @@ class ConversationalThreadCoherence:
                 verdict = check(views)
                 rows.append(
                     case_row(
-                        case.id, predicate, verdict, severity="report", message=_message(predicate, verdict)
+                        case.id, predicate, verdict, severity="report", message=reason(predicate, verdict)
                     )
                 )
         return pd.DataFrame(rows, columns=lane_columns(CASE_PREDICATES))
@@ -192,14 +193,3 @@ def _recorded_turn(record: Mapping[Any, Any] | None) -> TurnView:
     if record is None:
         return TurnView(surface="", error="turn missing from transcripts")
     return TurnView.from_row(record)
-
-
-def _message(predicate: str, verdict: Verdict) -> str:
-    """Which turns broke the thread-level predicate, in words."""
-    if verdict.passed is None:
-        return f"{predicate} does not apply: {verdict.code}"
-    if verdict.passed:
-        return f"{predicate} holds"
-    broken = [*verdict.evidence.get("failing", []), *verdict.evidence.get("drifted", [])]
-    turns = ", ".join(str(item["turn_index"]) for item in broken)
-    return f"{predicate} fails at turn(s) {turns}: {verdict.code}"

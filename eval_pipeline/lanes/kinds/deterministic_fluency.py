@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from eval_pipeline.lanes.kind import Thread, register_lane_kind, scripted_thread
 from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.predicates import TurnView, Verdict, get_turn_predicate
+from eval_pipeline.predicates.explain import reason
 from eval_pipeline.predicates.rows import case_row, stored_verdict, turn_row
 from eval_pipeline.scoring import MetricValue, count, predicate_rate
 from eval_pipeline.tables import CASE_PREDICATES, TURN_PREDICATES, lane_columns
@@ -62,12 +63,6 @@ def _severity(case: FluencyCase, predicate: str) -> str:
     return "report"
 
 
-def _message(predicate: str, verdict: Verdict) -> str:
-    if verdict.passed is None:
-        return f"{predicate} does not apply ({verdict.code})"
-    return f"{predicate} holds" if verdict.passed else f"{predicate} fails: {verdict.code}"
-
-
 @register_lane_kind
 class DeterministicFluency:
     name: ClassVar[str] = "deterministic_fluency"
@@ -111,7 +106,7 @@ class DeterministicFluency:
                 p: stored_verdict(by_key.get((case.id, p)), missing_code="no_scored_turn") for p in PREDICATES
             }
             rows.extend(
-                case_row(case.id, p, v, severity=_severity(case, p), message=_message(p, v))
+                case_row(case.id, p, v, severity=_severity(case, p), message=reason(p, v))
                 for p, v in verdicts.items()
             )
             for contract, names in (
@@ -124,7 +119,7 @@ class DeterministicFluency:
                 verdict = (
                     Verdict.fail("contract_failed", failing=failing) if failing else Verdict.ok(failing=[])
                 )
-                message = f"failing: {', '.join(failing)}" if failing else "every listed predicate holds"
+                message = reason(contract, verdict) if failing else "Every listed predicate holds."
                 rows.append(
                     case_row(
                         case.id,
