@@ -27,6 +27,7 @@ from eval_pipeline.cli.common import (
     out,
     short_id,
 )
+from eval_pipeline.dagster_wiring.checks import MEASUREMENT_CHECK
 from eval_pipeline.dagster_wiring.launch import LaneOutcome, ensure_instance, materialize_lane
 from eval_pipeline.failures import evidence_object, failing_cases, fault_counts
 from eval_pipeline.junit import SuiteRun, junit_xml
@@ -141,7 +142,8 @@ def _print(outcome: LaneOutcome) -> None:
     metric_names = set(outcome.metrics["metric"])
     for check in outcome.checks:
         if check.name not in metric_names:  # lane-level checks: measurement, no_regression
-            note = f" ({escape(check.description)})" if not check.passed and check.description else ""
+            failed = not check.passed and check.description and check.name != MEASUREMENT_CHECK
+            note = f" ({escape(check.description)})" if failed else ""
             out().print(f"  {check.name}: {_verdict(check.verdict)}{note}", highlight=False)
     _print_failing(outcome)
     _print_faults(outcome)
@@ -153,6 +155,14 @@ def _print_failing(outcome: LaneOutcome) -> None:
         return
     failing = failing_cases(outcome.case_predicates)
     if failing.empty:
+        return
+    if outcome.void:  # every result is a fault's echo: the faults below say it once
+        out().print(
+            f"failing cases: not judged, the run is void; all {len(failing)} result(s): "
+            f"eval-pipeline show {short_id(outcome.run_id)}",
+            markup=False,
+            highlight=False,
+        )
         return
     cases = failing["case_id"].nunique()
     out().print(f"[bold]failing cases[/bold] ({cases} case(s), {len(failing)} result(s)):", highlight=False)
