@@ -105,3 +105,14 @@ def fault_counts(transcripts: pd.DataFrame) -> list[dict[str, Any]]:
     return [
         {"turns": n, "fault": fault} for fault, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
     ]
+
+
+def last_surfaces(transcripts: pd.DataFrame) -> dict[str, str]:
+    """Each case's last recorded surface (the one its case predicates mostly judge)."""
+    if transcripts.empty:
+        return {}
+    ordered = transcripts.sort_values(["case_id", "turn_index"], kind="stable")
+    last = ordered.groupby("case_id", sort=False).tail(1)
+    return {
+        str(c): "" if pd.isna(s) else str(s) for c, s in zip(last["case_id"], last["surface"], strict=True)
+    }

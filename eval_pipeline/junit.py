@@ -17,7 +17,7 @@ from datetime import datetime
 
 import pandas as pd
 
-from eval_pipeline.failures import case_faults, failing_cases
+from eval_pipeline.failures import case_faults, failing_cases, last_surfaces
 
 HARD = frozenset({"hard", "error", "ERROR"})
 # XML 1.0 forbids most control characters; a surface may hold them.
@@ -40,17 +40,6 @@ class SuiteRun:
 
 def _text(value: object) -> str:
     return str(value).translate(_XML_SAFE)
-
-
-def last_surfaces(transcripts: pd.DataFrame) -> dict[str, str]:
-    """Each case's last recorded surface (the one its case predicates mostly judge)."""
-    if transcripts.empty:
-        return {}
-    ordered = transcripts.sort_values(["case_id", "turn_index"], kind="stable")
-    last = ordered.groupby("case_id", sort=False).tail(1)
-    return {
-        str(c): "" if pd.isna(s) else str(s) for c, s in zip(last["case_id"], last["surface"], strict=True)
-    }
 
 
 def suite_element(run: SuiteRun) -> ET.Element:
