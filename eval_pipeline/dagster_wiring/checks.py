@@ -69,6 +69,14 @@ def measurement_check_result(measured: Measurement, transcripts: pd.DataFrame) -
     )
 
 
+def failing_sentence(case_ids: Sequence[str], *, shown: int = 5) -> str:
+    """``3 failing case(s): a, b, c.`` (the first few; the metadata table has the rest)."""
+    listed = ", ".join(case_ids[:shown]) + (
+        f" and {len(case_ids) - shown} more" if len(case_ids) > shown else ""
+    )
+    return f"{len(case_ids)} failing case(s): {listed}."
+
+
 def threshold_check_specs(spec: LaneSpec, metrics_key: dg.AssetKey) -> list[dg.AssetCheckSpec]:
     """One check per threshold (ERROR thresholds block: a failing one fails the run)."""
     return [
@@ -116,6 +124,8 @@ def threshold_check_results(
             )
             metadata["failing_case_ids"] = dg.MetadataValue.json(list(m.failing_case_ids[:MAX_CASES_SHOWN]))
         description = f"void: {measured.explain()}" if verdict.void else t.reason
+        if m.failing_case_ids and not verdict.passed:
+            description = f"{failing_sentence(m.failing_case_ids)} {description}"
         results.append(
             dg.AssetCheckResult(
                 check_name=t.metric,

@@ -109,7 +109,9 @@ def test_report_renders_in_headless_chromium(history: str, tmp_path: Path) -> No
 def test_report_puts_a_lanes_series_side_by_side(history: str, tmp_path: Path) -> None:
     html = write(history, tmp_path / "report")
     section = html[html.index(f'<section id="{LANE}">') :]
-    table = section[section.index("<h3>Latest run of each series</h3>") : section.index('<h3 class="latest">')]
+    table = section[
+        section.index("<h3>Latest run of each series</h3>") : section.index('<h3 class="latest">')
+    ]
     header = re.findall(r"<th>([^<]*)<br><small>([^<]*)</small></th>", table)
     assert header == [
         ("public · candidate", "run-c4 (2024-04-01)"),
