@@ -232,7 +232,7 @@ def _flips_table(flips: pd.DataFrame) -> str:
     rows = [
         f"<tr><td>{escape(str(f['case_id']))}</td><td>{escape(str(f['predicate']))}</td>"
         f'<td class="{"fail" if str(f["change"]).endswith("fail") else "pass"}">{escape(str(f["change"]))}</td>'
-        f'<td class="surface">{_text(f["surface_a"])}</td><td class="surface">{_text(f["surface_b"])}</td></tr>'
+        f'<td class="surface">{_surface(f, "a")}</td><td class="surface">{_surface(f, "b")}</td></tr>'
         for _, f in flips.iterrows()
     ]
     return (
@@ -240,6 +240,13 @@ def _flips_table(flips: pd.DataFrame) -> str:
         + "".join(rows)
         + "</table>"
     )
+
+
+def _surface(flip: pd.Series, side: str) -> str:
+    """A flipped case's surface in one run: absent from that run is not the same as not kept."""
+    if is_missing(flip[f"passed_{side}"]) and is_missing(flip[f"code_{side}"]):
+        return "<em>not in this run</em>"
+    return _text(flip[f"surface_{side}"])
 
 
 def _text(value: object) -> str:
