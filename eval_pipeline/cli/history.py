@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import webbrowser
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import date
@@ -412,13 +413,21 @@ def _day(ref: RunRef) -> str:
 
 @app.command("report")
 def report(
-    folder: Annotated[str, typer.Option("--out", help="Folder to write index.html into.")],
+    folder: Annotated[str, typer.Option("--out", help="Folder to write index.html into.")] = "report",
     root: HistoryOption = None,
+    open_it: Annotated[
+        bool,
+        typer.Option("--open", help="Open the report in the default browser ($BROWSER) after writing it."),
+    ] = False,
 ) -> None:
-    """A static HTML report (offline, no CDN): trends with thresholds, latest checks, flipped cases."""
+    """A static HTML report (offline, no CDN): the latest run's checks and failing cases, then trends."""
     with _bad_query_exits():
         path = write_report(root or history_root(), folder)
     out().print(f"wrote {path}", highlight=False)
+    if open_it and not webbrowser.open(path.resolve().as_uri()):
+        err().print(
+            f"no browser could be started; open {path.resolve().as_uri()}", highlight=False, markup=False
+        )
 
 
 def emit(

@@ -38,6 +38,7 @@ def test_fluency_checks_snapshot(defs: dg.Definitions) -> None:
         "error_rate",
         "expected_predicates_pass_rate",
         "finite_predicate_shape_rate",
+        "measurement",
         "no_dotted_inventory_rate",
         "no_placeholder_rate",
         "no_provenance_only_rate",
@@ -53,7 +54,7 @@ def test_thresholds_are_checks_on_metrics_and_the_regression_check_is_on_history
         checks = {
             k.name for k in graph.asset_check_keys if k.asset_key == dg.AssetKey([spec.name, "metrics"])
         }
-        assert checks == {t.check_name for t in spec.effective_thresholds}, spec.name
+        assert checks == {"measurement"} | {t.check_name for t in spec.effective_thresholds}, spec.name
         history = {
             k.name for k in graph.asset_check_keys if k.asset_key == dg.AssetKey([spec.name, "history"])
         }
@@ -126,3 +127,14 @@ def test_every_lane_emits_exactly_the_metrics_its_kind_declares(spec: object) ->
     assert isinstance(spec, LaneSpec)
     run = evaluate_lane(spec, spec.nightly_splits[0], build_runtime("reference"))
     assert {m.metric for m in run.metric_values} == emitted_metrics(lane_kind(spec.kind))
+
+
+def test_every_table_asset_describes_every_column(defs: dg.Definitions) -> None:
+    graph = defs.resolve_asset_graph()
+    for key in graph.get_all_asset_keys():
+        schema = graph.get(key).metadata.get("dagster/column_schema")
+        if key.path[-1] == "history":
+            continue  # appends to history; its tables are the other assets' tables
+        assert schema is not None, key.to_user_string()
+        described = {column.name: column.description for column in schema.columns}
+        assert described and all(text and len(text) > 10 for text in described.values()), key.to_user_string()
