@@ -66,18 +66,18 @@ _REASONS: dict[str, _Template] = {
         f"The answer lists internal dotted paths instead of prose: “{e.get('inventory', '')}”."
     ),
     "provenance_mismatch": lambda e: (
-        f"The answer claims {e.get('text_claim') or e.get('surface_tag')}-grounded but its grounding "
-        f"source is {e.get('grounding_source')}; make the claim match the source."
+        f"The answer claims {e.get('text_claim') or e.get('surface_tag') or 'a different'}-grounded but its "
+        f"grounding source is {e.get('grounding_source') or 'none'}; make the claim match the source."
     ),
     "ungrounded": lambda e: (
-        f"The turn's grounding source is {e.get('grounding_source')}, not a grounded one "
+        f"The turn's grounding source is {e.get('grounding_source') or 'none'}, not a grounded one "
         "(pack, teaching, vault, oov, partial)."
     ),
     "too_few_words": lambda e: (
-        f"The answer has {e.get('words')} word(s), fewer than four: “{e.get('excerpt', '')}”."
+        f"The answer has {e.get('words', 'too few')} word(s), fewer than four: “{e.get('excerpt', '')}”."
     ),
     "too_short": lambda e: (
-        f"The answer is {e.get('chars')} character(s), under twenty: “{e.get('excerpt', '')}”."
+        f"The answer is {e.get('chars', 'too few')} character(s), under twenty: “{e.get('excerpt', '')}”."
     ),
     "no_status_marker": lambda e: (
         "The probe's answer never says the claim is speculative or not yet reviewed: "
