@@ -49,7 +49,9 @@ def failing_cases(case_predicates: pd.DataFrame) -> pd.DataFrame:
             "severity": failing["severity"].astype(str).tolist(),
             "code": failing["code"].astype(str).tolist(),
             "reason": failing["message"].astype(str).tolist(),
-            "evidence": [evidence_object(e) for e in failing.get("evidence", pd.Series([None] * len(failing)))],
+            "evidence": [
+                evidence_object(e) for e in failing.get("evidence", pd.Series([None] * len(failing)))
+            ],
         },
         columns=list(FAILING_COLUMNS),
     )

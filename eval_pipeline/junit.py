@@ -71,7 +71,11 @@ def suite_element(run: SuiteRun) -> ET.Element:
             counts["errors"] += 1
             message = faults.get(case_id) or run.void_reason
             error = ET.SubElement(case, "error", message=_text(message), type="turn_error")
-            error.text = _text(f"{message}\n({run.void_reason})" if run.void_reason and message != run.void_reason else message)
+            error.text = _text(
+                f"{message}\n({run.void_reason})"
+                if run.void_reason and message != run.void_reason
+                else message
+            )
             continue  # its predicate results only echo the fault
         elif not hard.empty:
             counts["failures"] += 1
