@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import shutil
 import subprocess
 import sys
@@ -86,21 +87,30 @@ def test_nightly_schedule_requests_every_nightly_split_for_every_nightly_target(
         encoding="utf-8",
     )
     monkeypatch.setenv("EVAL_PIPELINE_EVALS", str(evals))
-    with dg.instance_for_test() as instance:
-        for spec in discover_lanes():
-            schedule = next(s for s in defs.schedules or [] if s.name == f"{spec.name}_nightly")
-            context = dg.build_schedule_context(
-                instance=instance,
-                scheduled_execution_time=datetime(2026, 11, 30, 2, tzinfo=UTC),
-                repository_def=defs.get_repository_def(),
-            )
-            requests = list(schedule.evaluate_tick(context).run_requests or [])
-            assert [r.partition_key for r in requests] == [
-                f"{split}|{target}" for split in spec.nightly_splits for target in ("reference", "bare")
-            ]
-            assert {r.tags["eval_pipeline/date"] for r in requests} == {"2026-11-30"}
-            assert set(instance.get_dynamic_partitions(f"{spec.name}__case_sets")) == set(spec.nightly_splits)
-        assert set(instance.get_dynamic_partitions("runtime_targets")) == {"reference", "bare"}
+
+    # Evaluating schedule ticks leaves Dagster's current defs-state storage (a context variable)
+    # pointing at this temporary instance; run in a copy of the context so the next test in
+    # this process (pytest -n 2) does not inherit a deleted instance.
+    def evaluate() -> None:
+        with dg.instance_for_test() as instance:
+            for spec in discover_lanes():
+                schedule = next(s for s in defs.schedules or [] if s.name == f"{spec.name}_nightly")
+                context = dg.build_schedule_context(
+                    instance=instance,
+                    scheduled_execution_time=datetime(2026, 11, 30, 2, tzinfo=UTC),
+                    repository_def=defs.get_repository_def(),
+                )
+                requests = list(schedule.evaluate_tick(context).run_requests or [])
+                assert [r.partition_key for r in requests] == [
+                    f"{split}|{target}" for split in spec.nightly_splits for target in ("reference", "bare")
+                ]
+                assert {r.tags["eval_pipeline/date"] for r in requests} == {"2026-11-30"}
+                assert set(instance.get_dynamic_partitions(f"{spec.name}__case_sets")) == set(
+                    spec.nightly_splits
+                )
+            assert set(instance.get_dynamic_partitions("runtime_targets")) == {"reference", "bare"}
+
+    contextvars.copy_context().run(evaluate)
 
 
 @pytest.mark.slow
