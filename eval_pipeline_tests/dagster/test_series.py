@@ -110,10 +110,11 @@ KILL_DURING_APPEND = textwrap.dedent(
     from eval_pipeline.history import store
 
     real_append = store.append_run
+    last_written = sys.argv[1]  # read now: sys.argv is replaced below, before any append
 
     def append_then_die(root, table, df, **kwargs):
         written = real_append(root, table, df, **kwargs)
-        if table == sys.argv[1]:
+        if table == last_written:
             os.kill(os.getpid(), signal.SIGKILL)
         return written
 
