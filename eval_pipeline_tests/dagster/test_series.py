@@ -167,7 +167,15 @@ def materialize(runtime: str, split: str = "public", **kwargs: str) -> LaneOutco
 def test_a_custom_case_file_is_its_own_series_and_leaves_the_nightly_regression_alone(tmp_path: Path) -> None:
     mine = tmp_path / "mine.jsonl"
     mine.write_text(
-        json.dumps({"id": "mine_001", "prompt": "What is courage?", "category": "pack_definition"}) + "\n",
+        json.dumps(
+            {
+                "id": "mine_001",
+                "prompt": "What is courage?",
+                "category": "pack_definition",
+                "expected_predicates": ["no_placeholder"],
+            }
+        )
+        + "\n",
         encoding="utf-8",
     )
     first = materialize("reference")
