@@ -11,6 +11,7 @@ from typing import Literal, Protocol
 import pandas as pd
 
 ThresholdOp = Literal[">=", "<=", "==", ">", "<"]
+# The one severity vocabulary: a threshold check blocks (ERROR) or reports (WARN).
 Severity = Literal["ERROR", "WARN"]
 # One vocabulary for a verdict everywhere (CLI, report, JUnit, Dagster metadata, history):
 # pass; fail (a blocking ERROR threshold missed); warn (a WARN one missed); void (the run
@@ -18,6 +19,10 @@ Severity = Literal["ERROR", "WARN"]
 VerdictWord = Literal["pass", "fail", "warn", "void", "n/a"]
 DEFAULT_MAX_ERROR_RATE = 0.05
 ERROR_RATE = "error_rate"
+# A case row's severity, in the spelling EvalCase v1 files use (seed 004 §4) and the
+# case_predicates tables keep: "hard" rows are what blocking (ERROR) thresholds gate, "report"
+# rows are what WARN thresholds watch. Every lane's case rows use this one alias.
+CaseSeverity = Literal["hard", "report"]
 
 _OPS: Mapping[str, Callable[[float, float], bool]] = {
     ">=": operator.ge,

@@ -21,6 +21,8 @@ import pyarrow as pa
 
 from eval_pipeline import __version__
 from eval_pipeline.dagster_wiring.checks import (
+    gate_check_result,
+    gate_check_spec,
     measurement_check_result,
     measurement_check_spec,
     regression_check_result,
@@ -35,7 +37,7 @@ from eval_pipeline.dagster_wiring.resources import HistoryResource, RuntimeResou
 from eval_pipeline.drive import drive
 from eval_pipeline.failures import failing_cases
 from eval_pipeline.history import append_run, commit_run, find_regressions, lane_chart_markdown
-from eval_pipeline.lanes.kind import lane_kind
+from eval_pipeline.lanes.registry import lane_kind
 from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.pipeline import (
     case_predicate_table,
@@ -166,7 +168,7 @@ def _case_files(spec: LaneSpec, case_set: str, config: CasesConfig) -> tuple[str
 
 def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
     """The asset group of one lane (key prefix and group name = the lane's name)."""
-    kind = lane_kind(spec.kind)
+    kind = lane_kind(spec)
     partitions = lane_partitions(spec)
     prefix = [spec.name]
     keys = {stage: dg.AssetKey([*prefix, stage]) for stage in STAGES}
@@ -352,7 +354,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
             "case_predicates": dg.AssetIn(keys["case_predicates"]),
             "transcripts": dg.AssetIn(keys["transcripts"]),
         },
-        check_specs=[regression_check_spec(keys["history"])],
+        check_specs=[regression_check_spec(keys["history"]), gate_check_spec(keys["history"])],
         kinds={"parquet", "duckdb"},
         key_prefix=prefix,
         group_name=spec.name,
@@ -409,7 +411,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
                 "tables": dg.MetadataValue.json(sorted(stored)),
                 "trend": dg.MetadataValue.md(lane_chart_markdown(root, spec.name)),
             },
-            check_results=[regression_check_result(findings)],
+            check_results=[regression_check_result(findings), gate_check_result(metrics)],
         )
 
     return [cases, transcripts, turn_predicates, case_predicates, metrics, history_asset]

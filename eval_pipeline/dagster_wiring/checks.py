@@ -21,6 +21,7 @@ _SEVERITY = {"ERROR": dg.AssetCheckSeverity.ERROR, "WARN": dg.AssetCheckSeverity
 
 
 REGRESSION_CHECK = "no_regression"
+GATE_CHECK = "error_thresholds_hold"
 
 
 def regression_check_spec(history_key: dg.AssetKey) -> dg.AssetCheckSpec:
@@ -43,8 +44,8 @@ def measurement_check_spec(spec: LaneSpec, metrics_key: dg.AssetKey) -> dg.Asset
         name=MEASUREMENT_CHECK,
         asset=metrics_key,
         description=f"error_rate <= max_error_rate ({spec.max_error_rate:g} unless the runtime target "
-        "sets its own): above it the run is void, the runtime was not measured and no check counts as passed.",
-        blocking=True,
+        "sets its own): above it the run is void, the runtime was not measured and no check counts as passed. "
+        "It does not block: a void run still goes to history, marked void; the history gate fails the run.",
     )
 
 
@@ -78,16 +79,50 @@ def failing_sentence(case_ids: Sequence[str], *, shown: int = 5) -> str:
 
 
 def threshold_check_specs(spec: LaneSpec, metrics_key: dg.AssetKey) -> list[dg.AssetCheckSpec]:
-    """One check per threshold (ERROR thresholds block: a failing one fails the run)."""
+    """One check per threshold. They do not block: a run that fails a floor is still a
+    measurement and goes to history; the history asset's gate check then fails the run."""
     return [
-        dg.AssetCheckSpec(
-            name=t.check_name,
-            asset=metrics_key,
-            description=f"{t.describe()}: {t.reason}",
-            blocking=t.severity == "ERROR",
-        )
+        dg.AssetCheckSpec(name=t.check_name, asset=metrics_key, description=f"{t.describe()}: {t.reason}")
         for t in spec.effective_thresholds
     ]
+
+
+def gate_check_spec(history_key: dg.AssetKey) -> dg.AssetCheckSpec:
+    """Blocking: fails the run, once its results are in history, when an ERROR threshold failed
+    or the run is void (its metrics rows say ``void``: the runtime was not measured)."""
+    return dg.AssetCheckSpec(
+        name=GATE_CHECK,
+        asset=history_key,
+        description="The run was measured (not void) and every ERROR threshold of the metrics asset held "
+        "(checked after the run is in history, so a failing or void run is still recorded; a failure "
+        "fails the run).",
+        blocking=True,
+    )
+
+
+def gate_check_result(metrics: pd.DataFrame) -> dg.AssetCheckResult:
+    """The gate's result, read from the verdicts the metrics table already holds."""
+    void = bool(metrics["verdict"].eq("void").any())
+    failed = metrics[
+        metrics["severity"].eq("ERROR").fillna(False) & metrics["passed"].eq(False).fillna(False)
+    ]
+    failed_names = [str(m) for m in failed["metric"]]
+    if void:
+        description = "void: the runtime was not measured (too many turns faulted; see the measurement check)"
+    elif failed_names:
+        description = f"{len(failed_names)} ERROR threshold(s) failed: {', '.join(failed_names)}"
+    else:
+        description = "every ERROR threshold held"
+    return dg.AssetCheckResult(
+        check_name=GATE_CHECK,
+        passed=not void and not failed_names,
+        severity=dg.AssetCheckSeverity.ERROR,
+        description=description,
+        metadata={
+            "verdict": dg.MetadataValue.text("void" if void else "fail" if failed_names else "pass"),
+            "failed_thresholds": dg.MetadataValue.json([] if void else failed_names),
+        },
+    )
 
 
 def threshold_check_results(

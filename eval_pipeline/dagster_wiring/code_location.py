@@ -18,6 +18,10 @@ from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.progress import NoProgress
 
 EXECUTOR_ENV = "EVAL_PIPELINE_EXECUTOR"
+# The code location's name in workspace.yaml and [tool.dagster]; one Definitions object is
+# served as Dagster's single repository, "__repository__".
+CODE_LOCATION = "eval_pipeline"
+REPOSITORY_LABEL = f"__repository__@{CODE_LOCATION}"
 
 
 def default_resources() -> dict[str, object]:

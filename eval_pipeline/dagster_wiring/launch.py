@@ -21,8 +21,8 @@ import dagster as dg
 import pandas as pd
 
 from eval_pipeline.dagster_wiring.assets import DATE_TAG
-from eval_pipeline.dagster_wiring.checks import MEASUREMENT_CHECK
-from eval_pipeline.dagster_wiring.code_location import build_definitions
+from eval_pipeline.dagster_wiring.checks import GATE_CHECK, MEASUREMENT_CHECK
+from eval_pipeline.dagster_wiring.code_location import REPOSITORY_LABEL, build_definitions
 from eval_pipeline.dagster_wiring.partitions import custom_case_set, partition_key, register_series
 from eval_pipeline.dagster_wiring.resources import HistoryResource, RuntimeResource
 from eval_pipeline.dagster_wiring.schedules import job_name, series_tags
@@ -33,6 +33,9 @@ from eval_pipeline.runtimes.targets import RuntimeTarget
 from eval_pipeline.scoring import VerdictWord, verdict_word
 from eval_pipeline.settings import PROJECT_ROOT, dagster_home
 
+# Runs launched by the UI or the daemon carry their code location in this tag, and the UI
+# lists a job's runs by it; an in-process run gets it here so it shows under its lane's job.
+REPOSITORY_TAG = ".dagster/repository"
 HOST_TAG = "eval_pipeline/host"
 PID_TAG = "eval_pipeline/pid"  # the process running an in-process (CLI) run: dead → the run failed
 
@@ -193,6 +196,7 @@ def materialize_lane(
         tags={
             **series_tags(spec.name, split, target.name, case_set),
             DATE_TAG: date,
+            REPOSITORY_TAG: REPOSITORY_LABEL,
             HOST_TAG: socket.gethostname(),
             PID_TAG: str(os.getpid()),
             **(tags or {}),
@@ -224,8 +228,8 @@ def materialize_lane(
     )
     lane_keys = {dg.AssetKey([spec.name, "metrics"]), dg.AssetKey([spec.name, "history"])}
     for evaluation in result.get_asset_check_evaluations():
-        if evaluation.asset_key not in lane_keys:
-            continue
+        if evaluation.asset_key not in lane_keys or evaluation.check_name == GATE_CHECK:
+            continue  # the gate restates the ERROR thresholds' verdicts, listed one by one
         value = values.get(evaluation.check_name)
         stated = evaluation.metadata.get("verdict")
         severity = evaluation.severity.value

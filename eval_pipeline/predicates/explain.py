@@ -98,6 +98,31 @@ _REASONS: dict[str, _Template] = {
         f"A replayed prompt lost its grounding (turn {_turns(e.get('drifted'))} fell to none "
         "after an earlier grounded answer)."
     ),
+    "no_refusal": lambda e: f"Did not refuse a term it cannot ground: “{e.get('excerpt', '')}”.",
+    "fabricated_definition": lambda e: (
+        f"Defines (“{e.get('shape', '')}”) a term it cannot ground: “{e.get('excerpt', '')}”; "
+        "say it is unknown instead."
+    ),
+    "refused_groundable": lambda e: (
+        f"Refused ({_quoted(e.get('markers', []))}) a question it can ground: “{e.get('excerpt', '')}”."
+    ),
+    "empty_answer": lambda e: "The answer is empty.",
+    "telemetry_mismatch": lambda e: (
+        f"The answer sent (“{excerpt(str(e.get('surface', '')))}”) differs from the one the runtime "
+        f"logged (“{excerpt(str(e.get('logged', '')))}”)."
+    ),
+    "grounding_lost": lambda e: (
+        f"Asked again in the warm session, a prompt first grounded in {e.get('first_source', '?')} "
+        f"fell to {e.get('source', '?')}."
+    ),
+    "fragment_on_warm": lambda e: (
+        f"Asked again in the warm session, a prompt first grounded in {e.get('first_source', '?')} "
+        f"got a walk fragment: “{e.get('excerpt', '')}”."
+    ),
+    "grounding_changed": lambda e: (
+        "The same prompt got different grounding sources across the session: "
+        f"{', '.join(str(s) for s in e.get('sources', []))}."
+    ),
     "contract_failed": lambda e: f"Predicates the case lists fail: {', '.join(e.get('failing', []))}.",
     "no_scored_turn": lambda e: "The transcript has no scored turn for this case (the turn is missing).",
     "no_probe_turn": lambda e: "The transcript has no probe turn for this case (the turn is missing).",

@@ -131,13 +131,14 @@ def surface_provenance_match(turn: TurnView) -> Verdict:
 
     A tag counts as agreeing when, minus a ``-grounded`` suffix, it names the grounding
     source, or the source is not a grounded one (none/oov/partial) and the tag claims no
-    grounded source either. With neither tag nor phrase there is nothing to cross-check,
-    so the predicate does not apply (null), rather than passing by default.
+    grounded source either. A surface with neither tag nor phrase claims no provenance, so
+    it cannot contradict its grounding source: it passes (code ``no_provenance_claim``).
+    The predicate is binary, like every fluency predicate (seed 000).
     """
     source = (turn.grounding_source or "none").lower()
     tag, text_claim = claimed_provenance(turn)
     if tag is None and text_claim is None:
-        return Verdict.not_applicable("no_provenance_claim", grounding_source=source)
+        return Verdict(True, "no_provenance_claim", {"grounding_source": source})
     grounded = {"pack", "teaching", "vault", "session"}
     evidence = {"grounding_source": source, "surface_tag": turn.surface_tag, "text_claim": text_claim}
     if text_claim is not None and text_claim != source:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextvars
 import shutil
 import subprocess
 import sys
@@ -37,6 +36,7 @@ def test_fluency_checks_snapshot(defs: dg.Definitions) -> None:
     assert checks == [
         "complete_punctuation_rate",
         "error_rate",
+        "error_thresholds_hold",
         "expected_predicates_pass_rate",
         "finite_predicate_shape_rate",
         "measurement",
@@ -47,7 +47,7 @@ def test_fluency_checks_snapshot(defs: dg.Definitions) -> None:
     ]
 
 
-def test_thresholds_are_checks_on_metrics_and_the_regression_check_is_on_history(
+def test_thresholds_are_checks_on_metrics_and_the_gate_and_regression_checks_on_history(
     defs: dg.Definitions,
 ) -> None:
     graph = defs.resolve_asset_graph()
@@ -59,7 +59,7 @@ def test_thresholds_are_checks_on_metrics_and_the_regression_check_is_on_history
         history = {
             k.name for k in graph.asset_check_keys if k.asset_key == dg.AssetKey([spec.name, "history"])
         }
-        assert history == {"no_regression"}, spec.name
+        assert history == {"no_regression", "error_thresholds_hold"}, spec.name
 
 
 def test_one_nightly_schedule_and_job_per_lane(defs: dg.Definitions) -> None:
@@ -87,30 +87,24 @@ def test_nightly_schedule_requests_every_nightly_split_for_every_nightly_target(
         encoding="utf-8",
     )
     monkeypatch.setenv("EVAL_PIPELINE_EVALS", str(evals))
-
-    # Evaluating schedule ticks leaves Dagster's current defs-state storage (a context variable)
-    # pointing at this temporary instance; run in a copy of the context so the next test in
-    # this process (pytest -n 2) does not inherit a deleted instance.
-    def evaluate() -> None:
-        with dg.instance_for_test() as instance:
-            for spec in discover_lanes():
-                schedule = next(s for s in defs.schedules or [] if s.name == f"{spec.name}_nightly")
-                context = dg.build_schedule_context(
-                    instance=instance,
-                    scheduled_execution_time=datetime(2026, 11, 30, 2, tzinfo=UTC),
-                    repository_def=defs.get_repository_def(),
-                )
-                requests = list(schedule.evaluate_tick(context).run_requests or [])
-                assert [r.partition_key for r in requests] == [
-                    f"{split}|{target}" for split in spec.nightly_splits for target in ("reference", "bare")
-                ]
-                assert {r.tags["eval_pipeline/date"] for r in requests} == {"2026-11-30"}
-                assert set(instance.get_dynamic_partitions(f"{spec.name}__case_sets")) == set(
-                    spec.nightly_splits
-                )
-            assert set(instance.get_dynamic_partitions("runtime_targets")) == {"reference", "bare"}
-
-    contextvars.copy_context().run(evaluate)
+    # Not instance_for_test: its folder is deleted on exit, but Dagster caches the instance its
+    # definitions were first loaded with for the rest of the process.
+    (tmp_path / "instance").mkdir()
+    with dg.DagsterInstance.local_temp(str(tmp_path / "instance")) as instance:
+        for spec in discover_lanes():
+            schedule = next(s for s in defs.schedules or [] if s.name == f"{spec.name}_nightly")
+            context = dg.build_schedule_context(
+                instance=instance,
+                scheduled_execution_time=datetime(2026, 11, 30, 2, tzinfo=UTC),
+                repository_def=defs.get_repository_def(),
+            )
+            requests = list(schedule.evaluate_tick(context).run_requests or [])
+            assert [r.partition_key for r in requests] == [
+                f"{split}|{target}" for split in spec.nightly_splits for target in ("reference", "bare")
+            ]
+            assert {r.tags["eval_pipeline/date"] for r in requests} == {"2026-11-30"}
+            assert set(instance.get_dynamic_partitions(f"{spec.name}__case_sets")) == set(spec.nightly_splits)
+        assert set(instance.get_dynamic_partitions("runtime_targets")) == {"reference", "bare"}
 
 
 @pytest.mark.slow
@@ -136,7 +130,7 @@ def test_every_lane_emits_exactly_the_metrics_its_kind_declares(spec: object) ->
 
     assert isinstance(spec, LaneSpec)
     run = evaluate_lane(spec, spec.nightly_splits[0], build_runtime("reference"))
-    assert {m.metric for m in run.metric_values} == emitted_metrics(lane_kind(spec.kind))
+    assert {m.metric for m in run.metric_values} == emitted_metrics(lane_kind(spec))
 
 
 def test_every_table_asset_describes_every_column(defs: dg.Definitions) -> None:

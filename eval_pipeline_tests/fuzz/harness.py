@@ -77,7 +77,7 @@ def run_loading_path(spec: LaneSpec, path: Path) -> list[CaseProblem]:
         return exc.problems
     table = cases_frame(loaded, SPLIT)
     pq.write_table(pa.Table.from_pandas(table, preserve_index=False), io.BytesIO())
-    kind = lane_kind(spec.kind)
+    kind = lane_kind(spec)
     models = cases_from_frame(kind, table)
     check_thread_ids(models, kind.threads(models, spec, SPLIT))
     return []

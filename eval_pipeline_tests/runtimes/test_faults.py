@@ -116,10 +116,10 @@ def test_flaky_server_run_completes_recovers_records_and_leaks_no_secret(
 
 
 def _lane_threads(spec):  # type: ignore[no-untyped-def]
-    from eval_pipeline.lanes.kind import lane_kind
+    from eval_pipeline.lanes import lane_kind
     from eval_pipeline.pipeline import load_split
 
-    kind = lane_kind(spec.kind)
+    kind = lane_kind(spec)
     return kind.threads([c.case for c in load_split(spec, "public")], spec, "public")
 
 
