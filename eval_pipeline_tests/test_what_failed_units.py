@@ -14,11 +14,13 @@ from hypothesis import strategies as st
 
 from eval_pipeline.cases.loading import CaseFileError
 from eval_pipeline.cli.terminal import terminal_view
+from eval_pipeline.dagster_wiring.checks import gate_check_result
 from eval_pipeline.failures import evidence_object, failing_cases, fault_counts
 from eval_pipeline.history.runs import resolve_run_id
 from eval_pipeline.history.svg import legend_layout
 from eval_pipeline.history.views import connect
 from eval_pipeline.lanes.spec import load_lane_spec
+from eval_pipeline.pipeline import metric_rows
 from eval_pipeline.predicates import TurnView, Verdict, get_turn_predicate
 from eval_pipeline.predicates.explain import _REASONS, excerpt, reason
 from eval_pipeline.runtimes.targets import load_targets, resolve_target
@@ -43,6 +45,20 @@ def test_reasons_quote_what_was_found() -> None:
     assert reason("x", Verdict.ok()) == "x holds."
     assert reason("x", Verdict.not_applicable("no_anaphora")) == "x does not apply here (no anaphora)."
     assert reason("x", Verdict.fail("brand_new_code", found=3)) == "x fails (brand new code): found=3."
+
+
+def test_the_refusal_lanes_reasons_quote_the_answer() -> None:
+    surface = "Brenvaltine is a well-documented subject."
+    refused = get_turn_predicate("refused")(TurnView(surface=surface))
+    assert reason("refused", refused) == f"Did not refuse a term it cannot ground: “{surface}”."
+    fabricated = get_turn_predicate("no_fabrication")(TurnView(surface=surface))
+    assert reason("no_fabrication", fabricated).startswith(
+        f"Defines (“is a”) a term it cannot ground: “{surface}”"
+    )
+    answered = get_turn_predicate("answered")(TurnView(surface="I do not know that one."))
+    assert reason("answered", answered) == (
+        "Refused (“i do not know”) a question it can ground: “I do not know that one.”."
+    )
 
 
 @pytest.mark.parametrize("code", sorted(_REASONS))
@@ -85,6 +101,16 @@ def test_a_void_measurement_passes_nothing() -> None:
     assert [(v.passed, v.word) for v in void] == [(False, "void"), (False, "void")]
     assert measurement(_metrics(2, 20), 0.05).explain().startswith("void: 2 of 20 turns faulted")
     assert not judge(thresholds, _metrics(2, 20), max_error_rate=0.2)[1].void  # type: ignore[arg-type]
+
+
+def test_the_history_gate_fails_a_void_run_even_when_only_warn_thresholds_missed() -> None:
+    warn_only = [_Threshold("error_rate", "==", 0.0, "WARN")]
+    for faulted, passed in ((0, True), (1, True), (2, False)):
+        values = _metrics(faulted, 20)
+        verdicts = judge(warn_only, values, max_error_rate=0.05)  # type: ignore[arg-type]
+        gate = gate_check_result(pd.DataFrame(metric_rows(values, verdicts)))
+        assert gate.passed is passed, faulted
+        assert (gate.description or "").startswith("void") is (not passed)
 
 
 def test_verdict_vocabulary() -> None:

@@ -128,5 +128,12 @@ def test_a_runtime_that_is_down_is_a_void_measurement_exit_4(tmp_path: Path) -> 
     (lane,) = document["lanes"]
     assert lane["void"] is True and lane["faults"][0]["turns"] == 2
     assert {c["verdict"] for c in lane["checks"] if c["name"] != "no_regression"} == {"void"}
+    # Recorded before the history gate failed the run: in history, its rows say void.
+    recorded = cli(
+        "history", "--sql", f"select distinct verdict from metrics where run_id = '{lane['run_id']}'",
+        "--format", "json",
+    )  # fmt: skip
+    assert recorded.returncode == EXIT_OK, recorded.stderr
+    assert {"void"} <= {row["verdict"] for row in json.loads(recorded.stdout)}
     assert all(isinstance(row["evidence"], dict) for row in lane["case_predicates"])
     assert lane["case_predicates"][0]["evidence"]["error"].startswith("TurnFault: connection failed")
