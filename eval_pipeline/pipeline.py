@@ -96,6 +96,7 @@ def metric_rows(metrics: Sequence[MetricValue], verdicts: Sequence[ThresholdVerd
                 "threshold": verdict.threshold.value if verdict else None,
                 "severity": verdict.threshold.severity if verdict else None,
                 "passed": verdict.passed if verdict else None,
+                "verdict": verdict.word if verdict else "n/a",
             }
         )
     return rows
@@ -180,7 +181,7 @@ def evaluate_lane(
     check_thread_ids(cases, threads)
     transcripts = drive(runtime, threads, concurrency=concurrency, on_turn=on_turn)
     turn_predicates, case_predicates, values = score(kind, cases, transcripts)
-    verdicts = judge(spec.effective_thresholds, values)
+    verdicts = judge(spec.effective_thresholds, values, max_error_rate=spec.max_error_rate)
     metrics = frame(METRICS, metric_rows(values, verdicts))[lane_columns(METRICS)]
     return LaneRun(
         spec,

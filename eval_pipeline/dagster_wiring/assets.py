@@ -23,8 +23,11 @@ from eval_pipeline import __version__
 from eval_pipeline.dagster_wiring.checks import (
     gate_check_result,
     gate_check_spec,
+    measurement_check_result,
+    measurement_check_spec,
     regression_check_result,
     regression_check_spec,
+    rounded,
     threshold_check_results,
     threshold_check_specs,
 )
@@ -33,6 +36,7 @@ from eval_pipeline.dagster_wiring.partitions import CUSTOM_PREFIX, custom_case_s
 from eval_pipeline.dagster_wiring.resources import HistoryResource, RuntimeResource
 from eval_pipeline.dagster_wiring.runtime_targets import runtime_pool_slot, transcripts_runtime_dep
 from eval_pipeline.drive import drive
+from eval_pipeline.failures import failing_cases
 from eval_pipeline.history import append_run, commit_run, find_regressions, lane_chart_markdown
 from eval_pipeline.lanes.registry import lane_kind
 from eval_pipeline.lanes.spec import LaneSpec
@@ -50,9 +54,11 @@ from eval_pipeline.pipeline import (
 from eval_pipeline.progress import FanOut, LogProgress, ProgressObserver
 from eval_pipeline.runtimes.base import RuntimeSpecError
 from eval_pipeline.runtimes.registry import build_runtime
-from eval_pipeline.scoring import judge
+from eval_pipeline.scoring import judge, measurement
 from eval_pipeline.tables import (
     CASE_PREDICATES,
+    COLUMN_DESCRIPTIONS,
+    JSON_TEXT,
     METRICS,
     RUN_MANIFESTS,
     TRANSCRIPTS,
@@ -80,18 +86,36 @@ class CasesConfig(dg.Config):
 
 
 def column_schema(schema: pa.Schema) -> dg.TableSchema:
-    return dg.TableSchema(columns=[dg.TableColumn(f.name, str(f.type)) for f in schema])
+    """The table's columns with their types and what each holds (shown in the UI)."""
+    return dg.TableSchema(
+        columns=[
+            dg.TableColumn(
+                f.name, "json" if f.type == JSON_TEXT else str(f.type), COLUMN_DESCRIPTIONS[f.name]
+            )
+            for f in schema
+        ]
+    )
+
+
+CASES_SCHEMA = pa.schema(
+    [
+        pa.field("case_id", pa.string()),
+        pa.field("split", pa.string()),
+        pa.field("file", pa.string()),
+        pa.field("line", pa.int64()),
+        pa.field("case_json", pa.string()),
+    ]
+)
 
 
 def failing_cases_markdown(case_predicates: pd.DataFrame) -> str:
     """A markdown table of the failing case predicates (hard first), capped for the UI."""
-    failing = case_predicates[case_predicates["passed"].eq(False).fillna(False)]
+    failing = failing_cases(case_predicates)
     if failing.empty:
         return "No failing case predicates."
-    failing = failing.sort_values(["severity", "case_id", "predicate"], key=lambda s: s.astype(str))
     return markdown_table(
         failing.to_dict("records"),
-        ("case_id", "predicate", "severity", "code", "message"),
+        ("case_id", "predicate", "severity", "code", "reason"),
         limit=MAX_FAILING_ROWS,
         more="rows in the case_predicates table",
     )
@@ -162,6 +186,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
         name="cases",
         description=f"Validated cases of {spec.title} ({spec.version}), one row per case.",
         kinds={"python", "parquet"},
+        metadata={"dagster/column_schema": column_schema(CASES_SCHEMA)},
         **common,
     )
     def cases(context: dg.AssetExecutionContext, config: CasesConfig) -> dg.Output[pd.DataFrame]:
@@ -281,7 +306,10 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
             "turn_predicates": dg.AssetIn(keys["turn_predicates"]),
             "case_predicates": dg.AssetIn(keys["case_predicates"]),
         },
-        check_specs=threshold_check_specs(spec, keys["metrics"]),
+        check_specs=[
+            measurement_check_spec(spec, keys["metrics"]),
+            *threshold_check_specs(spec, keys["metrics"]),
+        ],
         freshness_policy=METRICS_FRESHNESS,
         kinds={"python", "parquet"},
         metadata={"dagster/column_schema": column_schema(METRICS)},
@@ -289,6 +317,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
     )
     def metrics(
         context: dg.AssetExecutionContext,
+        runtime: RuntimeResource,
         cases: pd.DataFrame,
         transcripts: pd.DataFrame,
         turn_predicates: pd.DataFrame,
@@ -296,8 +325,10 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
     ) -> Iterator[dg.Output[pd.DataFrame] | dg.AssetCheckResult]:
         case_models = cases_from_frame(kind, cases)
         values = metric_values(kind, case_models, transcripts, turn_predicates, case_predicates)
-        verdicts = judge(spec.effective_thresholds, values)
         run_columns = _run_columns(context, spec, cases)
+        budget = runtime.target(run_columns["runtime"]).error_budget(spec.max_error_rate)
+        measured = measurement(values, budget)
+        verdicts = judge(spec.effective_thresholds, values, max_error_rate=budget)
         table = frame(
             METRICS,
             metric_rows(values, verdicts),
@@ -307,7 +338,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
             cases_sha256=cases_sha256([Path(f) for f in dict.fromkeys(cases["file"])]),
             pipeline_version=__version__,
         )
-        numeric = {m.metric: dg.MetadataValue.float(m.value) for m in values if m.value is not None}
+        numeric = {m.metric: dg.MetadataValue.float(rounded(m.value)) for m in values if m.value is not None}
         missing = [m.metric for m in values if m.value is None]
         yield dg.Output(
             table,
@@ -315,10 +346,12 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
                 **numeric,
                 "missing_metrics": dg.MetadataValue.json(missing),
                 "runtime": run_columns["runtime"],
+                "measurement": "void" if measured.void else "measured",
                 "dagster/row_count": len(table),
             },
         )
-        yield from threshold_check_results(verdicts)
+        yield measurement_check_result(measured, transcripts)
+        yield from threshold_check_results(verdicts, case_predicates, transcripts, measured)
 
     @dg.asset(
         name="history",

@@ -15,13 +15,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import dagster as dg
 import pandas as pd
 
 from eval_pipeline.dagster_wiring.assets import DATE_TAG
-from eval_pipeline.dagster_wiring.checks import GATE_CHECK
+from eval_pipeline.dagster_wiring.checks import GATE_CHECK, MEASUREMENT_CHECK
 from eval_pipeline.dagster_wiring.code_location import REPOSITORY_LABEL, build_definitions
 from eval_pipeline.dagster_wiring.partitions import custom_case_set, partition_key, register_series
 from eval_pipeline.dagster_wiring.resources import HistoryResource, RuntimeResource
@@ -31,6 +31,7 @@ from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.pipeline import cases_sha256
 from eval_pipeline.progress import NoProgress, ProgressObserver
 from eval_pipeline.runtimes.targets import RuntimeTarget
+from eval_pipeline.scoring import VerdictWord, verdict_word
 from eval_pipeline.settings import PROJECT_ROOT, dagster_home
 
 # Runs launched by the UI or the daemon carry their code location in this tag, and the UI
@@ -47,6 +48,8 @@ class CheckOutcome:
     severity: str
     value: float | None
     threshold: str | None
+    verdict: VerdictWord = "n/a"  # the one vocabulary: pass / fail / warn / void / n/a
+    description: str = ""
 
 
 @dataclass
@@ -65,10 +68,20 @@ class LaneOutcome:
     metrics: pd.DataFrame | None = None
     turn_predicates: pd.DataFrame | None = None
     case_predicates: pd.DataFrame | None = None
+    transcripts: pd.DataFrame | None = None
 
     @property
     def blocking_failures(self) -> list[CheckOutcome]:
-        return [c for c in self.checks if not c.passed and c.severity == "ERROR"]
+        return [c for c in self.checks if not c.passed and c.severity == "ERROR" and c.verdict != "void"]
+
+    @property
+    def void(self) -> bool:
+        """The run did not measure its runtime (too many turns faulted): see scoring.Measurement."""
+        return any(c.name == MEASUREMENT_CHECK and not c.passed for c in self.checks)
+
+    @property
+    def measurement_note(self) -> str:
+        return next((c.description for c in self.checks if c.name == MEASUREMENT_CHECK), "")
 
 
 def ensure_instance() -> dg.DagsterInstance:
@@ -201,12 +214,13 @@ def materialize_lane(
     )
     stored = {
         stage: _stored_value(result, dg.AssetKey([spec.name, stage]))
-        for stage in ("metrics", "turn_predicates", "case_predicates")
+        for stage in ("metrics", "turn_predicates", "case_predicates", "transcripts")
     }
-    outcome.metrics, outcome.turn_predicates, outcome.case_predicates = (
+    outcome.metrics, outcome.turn_predicates, outcome.case_predicates, outcome.transcripts = (
         stored["metrics"],
         stored["turn_predicates"],
         stored["case_predicates"],
+        stored["transcripts"],
     )
     bounds = {t.check_name: f"{t.op} {t.value:g}" for t in spec.effective_thresholds}
     values = (
@@ -219,16 +233,24 @@ def materialize_lane(
         if evaluation.asset_key not in lane_keys or evaluation.check_name == GATE_CHECK:
             continue  # the gate restates the ERROR thresholds' verdicts, listed one by one
         value = values.get(evaluation.check_name)
+        stated = evaluation.metadata.get("verdict")
+        severity = evaluation.severity.value
         outcome.checks.append(
             CheckOutcome(
                 name=evaluation.check_name,
                 passed=evaluation.passed,
-                severity=evaluation.severity.value,
+                severity=severity,
                 value=None if value is None or pd.isna(value) else float(value),
                 threshold=bounds.get(evaluation.check_name),
+                verdict=cast(VerdictWord, stated.value)
+                if stated is not None
+                else verdict_word(evaluation.passed, severity),
+                description=evaluation.description or "",
             )
         )
-    blocked_only = outcome.metrics is not None and bool(outcome.blocking_failures)
+    blocked_only = outcome.metrics is not None and any(
+        not c.passed and c.severity == "ERROR" for c in outcome.checks
+    )
     failures = result.get_step_failure_events()
     if failures and not blocked_only:
         outcome.failure_kind, outcome.failure = _root_cause(failures[0].step_failure_data.error)

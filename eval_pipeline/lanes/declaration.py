@@ -91,7 +91,8 @@ class ListedSeverity(_Block):
 
 
 class Messages(_Block):
-    """Case-row messages; ``{predicate}``, ``{code}`` and ``{case.<field>}`` are filled in."""
+    """Case-row messages; ``{predicate}``, ``{code}``, ``{reason}`` (the
+    verdict's sentence) and ``{case.<field>}`` are filled in."""
 
     passed: str
     failed: str

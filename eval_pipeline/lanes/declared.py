@@ -24,7 +24,7 @@ from eval_pipeline.lanes.declaration import (
 from eval_pipeline.lanes.kind import Scored, Thread, TurnRequest
 from eval_pipeline.lanes.schema import case_model
 from eval_pipeline.lanes.spec import LaneSpec
-from eval_pipeline.predicates import PREDICATES, TurnView, Verdict, explain
+from eval_pipeline.predicates import PREDICATES, TurnView, Verdict, reason
 from eval_pipeline.predicates.rows import case_row, stored_verdict, turn_row
 from eval_pipeline.scoring import CaseSeverity, MetricValue, compare, count, predicate_rate
 from eval_pipeline.tables import CASE_PREDICATES, TURN_PREDICATES, lane_columns
@@ -170,9 +170,11 @@ def _severity(rows: CaseRows, case: Any, predicate: str) -> CaseSeverity:
 
 def _message(rows: CaseRows, predicate: str, verdict: Verdict, case: Any) -> str:
     if rows.message is None:
-        return explain(predicate, verdict)
+        return reason(predicate, verdict)
     template = {True: rows.message.passed, False: rows.message.failed, None: rows.message.not_applicable}
-    return template[verdict.passed].format(predicate=predicate, code=verdict.code, case=case)
+    return template[verdict.passed].format(
+        predicate=predicate, code=verdict.code, case=case, reason=reason(predicate, verdict)
+    )
 
 
 def _case_rule_rows(
@@ -184,13 +186,13 @@ def _case_rule_rows(
             return []
         failing = [n for n in names if lifted[n].passed is False]
         verdict = Verdict.fail("contract_failed", failing=failing) if failing else Verdict.ok(failing=[])
-        message = f"failing: {', '.join(failing)}" if failing else "every listed predicate holds"
+        message = reason(rule.all_listed_in, verdict) if failing else "Every listed predicate holds."
         return [case_row(case.id, rule.all_listed_in, verdict, severity=rule.severity, message=message)]
     rows = []
     for name in rule.predicates:
         predicate = PREDICATES.get(name)
         verdict = predicate.function(case, turns)
-        message = (predicate.explain or explain)(name, verdict)
+        message = (predicate.explain or reason)(name, verdict)
         rows.append(case_row(case.id, name, verdict, severity=rule.severity, message=message))
     return rows
 

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from eval_pipeline.cases.loading import CaseFileError, CaseProblem
 from eval_pipeline.lanes.declaration import CaseRule, CaseSchema, Declaration, MetricSpec, Threads, TurnRule
-from eval_pipeline.scoring import Severity, ThresholdOp
+from eval_pipeline.scoring import DEFAULT_MAX_ERROR_RATE, Severity, ThresholdOp
 
 LANE_FILES: tuple[str, ...] = ("lane.yaml", "manifest.yaml")
 _NAME = r"^[a-z][a-z0-9_]*$"
@@ -64,6 +64,12 @@ class LaneSpec(BaseModel):
         description="Splits whose cases must never reach prompt-composition code.",
     )
     thresholds: list[ThresholdSpec] = Field(default_factory=list)
+    max_error_rate: float = Field(
+        default=DEFAULT_MAX_ERROR_RATE,
+        ge=0.0,
+        le=1.0,
+        description="Above this share of faulted turns a run is void: the runtime was not measured.",
+    )
     case_schema: CaseSchema | None = None
     threads: Threads | None = None
     turn_predicates: list[TurnRule] = Field(default_factory=list)

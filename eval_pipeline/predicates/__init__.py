@@ -17,11 +17,11 @@ from eval_pipeline.predicates.base import (
     Verdict,
     case_check,
     case_predicate,
-    explain,
     get_turn_predicate,
     thread_turn_predicate,
     turn_predicate,
 )
+from eval_pipeline.predicates.explain import reason
 
 __all__ = [
     "CASE_CHECKS",
@@ -35,8 +35,8 @@ __all__ = [
     "Verdict",
     "case_check",
     "case_predicate",
-    "explain",
     "get_turn_predicate",
+    "reason",
     "thread_turn_predicate",
     "turn_predicate",
 ]

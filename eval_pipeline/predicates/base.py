@@ -39,9 +39,10 @@ class Verdict:
         return Verdict(False, code, evidence)
 
     @staticmethod
-    def markers_found(markers: list[str], missing_code: str) -> Verdict:
-        """Passes with the markers a surface carries; fails with ``missing_code`` when there are none."""
-        return Verdict.ok(markers=markers) if markers else Verdict.fail(missing_code)
+    def markers_found(markers: list[str], missing_code: str, **evidence: Any) -> Verdict:
+        """Passes with the markers a surface carries; fails with ``missing_code`` (and ``evidence``,
+        e.g. the excerpt a reason quotes) when there are none."""
+        return Verdict.ok(markers=markers) if markers else Verdict.fail(missing_code, **evidence)
 
     @staticmethod
     def not_applicable(code: str = "not_applicable", **evidence: Any) -> Verdict:
@@ -95,7 +96,8 @@ PredicateLevel = Literal["turn", "thread_turn", "case"]
 class Predicate:
     """A registered predicate: its name, what it looks at, and the function.
 
-    ``explain`` turns a case-level verdict into the case row's message (default: :func:`explain`).
+    ``explain`` turns a case-level verdict into the case row's message (default:
+    :func:`eval_pipeline.predicates.explain.reason`).
     """
 
     name: str
@@ -173,13 +175,6 @@ def get_turn_predicate(name: str) -> TurnPredicate:
     if predicate.level != "turn":
         raise KeyError(f"predicate {name!r} is a {predicate.level} predicate, not a turn predicate")
     return cast(TurnPredicate, predicate.function)
-
-
-def explain(predicate: str, verdict: Verdict) -> str:
-    """A case row's message in words: holds, fails (with its code) or does not apply."""
-    if verdict.passed is None:
-        return f"{predicate} does not apply ({verdict.code})"
-    return f"{predicate} holds" if verdict.passed else f"{predicate} fails: {verdict.code}"
 
 
 # A case check validates part of a case beyond field types (a lane's case schema names it):

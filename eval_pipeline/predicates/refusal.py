@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from eval_pipeline.predicates.base import TurnView, Verdict, turn_predicate
+from eval_pipeline.predicates.explain import excerpt
 
 REFUSAL_MARKERS: tuple[str, ...] = (
     "i do not know",
@@ -34,7 +35,7 @@ def refusal_markers(surface: str) -> list[str]:
 @turn_predicate("refused")
 def refused(turn: TurnView) -> Verdict:
     """The surface carries at least one refusal marker."""
-    return Verdict.markers_found(refusal_markers(turn.surface), "no_refusal")
+    return Verdict.markers_found(refusal_markers(turn.surface), "no_refusal", excerpt=excerpt(turn.surface))
 
 
 @turn_predicate("no_fabrication")
@@ -43,7 +44,13 @@ def no_fabrication(turn: TurnView) -> Verdict:
     if refusal_markers(turn.surface):
         return Verdict.ok()
     match = DEFINITIONAL.search(turn.surface)
-    return Verdict.fail("fabricated_definition", shape=match.group(0)) if match else Verdict.ok()
+    return (
+        Verdict.fail(
+            "fabricated_definition", shape=match.group(0), excerpt=excerpt(turn.surface, match.group(0))
+        )
+        if match
+        else Verdict.ok()
+    )
 
 
 @turn_predicate("answered")
@@ -52,4 +59,8 @@ def answered(turn: TurnView) -> Verdict:
     if not turn.surface.strip():
         return Verdict.fail("empty_answer")
     found = refusal_markers(turn.surface)
-    return Verdict.fail("refused_groundable", markers=found) if found else Verdict.ok()
+    return (
+        Verdict.fail("refused_groundable", markers=found, excerpt=excerpt(turn.surface, found[0]))
+        if found
+        else Verdict.ok()
+    )

@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from eval_pipeline.predicates.base import TurnView, Verdict, case_check, turn_predicate
+from eval_pipeline.predicates.explain import excerpt
 
 # The seed's v1 list of explicit speculative-status markers, matched case-insensitively.
 SPECULATIVE_MARKERS: tuple[str, ...] = (
@@ -58,7 +59,9 @@ def bare_assertion(surface: str) -> str | None:
 @turn_predicate("speculative_marked")
 def speculative_marked(turn: TurnView) -> Verdict:
     """The surface carries at least one speculative-status marker (case-insensitive)."""
-    return Verdict.markers_found(status_markers(turn.surface), "no_status_marker")
+    return Verdict.markers_found(
+        status_markers(turn.surface), "no_status_marker", excerpt=excerpt(turn.surface)
+    )
 
 
 @turn_predicate("false_certainty")

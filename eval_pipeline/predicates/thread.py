@@ -21,6 +21,7 @@ from eval_pipeline.predicates.base import (
     case_predicate,
     turn_predicate,
 )
+from eval_pipeline.predicates.explain import excerpt
 from eval_pipeline.predicates.surface import finite_verb_tokens, words
 
 GROUNDED_SOURCES: frozenset[str] = frozenset({"pack", "teaching", "vault", "oov", "partial"})
@@ -80,9 +81,9 @@ def not_walk_fragment(turn: TurnView) -> Verdict:
     tokens = words(turn.surface)
     verbs = finite_verb_tokens(turn.surface)
     if len(tokens) < MIN_ALPHA_TOKENS:
-        return Verdict.fail("too_few_words", words=len(tokens))
+        return Verdict.fail("too_few_words", words=len(tokens), excerpt=excerpt(turn.surface))
     if not verbs:
-        return Verdict.fail("no_finite_verb", words=len(tokens))
+        return Verdict.fail("no_finite_verb", words=len(tokens), excerpt=excerpt(turn.surface))
     return Verdict.ok(words=len(tokens), verbs=verbs[:5])
 
 
@@ -91,7 +92,9 @@ def length_adequate(turn: TurnView) -> Verdict:
     """The stripped surface is at least twenty characters long."""
     length = len(turn.surface.strip())
     return (
-        Verdict.ok(chars=length) if length >= MIN_SURFACE_CHARS else Verdict.fail("too_short", chars=length)
+        Verdict.ok(chars=length)
+        if length >= MIN_SURFACE_CHARS
+        else Verdict.fail("too_short", chars=length, excerpt=excerpt(turn.surface))
     )
 
 
@@ -192,23 +195,12 @@ def annotated(case: Any, turns: Sequence[TurnView]) -> list[ThreadTurnView]:
     ]
 
 
-def explain_thread(predicate: str, verdict: Verdict) -> str:
-    """Which turns broke a thread-level predicate, in words."""
-    if verdict.passed is None:
-        return f"{predicate} does not apply: {verdict.code}"
-    if verdict.passed:
-        return f"{predicate} holds"
-    broken = [*verdict.evidence.get("failing", []), *verdict.evidence.get("drifted", [])]
-    turns = ", ".join(str(item["turn_index"]) for item in broken)
-    return f"{predicate} fails at turn(s) {turns}: {verdict.code}"
-
-
-@case_predicate("topic_anchor_present", explain=explain_thread)
+@case_predicate("topic_anchor_present")
 def case_topic_anchor_present(case: Any, turns: Sequence[TurnView]) -> Verdict:
     return topic_anchor_present(annotated(case, turns))
 
 
-@case_predicate("no_topic_drift_to_none", explain=explain_thread)
+@case_predicate("no_topic_drift_to_none")
 def case_no_topic_drift_to_none(case: Any, turns: Sequence[TurnView]) -> Verdict:
     return no_topic_drift_to_none(annotated(case, turns))
 

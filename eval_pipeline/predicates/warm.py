@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from eval_pipeline.predicates.base import TURN_ERROR, TurnView, Verdict, thread_turn_predicate, turn_predicate
+from eval_pipeline.predicates.explain import excerpt
 from eval_pipeline.predicates.thread import not_walk_fragment
 
 WARM_PLACEHOLDERS: tuple[str, ...] = ("...", "<pending>", "<prior>", " placeholder ")
@@ -33,7 +34,11 @@ def source(turn: TurnView) -> str:
 def no_warm_placeholder(turn: TurnView) -> Verdict:
     """The surface contains none of ``...``, ``<pending>``, ``<prior>``, `` placeholder ``."""
     found = [marker for marker in WARM_PLACEHOLDERS if marker in f" {turn.surface} "]
-    return Verdict.fail("placeholder_present", found=found) if found else Verdict.ok()
+    return (
+        Verdict.fail("placeholder_present", found=found, excerpt=excerpt(turn.surface, found[0].strip()))
+        if found
+        else Verdict.ok()
+    )
 
 
 @turn_predicate("telemetry_match")
@@ -62,7 +67,9 @@ def grounded_holds_on_warm(turns: Sequence[TurnView], index: int) -> Verdict:
     if source(turn) in LOST_SOURCES:
         return Verdict.fail("grounding_lost", first_source=source(first), source=source(turn))
     if not_walk_fragment(turn).passed is False:
-        return Verdict.fail("fragment_on_warm", first_source=source(first), source=source(turn))
+        return Verdict.fail(
+            "fragment_on_warm", first_source=source(first), source=source(turn), excerpt=excerpt(turn.surface)
+        )
     return Verdict.ok(first_source=source(first), source=source(turn))
 
 

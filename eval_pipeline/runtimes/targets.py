@@ -57,6 +57,12 @@ class TargetDeclaration(BaseModel):
     pool_limit: int | None = Field(
         default=None, ge=1, le=1024, description="Lane runs driving this target at once (its Dagster pool)."
     )
+    max_error_rate: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        description="Overrides every lane's max_error_rate for this target (a flaky gateway may need more).",
+    )
     description: str = ""
 
 
@@ -72,6 +78,11 @@ class RuntimeTarget:
     declared: bool = False
     description: str = ""
     pool_limit: int | None = None
+    max_error_rate: float | None = None  # None: the lane's own
+
+    def error_budget(self, lane_max_error_rate: float) -> float:
+        """The share of faulted turns above which a run against this target is void."""
+        return lane_max_error_rate if self.max_error_rate is None else self.max_error_rate
 
 
 def targets_path(evals: Path) -> Path:
@@ -129,6 +140,7 @@ def load_targets(path: Path) -> dict[str, RuntimeTarget]:
             declared=True,
             description=declared.description,
             pool_limit=declared.pool_limit,
+            max_error_rate=declared.max_error_rate,
         )
     if problems:
         raise CaseFileError(problems)
@@ -192,7 +204,12 @@ def resolve_target(
         if not options:
             return declared
         merged = {**declared.options, **options}
-        return RuntimeTarget(derived_name(declared.spec, merged), declared.spec, merged)
+        return RuntimeTarget(
+            derived_name(declared.spec, merged),
+            declared.spec,
+            merged,
+            max_error_rate=declared.max_error_rate,
+        )
     for declared in targets.values():
         if declared.spec == text and dict(declared.options) == dict(options):
             return declared

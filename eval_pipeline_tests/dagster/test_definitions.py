@@ -64,6 +64,7 @@ def test_fluency_checks_snapshot(defs: dg.Definitions) -> None:
         "error_thresholds_hold",
         "expected_predicates_pass_rate",
         "finite_predicate_shape_rate",
+        "measurement",
         "no_dotted_inventory_rate",
         "no_placeholder_rate",
         "no_provenance_only_rate",
@@ -79,7 +80,7 @@ def test_thresholds_are_checks_on_metrics_and_the_gate_and_regression_checks_on_
         checks = {
             k.name for k in graph.asset_check_keys if k.asset_key == dg.AssetKey([spec.name, "metrics"])
         }
-        assert checks == {t.check_name for t in spec.effective_thresholds}, spec.name
+        assert checks == {"measurement"} | {t.check_name for t in spec.effective_thresholds}, spec.name
         history = {
             k.name for k in graph.asset_check_keys if k.asset_key == dg.AssetKey([spec.name, "history"])
         }
@@ -193,3 +194,14 @@ def test_the_observe_schedule_observes_every_declared_target_in_one_run(
             if record
         }
         assert set(tags) == {"reference", "bare"} and tags["reference"] != tags["bare"]
+
+
+def test_every_table_asset_describes_every_column(defs: dg.Definitions) -> None:
+    graph = defs.resolve_asset_graph()
+    for key in graph.get_all_asset_keys():
+        schema = graph.get(key).metadata.get("dagster/column_schema")
+        if key.path[-1] == "history" or key == dg.AssetKey("runtime_targets"):
+            continue  # history appends the other assets' tables; runtime_targets is observed, not a table
+        assert schema is not None, key.to_user_string()
+        described = {column.name: column.description for column in schema.columns}
+        assert described and all(text and len(text) > 10 for text in described.values()), key.to_user_string()

@@ -129,7 +129,7 @@ def test_replayed_drift_and_lost_anchor_are_caught(tmp_path: Path) -> None:
     rows = result.case_predicates.set_index(["case_id", "predicate"])
     assert rows.loc[(case, "no_topic_drift_to_none"), "passed"] == False  # noqa: E712 - nullable bool
     assert rows.loc[(case, "topic_anchor_present"), "passed"] == False  # noqa: E712
-    assert "turn(s) 7" in rows.loc[(case, "topic_anchor_present"), "message"]
+    assert "(turn 7; anchor" in rows.loc[(case, "topic_anchor_present"), "message"]
     assert metric(result, "case_no_drift_rate")[1] == metric(live, "case_no_drift_rate")[1] - 1
 
 
