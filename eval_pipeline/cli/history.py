@@ -24,6 +24,7 @@ from eval_pipeline.cli.terminal import terminal_view
 from eval_pipeline.history.compact import compact
 from eval_pipeline.history.compare import RuntimeComparison, compare_runtimes
 from eval_pipeline.history.diff import diff_pairs, pairs_to_diff, verdict_text
+from eval_pipeline.history.first_failure import FIRST_FAILURE_COLUMNS as ALL_FIRST_FAILURE_COLUMNS
 from eval_pipeline.history.first_failure import CaseScope, case_series, first_failures
 from eval_pipeline.history.flaky import case_flip_rates, rate_intervals
 from eval_pipeline.history.report import write_report
@@ -73,15 +74,11 @@ DIFF_METRIC_COLUMNS = ("metric", "value_a", "value_b", "delta")
 DIFF_FLIP_COLUMNS = ("case_id", "predicate", "change", "code_a", "code_b")
 FLAKY_CASE_COLUMNS = ("lane", "split", "runtime", "case_set", "case_id", "predicate", "flips", "flip_rate")
 FLAKY_RATE_COLUMNS = ("lane", "split", "runtime", "case_set", "metric", "value", "wilson_low", "wilson_high")
-FIRST_FAILURE_COLUMNS = (
-    "lane",
-    "split",
-    "runtime",
-    "case_set",
-    "predicate",
-    "run_id",
-    "date",
-    "previous_run_id",
+# Without --wide: everything but the previous run's day and the two surfaces (which wrap).
+FIRST_FAILURE_COLUMNS = tuple(
+    c
+    for c in ALL_FIRST_FAILURE_COLUMNS
+    if c not in ("previous_date", "surface_before", "surface_after", "surface_change")
 )
 
 

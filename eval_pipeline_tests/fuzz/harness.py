@@ -54,15 +54,7 @@ class FuzzCounts:
             self.examples.append(text)
 
     def add(self, other: FuzzCounts) -> None:
-        for name in (
-            "lines",
-            "valid_lines",
-            "tracebacks",
-            "invalid_accepted",
-            "valid_rejected",
-            "wrong_line_numbers",
-            "disagreements",
-        ):
+        for name in COUNT_FIELDS:
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.kinds.update(other.kinds)
         for example in other.examples:
@@ -147,3 +139,15 @@ def fuzz_lane(spec: LaneSpec, folder: Path, *, lines: int, seed: int, per_file: 
         path = folder / f"{spec.name}_{index:06d}.jsonl"
         total.add(check_file(spec, path, write_corpus(path, mutated, rng)))
     return total
+
+
+COUNT_FIELDS: tuple[str, ...] = (
+    "lines",
+    "valid_lines",
+    "tracebacks",
+    "invalid_accepted",
+    "valid_rejected",
+    "wrong_line_numbers",
+    "disagreements",
+)
+"""The counted fields of :class:`FuzzCounts`, in report order."""
