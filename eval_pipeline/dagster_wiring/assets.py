@@ -152,7 +152,7 @@ def _case_files(spec: LaneSpec, case_set: str, config: CasesConfig) -> tuple[str
             raise RuntimeSpecError(
                 f"case set {case_set!r} is a custom case file: give its path as the cases asset's cases_path"
             )
-        actual = custom_case_set(cases_sha256([Path(config.cases_path)]))
+        actual = custom_case_set(config.cases_path)
         if actual != case_set:
             raise RuntimeSpecError(
                 f"{config.cases_path} is case set {actual!r}, not the partition's {case_set!r}: "
@@ -162,7 +162,7 @@ def _case_files(spec: LaneSpec, case_set: str, config: CasesConfig) -> tuple[str
     if config.cases_path:
         raise RuntimeSpecError(
             f"partition case set {case_set!r} is the split's own files; a custom case file runs under "
-            f"case set {custom_case_set(cases_sha256([Path(config.cases_path)]))!r}"
+            f"case set {custom_case_set(config.cases_path)!r}"
         )
     if case_set not in spec.splits:
         raise RuntimeSpecError(f"lane {spec.name!r} has no split {case_set!r}; it has {sorted(spec.splits)}")

@@ -28,7 +28,6 @@ from eval_pipeline.dagster_wiring.resources import HistoryResource, RuntimeResou
 from eval_pipeline.dagster_wiring.runtime_targets import observe_target
 from eval_pipeline.dagster_wiring.schedules import job_name, series_tags
 from eval_pipeline.lanes.spec import LaneSpec
-from eval_pipeline.pipeline import cases_sha256
 from eval_pipeline.progress import NoProgress, ProgressObserver
 from eval_pipeline.runtimes.targets import RuntimeTarget
 from eval_pipeline.scoring import VerdictWord, verdict_word
@@ -165,7 +164,7 @@ def materialize_lane(
 ) -> LaneOutcome:
     """Run the lane's job for one series (split or custom case file × runtime target) and read
     the results back. The run is tagged with its lane, series and night."""
-    case_set = custom_case_set(cases_sha256([Path(cases_path)])) if cases_path else split
+    case_set = custom_case_set(cases_path) if cases_path else split
     with instance_lock(Path(instance.root_directory)):
         register_series(instance, spec.name, [case_set], [target.name])
     observe_target(instance, target, {HOST_TAG: socket.gethostname(), **(tags or {})})
