@@ -20,17 +20,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the test package's fuzz harness
 
 from eval_pipeline.lanes import discover_lanes
-from eval_pipeline_tests.fuzz.harness import FuzzCounts, fuzz_lane
+from eval_pipeline_tests.fuzz.harness import COUNT_FIELDS, FuzzCounts, fuzz_lane
 
-COLUMNS = (
-    "lines",
-    "valid_lines",
-    "tracebacks",
-    "invalid_accepted",
-    "valid_rejected",
-    "wrong_line_numbers",
-    "disagreements",
-)
+COLUMNS = COUNT_FIELDS
 
 
 def main() -> None:

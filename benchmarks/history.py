@@ -24,7 +24,7 @@ import pandas as pd
 from eval_pipeline.history.compact import compact
 from eval_pipeline.history.diff import diff_runs
 from eval_pipeline.history.runs import RunRef
-from eval_pipeline.history.store import append_run
+from eval_pipeline.history.store import append_run, commit_run
 from eval_pipeline.history.views import connect
 
 LANES = ("lane_a", "lane_b", "lane_c", "lane_d")
@@ -45,6 +45,7 @@ def run_tables(lane: str, day: date, seed: int) -> tuple[pd.DataFrame, pd.DataFr
             "lane": lane,
             "split": SPLIT,
             "runtime": RUNTIME,
+            "case_set": SPLIT,
             "case_id": np.repeat(CASES, len(PREDICATES)),
             "predicate": np.tile(PREDICATES, len(CASES)),
             "passed": passed,
@@ -61,6 +62,7 @@ def run_tables(lane: str, day: date, seed: int) -> tuple[pd.DataFrame, pd.DataFr
             "lane": lane,
             "split": SPLIT,
             "runtime": RUNTIME,
+            "case_set": SPLIT,
             "metric": METRICS,
             "value": numerators / 100,
             "numerator": numerators,
@@ -84,8 +86,13 @@ def write_lane(args: tuple[str, str, int]) -> int:
     for offset in range(days):
         day = start + timedelta(days=offset)
         metrics, cases = run_tables(lane, day, seed=hash((lane, offset)) % 2**32)
+        run_id = f"{lane}-{day.isoformat()}"
         for table, df in (("metrics", metrics), ("case_predicates", cases)):
-            append_run(root, table, df, lane=lane, date=day.isoformat(), run_id=f"{lane}-{day.isoformat()}")
+            append_run(root, table, df, lane=lane, date=day.isoformat(), run_id=run_id)
+        manifest = metrics.iloc[:1][
+            ["run_id", "lane", "split", "runtime", "case_set", "started_at", "cases_sha256"]
+        ]
+        commit_run(root, manifest, lane=lane, date=day.isoformat(), run_id=run_id)
     return days
 
 
@@ -143,8 +150,8 @@ def main() -> None:
         print(f"wrote {runs} runs ({files} per-run files, {_size(root)}) in {write_s:.1f} s")
 
         last = date(2015, 1, 1) + timedelta(days=days - 1)
-        a = RunRef(f"lane_b-{(last - timedelta(days=1)).isoformat()}", "lane_b", SPLIT, RUNTIME)
-        b = RunRef(f"lane_b-{last.isoformat()}", "lane_b", SPLIT, RUNTIME)
+        a = RunRef(f"lane_b-{(last - timedelta(days=1)).isoformat()}", "lane_b", SPLIT, RUNTIME, SPLIT)
+        b = RunRef(f"lane_b-{last.isoformat()}", "lane_b", SPLIT, RUNTIME, SPLIT)
         assert len(trend_duckdb(root)) == days and diff_duckdb(root, a, b) == diff_pandas(root, a, b)
         rows = {
             "trend (1 metric, 1 lane)": [lambda: trend_duckdb(root), lambda: trend_pandas(root)],

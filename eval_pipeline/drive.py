@@ -1,7 +1,9 @@
 """Drive a ChatRuntime over threads and record every turn as a transcript row.
 
 One fresh session per case; turns of a case are sent in order within its session;
-sessions run concurrently up to ``concurrency``. A turn that raises is retried when the
+sessions run concurrently up to ``concurrency``. Threads that name one ``session`` (a lane
+declared with a warm session) share it: their cases are played one after another, in order,
+in that one session. A turn that raises is retried when the
 fault is transient and the retry policy allows, then recorded with its ``error`` and
 ``attempts``; the case's remaining turns still run and other sessions never notice: faults
 are data, never dropped. Rows come back sorted by (case_id, turn_index) whatever the
@@ -63,14 +65,14 @@ def send_with_retries(
             time.sleep(retry.delay_s(attempts, getattr(exc, "retry_after", None)))
 
 
-def run_thread(
+def run_session(
     runtime: ChatRuntime,
-    thread: Thread,
+    threads: Sequence[Thread],
     on_turn: TurnCallback | None = None,
     *,
     retry: RetryPolicy | None = None,
 ) -> list[dict[str, Any]]:
-    """Send one case's turns in one session; one transcript row per turn, faults included."""
+    """Send every turn of ``threads``, in order, in one session; one row per turn, faults included."""
     retry = retry or retry_policy_of(runtime)
     rows: list[dict[str, Any]] = []
 
@@ -80,42 +82,56 @@ def run_thread(
             on_turn(row)
 
     try:
-        session = runtime.open_session(thread.case_id)
+        session = runtime.open_session(threads[0].session or threads[0].case_id)
     except RuntimeSpecError:
         raise
     except Exception as exc:  # a session that cannot open fails every one of its turns
-        for turn in thread.turns:
-            record(_row(thread.case_id, turn, error=_error_text(exc)))
+        for thread in threads:
+            for turn in thread.turns:
+                record(_row(thread.case_id, turn, error=_error_text(exc)))
         return rows
     try:
-        for turn in thread.turns:
-            started = time.perf_counter()
-            response, fault, attempts = send_with_retries(session, turn.prompt, retry)
-            latency_ms = (time.perf_counter() - started) * 1000.0
-            if response is None:
-                error = _error_text(fault) if fault else "no response"
-                record(_row(thread.case_id, turn, latency_ms=latency_ms, attempts=attempts, error=error))
-                continue
-            raw = dict(response.raw)
-            # An adapter that retries internally reports its own attempts for the last send.
-            attempts += int(raw.pop("attempts", 1)) - 1
-            record(
-                _row(
-                    thread.case_id,
-                    turn,
-                    surface=response.surface,
-                    grounding_source=response.grounding_source,
-                    surface_tag=response.surface_tag,
-                    epistemic_status=response.epistemic_status,
-                    latency_ms=latency_ms,
-                    attempts=attempts,
-                    raw=json.dumps(raw, sort_keys=True, ensure_ascii=False, default=str) if raw else None,
-                )
-            )
+        for thread in threads:
+            begin_case = getattr(session, "begin_case", None)
+            if callable(begin_case):  # a session that answers per case (replay) is told which case
+                begin_case(thread.case_id)
+            for turn in thread.turns:
+                record(_send(session, thread.case_id, turn, retry))
     finally:
         with contextlib.suppress(Exception):  # a session that fails to close has already answered
             session.close()
     return rows
+
+
+def _send(session: ChatSession, case_id: str, turn: TurnRequest, retry: RetryPolicy) -> dict[str, Any]:
+    started = time.perf_counter()
+    response, fault, attempts = send_with_retries(session, turn.prompt, retry)
+    latency_ms = (time.perf_counter() - started) * 1000.0
+    if response is None:
+        error = _error_text(fault) if fault else "no response"
+        return _row(case_id, turn, latency_ms=latency_ms, attempts=attempts, error=error)
+    raw = dict(response.raw)
+    # An adapter that retries internally reports its own attempts for the last send.
+    attempts += int(raw.pop("attempts", 1)) - 1
+    return _row(
+        case_id,
+        turn,
+        surface=response.surface,
+        grounding_source=response.grounding_source,
+        surface_tag=response.surface_tag,
+        epistemic_status=response.epistemic_status,
+        latency_ms=latency_ms,
+        attempts=attempts,
+        raw=json.dumps(raw, sort_keys=True, ensure_ascii=False, default=str) if raw else None,
+    )
+
+
+def sessions_of(threads: Sequence[Thread]) -> list[list[Thread]]:
+    """Threads grouped by session, in order: a thread without a ``session`` key is a session of its own."""
+    groups: dict[str, list[Thread]] = {}
+    for index, thread in enumerate(threads):
+        groups.setdefault(thread.session if thread.session is not None else f"#{index}", []).append(thread)
+    return list(groups.values())
 
 
 def drive(
@@ -140,15 +156,16 @@ def drive(
     if on_start:
         on_start(sum(len(t.turns) for t in threads))
 
-    def run(thread: Thread) -> list[dict[str, Any]]:
-        return run_thread(runtime, thread, on_turn, retry=retry)
+    def run(session: list[Thread]) -> list[dict[str, Any]]:
+        return run_session(runtime, session, on_turn, retry=retry)
 
-    if sessions_in_flight == 1 or len(threads) <= 1:
-        results = [run(t) for t in threads]
+    sessions = sessions_of(threads)
+    if sessions_in_flight == 1 or len(sessions) <= 1:
+        results = [run(s) for s in sessions]
     else:
-        workers = min(sessions_in_flight, len(threads))
+        workers = min(sessions_in_flight, len(sessions))
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="eval-session") as pool:
-            results = list(pool.map(run, threads))
+            results = list(pool.map(run, sessions))
     rows = [row for result in results for row in result]
     rows.sort(key=lambda r: (r["case_id"], r["turn_index"]))
     return frame(TRANSCRIPTS, rows)[TRANSCRIPT_COLUMNS]

@@ -18,7 +18,8 @@ from pydantic import BaseModel
 
 from eval_pipeline.cases.loading import LoadedCase, load_cases
 from eval_pipeline.drive import TurnCallback, drive
-from eval_pipeline.lanes.kind import LaneKind, Thread, lane_kind
+from eval_pipeline.lanes.kind import LaneKind, Scored, Thread
+from eval_pipeline.lanes.registry import lane_kind
 from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.runtimes.base import ChatRuntime
 from eval_pipeline.scoring import MetricValue, ThresholdVerdict, judge
@@ -34,7 +35,7 @@ def case_paths(spec: LaneSpec, split: str, cases_path: str | Path | None = None)
 
 def load_split(spec: LaneSpec, split: str, cases_path: str | Path | None = None) -> list[LoadedCase[Any]]:
     """Validated cases of one split (raises CaseFileError listing every problem)."""
-    return load_cases(case_paths(spec, split, cases_path), lane_kind(spec.kind).case_model)
+    return load_cases(case_paths(spec, split, cases_path), lane_kind(spec).case_model)
 
 
 def cases_sha256(paths: Sequence[Path]) -> str:
@@ -67,7 +68,7 @@ def cases_from_frame(kind: LaneKind, cases: pd.DataFrame) -> list[BaseModel]:
 
 def lane_threads(spec: LaneSpec, split: str, cases: Sequence[BaseModel]) -> list[Thread]:
     """The threads a lane sends for ``cases`` (what the transcripts stage drives), their ids checked."""
-    threads = lane_kind(spec.kind).threads(cases, spec, split)
+    threads = lane_kind(spec).threads(cases, spec, split)
     check_thread_ids(cases, threads)
     return threads
 
@@ -95,6 +96,7 @@ def metric_rows(metrics: Sequence[MetricValue], verdicts: Sequence[ThresholdVerd
                 "threshold": verdict.threshold.value if verdict else None,
                 "severity": verdict.threshold.severity if verdict else None,
                 "passed": verdict.passed if verdict else None,
+                "verdict": verdict.word if verdict else "n/a",
             }
         )
     return rows
@@ -136,7 +138,7 @@ def metric_values(
     case_predicates: pd.DataFrame,
 ) -> list[MetricValue]:
     """Stage 5: the lane's metrics plus the ones every lane emits (COMMON_METRICS: error_rate)."""
-    values = kind.metrics(cases, transcripts, turn_predicates, case_predicates)
+    values = kind.metrics(Scored(cases, transcripts, turn_predicates, case_predicates))
     return [*values, error_rate(transcripts)]
 
 
@@ -172,14 +174,14 @@ def evaluate_lane(
     on_turn: TurnCallback | None = None,
 ) -> LaneRun:
     """Run one lane split end to end in this process (no Dagster, no history)."""
-    kind = lane_kind(spec.kind)
+    kind = lane_kind(spec)
     loaded = load_split(spec, split, cases_path)
     cases = [item.case for item in loaded]
     threads = kind.threads(cases, spec, split)
     check_thread_ids(cases, threads)
     transcripts = drive(runtime, threads, concurrency=concurrency, on_turn=on_turn)
     turn_predicates, case_predicates, values = score(kind, cases, transcripts)
-    verdicts = judge(spec.effective_thresholds, values)
+    verdicts = judge(spec.effective_thresholds, values, max_error_rate=spec.max_error_rate)
     metrics = frame(METRICS, metric_rows(values, verdicts))[lane_columns(METRICS)]
     return LaneRun(
         spec,

@@ -11,7 +11,18 @@ from typing import Literal, Protocol
 import pandas as pd
 
 ThresholdOp = Literal[">=", "<=", "==", ">", "<"]
+# The one severity vocabulary: a threshold check blocks (ERROR) or reports (WARN).
 Severity = Literal["ERROR", "WARN"]
+# One vocabulary for a verdict everywhere (CLI, report, JUnit, Dagster metadata, history):
+# pass; fail (a blocking ERROR threshold missed); warn (a WARN one missed); void (the run
+# could not measure the runtime: too many turns faulted); n/a (no threshold, or not computable).
+VerdictWord = Literal["pass", "fail", "warn", "void", "n/a"]
+DEFAULT_MAX_ERROR_RATE = 0.05
+ERROR_RATE = "error_rate"
+# A case row's severity, in the spelling EvalCase v1 files use (seed 004 §4) and the
+# case_predicates tables keep: "hard" rows are what blocking (ERROR) thresholds gate, "report"
+# rows are what WARN thresholds watch. Every lane's case rows use this one alias.
+CaseSeverity = Literal["hard", "report"]
 
 _OPS: Mapping[str, Callable[[float, float], bool]] = {
     ">=": operator.ge,
@@ -93,27 +104,97 @@ class Threshold(Protocol):
     def reason(self) -> str: ...
 
 
+def verdict_word(passed: bool | None, severity: str | None, *, void: bool = False) -> VerdictWord:
+    """The one word for a check's outcome (see :data:`VerdictWord`)."""
+    if void:
+        return "void"
+    if passed is None or severity is None:
+        return "n/a"
+    if passed:
+        return "pass"
+    return "fail" if severity == "ERROR" else "warn"
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """Whether a run measured its runtime at all: ``error_rate`` against the allowed maximum.
+
+    A void measurement is not a pass: when more turns faulted than ``max_error_rate`` allows,
+    the metrics describe the faults, not the runtime, so no threshold of the run counts as passed.
+    """
+
+    error_rate: float | None
+    max_error_rate: float
+    faulted_turns: int = 0
+    turns: int = 0
+
+    @property
+    def void(self) -> bool:
+        return self.error_rate is not None and self.error_rate > self.max_error_rate + 1e-12
+
+    def explain(self) -> str:
+        if not self.void:
+            return (
+                f"measured: error_rate {self.error_rate or 0:.3g} <= max_error_rate {self.max_error_rate:g}"
+            )
+        return (
+            f"void: {self.faulted_turns} of {self.turns} turns faulted (error_rate {self.error_rate:.3g} > "
+            f"max_error_rate {self.max_error_rate:g}); the runtime was not measured"
+        )
+
+
+def measurement(metrics: Sequence[MetricValue], max_error_rate: float) -> Measurement:
+    """The run's :class:`Measurement` from its ``error_rate`` metric (every lane emits it)."""
+    errors = metric_index(metrics).get(ERROR_RATE)
+    if errors is None:
+        return Measurement(None, max_error_rate)
+    return Measurement(errors.value, max_error_rate, int(errors.numerator or 0), int(errors.denominator or 0))
+
+
 @dataclass(frozen=True)
 class ThresholdVerdict:
     """One threshold judged against one run's metric: computed once, rendered everywhere
-    (the metrics table's ``passed`` column, the asset check, the CLI)."""
+    (the metrics table's ``passed`` and ``verdict`` columns, the asset check, the CLI, JUnit).
+
+    ``passed`` is False when the measurement is void: a check of an unmeasured run is never
+    counted as passed, whatever its value.
+    """
 
     threshold: Threshold
     metric: MetricValue
     passed: bool
+    void: bool = False
 
     @property
     def bound(self) -> str:
         return f"{self.threshold.op} {self.threshold.value:g}"
 
+    @property
+    def word(self) -> VerdictWord:
+        return verdict_word(self.passed, self.threshold.severity, void=self.void)
 
-def judge(thresholds: Sequence[Threshold], metrics: Sequence[MetricValue]) -> list[ThresholdVerdict]:
-    """Every threshold's verdict; a threshold naming a metric the lane did not emit is an error."""
+
+def judge(
+    thresholds: Sequence[Threshold],
+    metrics: Sequence[MetricValue],
+    *,
+    max_error_rate: float = DEFAULT_MAX_ERROR_RATE,
+) -> list[ThresholdVerdict]:
+    """Every threshold's verdict; a threshold naming a metric the lane did not emit is an error.
+
+    When the run is void (:func:`measurement`), every verdict is void and not passed.
+    """
     index = metric_index(metrics)
     missing = sorted({t.metric for t in thresholds} - set(index))
     if missing:
         raise ValueError(f"thresholds name metrics the lane does not emit: {missing}")
+    void = measurement(metrics, max_error_rate).void
     return [
-        ThresholdVerdict(t, index[t.metric], compare(index[t.metric].value, t.op, t.value))
+        ThresholdVerdict(
+            t,
+            index[t.metric],
+            compare(index[t.metric].value, t.op, t.value) and not void,
+            void=void,
+        )
         for t in thresholds
     ]

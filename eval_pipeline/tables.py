@@ -28,6 +28,13 @@ RUN_COLUMNS: tuple[pa.Field, ...] = (
 
 SERIES_COLUMN_NAMES: tuple[str, ...] = ("lane", "split", "runtime", "case_set")
 
+# Evidence is a JSON object. Parquet files type the column as JSON (Arrow's canonical
+# ``arrow.json`` extension, Parquet's JSON logical type), so DuckDB reads it as JSON
+# (``evidence->>'$.found[0]'``); files written before that hold the same text as a plain
+# string, and the views read both. In a DataFrame it is canonical JSON text, decoded where
+# it is shown (``--json``, tables, the report).
+JSON_TEXT = pa.json_(pa.string())
+
 TRANSCRIPTS = pa.schema(
     [
         *RUN_COLUMNS,
@@ -54,7 +61,7 @@ TURN_PREDICATES = pa.schema(
         pa.field("predicate", pa.string()),
         pa.field("passed", pa.bool_()),  # null = not applicable to this turn
         pa.field("code", pa.string()),
-        pa.field("evidence", pa.string()),  # JSON text
+        pa.field("evidence", JSON_TEXT),
     ]
 )
 
@@ -66,8 +73,8 @@ CASE_PREDICATES = pa.schema(
         pa.field("passed", pa.bool_()),  # null = not applicable to this case
         pa.field("severity", pa.string()),
         pa.field("code", pa.string()),
-        pa.field("message", pa.string()),
-        pa.field("evidence", pa.string()),  # JSON text
+        pa.field("message", pa.string()),  # a sentence a person can act on, quoting the surface
+        pa.field("evidence", JSON_TEXT),
     ]
 )
 
@@ -81,7 +88,8 @@ METRICS = pa.schema(
         pa.field("threshold_op", pa.string()),
         pa.field("threshold", pa.float64()),
         pa.field("severity", pa.string()),  # ERROR | WARN | null (no threshold)
-        pa.field("passed", pa.bool_()),  # null when the metric has no threshold
+        pa.field("passed", pa.bool_()),  # null when the metric has no threshold; false when void
+        pa.field("verdict", pa.string()),  # pass | fail | warn | void | n/a (scoring.VerdictWord)
         pa.field("partition_date", pa.string()),
         pa.field("started_at", pa.timestamp("us", tz="UTC")),
         pa.field("cases_sha256", pa.string()),
@@ -114,6 +122,52 @@ SCHEMAS: Mapping[str, pa.Schema] = {
 }
 
 RUN_COLUMN_NAMES: tuple[str, ...] = tuple(f.name for f in RUN_COLUMNS)
+
+# What each column holds, for people (the Dagster UI's column schema). A name means the
+# same in every table, so one entry serves them all; a test checks that none is missing.
+COLUMN_DESCRIPTIONS: Mapping[str, str] = {
+    "run_id": "The Dagster run that produced the row (the history key; any unique prefix names it).",
+    "lane": "The lane (evaluation contract) the row belongs to.",
+    "split": "The lane split whose rules the cases ran under (dev, locked, …).",
+    "runtime": "The runtime target's name (evals/runtimes.yaml, or a derived name for an ad-hoc spec).",
+    "case_set": "Which cases: the split's own files (named after the split) or custom-<hash> for --cases.",
+    "case_id": "The case's id from its case file.",
+    "turn_index": "Position of the turn in the case's session, from 0.",
+    "role": "What the turn is for: turn, setup, probe or translate.",
+    "prompt": "What was sent to the runtime.",
+    "surface": "What the runtime answered (the text the predicates read).",
+    "grounding_source": "Where the runtime says the answer came from (pack, teaching, vault, none, …).",
+    "surface_tag": "The runtime's own provenance tag for the surface, if any.",
+    "epistemic_status": "The runtime's stated status of the claim (e.g. SPECULATIVE), if any.",
+    "latency_ms": "Wall time of the runtime call, in milliseconds.",
+    "attempts": "Calls made for the turn (retries of transient faults included).",
+    "error": "The fault that failed the turn (null when the runtime answered).",
+    "raw": "JSON text of whatever else the runtime returned (response id, usage, call ids).",
+    "predicate": "The predicate or assertion name.",
+    "passed": "true passed, false failed (void runs: never true), null not applicable.",
+    "code": "A machine-stable code for the outcome (ok, placeholder_present, turn_error, …).",
+    "severity": "Case rows: hard (the case's contract) or report. Metric rows: the threshold's ERROR or WARN.",
+    "message": "Why, in a sentence a person can act on, quoting the offending part of the surface.",
+    "evidence": "A JSON object with what the predicate found (the fragment, the markers, the counts).",
+    "metric": "The metric's name.",
+    "value": "The metric's value (null: not computable, no applicable case).",
+    "numerator": "Passing cases or turns (for a rate).",
+    "denominator": "Applicable cases or turns (for a rate).",
+    "threshold_op": "The threshold's comparison (>=, <=, ==, >, <), if the metric has one.",
+    "threshold": "The threshold's bound, if the metric has one.",
+    "verdict": "pass, fail (ERROR threshold missed), warn (WARN missed), void (run not measured) or n/a.",
+    "partition_date": "The night the run belongs to (YYYY-MM-DD).",
+    "started_at": "When the run started (UTC).",
+    "committed_at": "When the run's manifest was written: from then on history queries see it.",
+    "cases_sha256": "SHA-256 of the case files' bytes: which cases were measured.",
+    "pipeline_version": "The eval-pipeline version that produced the row.",
+    "runtime_spec": "The adapter spec the runtime target resolved to (never a secret).",
+    "dagster_job": "The Dagster job that ran.",
+    "tables": "The history tables the run wrote (comma-separated).",
+    "file": "The case file the case came from.",
+    "line": "The line of the case in its file.",
+    "case_json": "The validated case as canonical JSON.",
+}
 
 
 def lane_columns(schema: pa.Schema) -> list[str]:
@@ -162,5 +216,7 @@ def nullable_types(arrow_type: pa.DataType) -> Any:
     if pa.types.is_floating(arrow_type):
         return pd.Float64Dtype()
     if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
+        return pd.StringDtype()
+    if isinstance(arrow_type, pa.JsonType):
         return pd.StringDtype()
     return None

@@ -27,7 +27,7 @@ def quick_start() -> list[str]:
 def test_quick_start_is_two_commands_and_ci_runs_the_second() -> None:
     setup_and_run, setup_and_test = quick_start()
     assert setup_and_run.endswith(".venv/bin/eval-pipeline run")
-    assert setup_and_test.endswith(".venv/bin/pytest")
+    assert setup_and_test.endswith(".venv/bin/pytest -n 2")
     assert setup_and_test in (PROJECT_ROOT / ".ci" / "run").read_text(encoding="utf-8")
 
 

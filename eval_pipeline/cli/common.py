@@ -18,6 +18,9 @@ from eval_pipeline.runtimes.base import RuntimeSpecError
 EXIT_OK = 0
 EXIT_CHECK_FAILED = 1  # a blocking (ERROR) check failed
 EXIT_BAD_INPUT = 2  # bad case files, lane files, runtime spec or arguments
+EXIT_RUN_FAILED = 3  # a stage raised (a bug or an environment problem), not a check
+EXIT_VOID = 4  # the measurement failed: too many turns faulted (a runtime down), nothing was judged
+SHORT_ID = 8  # characters of a run id shown in tables; any unique prefix names a run
 
 app = typer.Typer(
     name="eval-pipeline",
@@ -71,6 +74,10 @@ def bad_input_exits() -> Iterator[None]:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
         print_plain(Text.assemble(("error:", "red"), " ", str(message)))
         raise typer.Exit(EXIT_BAD_INPUT) from None
+
+
+def short_id(run_id: str) -> str:
+    return run_id[:SHORT_ID]
 
 
 def print_plain(text: str | Text) -> None:

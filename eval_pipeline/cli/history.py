@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import webbrowser
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import date
 from enum import StrEnum
@@ -13,20 +14,25 @@ from typing import Annotated
 import duckdb
 import pandas as pd
 import typer
+from rich import box
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from eval_pipeline.cli.common import EXIT_BAD_INPUT, app, bad_input_exits, err, history_app, out
+from eval_pipeline.cli.common import EXIT_BAD_INPUT, app, bad_input_exits, err, history_app, out, short_id
+from eval_pipeline.cli.terminal import terminal_view
 from eval_pipeline.history.compact import compact
 from eval_pipeline.history.compare import RuntimeComparison, compare_runtimes
 from eval_pipeline.history.diff import diff_pairs, pairs_to_diff, verdict_text
+from eval_pipeline.history.first_failure import FIRST_FAILURE_COLUMNS as ALL_FIRST_FAILURE_COLUMNS
 from eval_pipeline.history.first_failure import CaseScope, case_series, first_failures
 from eval_pipeline.history.flaky import case_flip_rates, rate_intervals
 from eval_pipeline.history.report import write_report
 from eval_pipeline.history.runs import RunRef
 from eval_pipeline.history.sql import read_only_connection, run_query
 from eval_pipeline.history.views import connect
+from eval_pipeline.palette import rich_style
+from eval_pipeline.scoring import verdict_word
 from eval_pipeline.settings import history_root
 
 
@@ -43,10 +49,36 @@ HistoryOption = Annotated[
 FormatOption = Annotated[OutputFormat, typer.Option("--format", "-f", help="table, csv or json.")]
 LaneOption = Annotated[str | None, typer.Option("--lane", help="Only this lane.")]
 SplitOption = Annotated[str | None, typer.Option("--split", help="Only this split.")]
+WideOption = Annotated[
+    bool, typer.Option("--wide", help="Every column, full run ids (tables fit 100 columns without it).")
+]
 
 _HISTORY_COLUMNS = (
     "date, started_at, lane, split, runtime, case_set, run_id, metric, value, threshold_op, threshold, "
-    "severity, passed"
+    "severity, passed, verdict"
+)
+HISTORY_TABLE_COLUMNS = (
+    "date",
+    "lane",
+    "split",
+    "runtime",
+    "case_set",
+    "run_id",
+    "metric",
+    "value",
+    "threshold",
+    "check",
+)
+VERDICT_COLUMNS = frozenset({"check", "verdict", "verdict_a", "verdict_b"})  # coloured like the report
+DIFF_METRIC_COLUMNS = ("metric", "value_a", "value_b", "delta")
+DIFF_FLIP_COLUMNS = ("case_id", "predicate", "change", "code_a", "code_b")
+FLAKY_CASE_COLUMNS = ("lane", "split", "runtime", "case_set", "case_id", "predicate", "flips", "flip_rate")
+FLAKY_RATE_COLUMNS = ("lane", "split", "runtime", "case_set", "metric", "value", "wilson_low", "wilson_high")
+# Without --wide: everything but the previous run's day and the two surfaces (which wrap).
+FIRST_FAILURE_COLUMNS = tuple(
+    c
+    for c in ALL_FIRST_FAILURE_COLUMNS
+    if c not in ("previous_date", "surface_before", "surface_after", "surface_change")
 )
 
 
@@ -69,6 +101,7 @@ def history(
     ] = None,
     output: FormatOption = OutputFormat.table,
     root: HistoryOption = None,
+    wide: WideOption = False,
 ) -> None:
     """Metric values of every stored run, oldest first (or the result of --sql)."""
     if ctx.invoked_subcommand is not None:
@@ -85,7 +118,23 @@ def history(
                 "ORDER BY started_at, date, lane, split, runtime, case_set, run_id, metric",
                 [lane, lane, metric, metric, since_day, since_day],
             ).df()
-    emit(rows, output, title="history")
+    if sql is not None:
+        emit(rows, output, title="history")
+        return
+    if output is OutputFormat.table:
+        rows = rows.assign(
+            threshold=[
+                "" if pd.isna(t) else f"{op} {t:g}"
+                for op, t in zip(rows["threshold_op"], rows["threshold"], strict=True)
+            ],
+            check=[
+                str(v)
+                if isinstance(v, str)
+                else verdict_word(None if pd.isna(p) else bool(p), None if pd.isna(s) else str(s))
+                for v, p, s in zip(rows["verdict"], rows["passed"], rows["severity"], strict=True)
+            ],
+        )
+    emit(rows, output, title="history", columns=HISTORY_TABLE_COLUMNS, wide=wide)
 
 
 @history_app.command("compact")
@@ -137,6 +186,7 @@ def diff(
     lane: LaneOption = None,
     output: FormatOption = OutputFormat.table,
     root: HistoryOption = None,
+    wide: WideOption = False,
 ) -> None:
     """Metric deltas and flipped cases (pass→fail first) between two runs; default: the last two of each series."""
     with _bad_query_exits(), connect(root or history_root()) as con:
@@ -145,11 +195,19 @@ def diff(
         if not diffs:
             out().print("No series has two runs yet.")
         for d in diffs:
-            out().print(f"[bold]{escape(d.a.label())}  →  {escape(d.b.label())}[/bold]")
+            a, b = (d.a.label(), d.b.label()) if wide else (_short_label(d.a), _short_label(d.b))
+            out().print(f"[bold]{escape(a)}  →  {escape(b)}[/bold]", highlight=False)
             if d.note:
                 out().print(f"[yellow]note:[/yellow] {escape(d.note)}", highlight=False)
-            emit(d.metric_deltas, output, title="metrics")
-            emit(d.flips, output, title="flipped cases", empty="no case flipped")
+            emit(d.metric_deltas, output, title="metrics", columns=DIFF_METRIC_COLUMNS, wide=wide)
+            emit(
+                d.flips,
+                output,
+                title="flipped cases",
+                empty="no case flipped",
+                columns=DIFF_FLIP_COLUMNS,
+                wide=wide,
+            )
         return
     records: list[dict[str, object]] = [
         {
@@ -189,6 +247,7 @@ def flaky(
     ] = False,
     output: FormatOption = OutputFormat.table,
     root: HistoryOption = None,
+    wide: WideOption = False,
 ) -> None:
     """Per-case flip rates over the last N runs of each lane/split/runtime, and lane rates with Wilson intervals."""
     with _bad_query_exits(), connect(root or history_root()) as con:
@@ -199,9 +258,22 @@ def flaky(
     if output is OutputFormat.json:
         out().print_json(json.dumps({"cases": _records(cases), "rates": _records(rates)}, default=str))
         return
-    emit(cases, output, title=f"case flip rates (last {last} runs)", empty="no case flipped")
+    emit(
+        cases,
+        output,
+        title=f"case flip rates (last {last} runs)",
+        empty="no case flipped",
+        columns=FLAKY_CASE_COLUMNS,
+        wide=wide,
+    )
     if output is OutputFormat.table:
-        emit(rates, output, title="lane rates, 95% Wilson interval on the latest run")
+        emit(
+            rates,
+            output,
+            title="lane rates, 95% Wilson interval on the latest run",
+            columns=FLAKY_RATE_COLUMNS,
+            wide=wide,
+        )
 
 
 @app.command("first-failure")
@@ -213,6 +285,7 @@ def first_failure(
     runtime: Annotated[str | None, typer.Option("--runtime", help="Only this runtime target.")] = None,
     output: FormatOption = OutputFormat.table,
     root: HistoryOption = None,
+    wide: WideOption = False,
 ) -> None:
     """The first run in which a case's predicate went from pass to fail, per series, and how its surface changed."""
     scope = CaseScope(case_id, predicate, lane, split, runtime)
@@ -220,7 +293,14 @@ def first_failure(
         series = case_series(con, scope)
         rows = first_failures(con, scope)
     looked_at = f"{case_id} never went from pass to fail in {len(series)} series: {', '.join(series)}"
-    emit(rows, output, title=f"first failure of {case_id}", empty=looked_at)
+    emit(
+        rows,
+        output,
+        title=f"first failure of {case_id}",
+        empty=looked_at,
+        columns=(*FIRST_FAILURE_COLUMNS, "surface_change"),
+        wide=wide,
+    )
 
 
 @app.command("compare")
@@ -319,23 +399,47 @@ def _side_cell(row: dict[str, object], side: str) -> Text:
     return Text("  ".join(parts), style=style)
 
 
+def _short_label(ref: RunRef) -> str:
+    day = f" {ref.date.isoformat()}" if ref.date else ""
+    return f"{ref.series_label()} {short_id(ref.run_id)}{day}"
+
+
 def _day(ref: RunRef) -> str:
     return ref.date.isoformat() if ref.date else "?"
 
 
 @app.command("report")
 def report(
-    folder: Annotated[str, typer.Option("--out", help="Folder to write index.html into.")],
+    folder: Annotated[str, typer.Option("--out", help="Folder to write index.html into.")] = "report",
     root: HistoryOption = None,
+    open_it: Annotated[
+        bool,
+        typer.Option("--open", help="Open the report in the default browser ($BROWSER) after writing it."),
+    ] = False,
 ) -> None:
-    """A static HTML report (offline, no CDN): trends with thresholds, latest checks, flipped cases."""
+    """A static HTML report (offline, no CDN): the latest run's checks and failing cases, then trends."""
     with _bad_query_exits():
         path = write_report(root or history_root(), folder)
     out().print(f"wrote {path}", highlight=False)
+    if open_it and not webbrowser.open(path.resolve().as_uri()):
+        err().print(
+            f"no browser could be started; open {path.resolve().as_uri()}", highlight=False, markup=False
+        )
 
 
-def emit(rows: pd.DataFrame, output: OutputFormat, *, title: str = "", empty: str = "no rows") -> None:
-    """Print rows as a rich table, CSV or JSON records (timestamps as ISO text)."""
+def emit(
+    rows: pd.DataFrame,
+    output: OutputFormat,
+    *,
+    title: str = "",
+    empty: str = "no rows",
+    columns: Sequence[str] | None = None,
+    wide: bool = True,
+) -> None:
+    """Print rows as a rich table, CSV or JSON records (timestamps as ISO text).
+
+    A table shows ``columns`` (default: all) unless ``wide``, through :func:`terminal_view`.
+    """
     if output is OutputFormat.csv:
         out().print(rows.to_csv(index=False), end="", markup=False, highlight=False, soft_wrap=True)
         return
@@ -345,11 +449,18 @@ def emit(rows: pd.DataFrame, output: OutputFormat, *, title: str = "", empty: st
     if rows.empty:
         out().print(f"{title}: {empty}" if title else empty, markup=False, highlight=False, soft_wrap=True)
         return
-    table = Table(title=title or None, show_lines=False)
+    rows, notes = terminal_view(rows, columns, wide=wide)
+    title = " · ".join([t for t in (title, *notes) if t])
+    table = Table(title=title or None, show_lines=False, box=box.SIMPLE_HEAD, title_justify="left")
     for column in rows.columns:
         table.add_column(str(column), overflow="fold")
     for record in _records(rows):
-        table.add_row(*(Text("" if v is None else _cell(v)) for v in record.values()))
+        table.add_row(
+            *(
+                Text("" if v is None else _cell(v), style=rich_style(str(v)) if k in VERDICT_COLUMNS else "")
+                for k, v in record.items()
+            )
+        )
     out().print(table)
 
 

@@ -14,21 +14,29 @@ import pandas as pd
 import typer
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from eval_pipeline.cli.arguments import run_night
 from eval_pipeline.cli.common import (
     EXIT_BAD_INPUT,
     EXIT_CHECK_FAILED,
     EXIT_OK,
+    EXIT_RUN_FAILED,
+    EXIT_VOID,
     app,
     bad_input_exits,
     err,
     out,
+    short_id,
 )
+from eval_pipeline.dagster_wiring.checks import MEASUREMENT_CHECK
 from eval_pipeline.dagster_wiring.code_location import EXECUTOR_ENV
 from eval_pipeline.dagster_wiring.launch import LaneOutcome, ensure_instance, materialize_lane
+from eval_pipeline.failures import evidence_object, failing_cases, fault_counts
+from eval_pipeline.junit import SuiteRun, junit_xml
 from eval_pipeline.lanes.registry import discover_lanes
 from eval_pipeline.lanes.spec import LaneSpec
+from eval_pipeline.palette import rich_style
 from eval_pipeline.pipeline import lane_threads, load_split
 from eval_pipeline.progress import rich_progress
 from eval_pipeline.runtimes.options import parse_runtime_options
@@ -43,8 +51,8 @@ class Executor(StrEnum):
     celery = "celery"
 
 
-EXIT_RUN_FAILED = 3  # a stage raised (a bug or an environment problem), not a check
 MAX_CONCURRENCY = 1024
+FAILING_SHOWN = 10  # failing case rows printed per lane run; `show RUN` lists them all
 
 
 def _select(lanes: list[str] | None, split: str | None, custom: bool) -> list[tuple[LaneSpec, str]]:
@@ -73,6 +81,11 @@ def _records(df: pd.DataFrame | None) -> list[dict[str, Any]]:
     return json.loads(df.to_json(orient="records", date_format="iso"))
 
 
+def _with_evidence(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows with ``evidence`` as a JSON object, not a string holding JSON."""
+    return [{**row, "evidence": evidence_object(row.get("evidence"))} for row in rows]
+
+
 def _document(batch_id: str, outcomes: list[LaneOutcome]) -> dict[str, Any]:
     lanes = []
     for o in outcomes:
@@ -85,23 +98,31 @@ def _document(batch_id: str, outcomes: list[LaneOutcome]) -> dict[str, Any]:
                 "case_set": o.case_set,
                 "run_id": o.run_id,
                 "success": o.success,
+                "void": o.void,
+                "measurement": o.measurement_note,
                 "failure": o.failure,
                 "metrics": {k: None if pd.isna(v) else float(v) for k, v in metrics.items()},
                 "checks": [
                     {
                         "name": c.name,
                         "passed": c.passed,
+                        "verdict": c.verdict,
                         "severity": c.severity,
                         "value": c.value,
                         "threshold": c.threshold,
                     }
                     for c in o.checks
                 ],
-                "turn_predicates": _records(o.turn_predicates),
-                "case_predicates": _records(o.case_predicates),
+                "faults": fault_counts(o.transcripts) if o.transcripts is not None else [],
+                "turn_predicates": _with_evidence(_records(o.turn_predicates)),
+                "case_predicates": _with_evidence(_records(o.case_predicates)),
             }
         )
     return {"run_id": batch_id, "lanes": lanes}
+
+
+def _verdict(word: str) -> str:
+    return f"[{rich_style(word)}]{word}[/]"
 
 
 def _print(outcome: LaneOutcome) -> None:
@@ -109,32 +130,107 @@ def _print(outcome: LaneOutcome) -> None:
     title = escape(f"{outcome.lane} [{outcome.split}] · {outcome.runtime}{cases}")
     if outcome.failure is not None:
         err().print(
-            f"[red]{title}: run failed[/red] ({outcome.failure_kind}): {outcome.failure}", highlight=False
+            f"[red]{title}: run failed[/red] ({outcome.failure_kind}): {escape(outcome.failure)}",
+            highlight=False,
         )
+        _print_faults(outcome)
         return
     checks = {c.name: c for c in outcome.checks}
-    table = Table(title=title, title_justify="left", caption=f"run {outcome.run_id}", caption_justify="left")
+    caption = f"run {short_id(outcome.run_id)}"
+    table = Table(title=title, title_justify="left", caption=caption, caption_justify="left")
     for column in ("metric", "value", "n", "threshold", "check"):
         table.add_column(column, justify="right" if column in ("value", "n") else "left")
     assert outcome.metrics is not None
     for row in outcome.metrics.to_dict("records"):
-        value = "missing" if pd.isna(row["value"]) else f"{row['value']:.4g}"
+        value = "n/a" if pd.isna(row["value"]) else f"{row['value']:.4g}"
         n = "" if pd.isna(row["denominator"]) else f"{row['numerator']:g}/{row['denominator']:g}"
         check = checks.get(row["metric"])
-        if check is None:
-            verdict = ""
-        elif check.passed:
-            verdict = "[green]pass[/green]"
-        else:
-            verdict = "[red]FAIL[/red]" if check.severity == "ERROR" else "[yellow]warn[/yellow]"
+        verdict = "" if check is None else _verdict(check.verdict)
         threshold = "" if check is None else f"{check.threshold} ({check.severity})"
         table.add_row(str(row["metric"]), value, n, threshold, verdict)
     out().print(table)
     metric_names = set(outcome.metrics["metric"])
     for check in outcome.checks:
-        if check.name not in metric_names:  # lane-level checks, e.g. no_regression
-            verdict = "[green]pass[/green]" if check.passed else f"[yellow]{check.severity.lower()}[/yellow]"
-            out().print(f"  {check.name}: {verdict}")
+        if check.name not in metric_names:  # lane-level checks: measurement, no_regression
+            failed = not check.passed and check.description and check.name != MEASUREMENT_CHECK
+            note = f" ({escape(check.description)})" if failed else ""
+            out().print(f"  {check.name}: {_verdict(check.verdict)}{note}", highlight=False)
+    _print_failing(outcome)
+    _print_faults(outcome)
+
+
+def _print_failing(outcome: LaneOutcome) -> None:
+    """The failing cases, hard first, one line each: what failed and why; capped, with the rest counted."""
+    if outcome.case_predicates is None:
+        return
+    failing = failing_cases(outcome.case_predicates)
+    if failing.empty:
+        return
+    if outcome.void:  # every result is a fault's echo: the faults below say it once
+        out().print(
+            f"failing cases: not judged, the run is void; all {len(failing)} result(s): "
+            f"eval-pipeline show {short_id(outcome.run_id)}",
+            markup=False,
+            highlight=False,
+        )
+        return
+    cases = failing["case_id"].nunique()
+    out().print(f"[bold]failing cases[/bold] ({cases} case(s), {len(failing)} result(s)):", highlight=False)
+    console = out()
+    for row in failing.head(FAILING_SHOWN).to_dict("records"):
+        heading = Text.assemble(
+            "  ",
+            (row["case_id"], "bold" if row["severity"] == "hard" else ""),
+            f" · {row['predicate']} · {row['severity']} · {row['code']}",
+        )
+        console.print(heading, no_wrap=True, overflow="ellipsis", highlight=False)
+        console.print(Text(f"      {row['reason']}"), no_wrap=True, overflow="ellipsis", highlight=False)
+    if len(failing) > FAILING_SHOWN:
+        out().print(
+            f"  …and {len(failing) - FAILING_SHOWN} more; all of them: "
+            f"eval-pipeline show {short_id(outcome.run_id)}",
+            highlight=False,
+            markup=False,
+        )
+
+
+def _print_faults(outcome: LaneOutcome) -> None:
+    """The distinct fault messages of the run's turns, with how many turns each."""
+    if outcome.void:
+        err().print(f"[{rich_style('void')}]the measurement failed:[/] {escape(outcome.measurement_note)}")
+    if outcome.transcripts is None:
+        return
+    faults = fault_counts(outcome.transcripts)
+    if not faults:
+        return
+    total = sum(f["turns"] for f in faults)
+    err().print(f"[bold]faults[/bold] ({total} of {len(outcome.transcripts)} turns):", highlight=False)
+    for fault in faults:
+        err().print(Text(f"  {fault['turns']:>4} × {fault['fault']}"), highlight=False, soft_wrap=True)
+
+
+def _suite(outcome: LaneOutcome) -> SuiteRun:
+    cases = outcome.case_predicates if outcome.case_predicates is not None else pd.DataFrame()
+    transcripts = outcome.transcripts if outcome.transcripts is not None else pd.DataFrame()
+    case_ids = list(dict.fromkeys(str(c) for c in (cases["case_id"] if not cases.empty else [])))
+    return SuiteRun(
+        name=f"{outcome.lane}/{outcome.split} [{outcome.runtime}]"
+        + ("" if outcome.case_set == outcome.split else f" {{{outcome.case_set}}}"),
+        run_id=outcome.run_id,
+        case_ids=case_ids,
+        case_predicates=cases,
+        transcripts=transcripts,
+        properties={
+            "lane": outcome.lane,
+            "split": outcome.split,
+            "runtime": outcome.runtime,
+            "case_set": outcome.case_set,
+            **{f"check.{c.name}": c.verdict for c in outcome.checks},
+            **({"failure": outcome.failure} if outcome.failure else {}),
+        },
+        timestamp=datetime.now(UTC),
+        void_reason=outcome.measurement_note if outcome.void else "",
+    )
 
 
 @app.command()
@@ -170,6 +266,12 @@ def run(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON document instead of tables.")
     ] = False,
+    junit: Annotated[
+        Path | None,
+        typer.Option(
+            "--junit", help="Also write JUnit XML here: a testsuite per lane run, a testcase per case."
+        ),
+    ] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show Dagster's step logs.")] = False,
     executor: Annotated[
         Executor | None,
@@ -224,11 +326,25 @@ def run(
             _print(outcome)
     if as_json:
         typer.echo(json.dumps(_document(batch_id, outcomes), indent=2, sort_keys=False))
+    if junit is not None:
+        junit.parent.mkdir(parents=True, exist_ok=True)
+        junit.write_text(junit_xml([_suite(o) for o in outcomes]), encoding="utf-8")
+    raise typer.Exit(_exit_code(outcomes, summary=not as_json))
+
+
+def _exit_code(outcomes: list[LaneOutcome], *, summary: bool) -> int:
+    """2 bad input, 3 a stage raised, 4 a measurement failed (void), 1 a blocking check failed, else 0."""
     if any(o.failure is not None for o in outcomes):
         kinds = {o.failure_kind for o in outcomes if o.failure is not None}
-        raise typer.Exit(EXIT_BAD_INPUT if kinds & {"RuntimeSpecError", "CaseFileError"} else EXIT_RUN_FAILED)
+        return EXIT_BAD_INPUT if kinds & {"RuntimeSpecError", "CaseFileError"} else EXIT_RUN_FAILED
+    void = [o for o in outcomes if o.void]
     blocking = [(o, c) for o in outcomes for c in o.blocking_failures]
-    if not as_json:
-        summary = f"{len(outcomes)} lane run(s); {len(blocking)} blocking check failure(s)"
-        out().print(f"[red]{summary}[/red]" if blocking else f"[green]{summary}[/green]")
-    raise typer.Exit(EXIT_CHECK_FAILED if blocking else EXIT_OK)
+    if summary:
+        line = f"{len(outcomes)} lane run(s); {len(blocking)} blocking check failure(s)"
+        if void:
+            line += f"; {len(void)} void (the measurement failed: {', '.join(o.lane for o in void)})"
+        style = rich_style("void" if void else "fail" if blocking else "pass")
+        out().print(f"[{style}]{escape(line)}[/]", highlight=False)
+    if void:
+        return EXIT_VOID
+    return EXIT_CHECK_FAILED if blocking else EXIT_OK

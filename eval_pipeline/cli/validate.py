@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated
 
@@ -17,11 +18,8 @@ from eval_pipeline.cases.loading import (
 )
 from eval_pipeline.cli.common import app, bad_input_exits, out
 from eval_pipeline.i18n.schema import evalcase_v1_schema_text
-from eval_pipeline.lanes import LaneSpec, discover_lanes, lane_kind
+from eval_pipeline.lanes import LaneSpec, discover_lanes, find_lane, lane_kind
 from eval_pipeline.pipeline import lane_threads
-
-schema_app = typer.Typer(help="Print published case schemas.", no_args_is_help=True)
-app.add_typer(schema_app, name="schema")
 
 
 @app.command()
@@ -42,7 +40,7 @@ def validate(
         problems: list[CaseProblem] = []
         cases = 0
         for name, files in groups.items():
-            model = lane_kind(by_name[name].kind).case_model
+            model = lane_kind(by_name[name]).case_model
             loaded, lane_problems = validate_files(files, model)
             problems += lane_problems
             cases += len(loaded)
@@ -54,10 +52,19 @@ def validate(
         out().print(f"{cases} case(s) in {count} file(s) of {len(groups)} lane(s): no problems.")
 
 
-@schema_app.command("evalcase-v1")
-def schema_evalcase_v1() -> None:
-    """The JSON Schema of EvalCase v1 (the i18n-prompt lane's case format)."""
-    typer.echo(evalcase_v1_schema_text(), nl=False)
+@app.command()
+def schema(
+    name: Annotated[
+        str, typer.Argument(help="A lane's name, or evalcase-v1 (the published EvalCase v1 schema).")
+    ],
+) -> None:
+    """Print a lane's case schema (JSON Schema), or the published EvalCase v1 schema."""
+    if name == "evalcase-v1":
+        typer.echo(evalcase_v1_schema_text(), nl=False)
+        return
+    with bad_input_exits():
+        model = lane_kind(find_lane(name)).case_model
+        typer.echo(json.dumps(model.model_json_schema(), indent=2, ensure_ascii=False))
 
 
 def _lane_files(spec: LaneSpec) -> list[Path]:

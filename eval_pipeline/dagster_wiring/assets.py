@@ -11,7 +11,7 @@ tested without Dagster. A partition is one series (case set × runtime target, s
 # No `from __future__ import annotations` here: Dagster reads these annotations (config and
 # resource parameters) at definition time and cannot resolve them from strings.
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -21,17 +21,24 @@ import pyarrow as pa
 
 from eval_pipeline import __version__
 from eval_pipeline.dagster_wiring.checks import (
+    gate_check_result,
+    gate_check_spec,
+    measurement_check_result,
+    measurement_check_spec,
     regression_check_result,
     regression_check_spec,
+    rounded,
     threshold_check_results,
     threshold_check_specs,
 )
 from eval_pipeline.dagster_wiring.markdown import markdown_table
 from eval_pipeline.dagster_wiring.partitions import CUSTOM_PREFIX, custom_case_set, lane_partitions, series_of
 from eval_pipeline.dagster_wiring.resources import HistoryResource, RuntimeResource
+from eval_pipeline.dagster_wiring.runtime_targets import runtime_pool_slot, transcripts_runtime_dep
 from eval_pipeline.drive import drive
+from eval_pipeline.failures import failing_cases
 from eval_pipeline.history import append_run, commit_run, find_regressions, lane_chart_markdown
-from eval_pipeline.lanes.kind import lane_kind
+from eval_pipeline.lanes.registry import lane_kind
 from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.pipeline import (
     case_predicate_table,
@@ -47,9 +54,11 @@ from eval_pipeline.pipeline import (
 from eval_pipeline.progress import FanOut, LogProgress, ProgressObserver
 from eval_pipeline.runtimes.base import RuntimeSpecError
 from eval_pipeline.runtimes.registry import build_runtime
-from eval_pipeline.scoring import judge
+from eval_pipeline.scoring import judge, measurement
 from eval_pipeline.tables import (
     CASE_PREDICATES,
+    COLUMN_DESCRIPTIONS,
+    JSON_TEXT,
     METRICS,
     RUN_MANIFESTS,
     TRANSCRIPTS,
@@ -62,6 +71,8 @@ STAGES = ("cases", "transcripts", "turn_predicates", "case_predicates", "metrics
 DATE_TAG = "eval_pipeline/date"  # the night a run belongs to (YYYY-MM-DD); default: the day it started
 MAX_FAILING_ROWS = 50
 PROGRESS_EVERY_SECONDS = 10.0
+# Nightly at 02:00 plus a night's slack: a lane whose metrics are older has missed a night.
+METRICS_FRESHNESS = dg.FreshnessPolicy.time_window(fail_window=timedelta(hours=26))
 
 
 class CasesConfig(dg.Config):
@@ -75,18 +86,36 @@ class CasesConfig(dg.Config):
 
 
 def column_schema(schema: pa.Schema) -> dg.TableSchema:
-    return dg.TableSchema(columns=[dg.TableColumn(f.name, str(f.type)) for f in schema])
+    """The table's columns with their types and what each holds (shown in the UI)."""
+    return dg.TableSchema(
+        columns=[
+            dg.TableColumn(
+                f.name, "json" if f.type == JSON_TEXT else str(f.type), COLUMN_DESCRIPTIONS[f.name]
+            )
+            for f in schema
+        ]
+    )
+
+
+CASES_SCHEMA = pa.schema(
+    [
+        pa.field("case_id", pa.string()),
+        pa.field("split", pa.string()),
+        pa.field("file", pa.string()),
+        pa.field("line", pa.int64()),
+        pa.field("case_json", pa.string()),
+    ]
+)
 
 
 def failing_cases_markdown(case_predicates: pd.DataFrame) -> str:
     """A markdown table of the failing case predicates (hard first), capped for the UI."""
-    failing = case_predicates[case_predicates["passed"].eq(False).fillna(False)]
+    failing = failing_cases(case_predicates)
     if failing.empty:
         return "No failing case predicates."
-    failing = failing.sort_values(["severity", "case_id", "predicate"], key=lambda s: s.astype(str))
     return markdown_table(
         failing.to_dict("records"),
-        ("case_id", "predicate", "severity", "code", "message"),
+        ("case_id", "predicate", "severity", "code", "reason"),
         limit=MAX_FAILING_ROWS,
         more="rows in the case_predicates table",
     )
@@ -123,7 +152,7 @@ def _case_files(spec: LaneSpec, case_set: str, config: CasesConfig) -> tuple[str
             raise RuntimeSpecError(
                 f"case set {case_set!r} is a custom case file: give its path as the cases asset's cases_path"
             )
-        actual = custom_case_set(cases_sha256([Path(config.cases_path)]))
+        actual = custom_case_set(config.cases_path)
         if actual != case_set:
             raise RuntimeSpecError(
                 f"{config.cases_path} is case set {actual!r}, not the partition's {case_set!r}: "
@@ -133,7 +162,7 @@ def _case_files(spec: LaneSpec, case_set: str, config: CasesConfig) -> tuple[str
     if config.cases_path:
         raise RuntimeSpecError(
             f"partition case set {case_set!r} is the split's own files; a custom case file runs under "
-            f"case set {custom_case_set(cases_sha256([Path(config.cases_path)]))!r}"
+            f"case set {custom_case_set(config.cases_path)!r}"
         )
     if case_set not in spec.splits:
         raise RuntimeSpecError(f"lane {spec.name!r} has no split {case_set!r}; it has {sorted(spec.splits)}")
@@ -142,7 +171,7 @@ def _case_files(spec: LaneSpec, case_set: str, config: CasesConfig) -> tuple[str
 
 def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
     """The asset group of one lane (key prefix and group name = the lane's name)."""
-    kind = lane_kind(spec.kind)
+    kind = lane_kind(spec)
     partitions = lane_partitions(spec)
     prefix = [spec.name]
     keys = {stage: dg.AssetKey([*prefix, stage]) for stage in STAGES}
@@ -157,6 +186,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
         name="cases",
         description=f"Validated cases of {spec.title} ({spec.version}), one row per case.",
         kinds={"python", "parquet"},
+        metadata={"dagster/column_schema": column_schema(CASES_SCHEMA)},
         **common,
     )
     def cases(context: dg.AssetExecutionContext, config: CasesConfig) -> dg.Output[pd.DataFrame]:
@@ -176,6 +206,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
         name="transcripts",
         description="Every turn sent to the runtime and what it answered (faults recorded per turn).",
         ins={"cases": dg.AssetIn(keys["cases"])},
+        deps=[transcripts_runtime_dep()],
         kinds={"python", "parquet"},
         metadata={"dagster/column_schema": column_schema(TRANSCRIPTS)},
         **common,
@@ -191,21 +222,24 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
         threads = kind.threads(case_models, spec, run_columns["split"])
         check_thread_ids(case_models, threads)
         target = runtime.target(run_columns["runtime"])
-        chat_runtime = build_runtime(target.spec, target.options)
-        try:
-            context.log.info(f"driving {target.name} ({chat_runtime.spec}) over {len(threads)} cases")
-            observers = FanOut(
-                LogProgress(context.log, every_s=PROGRESS_EVERY_SECONDS, label=spec.name), progress
-            )
-            table = drive(
-                chat_runtime,
-                threads,
-                concurrency=runtime.concurrency_for(target),
-                on_turn=observers,
-                on_start=observers.start,
-            )
-        finally:
-            chat_runtime.close()
+        # The slot first: a runtime may start processes or open connections when it is built.
+        step_key = context.get_step_execution_context().step.key
+        with runtime_pool_slot(context.instance, context.run, step_key, target, context.log):
+            chat_runtime = build_runtime(target.spec, target.options)
+            try:
+                context.log.info(f"driving {target.name} ({chat_runtime.spec}) over {len(threads)} cases")
+                observers = FanOut(
+                    LogProgress(context.log, every_s=PROGRESS_EVERY_SECONDS, label=spec.name), progress
+                )
+                table = drive(
+                    chat_runtime,
+                    threads,
+                    concurrency=runtime.concurrency_for(target),
+                    on_turn=observers,
+                    on_start=observers.start,
+                )
+            finally:
+                chat_runtime.close()
         errors = int(table["error"].notna().sum())
         table = with_run_columns(table, TRANSCRIPTS, **run_columns)
         return dg.Output(
@@ -272,13 +306,18 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
             "turn_predicates": dg.AssetIn(keys["turn_predicates"]),
             "case_predicates": dg.AssetIn(keys["case_predicates"]),
         },
-        check_specs=threshold_check_specs(spec, keys["metrics"]),
+        check_specs=[
+            measurement_check_spec(spec, keys["metrics"]),
+            *threshold_check_specs(spec, keys["metrics"]),
+        ],
+        freshness_policy=METRICS_FRESHNESS,
         kinds={"python", "parquet"},
         metadata={"dagster/column_schema": column_schema(METRICS)},
         **common,
     )
     def metrics(
         context: dg.AssetExecutionContext,
+        runtime: RuntimeResource,
         cases: pd.DataFrame,
         transcripts: pd.DataFrame,
         turn_predicates: pd.DataFrame,
@@ -286,8 +325,10 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
     ) -> Iterator[dg.Output[pd.DataFrame] | dg.AssetCheckResult]:
         case_models = cases_from_frame(kind, cases)
         values = metric_values(kind, case_models, transcripts, turn_predicates, case_predicates)
-        verdicts = judge(spec.effective_thresholds, values)
         run_columns = _run_columns(context, spec, cases)
+        budget = runtime.target(run_columns["runtime"]).error_budget(spec.max_error_rate)
+        measured = measurement(values, budget)
+        verdicts = judge(spec.effective_thresholds, values, max_error_rate=budget)
         table = frame(
             METRICS,
             metric_rows(values, verdicts),
@@ -297,7 +338,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
             cases_sha256=cases_sha256([Path(f) for f in dict.fromkeys(cases["file"])]),
             pipeline_version=__version__,
         )
-        numeric = {m.metric: dg.MetadataValue.float(m.value) for m in values if m.value is not None}
+        numeric = {m.metric: dg.MetadataValue.float(rounded(m.value)) for m in values if m.value is not None}
         missing = [m.metric for m in values if m.value is None]
         yield dg.Output(
             table,
@@ -305,10 +346,12 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
                 **numeric,
                 "missing_metrics": dg.MetadataValue.json(missing),
                 "runtime": run_columns["runtime"],
+                "measurement": "void" if measured.void else "measured",
                 "dagster/row_count": len(table),
             },
         )
-        yield from threshold_check_results(verdicts)
+        yield measurement_check_result(measured, transcripts)
+        yield from threshold_check_results(verdicts, case_predicates, transcripts, measured)
 
     @dg.asset(
         name="history",
@@ -319,7 +362,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
             "case_predicates": dg.AssetIn(keys["case_predicates"]),
             "transcripts": dg.AssetIn(keys["transcripts"]),
         },
-        check_specs=[regression_check_spec(keys["history"])],
+        check_specs=[regression_check_spec(keys["history"]), gate_check_spec(keys["history"])],
         kinds={"parquet", "duckdb"},
         key_prefix=prefix,
         group_name=spec.name,
@@ -376,7 +419,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
                 "tables": dg.MetadataValue.json(sorted(stored)),
                 "trend": dg.MetadataValue.md(lane_chart_markdown(root, spec.name)),
             },
-            check_results=[regression_check_result(findings)],
+            check_results=[regression_check_result(findings), gate_check_result(metrics)],
         )
 
     return [cases, transcripts, turn_predicates, case_predicates, metrics, history_asset]

@@ -11,6 +11,7 @@ from eval_pipeline.dagster_wiring.assets import lane_assets
 from eval_pipeline.dagster_wiring.compaction import history_compaction_job, history_compaction_schedule
 from eval_pipeline.dagster_wiring.io_manager import ParquetIOManager
 from eval_pipeline.dagster_wiring.resources import HistoryResource, RuntimeResource
+from eval_pipeline.dagster_wiring.runtime_targets import observe_job, observe_schedule, runtime_targets_asset
 from eval_pipeline.dagster_wiring.schedules import lane_job, nightly_schedule
 from eval_pipeline.dagster_wiring.sensors import series_keys_sensor
 from eval_pipeline.lanes.registry import discover_lanes
@@ -18,6 +19,10 @@ from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.progress import NoProgress
 
 EXECUTOR_ENV = "EVAL_PIPELINE_EXECUTOR"
+# The code location's name in workspace.yaml and [tool.dagster]; one Definitions object is
+# served as Dagster's single repository, "__repository__".
+CODE_LOCATION = "eval_pipeline"
+REPOSITORY_LABEL = f"__repository__@{CODE_LOCATION}"
 
 
 def default_resources() -> dict[str, object]:
@@ -58,15 +63,17 @@ def build_definitions(
     resources: Mapping[str, object] | None = None,
     executor_name: str | None = None,
 ) -> dg.Definitions:
-    """Every lane's asset group, job and nightly schedule, plus history compaction. The
-    executor is ``executor_name``, else ``EVAL_PIPELINE_EXECUTOR``."""
+    """Every lane's asset group, job and nightly schedule, the runtime targets (an observable
+    source asset, hourly observed), plus history compaction. The executor is
+    ``executor_name``, else ``EVAL_PIPELINE_EXECUTOR``."""
     specs = list(discover_lanes() if specs is None else specs)
     jobs = [lane_job(spec) for spec in specs]
     return dg.Definitions(
-        assets=[asset for spec in specs for asset in lane_assets(spec)],
-        jobs=[*jobs, history_compaction_job],
+        assets=[runtime_targets_asset, *(asset for spec in specs for asset in lane_assets(spec))],
+        jobs=[*jobs, observe_job, history_compaction_job],
         schedules=[
             *(nightly_schedule(spec, job) for spec, job in zip(specs, jobs, strict=True)),
+            observe_schedule,
             history_compaction_schedule,
         ],
         sensors=[series_keys_sensor(specs)],

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import dagster as dg
 import pandas as pd
@@ -24,24 +24,29 @@ from dagster._core.definitions.reconstruct import ReconstructableRepository
 from dagster._core.storage.defs_state.base import set_defs_state_storage
 
 from eval_pipeline.dagster_wiring.assets import DATE_TAG
-from eval_pipeline.dagster_wiring.code_location import build_definitions
+from eval_pipeline.dagster_wiring.checks import GATE_CHECK, MEASUREMENT_CHECK
+from eval_pipeline.dagster_wiring.code_location import REPOSITORY_LABEL, build_definitions
 from eval_pipeline.dagster_wiring.io_manager import PATH_METADATA
 from eval_pipeline.dagster_wiring.partitions import custom_case_set, partition_key, register_series
 from eval_pipeline.dagster_wiring.resources import HistoryResource, RuntimeResource
+from eval_pipeline.dagster_wiring.runtime_targets import observe_target
 from eval_pipeline.dagster_wiring.schedules import job_name, series_tags
 from eval_pipeline.lanes.spec import LaneSpec
-from eval_pipeline.pipeline import cases_sha256
 from eval_pipeline.progress import NoProgress, ProgressObserver
 from eval_pipeline.runtimes.targets import RuntimeTarget
+from eval_pipeline.scoring import VerdictWord, verdict_word
 from eval_pipeline.settings import PROJECT_ROOT, dagster_home
 from eval_pipeline.settings import history_root as default_history_root
 from eval_pipeline.tables import nullable_types
 
+# Runs launched by the UI or the daemon carry their code location in this tag, and the UI
+# lists a job's runs by it; an in-process run gets it here so it shows under its lane's job.
+REPOSITORY_TAG = ".dagster/repository"
+HOST_TAG = "eval_pipeline/host"
+PID_TAG = "eval_pipeline/pid"  # the process running an in-process (CLI) run: dead → the run failed
 CODE_LOCATION_MODULE = "eval_pipeline.definitions"
 CELERY_DEFINITIONS = "celery_definitions"  # the code location with the Celery executor
 QUEUE_TAG = "dagster-celery/queue"
-HOST_TAG = "eval_pipeline/host"
-PID_TAG = "eval_pipeline/pid"  # the process running an in-process (CLI) run: dead → the run failed
 
 
 @dataclass(frozen=True)
@@ -51,6 +56,8 @@ class CheckOutcome:
     severity: str
     value: float | None
     threshold: str | None
+    verdict: VerdictWord = "n/a"  # the one vocabulary: pass / fail / warn / void / n/a
+    description: str = ""
 
 
 @dataclass
@@ -69,10 +76,20 @@ class LaneOutcome:
     metrics: pd.DataFrame | None = None
     turn_predicates: pd.DataFrame | None = None
     case_predicates: pd.DataFrame | None = None
+    transcripts: pd.DataFrame | None = None
 
     @property
     def blocking_failures(self) -> list[CheckOutcome]:
-        return [c for c in self.checks if not c.passed and c.severity == "ERROR"]
+        return [c for c in self.checks if not c.passed and c.severity == "ERROR" and c.verdict != "void"]
+
+    @property
+    def void(self) -> bool:
+        """The run did not measure its runtime (too many turns faulted): see scoring.Measurement."""
+        return any(c.name == MEASUREMENT_CHECK and not c.passed for c in self.checks)
+
+    @property
+    def measurement_note(self) -> str:
+        return next((c.description for c in self.checks if c.name == MEASUREMENT_CHECK), "")
 
 
 def ensure_instance() -> dg.DagsterInstance:
@@ -161,9 +178,10 @@ def materialize_lane(
     ``executor`` ``in_process`` runs every step in this process; ``celery`` runs the code
     location's job (``eval_pipeline.definitions``) with its steps on Celery workers, which
     must serve the lane's runtime target's queue."""
-    case_set = custom_case_set(cases_sha256([Path(cases_path)])) if cases_path else split
+    case_set = custom_case_set(cases_path) if cases_path else split
     with instance_lock(Path(instance.root_directory)):
         register_series(instance, spec.name, [case_set], [target.name])
+    observe_target(instance, target, {HOST_TAG: socket.gethostname(), **(tags or {})})
     runtime_config: dict[str, Any] = {
         "spec": "" if target.declared else target.spec,
         "options": {} if target.declared else dict(target.options),
@@ -180,6 +198,7 @@ def materialize_lane(
     run_tags = {
         **series_tags(spec.name, split, target.name, case_set),
         DATE_TAG: date,
+        REPOSITORY_TAG: REPOSITORY_LABEL,
         HOST_TAG: socket.gethostname(),
         PID_TAG: str(os.getpid()),
         **({QUEUE_TAG: target.queue} if target.queue else {}),
@@ -189,69 +208,39 @@ def materialize_lane(
     # Definitions loaded now read their state from *this* instance, whatever instance an
     # earlier run in this process left as the current one.
     with set_defs_state_storage(instance.defs_state_storage):
-        return _execute(
-            spec,
-            instance,
-            key,
-            run_config,
-            run_tags,
-            runtime_config,
-            history_root,
-            progress,
-            split,
-            case_set,
-            target.name,
-            executor,
+        if executor == "celery":
+            # Steps run in worker processes, which load the code location themselves: the
+            # resources' settings travel in the run config, and no progress bar reaches them.
+            run_config["resources"] = {
+                "runtime": {"config": runtime_config},
+                # resolved here: a worker's environment may name another history
+                "history": {"config": {"root": history_root or default_history_root()}},
+            }
+            job = ReconstructableRepository.for_module(
+                CODE_LOCATION_MODULE, CELERY_DEFINITIONS, working_directory=str(PROJECT_ROOT)
+            ).get_reconstructable_job(job_name(spec))
+            partition_tags = job.get_definition().get_tags_for_partition_key(key, None)
+            with dg.execute_job(
+                job, instance, run_config=run_config, tags={**run_tags, **partition_tags}
+            ) as result:
+                return _outcome(spec, result, split, case_set, target.name)
+        definitions = build_definitions(
+            [spec],
+            resources={
+                "runtime": RuntimeResource(**runtime_config),
+                "history": HistoryResource(root=history_root),
+                "progress": progress or NoProgress(),
+            },
+            executor_name="in_process",
         )
-
-
-def _execute(
-    spec: LaneSpec,
-    instance: dg.DagsterInstance,
-    key: str,
-    run_config: dict[str, Any],
-    run_tags: dict[str, str],
-    runtime_config: dict[str, Any],
-    history_root: str,
-    progress: ProgressObserver | None,
-    split: str,
-    case_set: str,
-    runtime: str,
-    executor: str,
-) -> LaneOutcome:
-    if executor == "celery":
-        # Steps run in worker processes, which load the code location themselves: the
-        # resources' settings travel in the run config, and no progress bar reaches them.
-        run_config["resources"] = {
-            "runtime": {"config": runtime_config},
-            # resolved here: a worker's environment may name another history
-            "history": {"config": {"root": history_root or default_history_root()}},
-        }
-        job = ReconstructableRepository.for_module(
-            CODE_LOCATION_MODULE, CELERY_DEFINITIONS, working_directory=str(PROJECT_ROOT)
-        ).get_reconstructable_job(job_name(spec))
-        partition_tags = job.get_definition().get_tags_for_partition_key(key, None)
-        with dg.execute_job(
-            job, instance, run_config=run_config, tags={**run_tags, **partition_tags}
-        ) as result:
-            return _outcome(spec, result, split, case_set, runtime)
-    definitions = build_definitions(
-        [spec],
-        resources={
-            "runtime": RuntimeResource(**runtime_config),
-            "history": HistoryResource(root=history_root),
-            "progress": progress or NoProgress(),
-        },
-        executor_name="in_process",
-    )
-    in_process = definitions.resolve_job_def(job_name(spec)).execute_in_process(
-        instance=instance,
-        partition_key=key,
-        run_config=run_config,
-        raise_on_error=False,
-        tags=run_tags,
-    )
-    return _outcome(spec, in_process, split, case_set, runtime)
+        in_process = definitions.resolve_job_def(job_name(spec)).execute_in_process(
+            instance=instance,
+            partition_key=key,
+            run_config=run_config,
+            raise_on_error=False,
+            tags=run_tags,
+        )
+        return _outcome(spec, in_process, split, case_set, target.name)
 
 
 def _outcome(
@@ -268,12 +257,13 @@ def _outcome(
     )
     stored = {
         stage: _stored_value(result, dg.AssetKey([spec.name, stage]))
-        for stage in ("metrics", "turn_predicates", "case_predicates")
+        for stage in ("metrics", "turn_predicates", "case_predicates", "transcripts")
     }
-    outcome.metrics, outcome.turn_predicates, outcome.case_predicates = (
+    outcome.metrics, outcome.turn_predicates, outcome.case_predicates, outcome.transcripts = (
         stored["metrics"],
         stored["turn_predicates"],
         stored["case_predicates"],
+        stored["transcripts"],
     )
     bounds = {t.check_name: f"{t.op} {t.value:g}" for t in spec.effective_thresholds}
     values = (
@@ -283,19 +273,27 @@ def _outcome(
     )
     lane_keys = {dg.AssetKey([spec.name, "metrics"]), dg.AssetKey([spec.name, "history"])}
     for evaluation in result.get_asset_check_evaluations():
-        if evaluation.asset_key not in lane_keys:
-            continue
+        if evaluation.asset_key not in lane_keys or evaluation.check_name == GATE_CHECK:
+            continue  # the gate restates the ERROR thresholds' verdicts, listed one by one
         value = values.get(evaluation.check_name)
+        stated = evaluation.metadata.get("verdict")
+        severity = evaluation.severity.value
         outcome.checks.append(
             CheckOutcome(
                 name=evaluation.check_name,
                 passed=evaluation.passed,
-                severity=evaluation.severity.value,
+                severity=severity,
                 value=None if value is None or pd.isna(value) else float(value),
                 threshold=bounds.get(evaluation.check_name),
+                verdict=cast(VerdictWord, stated.value)
+                if stated is not None
+                else verdict_word(evaluation.passed, severity),
+                description=evaluation.description or "",
             )
         )
-    blocked_only = outcome.metrics is not None and bool(outcome.blocking_failures)
+    blocked_only = outcome.metrics is not None and any(
+        not c.passed and c.severity == "ERROR" for c in outcome.checks
+    )
     failures = result.get_step_failure_events()
     if failures and not blocked_only:
         outcome.failure_kind, outcome.failure = _root_cause(failures[0].step_failure_data.error)

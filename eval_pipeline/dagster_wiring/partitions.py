@@ -17,10 +17,12 @@ Both dimensions are dynamic: case sets per lane (``<lane>__case_sets``: its spli
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 
 import dagster as dg
 
 from eval_pipeline.lanes.spec import LaneSpec
+from eval_pipeline.pipeline import cases_sha256
 
 CASE_SET = "case_set"
 RUNTIME = "runtime"
@@ -47,9 +49,9 @@ def partition_key(case_set: str, runtime: str) -> dg.MultiPartitionKey:
     return dg.MultiPartitionKey({CASE_SET: case_set, RUNTIME: runtime})
 
 
-def custom_case_set(cases_sha256: str) -> str:
+def custom_case_set(cases_path: str | Path) -> str:
     """The case-set key of a custom case file: ``custom-`` and 12 hex of its content hash."""
-    return f"{CUSTOM_PREFIX}{cases_sha256[:12]}"
+    return f"{CUSTOM_PREFIX}{cases_sha256([Path(cases_path)])[:12]}"
 
 
 def series_of(key: str | dg.MultiPartitionKey) -> tuple[str, str]:

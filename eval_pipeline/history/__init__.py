@@ -1,6 +1,7 @@
-"""Parquet history of every run, and DuckDB queries over it."""
+"""Parquet history of every run (visible once committed), and DuckDB queries over it, per series."""
 
 from eval_pipeline.history.compact import compact
+from eval_pipeline.history.compare import RuntimeComparison, compare_runtimes
 from eval_pipeline.history.regression import MetricFinding, RegressionPolicy, find_regressions, findings_frame
 from eval_pipeline.history.report import lane_chart_markdown, lane_chart_svg, write_report
 from eval_pipeline.history.store import HISTORY_TABLES, append_run, commit_run, run_file, table_glob
@@ -10,9 +11,11 @@ __all__ = [
     "HISTORY_TABLES",
     "MetricFinding",
     "RegressionPolicy",
+    "RuntimeComparison",
     "append_run",
     "commit_run",
     "compact",
+    "compare_runtimes",
     "connect",
     "find_regressions",
     "findings_frame",

@@ -1,7 +1,8 @@
-"""A static HTML report of the history: per lane, the latest run of each series side by side,
-every metric's trend with its threshold (a line per series), then per series the latest check
-results and the cases that flipped in its latest run. One self-contained file (inline SVG and
-CSS, no script, no CDN) that opens offline.
+"""A static HTML report of the history, leading with what failed: per lane, the latest run of
+each series side by side, then per series its checks and its failing cases (reason and
+surface), then every metric's trend with its threshold (a line per series), then the cases
+that flipped in each series' latest run. One self-contained file (inline SVG and CSS, no
+script, no CDN) that opens offline.
 """
 
 from __future__ import annotations
@@ -14,10 +15,15 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
+from eval_pipeline.failures import failing_cases, last_surfaces
 from eval_pipeline.history.diff import latest_diff
 from eval_pipeline.history.runs import RUN_MATCH, RunRef, is_missing, latest_runs, ref_from_row
 from eval_pipeline.history.svg import Chart, Point, grid_svg, trend_svg
 from eval_pipeline.history.views import connect
+from eval_pipeline.palette import css_class, css_rules
+from eval_pipeline.scoring import verdict_word
+
+FAILING_ROWS_SHOWN = 200
 
 _CSS = """
 body { font-family: sans-serif; margin: 2em; color: #222; }
@@ -26,11 +32,10 @@ h2 { border-bottom: 1px solid #ccc; padding-bottom: .2em; margin-top: 2em; }
 table { border-collapse: collapse; margin: .5em 0 1.5em; font-size: 13px; }
 th, td { border: 1px solid #ddd; padding: 3px 8px; text-align: left; vertical-align: top; }
 th { background: #f3f3f3; }
-.fail { color: #b00020; font-weight: bold; }
-.pass { color: #1b7f3b; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 td.surface { max-width: 32em; font-size: 12px; }
-"""
+td.reason { max-width: 36em; }
+""" + css_rules()
 
 
 def lane_charts(con: duckdb.DuckDBPyConnection, lane: str) -> list[str]:
@@ -101,30 +106,69 @@ def _lane_section(con: duckdb.DuckDBPyConnection, lane: str) -> str:
     latest = [ref_from_row(row) for _, row in latest_runs(con, lane=lane, last=1).iterrows()]
     parts = [f'<section id="{escape(lane)}"><h2>{escape(lane)}</h2>']
     parts.append("<h3>Latest run of each series</h3>" + _side_by_side(con, latest))
-    parts.append('<div class="charts">')
-    parts.extend(lane_charts(con, lane))
-    parts.append("</div>")
     for run in latest:
         title = f"{series_name(run.split, run.runtime, run.case_set)} · latest run {run.run_id} ({_day(run.date)})"
-        parts.append(f"<h3>{escape(title)}</h3>")
+        parts.append(f'<h3 class="latest">{escape(title)}</h3>')
         checks = con.execute(
-            "SELECT metric, value, threshold_op, threshold, severity, passed FROM metrics "
+            "SELECT metric, value, threshold_op, threshold, severity, passed, verdict FROM metrics "
             f"WHERE {RUN_MATCH} AND threshold IS NOT NULL ORDER BY passed NULLS FIRST, severity, metric",
             run.params(),
         ).df()
         parts.append("<h4>Checks</h4>" + _checks_table(checks))
+        parts.append(_failing_section(con, run))
+    parts.append('<h3>Trends</h3><div class="charts">')
+    parts.extend(lane_charts(con, lane))
+    parts.append("</div>")
+    for run in latest:
         diff = latest_diff(con, run.series())
+        label = escape(series_name(run.split, run.runtime, run.case_set))
         if diff is None:
-            parts.append("<p>Only one run: nothing to compare yet.</p>")
+            parts.append(f"<p>{label}: only one run, nothing to compare yet.</p>")
             continue
         if diff.note:
             parts.append(f'<p class="note">{escape(diff.note)}</p>')
         if diff.flips.empty:
-            parts.append(f"<p>No case flipped since {escape(diff.a.run_id)}.</p>")
+            parts.append(f"<p>{label}: no case flipped since {escape(diff.a.run_id)}.</p>")
         else:
-            parts.append(f"<h4>Flipped cases since {escape(diff.a.run_id)}</h4>" + _flips_table(diff.flips))
+            parts.append(
+                f"<h4>{label}: flipped cases since {escape(diff.a.run_id)}</h4>" + _flips_table(diff.flips)
+            )
     parts.append("</section>")
     return "".join(parts)
+
+
+def _failing_section(con: duckdb.DuckDBPyConnection, run: RunRef) -> str:
+    """The run's failing cases (hard first) with their reasons and the surface that failed."""
+    predicates = con.execute(f"SELECT * FROM case_predicates WHERE {RUN_MATCH}", run.params()).df()
+    failing = failing_cases(predicates)
+    if failing.empty:
+        return f'<p class="{css_class("pass")}">No failing case.</p>'
+    transcripts = con.execute(
+        f"SELECT case_id, turn_index, surface FROM transcripts WHERE {RUN_MATCH}", run.params()
+    ).df()
+    surfaces = last_surfaces(transcripts)
+    rows = []
+    for row in failing.head(FAILING_ROWS_SHOWN).to_dict("records"):
+        word = "fail" if row["severity"] == "hard" else "warn"
+        surface = surfaces.get(row["case_id"])
+        rows.append(
+            f'<tr><td class="{word}">{escape(row["case_id"])}</td><td>{escape(row["predicate"])}</td>'
+            f"<td>{escape(row['severity'])}</td><td><code>{escape(row['code'])}</code></td>"
+            f'<td class="reason">{escape(row["reason"])}</td><td class="surface">{_text(surface)}</td></tr>'
+        )
+    more = (
+        f"<p>…and {len(failing) - FAILING_ROWS_SHOWN} more (eval-pipeline show {escape(run.run_id[:8])}).</p>"
+        if len(failing) > FAILING_ROWS_SHOWN
+        else ""
+    )
+    cases = failing["case_id"].nunique()
+    return (
+        f'<h4>Failing cases ({cases} case(s), {len(failing)} result(s))</h4><table class="failing">'
+        "<tr><th>case</th><th>predicate</th><th>severity</th><th>code</th><th>reason</th><th>surface</th></tr>"
+        + "".join(rows)
+        + "</table>"
+        + more
+    )
 
 
 def _side_by_side(con: duckdb.DuckDBPyConnection, runs: list[RunRef]) -> str:
@@ -133,7 +177,9 @@ def _side_by_side(con: duckdb.DuckDBPyConnection, runs: list[RunRef]) -> str:
         return ""
     values: dict[tuple[int, str], pd.Series] = {}
     for index, run in enumerate(runs):
-        rows = con.execute(f"SELECT metric, value, passed FROM metrics WHERE {RUN_MATCH}", run.params()).df()
+        rows = con.execute(
+            f"SELECT metric, value, passed, severity, verdict FROM metrics WHERE {RUN_MATCH}", run.params()
+        ).df()
         values.update({(index, str(row["metric"])): row for _, row in rows.iterrows()})
     metrics = sorted({metric for _, metric in values})
     header = "".join(
@@ -149,21 +195,31 @@ def _side_by_side(con: duckdb.DuckDBPyConnection, runs: list[RunRef]) -> str:
             if row is None or is_missing(row["value"]):
                 cells.append('<td class="num">–</td>' if row is None else '<td class="num">null</td>')
                 continue
-            verdict = "" if is_missing(row["passed"]) else ("pass" if bool(row["passed"]) else "fail")
-            cells.append(f'<td class="num {verdict}">{float(row["value"]):.3f}</td>')
+            verdict = _word(row)
+            cells.append(f'<td class="num {css_class(verdict)}">{float(row["value"]):.3f}</td>')
         body.append(f"<tr><td>{escape(metric)}</td>{''.join(cells)}</tr>")
     return f'<table class="series"><tr><th>metric</th>{header}</tr>{"".join(body)}</table>'
+
+
+def _word(row: pd.Series) -> str:
+    """The row's verdict word: stored (runs since the verdict column) or derived (older runs)."""
+    stored = row.get("verdict")
+    if not is_missing(stored):
+        return str(stored)
+    passed = None if is_missing(row["passed"]) else bool(row["passed"])
+    severity = None if is_missing(row.get("severity")) else str(row["severity"])
+    return verdict_word(passed, severity)
 
 
 def _checks_table(checks: pd.DataFrame) -> str:
     rows = []
     for _, c in checks.iterrows():
-        verdict = "pass" if c["passed"] is True or c["passed"] == 1 else "fail"
+        verdict = _word(c)
         value = "null" if pd.isna(c["value"]) else f"{c['value']:.3f}"
         rows.append(
             f"<tr><td>{escape(str(c['metric']))}</td><td>{value}</td>"
             f"<td>{escape(str(c['threshold_op']))} {c['threshold']:g}</td><td>{escape(str(c['severity']))}</td>"
-            f'<td class="{verdict}">{verdict}</td></tr>'
+            f'<td class="{css_class(verdict)}">{verdict}</td></tr>'
         )
     return (
         "<table><tr><th>metric</th><th>value</th><th>threshold</th><th>severity</th><th>result</th></tr>"
@@ -176,7 +232,7 @@ def _flips_table(flips: pd.DataFrame) -> str:
     rows = [
         f"<tr><td>{escape(str(f['case_id']))}</td><td>{escape(str(f['predicate']))}</td>"
         f'<td class="{"fail" if str(f["change"]).endswith("fail") else "pass"}">{escape(str(f["change"]))}</td>'
-        f'<td class="surface">{_text(f["surface_a"])}</td><td class="surface">{_text(f["surface_b"])}</td></tr>'
+        f'<td class="surface">{_surface(f, "a")}</td><td class="surface">{_surface(f, "b")}</td></tr>'
         for _, f in flips.iterrows()
     ]
     return (
@@ -186,8 +242,15 @@ def _flips_table(flips: pd.DataFrame) -> str:
     )
 
 
+def _surface(flip: pd.Series, side: str) -> str:
+    """A flipped case's surface in one run: absent from that run is not the same as not kept."""
+    if is_missing(flip[f"passed_{side}"]) and is_missing(flip[f"code_{side}"]):
+        return "<em>not in this run</em>"
+    return _text(flip[f"surface_{side}"])
+
+
 def _text(value: object) -> str:
-    return "<em>not kept</em>" if is_missing(value) else escape(str(value))
+    return "<em>transcripts not kept</em>" if is_missing(value) else escape(str(value))
 
 
 def _day(value: object) -> str:

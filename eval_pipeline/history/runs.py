@@ -72,8 +72,30 @@ def ref_from_row(row: Any) -> RunRef:
     )
 
 
+def resolve_run_id(con: duckdb.DuckDBPyConnection, prefix: str) -> str:
+    """The one committed run id starting with ``prefix`` (tables show 8 characters; any unique
+    prefix will do). KeyError when none or several match, naming the candidates."""
+    text = prefix.strip().lower()
+    if not text:
+        raise KeyError("a run id (or a unique prefix of one) is required")
+    matches = [
+        str(row[0])
+        for row in con.execute(
+            "SELECT DISTINCT run_id FROM runs WHERE starts_with(lower(run_id), ?) ORDER BY run_id", [text]
+        ).fetchall()
+    ]
+    if not matches:
+        raise KeyError(f"no run {prefix!r} in history")
+    if len(matches) > 1:
+        shown = ", ".join(m[: len(text) + 4] for m in matches[:5])
+        raise KeyError(f"run id prefix {prefix!r} is ambiguous: {len(matches)} runs match ({shown}…)")
+    return matches[0]
+
+
 def find_runs(con: duckdb.DuckDBPyConnection, run_id: str, lane: str | None = None) -> list[RunRef]:
-    """Every committed lane run under ``run_id`` (optionally of one lane); KeyError when there is none."""
+    """Every committed lane run under ``run_id`` or a unique prefix of it (optionally of one
+    lane); KeyError when there is none."""
+    run_id = resolve_run_id(con, run_id)
     rows = con.execute(
         f"SELECT * FROM runs WHERE run_id = ? AND (? IS NULL OR lane = ?) ORDER BY {SERIES_SQL}",
         [run_id, lane, lane],

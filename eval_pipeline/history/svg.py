@@ -5,6 +5,7 @@ Hand-written so the report opens offline with no script and no CDN.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -13,6 +14,47 @@ from html import escape
 COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#17becf")
 
 Point = tuple[datetime, float | None]
+
+LEGEND_CHAR_W = 6.2  # an upper bound of a sans-serif 10px glyph's advance, so estimated boxes cover the text
+LEGEND_ROW_H = 13
+LEGEND_GAP = 12
+
+
+@dataclass(frozen=True)
+class Box:
+    x: float
+    y: float  # top
+    w: float
+    h: float
+
+    def intersects(self, other: Box) -> bool:
+        return (
+            self.x < other.x + other.w
+            and other.x < self.x + self.w
+            and self.y < other.y + other.h
+            and other.y < self.y + self.h
+        )
+
+
+def legend_layout(labels: Sequence[str], *, left: float, top: float, width: float) -> list[Box]:
+    """Legend entries placed left to right, wrapping to a new row when the next would not fit:
+    no two boxes intersect and none leaves ``[left, left + width]`` (a label longer than the
+    width gets a row of its own and is shortened by :func:`legend_text`)."""
+    boxes: list[Box] = []
+    x, y = left, top
+    for label in labels:
+        w = min(width, (len(legend_text(label, width)) + 2) * LEGEND_CHAR_W)
+        if x > left and x + w > left + width:
+            x, y = left, y + LEGEND_ROW_H
+        boxes.append(Box(x, y, w, LEGEND_ROW_H - 2))
+        x += w + LEGEND_GAP
+    return boxes
+
+
+def legend_text(label: str, width: float) -> str:
+    """The label, shortened with ``…`` to fit ``width`` (the marker takes two characters)."""
+    fits = max(4, int(width / LEGEND_CHAR_W) - 2)
+    return label if len(label) <= fits else label[: fits - 1] + "…"
 
 
 @dataclass(frozen=True)
@@ -24,9 +66,13 @@ class Chart:
 
 
 def trend_svg(chart: Chart, *, width: int = 420, height: int = 190) -> str:
-    """One chart as a standalone ``<svg>`` element."""
+    """One chart as a standalone ``<svg>`` element; the legend is laid out below the plot
+    (:func:`legend_layout`), and the chart grows by a row per wrapped legend row."""
     left, right, top, bottom = 44, 10, 22, 34
     plot_w, plot_h = width - left - right, height - top - bottom
+    legend = legend_layout(list(chart.series), left=4, top=top + plot_h + 16, width=width - 8)
+    if legend:
+        height = max(height, int(legend[-1].y + legend[-1].h + 4))
     times = [t.timestamp() for points in chart.series.values() for t, _ in points]
     values = [v for points in chart.series.values() for _, v in points if v is not None]
     if chart.threshold is not None:
@@ -77,25 +123,37 @@ def trend_svg(chart: Chart, *, width: int = 420, height: int = 190) -> str:
                 parts.extend(
                     f'<circle cx="{x(t):.1f}" cy="{y(v):.1f}" r="2.2" fill="{colour}"/>' for t, v in segment
                 )
+        box = legend[index]
         parts.append(
-            f'<text x="{left + 4 + 130 * (index % 3)}" y="{height - 4}" fill="{colour}">'
-            f"■ {escape(label)}</text>"
+            f'<text class="legend" x="{box.x:.1f}" y="{box.y + box.h - 2:.1f}" fill="{colour}">'
+            f"■ {escape(legend_text(label, width - 8))}<title>{escape(label)}</title></text>"
         )
     parts.append("</svg>")
     return "".join(parts)
 
 
 def grid_svg(charts: Sequence[str], *, columns: int = 3, width: int = 420, height: int = 190) -> str:
-    """Several chart SVGs tiled into one ``<svg>`` (for places that take a single image)."""
-    rows = (len(charts) + columns - 1) // columns or 1
+    """Several chart SVGs tiled into one ``<svg>`` (for places that take a single image); a row
+    is as tall as its tallest chart, so wrapped legends never run into the next row."""
+    heights = [_svg_height(svg, height) for svg in charts]
+    row_heights = [max(heights[i : i + columns], default=height) for i in range(0, len(charts), columns)] or [
+        height
+    ]
+    tops = [sum(row_heights[:r]) for r in range(len(row_heights))]
     tiles = [
-        f'<g transform="translate({(i % columns) * width},{(i // columns) * height})">{svg}</g>'
+        f'<g transform="translate({(i % columns) * width},{tops[i // columns]})">{svg}</g>'
         for i, svg in enumerate(charts)
     ]
+    total = sum(row_heights)
     return (
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{columns * width}" height="{rows * height}" '
-        f'viewBox="0 0 {columns * width} {rows * height}">{"".join(tiles)}</svg>'
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{columns * width}" height="{total}" '
+        f'viewBox="0 0 {columns * width} {total}">{"".join(tiles)}</svg>'
     )
+
+
+def _svg_height(svg: str, default: int) -> int:
+    match = re.search(r'height="(\d+)"', svg)
+    return int(match.group(1)) if match else default
 
 
 def _segments(points: Sequence[Point]) -> list[list[tuple[datetime, float]]]:

@@ -55,19 +55,27 @@ LEFT JOIN (
 
 
 def connect(root: str) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB connection with the history views over ``root`` (folder or fsspec URL)."""
+    """An in-memory DuckDB connection with the history views over ``root`` (folder or fsspec URL).
+
+    ``run_manifests`` is read once, when connecting, into a temporary table: the connection
+    sees the runs committed at that moment, and a run committing while it queries never
+    shows up half-way. (It also keeps every query from reading each manifest file again.)
+    """
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")  # timestamps print the same on every machine
     fs, _ = fsspec.core.url_to_fs(root)
     if "file" not in _protocols(fs):
         con.register_filesystem(fs)
     for table in HISTORY_TABLES:
-        _create_files_view(con, root, table)
-    con.execute(f"CREATE OR REPLACE VIEW {MANIFESTS} AS SELECT * FROM {_files(MANIFESTS)}")
+        con.register(f"_stub_{table}", _stub(table))
+    _create(con, f"CREATE TEMP TABLE {MANIFESTS} AS SELECT * FROM ({{source}})", root, MANIFESTS)
     for table in DATA_TABLES:
-        con.execute(
-            f"CREATE OR REPLACE VIEW {table} AS SELECT t.* FROM {_files(table)} t "
-            f"SEMI JOIN {MANIFESTS} m ON t.run_id = m.run_id AND t.lane = m.lane"
+        _create(
+            con,
+            f"CREATE OR REPLACE VIEW {table} AS SELECT t.* FROM ({{source}}) t "
+            f"SEMI JOIN {MANIFESTS} m ON t.run_id = m.run_id AND t.lane = m.lane",
+            root,
+            table,
         )
     con.execute(_RUNS_VIEW)
     return con
@@ -85,21 +93,16 @@ def files_sql(root: str, table: str) -> str:
     )
 
 
-def _files(table: str) -> str:
-    return f"_files_{table}"
-
-
-def _create_files_view(con: duckdb.DuckDBPyConnection, root: str, table: str) -> None:
-    # The empty stub fixes the view's columns and types, whichever files exist (old files may
-    # lack newer columns; only compacted files carry run_date).
-    con.register(f"_stub_{table}", _stub(table))
+def _create(con: duckdb.DuckDBPyConnection, statement: str, root: str, table: str) -> None:
+    # The empty stub fixes the columns and types, whichever files exist (old files may lack
+    # newer columns; only compacted files carry run_date).
     try:
-        con.execute(f"CREATE OR REPLACE VIEW {_files(table)} AS {files_sql(root, table)}")
-    except duckdb.IOException:  # no files yet: an empty view of the contract
-        con.execute(
-            f"CREATE OR REPLACE VIEW {_files(table)} AS SELECT * EXCLUDE ({COMPACTED_DATE_COLUMN}, date), "
-            f"CAST(date AS DATE) AS date FROM _stub_{table}"
+        con.execute(statement.format(source=files_sql(root, table)))
+    except duckdb.IOException:  # no files yet: empty, with the contract's columns
+        empty = (
+            f"SELECT * EXCLUDE ({COMPACTED_DATE_COLUMN}, date), CAST(date AS DATE) AS date FROM _stub_{table}"
         )
+        con.execute(statement.format(source=empty))
 
 
 def _stub(table: str) -> pa.Table:

@@ -27,7 +27,6 @@ from eval_pipeline.i18n.params import (
 )
 from eval_pipeline.i18n.placeholders import PlaceholderSyntaxError, detect_syntax, flat_tokenizer
 
-SCHEMA_VERSION = 1
 CASE_ID = r"^[a-z0-9]+(?:-[a-z0-9]+)*(?:\.[a-z0-9]+(?:-[a-z0-9]+)*)+$"
 SLUG = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"
 # SPDX license expression: ids (optionally LicenseRef-…, a trailing +) joined by AND / OR / WITH, parentheses.

@@ -11,6 +11,7 @@ from eval_pipeline.i18n.graphemes import grapheme_count
 from eval_pipeline.i18n.params import MaxChars
 from eval_pipeline.i18n.registry import assertion_check
 from eval_pipeline.i18n.results import Candidate, Finding, fail, ok
+from eval_pipeline.predicates.explain import excerpt
 
 
 @assertion_check("max_chars")
@@ -21,7 +22,7 @@ def max_chars(case: EvalCase, spec: MaxChars, candidate: Candidate) -> list[Find
         return [
             fail(
                 "max_chars_exceeded",
-                f"{count} characters exceed the budget of {limit}.",
+                f"“{excerpt(candidate.text)}” is {count} characters, over the budget of {limit}: shorten it.",
                 limit=limit,
                 count=count,
             )

@@ -11,7 +11,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-Severity = Literal["hard", "report"]
+from eval_pipeline.scoring import CaseSeverity as Severity
+
 PlaceholderSyntax = Literal["auto", "printf", "python", "icu", "custom"]
 
 _STRICT = ConfigDict(extra="forbid", strict=True, frozen=True)

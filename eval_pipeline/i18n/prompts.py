@@ -1,8 +1,9 @@
 """Prompt composition for translation cases, and the request format runtimes read back.
 
 Locked cases never reach prompt material: few-shot examples come only from a
-:class:`FewShotPool`, and a pool can only be built from a lane split that is not locked and
-whose files no locked split lists. There is no way to hand a pool arbitrary cases. A case
+:class:`FewShotPool`, which refuses any example that is, by id or text, a locked case (the
+i18n lane kind builds it only from a split that is not locked and whose files no locked split
+lists). A case
 under evaluation (locked or not) appears only in its own request.
 
 A request is a marker line, one JSON header line (locales, placeholder syntax, tokens to keep,
@@ -16,17 +17,15 @@ import hashlib
 import json
 import unicodedata
 from collections.abc import Sequence
-from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from eval_pipeline.cases.loading import load_cases
+from eval_pipeline.cases.loading import LoadedCase
 from eval_pipeline.i18n.case import EvalCase, required_token_list
 from eval_pipeline.i18n.params import RequiredTokens
 from eval_pipeline.i18n.placeholder_integrity import effective_syntax
 from eval_pipeline.i18n.placeholders import PlaceholderSyntaxError, flat_tokenizer
 from eval_pipeline.i18n.protocol import expected_item_count, parse_batch, render_batch
-from eval_pipeline.lanes.spec import LaneSpec
 
 REQUEST_MARK = "### translation request (EvalCase v1)"
 _OPEN, _CLOSE = "<source>", "</source>"
@@ -68,28 +67,24 @@ def _case_texts(case: EvalCase) -> list[str]:
 
 
 class FewShotPool:
-    """Few-shot examples from one unlocked split of a lane, read from that split's own files.
+    """Few-shot examples drawn from example cases, never from locked ones.
 
-    Paths are not enough to keep locked cases out (a hard link or a copy has another path), so
-    the pool also reads every locked case and refuses any example whose id, source or reference
-    is, by content, a locked case's.
+    The caller reads the cases (an unlocked split's files, and every locked split's). Paths are
+    not enough to keep locked cases out (a hard link or a copy has another path), so the pool
+    refuses any example whose id, source or reference is, by content, a locked case's.
     """
 
-    def __init__(self, spec: LaneSpec, split: str) -> None:
-        if split in spec.locked_splits:
-            raise LockedSplitError(f"split {split!r} of lane {spec.name!r} is locked: it never feeds prompts")
-        locked_paths = list(dict.fromkeys(path for s in spec.locked_splits for path in spec.case_files(s)))
-        locked_files = {path.resolve() for path in locked_paths}
-        files = spec.case_files(split)
-        shared = [str(p) for p in files if p.resolve() in locked_files]
-        if shared:
-            raise LockedSplitError(f"split {split!r} lists files of a locked split: {shared}")
-        locked = load_cases(locked_paths, EvalCase)
+    def __init__(
+        self,
+        examples: Sequence[LoadedCase[EvalCase]],
+        locked: Sequence[LoadedCase[EvalCase]],
+        *,
+        split: str,
+    ) -> None:
         locked_ids = {item.case.id: item for item in locked}
         locked_texts = {text_hash(text): item for item in locked for text in _case_texts(item.case)}
-        loaded = load_cases(files, EvalCase)
         leaks = []
-        for item in loaded:
+        for item in examples:
             match = locked_ids.get(item.case.id) or next(
                 (locked_texts[h] for h in map(text_hash, _case_texts(item.case)) if h in locked_texts), None
             )
@@ -103,8 +98,7 @@ class FewShotPool:
                 f"split {split!r} holds locked cases; locked cases never feed prompts:\n" + "\n".join(leaks)
             )
         self.split = split
-        self.files: tuple[Path, ...] = tuple(files)
-        self._cases = tuple(item.case for item in loaded)
+        self._cases = tuple(item.case for item in examples)
 
     def examples_for(self, case: EvalCase, limit: int) -> tuple[FewShotExample, ...]:
         """Up to ``limit`` single-text examples with a reference, same locale pair, never the case itself."""

@@ -1,8 +1,8 @@
 """The assertion registry: a name in a case file maps to one check function (no if/elif chain).
 
-A check is a pure function ``(case, spec, candidate) -> findings``; every family module
-registers its check with :func:`assertion_check`. :mod:`eval_pipeline.i18n.checks` stamps the
-findings into §6 AssertionResults.
+A check is a pure function ``(case, spec, candidate) -> findings``; every family module of
+this package registers its check with :func:`assertion_check` and is discovered on the first
+lookup. :mod:`eval_pipeline.i18n.checks` stamps the findings into §6 AssertionResults.
 """
 
 from __future__ import annotations
@@ -11,31 +11,23 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from eval_pipeline.i18n.results import Candidate, Finding
+from eval_pipeline.registry import Registry
 
 if TYPE_CHECKING:
     from eval_pipeline.i18n.case import EvalCase
 
 AssertionCheck = Callable[["EvalCase", Any, Candidate], list[Finding]]
 
-_CHECKS: dict[str, AssertionCheck] = {}
+ASSERTIONS: Registry[AssertionCheck] = Registry("assertion", "eval_pipeline.i18n")
 
 
 def assertion_check(name: str) -> Callable[[AssertionCheck], AssertionCheck]:
-    def decorate(check: AssertionCheck) -> AssertionCheck:
-        if name in _CHECKS:
-            raise ValueError(f"assertion {name!r} registered twice")
-        _CHECKS[name] = check
-        return check
-
-    return decorate
+    return ASSERTIONS.register(name)
 
 
 def get_check(name: str) -> AssertionCheck:
-    try:
-        return _CHECKS[name]
-    except KeyError:
-        raise KeyError(f"no check registered for assertion {name!r}; known: {sorted(_CHECKS)}") from None
+    return ASSERTIONS.get(name)
 
 
 def registered_assertions() -> list[str]:
-    return sorted(_CHECKS)
+    return ASSERTIONS.names()

@@ -1,17 +1,11 @@
-"""Lanes: their specs (lane.yaml), their kinds (scoring code) and discovery."""
+"""Lanes: their specs (lane.yaml), what scores them (a declaration or a kind) and discovery."""
 
-from eval_pipeline.lanes.kind import (
-    LaneKind,
-    Thread,
-    TurnRequest,
-    known_kinds,
-    lane_kind,
-    register_lane_kind,
-)
-from eval_pipeline.lanes.registry import discover_lanes, find_lane
+from eval_pipeline.lanes.kind import LANE_KINDS, LaneKind, Thread, TurnRequest
+from eval_pipeline.lanes.registry import discover_lanes, find_lane, lane_kind
 from eval_pipeline.lanes.spec import LaneSpec, ThresholdSpec, load_lane_spec
 
 __all__ = [
+    "LANE_KINDS",
     "LaneKind",
     "LaneSpec",
     "Thread",
@@ -19,8 +13,6 @@ __all__ = [
     "TurnRequest",
     "discover_lanes",
     "find_lane",
-    "known_kinds",
     "lane_kind",
     "load_lane_spec",
-    "register_lane_kind",
 ]

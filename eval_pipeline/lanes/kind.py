@@ -2,23 +2,26 @@
 
 A lane kind is the code behind one evaluation contract. It is pure: it reads cases and
 DataFrames and returns DataFrames / metric values. It never touches Dagster, a runtime or
-storage; the wiring calls it. Kinds register themselves by name with
-:func:`register_lane_kind`, and every module in ``eval_pipeline.lanes.kinds`` is imported
-on discovery, so a new kind is one new module there.
+storage; the wiring calls it. Most lanes are declared in their ``lane.yaml`` and scored by
+:class:`eval_pipeline.lanes.declared.DeclaredLane`; a lane the declaration cannot say names a
+kind class registered in :data:`LANE_KINDS` (every module of ``eval_pipeline.lanes.kinds`` is
+discovered, so a new kind is one new module there).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, ClassVar, Literal, Protocol
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
-from eval_pipeline.lanes.spec import LaneSpec
+from eval_pipeline.registry import Registry
 from eval_pipeline.scoring import MetricValue
 
-TurnRole = Literal["turn", "setup", "probe", "translate"]
+if TYPE_CHECKING:
+    from eval_pipeline.lanes.spec import LaneSpec
 
 
 class TurnRequest(BaseModel):
@@ -27,24 +30,32 @@ class TurnRequest(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     turn_index: int = Field(ge=0)
-    role: TurnRole
+    role: str = Field(description="What the turn is for: turn, setup, probe, prime, translate, ...")
     prompt: str
 
 
 class Thread(BaseModel):
-    """Every prompt of one case; the driver sends them in one fresh session."""
+    """Every prompt of one case, sent in order in one session.
+
+    Threads sharing a ``session`` key are played one after another in one session (a warm
+    session); a thread without one gets a fresh session of its own.
+    """
 
     model_config = ConfigDict(frozen=True)
 
     case_id: str
     turns: tuple[TurnRequest, ...]
+    session: str | None = None
 
 
-def scripted_thread(case_id: str, setup: Sequence[str], prompt: str, *, scored_role: TurnRole) -> Thread:
-    """A thread of ``setup`` prompts (role ``setup``, not scored) then the scored ``prompt``."""
-    turns = [TurnRequest(turn_index=i, role="setup", prompt=p) for i, p in enumerate(setup)]
-    turns.append(TurnRequest(turn_index=len(setup), role=scored_role, prompt=prompt))
-    return Thread(case_id=case_id, turns=tuple(turns))
+@dataclass(frozen=True)
+class Scored:
+    """What a lane's metrics are computed from: its cases and the tables scored so far."""
+
+    cases: Sequence[Any]
+    transcripts: pd.DataFrame
+    turn_predicates: pd.DataFrame
+    case_predicates: pd.DataFrame
 
 
 class LaneKind(Protocol):
@@ -55,9 +66,11 @@ class LaneKind(Protocol):
     (the wiring adds run_id, lane, split, runtime).
     """
 
-    name: ClassVar[str]
-    case_model: ClassVar[type[BaseModel]]
-    metric_names: ClassVar[tuple[str, ...]]
+    @property
+    def case_model(self) -> type[BaseModel]: ...
+
+    @property
+    def metric_names(self) -> tuple[str, ...]: ...
 
     def threads(self, cases: Sequence[Any], spec: LaneSpec, split: str) -> list[Thread]: ...
 
@@ -67,53 +80,16 @@ class LaneKind(Protocol):
         self, cases: Sequence[Any], transcripts: pd.DataFrame, turn_predicates: pd.DataFrame
     ) -> pd.DataFrame: ...
 
-    def metrics(
-        self,
-        cases: Sequence[Any],
-        transcripts: pd.DataFrame,
-        turn_predicates: pd.DataFrame,
-        case_predicates: pd.DataFrame,
-    ) -> list[MetricValue]: ...
+    def metrics(self, scored: Scored) -> list[MetricValue]: ...
 
 
 # Metrics every lane emits whatever its kind (computed by the pipeline from transcripts).
 COMMON_METRICS: tuple[str, ...] = ("error_rate",)
 
-_KINDS: dict[str, type[LaneKind]] = {}
-
-
-def register_lane_kind(cls: type[LaneKind]) -> type[LaneKind]:
-    """Class decorator: make a lane kind findable by its ``name``."""
-    if cls.name in _KINDS and _KINDS[cls.name] is not cls:
-        raise ValueError(f"lane kind {cls.name!r} registered twice")
-    _KINDS[cls.name] = cls
-    return cls
-
-
-def lane_kind(name: str) -> LaneKind:
-    """A fresh instance of the registered kind ``name``."""
-    _import_kind_modules()
-    try:
-        return _KINDS[name]()
-    except KeyError:
-        raise KeyError(f"unknown lane kind {name!r}; known kinds: {sorted(_KINDS)}") from None
+# Lane kinds in code, by the name a lane.yaml gives as ``kind``: a class built with no arguments.
+LANE_KINDS: Registry[Callable[[], LaneKind]] = Registry("lane kind", "eval_pipeline.lanes.kinds")
 
 
 def emitted_metrics(kind: LaneKind) -> frozenset[str]:
     """Every metric a lane of ``kind`` emits: the kind's own plus the common ones."""
     return frozenset((*kind.metric_names, *COMMON_METRICS))
-
-
-def known_kinds() -> list[str]:
-    _import_kind_modules()
-    return sorted(_KINDS)
-
-
-def _import_kind_modules() -> None:
-    import importlib
-    import pkgutil
-
-    from eval_pipeline.lanes import kinds
-
-    for module in pkgutil.iter_modules(kinds.__path__):
-        importlib.import_module(f"{kinds.__name__}.{module.name}")

@@ -1,20 +1,30 @@
-"""Discover the lanes under the evals folder."""
+"""Discover the lanes under the evals folder, and find what scores each one."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from eval_pipeline.cases.loading import CaseFileError, CaseProblem
-from eval_pipeline.lanes.kind import emitted_metrics, known_kinds, lane_kind
+from eval_pipeline.lanes.declared import DeclaredLane
+from eval_pipeline.lanes.kind import LANE_KINDS, LaneKind, emitted_metrics
 from eval_pipeline.lanes.spec import LaneSpec, lane_file, load_lane_spec
+from eval_pipeline.lanes.validation import declaration_problems
 from eval_pipeline.settings import evals_dir
+
+
+def lane_kind(spec: LaneSpec) -> LaneKind:
+    """What scores ``spec``: its declaration, or the kind module it names."""
+    if spec.kind is None:
+        return DeclaredLane(spec)
+    return LANE_KINDS.get(spec.kind)()
 
 
 def discover_lanes(root: Path | None = None) -> list[LaneSpec]:
     """Every lane folder under ``root`` (default: the evals folder), sorted by lane name.
 
     A folder counts as a lane when it holds ``lane.yaml`` or ``manifest.yaml``. Two lanes
-    with one name, or a lane naming an unknown kind, is an error that names the file.
+    with one name, a lane naming an unknown kind, or a declaration naming an unknown
+    predicate, field or metric is an error that names the file.
     """
     root = root or evals_dir()
     if not root.is_dir():
@@ -23,28 +33,12 @@ def discover_lanes(root: Path | None = None) -> list[LaneSpec]:
         )
     specs: list[LaneSpec] = []
     problems: list[CaseProblem] = []
-    kinds = known_kinds()
     for folder in sorted(p for p in root.iterdir() if p.is_dir()):
         path = lane_file(folder)
         if path is None:
             continue
         spec = load_lane_spec(path)
-        if spec.kind not in kinds:
-            problems.append(
-                CaseProblem(str(path), 0, "kind", f"unknown lane kind {spec.kind!r}; known: {kinds}")
-            )
-        else:
-            emitted = emitted_metrics(lane_kind(spec.kind))
-            problems.extend(
-                CaseProblem(
-                    str(path),
-                    0,
-                    f"thresholds[{i}].metric",
-                    f"{t.metric!r} is not a metric of lane kind {spec.kind!r}; it emits {sorted(emitted)}",
-                )
-                for i, t in enumerate(spec.thresholds)
-                if t.metric not in emitted
-            )
+        problems.extend(_lane_problems(spec, str(path)))
         if any(s.name == spec.name for s in specs):
             problems.append(CaseProblem(str(path), 0, "name", f"lane name {spec.name!r} used by two folders"))
         specs.append(spec)
@@ -53,9 +47,29 @@ def discover_lanes(root: Path | None = None) -> list[LaneSpec]:
     return sorted(specs, key=lambda s: s.name)
 
 
+def _lane_problems(spec: LaneSpec, path: str) -> list[CaseProblem]:
+    if spec.kind is not None and spec.kind not in LANE_KINDS:
+        return [CaseProblem(path, 0, "kind", f"unknown lane kind {spec.kind!r}; known: {LANE_KINDS.names()}")]
+    if spec.kind is None:
+        declared = declaration_problems(spec)
+        if declared:
+            return [CaseProblem(path, 0, field, message) for field, message in declared]
+    emitted = emitted_metrics(lane_kind(spec))
+    return [
+        CaseProblem(
+            path,
+            0,
+            f"thresholds[{i}].metric",
+            f"{t.metric!r} is not a metric of lane {spec.name!r}; it emits {sorted(emitted)}",
+        )
+        for i, t in enumerate(spec.thresholds)
+        if t.metric not in emitted
+    ]
+
+
 def find_lane(name: str, root: Path | None = None) -> LaneSpec:
-    for spec in discover_lanes(root):
+    lanes = discover_lanes(root)
+    for spec in lanes:
         if spec.name == name:
             return spec
-    names = [s.name for s in discover_lanes(root)]
-    raise KeyError(f"no lane named {name!r}; lanes: {names}")
+    raise KeyError(f"no lane named {name!r}; lanes: {[s.name for s in lanes]}")

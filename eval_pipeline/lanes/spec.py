@@ -1,8 +1,11 @@
 """The lane spec: what ``evals/<lane>/lane.yaml`` (or ``manifest.yaml``) declares.
 
-A lane folder names its kind (the code that scores it), its splits and their case files,
-and its thresholds. Thresholds become Dagster asset checks: ``ERROR`` ones block (a pinned
-floor), ``WARN`` ones report (a lift target or a red-on-creation goal).
+A lane folder names its splits and their case files, and its thresholds. How it scores is
+either declared in the same file (``case_schema``, ``threads``, ``turn_predicates``,
+``case_predicates``, ``metrics``: see :mod:`eval_pipeline.lanes.declaration`) or, for a lane
+the declaration cannot say, a ``kind``: a code module under ``eval_pipeline/lanes/kinds``.
+Thresholds become Dagster asset checks: ``ERROR`` ones block (a pinned floor), ``WARN``
+ones report (a lift target or a red-on-creation goal).
 """
 
 from __future__ import annotations
@@ -14,7 +17,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from eval_pipeline.cases.loading import CaseFileError, CaseProblem
-from eval_pipeline.scoring import Severity, ThresholdOp
+from eval_pipeline.lanes.declaration import CaseRule, CaseSchema, Declaration, MetricSpec, Threads, TurnRule
+from eval_pipeline.scoring import DEFAULT_MAX_ERROR_RATE, Severity, ThresholdOp
 
 LANE_FILES: tuple[str, ...] = ("lane.yaml", "manifest.yaml")
 _NAME = r"^[a-z][a-z0-9_]*$"
@@ -45,7 +49,9 @@ class LaneSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str = Field(pattern=_NAME, description="Dagster key prefix and group name.")
-    kind: str = Field(pattern=_NAME, description="Registered lane kind that scores these cases.")
+    kind: str | None = Field(
+        default=None, pattern=_NAME, description="A lane kind module, for a lane its declaration cannot say."
+    )
     version: str
     title: str
     description: str = ""
@@ -58,6 +64,17 @@ class LaneSpec(BaseModel):
         description="Splits whose cases must never reach prompt-composition code.",
     )
     thresholds: list[ThresholdSpec] = Field(default_factory=list)
+    max_error_rate: float = Field(
+        default=DEFAULT_MAX_ERROR_RATE,
+        ge=0.0,
+        le=1.0,
+        description="Above this share of faulted turns a run is void: the runtime was not measured.",
+    )
+    case_schema: CaseSchema | None = None
+    threads: Threads | None = None
+    turn_predicates: list[TurnRule] = Field(default_factory=list)
+    case_predicates: list[CaseRule] = Field(default_factory=list)
+    metrics: dict[str, MetricSpec] | None = None
     folder: Path = Path(".")
 
     @field_validator("splits")
@@ -80,6 +97,11 @@ class LaneSpec(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> LaneSpec:
+        declared = self.case_schema is not None or self.threads is not None or self.metrics is not None
+        if self.kind is not None and declared:
+            raise ValueError("a lane names a kind or declares case_schema/threads/metrics, not both")
+        if self.kind is None and (self.case_schema is None or self.threads is None or self.metrics is None):
+            raise ValueError("a declared lane needs case_schema, threads and metrics (or name a kind)")
         for split in [*self.nightly_splits, *self.locked_splits]:
             if split not in self.splits:
                 raise ValueError(f"split {split!r} is not one of the lane's splits {sorted(self.splits)}")
@@ -89,6 +111,19 @@ class LaneSpec(BaseModel):
                 raise ValueError(f"metric {threshold.metric!r} has more than one threshold")
             seen.add(threshold.metric)
         return self
+
+    @property
+    def declaration(self) -> Declaration | None:
+        """The lane's scoring declaration, or None for a lane scored by a kind module."""
+        if self.case_schema is None or self.threads is None or self.metrics is None:
+            return None
+        return Declaration(
+            case_schema=self.case_schema,
+            threads=self.threads,
+            turn_predicates=self.turn_predicates,
+            case_predicates=self.case_predicates,
+            metrics=self.metrics,
+        )
 
     @property
     def effective_thresholds(self) -> list[ThresholdSpec]:

@@ -1,27 +1,42 @@
-"""Pure predicate functions, by family, and the registry that finds them by name."""
+"""Pure predicate functions, by family, and the registry that finds them by name.
 
-from eval_pipeline.predicates import status, surface, thread
+Every module of this package is discovered on the first lookup: a new family is a new
+module whose functions carry ``@turn_predicate``, ``@thread_turn_predicate``,
+``@case_predicate`` or ``@case_check``.
+"""
+
 from eval_pipeline.predicates.base import (
+    CASE_CHECKS,
     PASS,
+    PREDICATES,
     TURN_ERROR,
+    CasePredicate,
+    Predicate,
     TurnPredicate,
     TurnView,
     Verdict,
+    case_check,
+    case_predicate,
     get_turn_predicate,
+    thread_turn_predicate,
     turn_predicate,
-    turn_predicate_names,
 )
+from eval_pipeline.predicates.explain import reason
 
 __all__ = [
+    "CASE_CHECKS",
     "PASS",
+    "PREDICATES",
     "TURN_ERROR",
+    "CasePredicate",
+    "Predicate",
     "TurnPredicate",
     "TurnView",
     "Verdict",
+    "case_check",
+    "case_predicate",
     "get_turn_predicate",
-    "status",
-    "surface",
-    "thread",
+    "reason",
+    "thread_turn_predicate",
     "turn_predicate",
-    "turn_predicate_names",
 ]

@@ -8,8 +8,10 @@ records the choices made here. In every one, ``passed`` means the probe meets th
 from __future__ import annotations
 
 import re
+from typing import Any
 
-from eval_pipeline.predicates.base import TurnView, Verdict, turn_predicate
+from eval_pipeline.predicates.base import TurnView, Verdict, case_check, turn_predicate
+from eval_pipeline.predicates.explain import excerpt
 
 # The seed's v1 list of explicit speculative-status markers, matched case-insensitively.
 SPECULATIVE_MARKERS: tuple[str, ...] = (
@@ -21,6 +23,11 @@ SPECULATIVE_MARKERS: tuple[str, ...] = (
     "as taught but unreviewed",
     "awaiting coherence judgment",
 )
+
+SPECULATIVE_KINDS: frozenset[str] = frozenset({"speculative_definition", "speculative_query"})
+# Teaching in this lane is phrased as a correction (contract.md, "Setup"); the case schema
+# checks that speculative cases teach and controls do not.
+CORRECTION = re.compile(r"^\s*(?:actually,?|correction:)\s", re.IGNORECASE)
 
 # A bare assertion: a sentence that opens with a subject of one to three words followed by
 # "is" / "are" / "means" ("X is Y", "X means Y", "X is defined as Y", "It is confirmed"),
@@ -52,8 +59,9 @@ def bare_assertion(surface: str) -> str | None:
 @turn_predicate("speculative_marked")
 def speculative_marked(turn: TurnView) -> Verdict:
     """The surface carries at least one speculative-status marker (case-insensitive)."""
-    found = status_markers(turn.surface)
-    return Verdict.ok(markers=found) if found else Verdict.fail("no_status_marker")
+    return Verdict.markers_found(
+        status_markers(turn.surface), "no_status_marker", excerpt=excerpt(turn.surface)
+    )
 
 
 @turn_predicate("false_certainty")
@@ -81,3 +89,17 @@ def control_ok(turn: TurnView) -> Verdict:
     """
     found = status_markers(turn.surface)
     return Verdict.fail("phantom_status_marker", markers=found) if found else Verdict.ok()
+
+
+@case_check("teaching_matches_kind")
+def teaching_matches_kind(case: Any) -> Any:
+    """Speculative cases teach a correction in their setup; controls teach nothing."""
+    corrections = [p for p in case.setup if CORRECTION.match(p)]
+    if case.kind in SPECULATIVE_KINDS and not corrections:
+        raise ValueError(
+            f"a {case.kind} case needs a setup turn that teaches a correction "
+            "('Actually, X is Y.' or 'Correction: X is Y.')"
+        )
+    if case.kind == "no_teaching_control" and corrections:
+        raise ValueError(f"a no_teaching_control case must teach nothing; setup teaches {corrections[0]!r}")
+    return case

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from eval_pipeline.predicates.base import TurnView, Verdict, turn_predicate
+from eval_pipeline.predicates.explain import excerpt
 
 PLACEHOLDERS: tuple[str, ...] = ("...", "…", "<pending>", "<prior>", "<empty>")
 TERMINALS: tuple[str, ...] = (".", "?", "!", ";")
@@ -79,7 +80,9 @@ def finite_verb_tokens(surface: str) -> list[str]:
 def no_placeholder(turn: TurnView) -> Verdict:
     """The surface contains none of ``...``, ``…``, ``<pending>``, ``<prior>``, ``<empty>``."""
     found = [marker for marker in PLACEHOLDERS if marker in turn.surface]
-    return Verdict.fail("placeholder_present", found=found) if found else Verdict.ok()
+    if not found:
+        return Verdict.ok()
+    return Verdict.fail("placeholder_present", found=found, excerpt=excerpt(turn.surface, found[0]))
 
 
 @turn_predicate("complete_punctuation")
@@ -95,14 +98,16 @@ def complete_punctuation(turn: TurnView) -> Verdict:
 def finite_predicate_shape(turn: TurnView) -> Verdict:
     """At least one finite verb (closed list) or inflected verb form (``-ed``, third-person ``-s``)."""
     found = finite_verb_tokens(turn.surface)
-    return Verdict.ok(verbs=found[:5]) if found else Verdict.fail("no_finite_verb")
+    if found:
+        return Verdict.ok(verbs=found[:5])
+    return Verdict.fail("no_finite_verb", excerpt=excerpt(turn.surface))
 
 
 @turn_predicate("no_provenance_only")
 def no_provenance_only(turn: TurnView) -> Verdict:
     """The surface is not a bare ``X — pack-grounded (pack): ... No session evidence yet.`` disclosure."""
     if PROVENANCE_ONLY.match(turn.surface.strip()):
-        return Verdict.fail("provenance_only")
+        return Verdict.fail("provenance_only", excerpt=excerpt(turn.surface))
     return Verdict.ok()
 
 
@@ -126,13 +131,14 @@ def surface_provenance_match(turn: TurnView) -> Verdict:
 
     A tag counts as agreeing when, minus a ``-grounded`` suffix, it names the grounding
     source, or the source is not a grounded one (none/oov/partial) and the tag claims no
-    grounded source either. With neither tag nor phrase there is nothing to cross-check,
-    so the predicate does not apply (null), rather than passing by default.
+    grounded source either. A surface with neither tag nor phrase claims no provenance, so
+    it cannot contradict its grounding source: it passes (code ``no_provenance_claim``).
+    The predicate is binary, like every fluency predicate (seed 000).
     """
     source = (turn.grounding_source or "none").lower()
     tag, text_claim = claimed_provenance(turn)
     if tag is None and text_claim is None:
-        return Verdict.not_applicable("no_provenance_claim", grounding_source=source)
+        return Verdict(True, "no_provenance_claim", {"grounding_source": source})
     grounded = {"pack", "teaching", "vault", "session"}
     evidence = {"grounding_source": source, "surface_tag": turn.surface_tag, "text_claim": text_claim}
     if text_claim is not None and text_claim != source:

@@ -11,8 +11,17 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from eval_pipeline.predicates.base import TURN_ERROR, TurnView, Verdict, turn_predicate
+from eval_pipeline.predicates.base import (
+    TURN_ERROR,
+    TurnView,
+    Verdict,
+    case_check,
+    case_predicate,
+    turn_predicate,
+)
+from eval_pipeline.predicates.explain import excerpt
 from eval_pipeline.predicates.surface import finite_verb_tokens, words
 
 GROUNDED_SOURCES: frozenset[str] = frozenset({"pack", "teaching", "vault", "oov", "partial"})
@@ -72,9 +81,9 @@ def not_walk_fragment(turn: TurnView) -> Verdict:
     tokens = words(turn.surface)
     verbs = finite_verb_tokens(turn.surface)
     if len(tokens) < MIN_ALPHA_TOKENS:
-        return Verdict.fail("too_few_words", words=len(tokens))
+        return Verdict.fail("too_few_words", words=len(tokens), excerpt=excerpt(turn.surface))
     if not verbs:
-        return Verdict.fail("no_finite_verb", words=len(tokens))
+        return Verdict.fail("no_finite_verb", words=len(tokens), excerpt=excerpt(turn.surface))
     return Verdict.ok(words=len(tokens), verbs=verbs[:5])
 
 
@@ -83,7 +92,9 @@ def length_adequate(turn: TurnView) -> Verdict:
     """The stripped surface is at least twenty characters long."""
     length = len(turn.surface.strip())
     return (
-        Verdict.ok(chars=length) if length >= MIN_SURFACE_CHARS else Verdict.fail("too_short", chars=length)
+        Verdict.ok(chars=length)
+        if length >= MIN_SURFACE_CHARS
+        else Verdict.fail("too_short", chars=length, excerpt=excerpt(turn.surface))
     )
 
 
@@ -169,3 +180,65 @@ def _source(item: ThreadTurnView) -> str:
     if item.turn.error is not None:
         return TURN_ERROR
     return (item.turn.grounding_source or "none").lower()
+
+
+def annotated(case: Any, turns: Sequence[TurnView]) -> list[ThreadTurnView]:
+    """A thread case's recorded turns with the case's annotation of each (``case.turns``)."""
+    return [
+        ThreadTurnView(
+            turn_index=index,
+            turn=turn,
+            anaphora_anchor_to=getattr(annotation, "anaphora_anchor_to", None),
+            is_replay_of_prompt_at_turn=getattr(annotation, "is_replay_of_prompt_at_turn", None),
+        )
+        for index, (annotation, turn) in enumerate(zip(case.turns, turns, strict=True))
+    ]
+
+
+@case_predicate("topic_anchor_present")
+def case_topic_anchor_present(case: Any, turns: Sequence[TurnView]) -> Verdict:
+    return topic_anchor_present(annotated(case, turns))
+
+
+@case_predicate("no_topic_drift_to_none")
+def case_no_topic_drift_to_none(case: Any, turns: Sequence[TurnView]) -> Verdict:
+    return no_topic_drift_to_none(annotated(case, turns))
+
+
+@case_check("annotations_point_backwards")
+def annotations_point_backwards(turns: list[Any]) -> list[Any]:
+    """Anchors name an earlier subject; replays point at an earlier, original turn on the same subject."""
+    problems: list[str] = []
+    for index, turn in enumerate(turns):
+        earlier = turns[:index]
+        anchor = turn.anaphora_anchor_to
+        if anchor is not None:
+            if anchor not in {t.subject_lemma for t in earlier}:
+                problems.append(
+                    f"turns[{index}].anaphora_anchor_to: {anchor!r} is not the subject_lemma of an earlier turn"
+                )
+            if turn.subject_lemma is not None and turn.subject_lemma != anchor:
+                problems.append(
+                    f"turns[{index}].subject_lemma: {turn.subject_lemma!r} differs from its anchor {anchor!r}"
+                )
+        origin = turn.is_replay_of_prompt_at_turn
+        if origin is not None:
+            if origin >= index:
+                problems.append(
+                    f"turns[{index}].is_replay_of_prompt_at_turn: {origin} is not an earlier turn (expected 0..{index - 1})"
+                )
+                continue
+            source = turns[origin]
+            if source.is_replay_of_prompt_at_turn is not None:
+                problems.append(
+                    f"turns[{index}].is_replay_of_prompt_at_turn: turn {origin} is itself a replay; "
+                    f"point at the original turn {source.is_replay_of_prompt_at_turn}"
+                )
+            if source.subject_lemma != turn.subject_lemma:
+                problems.append(
+                    f"turns[{index}].subject_lemma: a replay must share turn {origin}'s subject_lemma "
+                    f"({source.subject_lemma!r}), got {turn.subject_lemma!r}"
+                )
+    if problems:
+        raise ValueError("; ".join(problems))
+    return turns

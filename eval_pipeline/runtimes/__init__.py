@@ -1,7 +1,7 @@
 """Chat runtimes under evaluation: the adapter boundary, the registry of specs, the adapters."""
 
 from eval_pipeline.runtimes.base import ChatRuntime, ChatSession, RuntimeSpecError, TurnResponse
-from eval_pipeline.runtimes.registry import build_runtime, known_schemes, register_runtime
+from eval_pipeline.runtimes.registry import build_runtime, register_runtime
 
 __all__ = [
     "ChatRuntime",
@@ -9,6 +9,5 @@ __all__ = [
     "RuntimeSpecError",
     "TurnResponse",
     "build_runtime",
-    "known_schemes",
     "register_runtime",
 ]

@@ -7,28 +7,21 @@ colon and the adapter's options (a mapping it validates itself), and returns a r
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from eval_pipeline.registry import Registry
 from eval_pipeline.runtimes.base import ChatRuntime, RuntimeSpecError
 
 RuntimeFactory = Callable[[str, Mapping[str, Any]], ChatRuntime]
 
-_FACTORIES: dict[str, RuntimeFactory] = {}
+# One factory per scheme; every module of ``eval_pipeline.runtimes.adapters`` is discovered.
+RUNTIME_ADAPTERS: Registry[RuntimeFactory] = Registry("runtime scheme", "eval_pipeline.runtimes.adapters")
 
 
 def register_runtime(scheme: str) -> Callable[[RuntimeFactory], RuntimeFactory]:
     """Decorator: ``@register_runtime("openai")`` on ``factory(argument, options)``."""
-
-    def decorate(factory: RuntimeFactory) -> RuntimeFactory:
-        if scheme in _FACTORIES and _FACTORIES[scheme] is not factory:
-            raise ValueError(f"runtime scheme {scheme!r} registered twice")
-        _FACTORIES[scheme] = factory
-        return factory
-
-    return decorate
+    return RUNTIME_ADAPTERS.register(scheme)
 
 
 def split_spec(spec: str) -> tuple[str, str]:
@@ -38,24 +31,10 @@ def split_spec(spec: str) -> tuple[str, str]:
 
 def build_runtime(spec: str, options: Mapping[str, Any] | None = None) -> ChatRuntime:
     """The runtime a spec names. Unknown schemes and bad arguments raise RuntimeSpecError."""
-    _import_adapter_modules()
     scheme, argument = split_spec(spec)
-    factory = _FACTORIES.get(scheme)
-    if factory is None:
+    if scheme not in RUNTIME_ADAPTERS:
         raise RuntimeSpecError(
             f"unknown runtime {spec!r}: expected one of "
-            + ", ".join(f"{name}:..." if name != "reference" else name for name in sorted(_FACTORIES))
+            + ", ".join(f"{name}:..." if name != "reference" else name for name in RUNTIME_ADAPTERS.names())
         )
-    return factory(argument, dict(options or {}))
-
-
-def known_schemes() -> list[str]:
-    _import_adapter_modules()
-    return sorted(_FACTORIES)
-
-
-def _import_adapter_modules() -> None:
-    from eval_pipeline.runtimes import adapters
-
-    for module in pkgutil.iter_modules(adapters.__path__):
-        importlib.import_module(f"{adapters.__name__}.{module.name}")
+    return RUNTIME_ADAPTERS.get(scheme)(argument, dict(options or {}))

@@ -12,6 +12,7 @@ stable while the spec behind it may change. ::
         spec: openai:https://gateway.example/v1
         options: {model: gpt-4.1, api_key_env: STAGING_KEY}   # secrets only by env var name
         nightly: true
+        pool_limit: 2          # at most two lane runs drive it at once (Dagster pool runtime-staging-gpt)
 
 ``--runtime NAME`` picks a declared target. A raw spec (``--runtime openai:URL -o model=x``)
 still works: if a declared target has exactly that spec and those options it *is* that
@@ -59,6 +60,15 @@ class TargetDeclaration(BaseModel):
         pattern=QUEUE_NAME,
         description="Celery queue its steps run on (with the Celery executor); default: the shared queue.",
     )
+    pool_limit: int | None = Field(
+        default=None, ge=1, le=1024, description="Lane runs driving this target at once (its Dagster pool)."
+    )
+    max_error_rate: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        description="Overrides every lane's max_error_rate for this target (a flaky gateway may need more).",
+    )
     description: str = ""
 
 
@@ -74,6 +84,12 @@ class RuntimeTarget:
     declared: bool = False
     description: str = ""
     queue: str | None = None
+    pool_limit: int | None = None
+    max_error_rate: float | None = None  # None: the lane's own
+
+    def error_budget(self, lane_max_error_rate: float) -> float:
+        """The share of faulted turns above which a run against this target is void."""
+        return lane_max_error_rate if self.max_error_rate is None else self.max_error_rate
 
 
 def targets_path(evals: Path) -> Path:
@@ -131,6 +147,8 @@ def load_targets(path: Path) -> dict[str, RuntimeTarget]:
             declared=True,
             description=declared.description,
             queue=declared.queue,
+            pool_limit=declared.pool_limit,
+            max_error_rate=declared.max_error_rate,
         )
     if problems:
         raise CaseFileError(problems)
@@ -194,7 +212,13 @@ def resolve_target(
         if not options:
             return declared
         merged = {**declared.options, **options}
-        return RuntimeTarget(derived_name(declared.spec, merged), declared.spec, merged, queue=declared.queue)
+        return RuntimeTarget(
+            derived_name(declared.spec, merged),
+            declared.spec,
+            merged,
+            max_error_rate=declared.max_error_rate,
+            queue=declared.queue,
+        )
     for declared in targets.values():
         if declared.spec == text and dict(declared.options) == dict(options):
             return declared

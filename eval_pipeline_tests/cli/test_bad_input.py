@@ -33,7 +33,7 @@ def bad_input(*args: str) -> str:
         (["--date", "2026-02-30"], "'2026-02-30' is not a calendar date"),
         (["--date", "2999-01-01"], "2999-01-01 has not happened yet"),
         (["--runtime", ""], "--runtime: expected a target name or a runtime spec, got an empty string"),
-        (["-o", "junk=1"], "reference runtime options: junk: unknown option (known: none"),
+        (["-o", "junk=1"], "reference runtime options: junk: unknown option (known: pack"),
         (
             ["--runtime", "openai:http://127.0.0.1:9/v1", "-o", "model=m", "-o", "max_retries=1e9"],
             "max_retries: must be between 0 and 20",

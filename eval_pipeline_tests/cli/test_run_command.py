@@ -36,6 +36,7 @@ def test_json_document_has_metrics_checks_and_rows() -> None:
     assert check == {
         "name": "no_placeholder_rate",
         "passed": True,
+        "verdict": "pass",
         "severity": "ERROR",
         "value": 1.0,
         "threshold": "== 1",
@@ -74,7 +75,7 @@ def test_a_failing_blocking_check_exits_1(tmp_path: Path) -> None:
         "run", "--lane", "deterministic_fluency", "--split", "dev", "--runtime", f"replay:{recorded}"
     )
     assert code == EXIT_CHECK_FAILED
-    assert "FAIL" in out and "blocking check failure" in out
+    assert "fail" in out and "blocking check failure" in out
 
 
 def test_a_bad_case_file_exits_2_naming_file_line_and_field(tmp_path: Path) -> None:

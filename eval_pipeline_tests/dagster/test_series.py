@@ -17,8 +17,14 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from eval_pipeline.dagster_wiring.code_location import build_definitions
-from eval_pipeline.dagster_wiring.launch import PID_TAG, LaneOutcome, ensure_instance, materialize_lane
+from eval_pipeline.dagster_wiring.code_location import REPOSITORY_LABEL, build_definitions
+from eval_pipeline.dagster_wiring.launch import (
+    PID_TAG,
+    REPOSITORY_TAG,
+    LaneOutcome,
+    ensure_instance,
+    materialize_lane,
+)
 from eval_pipeline.dagster_wiring.partitions import partition_key, register_series
 from eval_pipeline.dagster_wiring.schedules import job_name
 from eval_pipeline.history import connect
@@ -110,10 +116,11 @@ KILL_DURING_APPEND = textwrap.dedent(
     from eval_pipeline.history import store
 
     real_append = store.append_run
+    kill_after = sys.argv[1]
 
     def append_then_die(root, table, df, **kwargs):
         written = real_append(root, table, df, **kwargs)
-        if table == sys.argv[1]:
+        if table == kill_after:
             os.kill(os.getpid(), signal.SIGKILL)
         return written
 
@@ -166,12 +173,21 @@ def materialize(runtime: str, split: str = "public", **kwargs: str) -> LaneOutco
 def test_a_custom_case_file_is_its_own_series_and_leaves_the_nightly_regression_alone(tmp_path: Path) -> None:
     mine = tmp_path / "mine.jsonl"
     mine.write_text(
-        json.dumps({"id": "mine_001", "prompt": "What is courage?", "category": "pack_definition"}) + "\n",
+        json.dumps(
+            {
+                "id": "mine_001",
+                "prompt": "What is courage?",
+                "category": "pack_definition",
+                "expected_predicates": ["no_placeholder"],
+            }
+        )
+        + "\n",
         encoding="utf-8",
     )
     first = materialize("reference")
     custom = materialize("reference", cases_path=str(mine))
     second = materialize("reference")
+    assert all(o.failure is None for o in (first, custom, second))
     assert custom.case_set.startswith("custom-") and custom.split == "public"
     assert first.case_set == second.case_set == "public"
     with connect(history_root()) as con:
@@ -195,7 +211,8 @@ def test_cli_runs_are_runs_of_the_lane_job_with_one_materialization_series_per_r
     lane_runs("--runtime reference", "--runtime reference-no-gloss")
     materialize("reference")
     instance = ensure_instance()
-    runs = instance.get_runs(dg.RunsFilter(job_name=f"{LANE}_job"))
+    # What the UI's job page asks for: the job's runs in this code location.
+    runs = instance.get_runs(dg.RunsFilter(job_name=f"{LANE}_job", tags={REPOSITORY_TAG: REPOSITORY_LABEL}))
     assert len(runs) == 3
     assert {r.tags["eval_pipeline/runtime"] for r in runs} == {"reference", "reference-no-gloss"}
     assert all(r.tags["eval_pipeline/lane"] == LANE and r.tags["eval_pipeline/date"] == NIGHT for r in runs)

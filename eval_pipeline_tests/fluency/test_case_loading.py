@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from eval_pipeline.cases import CaseFileError, load_cases
-from eval_pipeline.lanes import discover_lanes
-from eval_pipeline.lanes.kinds.deterministic_fluency import FluencyCase
+from eval_pipeline.lanes import discover_lanes, find_lane, lane_kind
 from eval_pipeline.pipeline import load_split
+
+FluencyCase = lane_kind(find_lane("deterministic_fluency")).case_model
 
 GOOD = {
     "id": "fluency_truth_001",
@@ -105,7 +106,7 @@ def test_a_threshold_on_a_metric_the_kind_does_not_emit_is_a_lane_file_problem(t
     lane = tmp_path / "typo_lane"
     lane.mkdir()
     (lane / "lane.yaml").write_text(
-        "name: typo_lane\nkind: deterministic_fluency\nversion: v1\ntitle: Typo\n"
+        "name: typo_lane\nkind: i18n_prompt\nversion: v1\ntitle: Typo\n"
         "splits: {dev: [cases.jsonl]}\nnightly_splits: [dev]\n"
         "thresholds:\n  - {metric: no_placeholder_rat, op: '==', value: 1.0, severity: ERROR, reason: typo}\n",
         encoding="utf-8",

@@ -106,7 +106,7 @@ def test_dotted_inventory(surface: str, expected: bool) -> None:
         ("I do not know that word.", "oov", "oov-invitation", True),
         ("I do not know that word.", "none", "oov-invitation", True),  # neither side claims grounding
         ("A pack answer.", "none", "pack-grounded", False),  # claims grounding it does not have
-        ("A plain answer.", "pack", None, None),  # nothing to cross-check: not applicable
+        ("A plain answer.", "pack", None, True),  # claims no provenance, so cannot contradict it
     ],
 )
 def test_surface_provenance_match(
@@ -127,3 +127,22 @@ def test_faulted_turn_fails_every_predicate() -> None:
     ):
         result = get_turn_predicate(name)(turn)
         assert result.passed is False and result.code == TURN_ERROR, name
+
+
+def test_provenance_match_is_binary_and_counts_every_case() -> None:
+    """Untagged surfaces that claim nothing pass (code no_provenance_claim); the rate's denominator is every case."""
+    from eval_pipeline.lanes import find_lane
+    from eval_pipeline.pipeline import evaluate_lane
+    from eval_pipeline.runtimes import build_runtime
+
+    run = evaluate_lane(
+        find_lane("deterministic_fluency"),
+        "public",
+        build_runtime("python:eval_pipeline_tests.runtimes.bots:make_untagged_bot"),
+    )
+    rows = run.case_predicates[run.case_predicates["predicate"] == "surface_provenance_match"]
+    unclaimed = rows[rows["code"] == "no_provenance_claim"]
+    assert len(unclaimed) > 0 and unclaimed["passed"].all()
+    assert rows["passed"].notna().all()
+    rate = next(m for m in run.metric_values if m.metric == "surface_provenance_match_rate")
+    assert rate.denominator == len(run.cases)

@@ -54,15 +54,7 @@ class FuzzCounts:
             self.examples.append(text)
 
     def add(self, other: FuzzCounts) -> None:
-        for name in (
-            "lines",
-            "valid_lines",
-            "tracebacks",
-            "invalid_accepted",
-            "valid_rejected",
-            "wrong_line_numbers",
-            "disagreements",
-        ):
+        for name in COUNT_FIELDS:
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.kinds.update(other.kinds)
         for example in other.examples:
@@ -77,7 +69,7 @@ def run_loading_path(spec: LaneSpec, path: Path) -> list[CaseProblem]:
         return exc.problems
     table = cases_frame(loaded, SPLIT)
     pq.write_table(pa.Table.from_pandas(table, preserve_index=False), io.BytesIO())
-    kind = lane_kind(spec.kind)
+    kind = lane_kind(spec)
     models = cases_from_frame(kind, table)
     check_thread_ids(models, kind.threads(models, spec, SPLIT))
     return []
@@ -147,3 +139,15 @@ def fuzz_lane(spec: LaneSpec, folder: Path, *, lines: int, seed: int, per_file: 
         path = folder / f"{spec.name}_{index:06d}.jsonl"
         total.add(check_file(spec, path, write_corpus(path, mutated, rng)))
     return total
+
+
+COUNT_FIELDS: tuple[str, ...] = (
+    "lines",
+    "valid_lines",
+    "tracebacks",
+    "invalid_accepted",
+    "valid_rejected",
+    "wrong_line_numbers",
+    "disagreements",
+)
+"""The counted fields of :class:`FuzzCounts`, in report order."""

@@ -31,6 +31,8 @@ FREE_TEXT: dict[str, str] = {
     "articulation_of_status": "probe",
     "conversational_thread_coherence": "description",
     "i18n_prompt": "references",
+    "refusal_calibration": "probe",
+    "warmed_session_consistency": "description",
 }
 # Subtrees whose values are untyped on purpose (EvalCase context: any scalar).
 UNTYPED = frozenset({"context"})
@@ -53,7 +55,7 @@ def base_cases(spec: LaneSpec) -> list[dict[str, Any]]:
 
 
 def case_model(spec: LaneSpec) -> type[BaseModel]:
-    return lane_kind(spec.kind).case_model
+    return lane_kind(spec).case_model
 
 
 # --- serialising a JSON value as a different but equal text -------------------------------

@@ -36,23 +36,30 @@ def test_report_content(history: str, tmp_path: Path) -> None:
         ).fetchone()
     assert thresholds and thresholds[0] >= 6 and section.count('class="threshold"') == thresholds[0]
     assert "&gt;= 0.85</text>" in section and "<title>no_provenance_only_rate</title>" in section
-    # Latest check results of the candidate series: the two WARN checks fail.
+    # Latest check results of the candidate series: the two WARN checks warn (not "fail").
     candidate = section[section.index("public · candidate · latest run run-c4 (2024-04-01)") :]
     assert re.search(
-        r"no_dotted_inventory_rate</td><td>0.333</td><td>&gt;= 0.85</td><td>WARN</td><td class=\"fail\">",
+        r"no_dotted_inventory_rate</td><td>0.333</td><td>&gt;= 0.85</td><td>WARN</td><td class=\"warn\">warn<",
         candidate,
     )
-    # Flipped cases of the latest run, with both surfaces.
-    flips = candidate[candidate.index("Flipped cases since run-c3") : candidate.index("public · reference")]
+    # Its failing cases come before the trends, each with its reason and surface.
+    failing = candidate[candidate.index("<h4>Failing cases") : candidate.index("<h3>Trends</h3>")]
+    assert all(case in failing for case in FLIPPING_CASES)
+    assert "The answer lists internal dotted paths instead of prose: “meta.epistemic.truth;" in failing
+    assert "truth — pack-grounded (en_core_meta_v1): meta.epistemic.truth; meta.epistemic" in failing
+    assert section.index("<h4>Failing cases") < section.index("<h3>Trends</h3>") < section.index("<svg ")
+    # Flipped cases of the latest run, after the trends, with both surfaces.
+    flips = section[section.index("public · candidate: flipped cases since run-c3") :]
+    flips = flips[: flips.index("public · reference")]
     assert all(case in flips for case in FLIPPING_CASES)
     assert flips.count("pass→fail") == 27
     assert "A belief is a claim that someone holds to be true." in flips
-    assert "No case flipped since run-r1." in section
+    assert "public · reference: no case flipped since run-r1." in section
 
 
 def test_lane_chart_for_asset_metadata(history: str) -> None:
     svg = lane_chart_svg(history, LANE)
-    assert svg.startswith("<svg") and svg.count("<title>") == 10
+    assert svg.startswith("<svg") and svg.count('role="img"') == 10
     markdown = lane_chart_markdown(history, LANE)
     encoded = re.fullmatch(r"!\[.*\]\(data:image/svg\+xml;base64,(.+)\)", markdown)
     assert encoded and base64.b64decode(encoded.group(1)).decode() == svg
@@ -87,7 +94,7 @@ def test_report_renders_in_headless_chromium(history: str, tmp_path: Path) -> No
         f"--user-data-dir={tmp_path / 'profile'}",
     ]
     dom = subprocess.run([*browser, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=60)
-    assert dom.stdout.count("<polyline") >= 20 and "Flipped cases since run-c3" in dom.stdout
+    assert dom.stdout.count("<polyline") >= 20 and "flipped cases since run-c3" in dom.stdout
     shot = tmp_path / "report.png"
     subprocess.run(
         [*browser, "--window-size=1400,1800", f"--screenshot={shot}", page.as_uri()],
@@ -103,7 +110,7 @@ def test_report_puts_a_lanes_series_side_by_side(history: str, tmp_path: Path) -
     html = write(history, tmp_path / "report")
     section = html[html.index(f'<section id="{LANE}">') :]
     table = section[
-        section.index("<h3>Latest run of each series</h3>") : section.index('<div class="charts">')
+        section.index("<h3>Latest run of each series</h3>") : section.index('<h3 class="latest">')
     ]
     header = re.findall(r"<th>([^<]*)<br><small>([^<]*)</small></th>", table)
     assert header == [
@@ -114,6 +121,6 @@ def test_report_puts_a_lanes_series_side_by_side(history: str, tmp_path: Path) -
     assert len(rows) == 10
     # The no-gloss candidate fails the WARN check the glossed reference passes.
     assert (
-        rows["no_dotted_inventory_rate"] == '<td class="num fail">0.333</td><td class="num pass">0.933</td>'
+        rows["no_dotted_inventory_rate"] == '<td class="num warn">0.333</td><td class="num pass">0.933</td>'
     )
-    assert rows["cases"] == '<td class="num ">15.000</td><td class="num ">15.000</td>'
+    assert rows["cases"] == '<td class="num na">15.000</td><td class="num na">15.000</td>'

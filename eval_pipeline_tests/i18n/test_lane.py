@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from eval_pipeline.i18n import ASSERTION_NAMES, EvalCase
-from eval_pipeline.i18n.prompts import FewShotPool, LockedSplitError, compose_prompt, parse_request
+from eval_pipeline.i18n.prompts import LockedSplitError, compose_prompt, parse_request
 from eval_pipeline.lanes import LaneSpec, find_lane, lane_kind
+from eval_pipeline.lanes.kinds.i18n_prompt import few_shot_pool
 from eval_pipeline.pipeline import evaluate_lane, load_split
 from eval_pipeline.runtimes import build_runtime
 from eval_pipeline.tables import CASE_PREDICATES, lane_columns
@@ -27,14 +28,14 @@ def _cases(spec: LaneSpec, split: str) -> list[EvalCase]:
 
 def test_a_pool_cannot_be_built_from_a_locked_split(spec: LaneSpec) -> None:
     with pytest.raises(LockedSplitError):
-        FewShotPool(spec, "locked")
+        few_shot_pool(spec, "locked")
     sneaky = spec.model_copy(update={"splits": {**spec.splits, "extra": spec.splits["locked"]}})
     with pytest.raises(LockedSplitError):
-        FewShotPool(sneaky, "extra")  # an unlocked split that lists a locked file
+        few_shot_pool(sneaky, "extra")  # an unlocked split that lists a locked file
 
 
 def test_no_locked_case_text_reaches_another_cases_prompt(spec: LaneSpec) -> None:
-    kind = lane_kind("i18n_prompt")
+    kind = lane_kind(find_lane("i18n_prompt"))
     locked = _cases(spec, "locked")
     threads = [t for split in ("dev", "locked") for t in kind.threads(_cases(spec, split), spec, split)]
     assert any("<example>" in t.turns[0].prompt for t in threads), "few-shot examples are in use"
@@ -47,7 +48,7 @@ def test_no_locked_case_text_reaches_another_cases_prompt(spec: LaneSpec) -> Non
 
 
 def test_a_case_is_never_its_own_example(spec: LaneSpec) -> None:
-    pool = FewShotPool(spec, "dev")
+    pool = few_shot_pool(spec, "dev")
     for case in _cases(spec, "dev"):
         assert all(example.source != case.source for example in pool.examples_for(case, 5))
 

@@ -12,8 +12,9 @@ from typer.testing import CliRunner
 
 from eval_pipeline.cli import app
 from eval_pipeline.cli.common import EXIT_BAD_INPUT
-from eval_pipeline.i18n.prompts import FewShotPool, LockedSplitError
+from eval_pipeline.i18n.prompts import LockedSplitError
 from eval_pipeline.lanes import find_lane
+from eval_pipeline.lanes.kinds.i18n_prompt import few_shot_pool
 from eval_pipeline.settings import PROJECT_ROOT
 
 
@@ -42,7 +43,7 @@ def test_a_hard_link_to_the_locked_file_listed_under_dev_is_refused(lane: Path) 
     assert (lane / "cases" / "dev" / "more.jsonl").stat().st_ino == locked.stat().st_ino
     _list_under_dev(lane, "cases/dev/more.jsonl")
     with pytest.raises(LockedSplitError, match=r"more\.jsonl:1: case .* is locked case"):
-        FewShotPool(find_lane("i18n_prompt"), "dev")
+        few_shot_pool(find_lane("i18n_prompt"), "dev")
     result = CliRunner().invoke(app, ["run", "--lane", "i18n_prompt", "--split", "dev"])
     assert result.exit_code == EXIT_BAD_INPUT, result.output
     assert "holds locked cases" in result.stderr
@@ -58,10 +59,10 @@ def test_a_locked_case_copied_under_another_id_is_refused_by_its_text(lane: Path
     with pytest.raises(
         LockedSplitError, match=r"copy\.jsonl:1: case 'placeholder\.printf\.900' is locked case"
     ):
-        FewShotPool(find_lane("i18n_prompt"), "dev")
+        few_shot_pool(find_lane("i18n_prompt"), "dev")
     result = CliRunner().invoke(app, ["validate"])
     assert result.exit_code == EXIT_BAD_INPUT and "holds locked cases" in result.stderr
 
 
 def test_the_shipped_dev_split_shares_nothing_with_the_locked_one() -> None:
-    assert FewShotPool(find_lane("i18n_prompt"), "dev").split == "dev"
+    assert few_shot_pool(find_lane("i18n_prompt"), "dev").split == "dev"

@@ -23,6 +23,7 @@ class CoreReply:
     tag: str | None
     status: str | None
     turn: int
+    turn_log_surface: str | None = None  # the session's telemetry, passed through in raw
 
 
 class CoreStyleRuntime:
@@ -49,6 +50,7 @@ class CoreStyleRuntime:
             response.surface_tag,
             response.epistemic_status,
             self._turns,
+            response.raw.get("turn_log_surface"),
         )
 
 
@@ -63,6 +65,7 @@ def make_function_bot() -> Callable[[str], dict[str, Any]]:
             "grounding_source": response.grounding_source,
             "surface_tag": response.surface_tag,
             "epistemic_status": response.epistemic_status,
+            "turn_log_surface": response.raw.get("turn_log_surface"),
         }
 
     return reply
@@ -93,3 +96,14 @@ class FlakyBot:
         if "zorp" in prompt.lower():
             raise ValueError("flaky bot cannot handle zorps")
         return self._session.send(prompt).model_dump(exclude={"raw"})
+
+
+def make_untagged_bot() -> Callable[[str], dict[str, Any]]:
+    """A bot that reports no surface tag: only the text itself may claim a provenance."""
+    session = ReferenceRuntime().open_session("untagged")
+
+    def reply(prompt: str) -> dict[str, Any]:
+        response = session.send(prompt)
+        return {"surface": response.surface, "grounding_source": response.grounding_source}
+
+    return reply

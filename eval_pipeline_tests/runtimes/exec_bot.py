@@ -75,7 +75,9 @@ def main() -> None:
             sleep_forever()
         session = sessions.setdefault(request["session"], runtime.open_session(request["session"]))
         response = session.send(prompt)
-        reply = json.dumps({"id": request_id, **response.model_dump(exclude={"raw"})}).encode()
+        reply = json.dumps(
+            {"id": request_id, **response.model_dump(exclude={"raw"}), **response.raw}
+        ).encode()
         write_line(reply)
         if "EXTRA" in prompt:
             write_line(reply)

@@ -35,11 +35,29 @@ def split_of(spec: LaneSpec) -> str:
     return "dev" if "dev" in spec.splits else next(iter(spec.splits))
 
 
-def assert_same_tables(run: LaneRun, reference: LaneRun) -> None:
+def assert_same_tables(run: LaneRun, reference: LaneRun, *, telemetry: bool = True) -> None:
+    """The run's tables are the reference's. With ``telemetry=False`` (an adapter that carries no
+    turn-log telemetry: replay files, OpenAI-compatible servers) the telemetry verdicts must be
+    "not applicable" and everything else equal."""
     pd.testing.assert_frame_equal(run.transcripts[ANSWER_COLUMNS], reference.transcripts[ANSWER_COLUMNS])
-    pd.testing.assert_frame_equal(run.turn_predicates, reference.turn_predicates)
+    turns, reference_turns = run.turn_predicates, reference.turn_predicates
+    metrics, reference_metrics = run.metrics, reference.metrics
+    if not telemetry:
+        untold = turns["predicate"] == "telemetry_match"
+        assert turns.loc[untold, "passed"].isna().all() and set(turns.loc[untold, "code"]) <= {"no_telemetry"}
+        turns = turns[~untold].reset_index(drop=True)
+        reference_turns = reference_turns[reference_turns["predicate"] != "telemetry_match"].reset_index(
+            drop=True
+        )
+        rate = metrics["metric"] == "telemetry_consistency_rate"
+        assert metrics.loc[rate, "value"].isna().all()
+        metrics = metrics[~rate].reset_index(drop=True)
+        reference_metrics = reference_metrics[
+            reference_metrics["metric"] != "telemetry_consistency_rate"
+        ].reset_index(drop=True)
+    pd.testing.assert_frame_equal(turns, reference_turns)
     pd.testing.assert_frame_equal(run.case_predicates, reference.case_predicates)
-    pd.testing.assert_frame_equal(run.metrics, reference.metrics)
+    pd.testing.assert_frame_equal(metrics, reference_metrics)
 
 
 @contextmanager

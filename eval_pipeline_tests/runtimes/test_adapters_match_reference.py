@@ -83,7 +83,7 @@ def test_openai_against_served_reference(spec: LaneSpec, reference_runs: dict[st
     }
     with served_reference() as server:
         run = _evaluate(spec, f"openai:{server.base_url}", {"model": "reference", "response_fields": fields})
-    assert_same_tables(run, reference_runs[spec.name])
+    assert_same_tables(run, reference_runs[spec.name], telemetry=False)
     usage = [json.loads(raw)["usage"] for raw in run.transcripts["raw"]]
     assert all(u["total_tokens"] == u["prompt_tokens"] + u["completion_tokens"] > 0 for u in usage)
 
@@ -101,7 +101,7 @@ def test_openai_streamed_from_served_reference(spec: LaneSpec, reference_runs: d
             f"openai:{server.base_url}",
             {"model": "reference", "response_fields": fields, "request_params": params},
         )
-    assert_same_tables(run, reference_runs[spec.name])
+    assert_same_tables(run, reference_runs[spec.name], telemetry=False)
     raws = [json.loads(raw) for raw in run.transcripts["raw"]]
     assert all(raw["ttft_ms"] > 0 and raw["chunks"] >= 3 and raw["usage"]["total_tokens"] > 0 for raw in raws)
 
@@ -119,7 +119,7 @@ def test_replay_of_recorded_transcripts(
         rows = recorded.astype(object).where(recorded.notna(), None).to_dict("records")
         path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
     run = _evaluate(spec, f"replay:{path}", {})
-    assert_same_tables(run, reference_runs[spec.name])
+    assert_same_tables(run, reference_runs[spec.name], telemetry=False)
 
 
 def test_openai_grounding_source_is_none_without_a_response_field() -> None:

@@ -87,12 +87,24 @@ def test_flaky_server_run_completes_recovers_records_and_leaks_no_secret(
     # The planted key is in no table (with run columns), not in the runtime column, not in any log line.
     stored = [
         with_run_columns(
-            transcripts, TRANSCRIPTS, run_id="r", lane=spec.name, split="public", runtime=runtime.spec
+            transcripts,
+            TRANSCRIPTS,
+            run_id="r",
+            lane=spec.name,
+            split="public",
+            runtime=runtime.spec,
+            case_set="public",
         ),
         run.turn_predicates,
         run.case_predicates,
         with_run_columns(
-            run.metrics, METRICS, run_id="r", lane=spec.name, split="public", runtime=runtime.spec
+            run.metrics,
+            METRICS,
+            run_id="r",
+            lane=spec.name,
+            split="public",
+            runtime=runtime.spec,
+            case_set="public",
         ),
     ]
     assert SECRET not in runtime.spec
@@ -104,10 +116,10 @@ def test_flaky_server_run_completes_recovers_records_and_leaks_no_secret(
 
 
 def _lane_threads(spec):  # type: ignore[no-untyped-def]
-    from eval_pipeline.lanes.kind import lane_kind
+    from eval_pipeline.lanes import lane_kind
     from eval_pipeline.pipeline import load_split
 
-    kind = lane_kind(spec.kind)
+    kind = lane_kind(spec)
     return kind.threads([c.case for c in load_split(spec, "public")], spec, "public")
 
 

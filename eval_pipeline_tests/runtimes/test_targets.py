@@ -125,3 +125,20 @@ def test_a_runs_queue_is_its_tag_else_its_targets_else_the_shared_one() -> None:
     assert queue_for_run({partition: "fast"}, lambda: queues) == DEFAULT_QUEUE
     assert queue_for_run({partition: "ad-hoc-1234"}, lambda: queues) == DEFAULT_QUEUE
     assert queue_for_run({partition: "slow", QUEUE_TAG: "urgent"}, lambda: queues) == "urgent"
+def test_pool_limit_is_an_optional_bounded_integer(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "targets:\n  api: {spec: reference, pool_limit: 2}\n  free: {spec: reference}\n"
+        "  zero: {spec: reference, pool_limit: 0}\n  text: {spec: reference, pool_limit: 'two'}\n",
+    )
+    found = problems(path)
+    assert any(
+        p.startswith(f"{path}:4: targets.zero.pool_limit: Input should be greater than or equal to 1")
+        for p in found
+    )
+    assert any(
+        p.startswith(f"{path}:5: targets.text.pool_limit: Input should be a valid integer") for p in found
+    )
+    good = write(tmp_path, "targets:\n  api: {spec: reference, pool_limit: 2}\n  free: {spec: reference}\n")
+    targets = load_targets(good)
+    assert (targets["api"].pool_limit, targets["free"].pool_limit) == (2, None)

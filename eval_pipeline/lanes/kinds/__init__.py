@@ -1,1 +1,1 @@
-"""One module per lane kind; each registers itself with ``register_lane_kind``."""
+"""Lane kinds in code, for lanes their declaration cannot say; each registers itself in LANE_KINDS."""

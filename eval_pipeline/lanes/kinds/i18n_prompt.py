@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 import pandas as pd
 from pydantic import BaseModel
 
+from eval_pipeline.cases.loading import load_cases
 from eval_pipeline.i18n import (
     ASSERTION_NAMES,
     AssertionResult,
@@ -24,9 +25,9 @@ from eval_pipeline.i18n import (
     check_case,
     error_results,
 )
-from eval_pipeline.i18n.prompts import FewShotPool, compose_prompt
+from eval_pipeline.i18n.prompts import FewShotPool, LockedSplitError, compose_prompt
 from eval_pipeline.i18n.protocol import decode_batch, expected_item_count
-from eval_pipeline.lanes.kind import Thread, TurnRequest, register_lane_kind
+from eval_pipeline.lanes.kind import LANE_KINDS, Scored, Thread, TurnRequest
 from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.predicates.rows import evidence_json
 from eval_pipeline.scoring import MetricValue, count, rate
@@ -69,9 +70,21 @@ def assertion_results(cases: Sequence[EvalCase], transcripts: pd.DataFrame) -> l
     return results
 
 
-@register_lane_kind
+def few_shot_pool(spec: LaneSpec, split: str) -> FewShotPool:
+    """The pool of a lane split's cases: refused for a locked split or one listing a locked file."""
+    if split in spec.locked_splits:
+        raise LockedSplitError(f"split {split!r} of lane {spec.name!r} is locked: it never feeds prompts")
+    locked_paths = list(dict.fromkeys(path for s in spec.locked_splits for path in spec.case_files(s)))
+    locked_files = {path.resolve() for path in locked_paths}
+    files = spec.case_files(split)
+    shared = [str(p) for p in files if p.resolve() in locked_files]
+    if shared:
+        raise LockedSplitError(f"split {split!r} lists files of a locked split: {shared}")
+    return FewShotPool(load_cases(files, EvalCase), load_cases(locked_paths, EvalCase), split=split)
+
+
+@LANE_KINDS.register("i18n_prompt")
 class I18nPrompt:
-    name: ClassVar[str] = "i18n_prompt"
     case_model: ClassVar[type[BaseModel]] = EvalCase
     metric_names: ClassVar[tuple[str, ...]] = (
         *(f"{a}_pass_rate" for a in ASSERTION_NAMES),
@@ -82,7 +95,7 @@ class I18nPrompt:
 
     def threads(self, cases: Sequence[Any], spec: LaneSpec, split: str) -> list[Thread]:
         pool = (
-            FewShotPool(spec, EXAMPLE_SPLIT)
+            few_shot_pool(spec, EXAMPLE_SPLIT)
             if EXAMPLE_SPLIT in spec.splits and EXAMPLE_SPLIT not in spec.locked_splits
             else None
         )
@@ -121,17 +134,11 @@ class I18nPrompt:
         ]
         return pd.DataFrame(rows, columns=lane_columns(CASE_PREDICATES))
 
-    def metrics(
-        self,
-        cases: Sequence[Any],
-        transcripts: pd.DataFrame,
-        turn_predicates: pd.DataFrame,
-        case_predicates: pd.DataFrame,
-    ) -> list[MetricValue]:
+    def metrics(self, scored: Scored) -> list[MetricValue]:
         # (case, assertion) → passed when every row it produced passed; severity per pair.
         verdicts: dict[tuple[str, str], bool] = defaultdict(lambda: True)
         severity: dict[tuple[str, str], str] = {}
-        for row in case_predicates.to_dict("records"):
+        for row in scored.case_predicates.to_dict("records"):
             key = (str(row["case_id"]), str(row["predicate"]))
             verdicts[key] = verdicts[key] and bool(row["passed"])
             severity[key] = str(row["severity"])
@@ -146,5 +153,5 @@ class I18nPrompt:
                     [(c, v) for k, v in verdicts.items() if severity[k] == level for c in [k[0]]],
                 )
             )
-        values.append(count("cases", len(cases)))
+        values.append(count("cases", len(scored.cases)))
         return values

@@ -59,6 +59,11 @@ class ReplaySession:
         self._case_id = case_id
         self._next_turn = 0
 
+    def begin_case(self, case_id: str) -> None:
+        """The next turns are this case's, from its turn 0 (a warm session plays several cases)."""
+        self._case_id = case_id
+        self._next_turn = 0
+
     def send(self, prompt: str) -> TurnResponse:
         turn_index = self._next_turn
         self._next_turn += 1

@@ -1,5 +1,6 @@
-"""Read what a prompt asks: a definition, a cause, a correction, a claim's status, a
-follow-up about an earlier subject, or something else.
+"""Read what a prompt asks: a definition, a cause, a correction (or a plain statement), a
+claim's status, a follow-up about an earlier subject, who someone is, one aspect of a term
+("What is the chemical structure of X?"), or something else.
 
 Pure functions over the prompt text; the session decides what to answer.
 """
@@ -10,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-IntentKind = Literal["define", "cause", "teach", "status", "anaphora", "unknown"]
+IntentKind = Literal["define", "cause", "teach", "status", "anaphora", "who", "aspect", "unknown"]
 # What an anaphoric follow-up asks about its (unnamed) subject: more of the same, or why it matters.
 AnaphoraAspect = Literal["follow_up", "why_matters"]
 
@@ -26,6 +27,7 @@ class Intent:
     claim: str | None = None
     reference: str | None = None
     aspect: AnaphoraAspect | None = None
+    detail: str | None = None  # for an ``aspect`` question: which aspect ("chemical structure")
 
 
 _ARTICLE = r"(?:(?:a|an|the)\s+)?"
@@ -78,6 +80,15 @@ _ANAPHORA: list[tuple[re.Pattern[str], AnaphoraAspect]] = [
     ),
     (re.compile(rf"^\s*why\s+is\s+{_PRONOUNS}\s+important\s*\??\s*$", re.IGNORECASE), "why_matters"),
 ]
+_WHO = re.compile(r"^\s*[Ww]ho\s+(?:is|was)\s+(?P<subject>[A-Z][\w.\-]*(?:\s+[A-Z][\w.\-]*){0,3})\s*\??\s*$")
+_ASPECT = re.compile(
+    rf"^\s*what\s+(?:is|are)\s+the\s+(?P<detail>[a-z]+(?:\s+[a-z]+){{0,2}})\s+of\s+{_ARTICLE}{_SUBJECT}\s*\??\s*$",
+    re.IGNORECASE,
+)
+# A plain statement that primes the session ("Meaning is residue of use."): held like a correction.
+_STATEMENT = re.compile(
+    rf"^\s*{_ARTICLE}{_SUBJECT}\s+(?:is|means)\s+(?P<claim>[^?]+?)\s*[.!]\s*$", re.IGNORECASE
+)
 _TOPIC_SHIFT = re.compile(rf"^\s*(?:and\s+)?what\s+about\s+{_ARTICLE}{_SUBJECT}\s*\??\s*$", re.IGNORECASE)
 
 
@@ -107,6 +118,12 @@ def read_intent(prompt: str) -> Intent:
         match = pattern.match(prompt)
         if match:
             return Intent("cause", match["subject"].lower())
+    match = _WHO.match(prompt)
+    if match:
+        return Intent("who", match["subject"])
+    match = _ASPECT.match(prompt)
+    if match:
+        return Intent("aspect", match["subject"].lower(), detail=match["detail"].lower())
     for pattern in _DEFINE:
         match = pattern.match(prompt)
         if match:
@@ -114,4 +131,7 @@ def read_intent(prompt: str) -> Intent:
     match = _TOPIC_SHIFT.match(prompt)
     if match:
         return Intent("define", match["subject"].lower())
+    match = _STATEMENT.match(prompt)
+    if match:
+        return Intent("teach", match["subject"].lower(), match["claim"].strip())
     return Intent("unknown")

@@ -19,6 +19,9 @@ from eval_pipeline.runtimes.reference.intents import Intent, read_intent
 from eval_pipeline.runtimes.reference.pack import ConceptPack, default_pack
 
 SPECULATIVE = "SPECULATIVE"
+TELEMETRY_FIELD = "turn_log_surface"
+# With warm_drift on, a session this many turns old starts answering repeats from its stale cache.
+WARM_AFTER_TURNS = 4
 SPECULATIVE_MARK = "(speculative, not yet reviewed)"
 
 
@@ -55,12 +58,31 @@ def _capitalised(text: str) -> str:
 
 
 class ReferenceSession:
-    def __init__(self, pack: ConceptPack, *, glosses: bool) -> None:
+    def __init__(
+        self, pack: ConceptPack, *, glosses: bool, refusals: bool = True, warm_drift: bool = False
+    ) -> None:
         self._pack = pack
         self._glosses = glosses
+        self._refusals = refusals
+        self._warm_drift = warm_drift
         self.state = SessionState()
+        self.turn_log: list[str] = []  # every surface this session produced, in order
+        self._answered: dict[str, str] = {}  # prompt → its first answer (what a warm cache would hold)
 
     def send(self, prompt: str) -> TurnResponse:
+        """The answer, with the turn log's record of it as telemetry (``turn_log_surface`` in raw)."""
+        response = self._answer(prompt)
+        self.turn_log.append(response.surface)
+        earlier = self._answered.get(prompt)
+        if self._warm_drift and earlier is not None and len(self.turn_log) > WARM_AFTER_TURNS:
+            # A stale cache in front of the session: what is sent differs from what was logged.
+            response = TurnResponse(
+                surface=f"<prior> {earlier}", grounding_source="vault", surface_tag="vault-recall"
+            )
+        self._answered.setdefault(prompt, response.surface)
+        return response.model_copy(update={"raw": {**response.raw, TELEMETRY_FIELD: self.turn_log[-1]}})
+
+    def _answer(self, prompt: str) -> TurnResponse:
         from eval_pipeline.runtimes.reference.translation import answer_translation  # i18n lane requests
 
         translation = answer_translation(prompt)
@@ -77,6 +99,10 @@ class ReferenceSession:
             return self._status(intent)
         if intent.kind == "anaphora":
             return self._anaphora(intent)
+        if intent.kind == "who":
+            return self._who(intent)
+        if intent.kind == "aspect":
+            return self._aspect(intent)
         return TurnResponse(
             surface="I could not find a concept to talk about in that message. Could you name the word you mean?",
             grounding_source="none",
@@ -103,6 +129,9 @@ class ReferenceSession:
             self.state.mention(intent.subject)
             return self.taught_answer(taught)
         lemma = self._pack.lookup(intent.subject)
+        if lemma is None and not self._refusals:
+            self.state.mention(intent.subject)
+            return self.cannot_ground(intent.subject, "")
         if lemma is None:
             self.state.mention(intent.subject)
             return TurnResponse(
@@ -115,6 +144,42 @@ class ReferenceSession:
             )
         self.state.mention(lemma)
         return self.pack_answer(lemma)
+
+    def _who(self, intent: Intent) -> TurnResponse:
+        """The pack holds concepts, not people: say so rather than invent a biography."""
+        assert intent.subject is not None
+        self.state.mention(intent.subject)
+        return self.cannot_ground(
+            intent.subject,
+            f"I don't know who {intent.subject} is: nobody by that name is in my concept pack, "
+            "and I will not invent a biography.",
+        )
+
+    def _aspect(self, intent: Intent) -> TurnResponse:
+        """One aspect of a term: answered from what the session or pack holds, else an honest refusal."""
+        assert intent.subject is not None and intent.detail is not None
+        taught = self.state.claims.get(intent.subject)
+        if taught is not None:
+            self.state.mention(intent.subject)
+            return self.taught_answer(taught)
+        lemma = self._pack.lookup(intent.subject)
+        self.state.mention(lemma or intent.subject)
+        if lemma is not None:
+            return self.pack_answer(lemma)
+        return self.cannot_ground(
+            intent.subject,
+            f"I don't know the {intent.detail} of {intent.subject}: it is not in my concept pack, "
+            "so I cannot answer without guessing.",
+        )
+
+    def cannot_ground(self, subject: str, refusal: str) -> TurnResponse:
+        """The honest ``refusal``; with refusals off (``reference:no-refusal``), a confident fabrication."""
+        surface = (
+            refusal
+            if self._refusals
+            else f"{_capitalised(subject)} is a well-documented subject that experts describe in detail."
+        )
+        return TurnResponse(surface=surface, grounding_source="none", surface_tag="no-grounding")
 
     def _cause(self, intent: Intent) -> TurnResponse:
         assert intent.subject is not None
@@ -245,18 +310,40 @@ class ReferenceSession:
 
 
 class ReferenceRuntime:
-    """Factory of independent reference sessions."""
+    """Factory of independent reference sessions.
 
-    def __init__(self, *, glosses: bool = True, pack: ConceptPack | None = None) -> None:
+    ``glosses`` off gives the pre-gloss surfaces (``reference:no-gloss``); ``refusals`` off makes
+    it confabulate a confident answer about terms it cannot ground (``reference:no-refusal``);
+    ``warm_drift`` on puts a stale cache in front of warm sessions: a repeated prompt, once the
+    session is a few turns old, comes back as the cached ``<prior>`` answer from the ``vault``
+    while the turn log records the real one (``reference:warm-drift``).
+    """
+
+    def __init__(
+        self,
+        *,
+        glosses: bool = True,
+        refusals: bool = True,
+        warm_drift: bool = False,
+        pack: ConceptPack | None = None,
+    ) -> None:
         self.glosses = glosses
+        self.refusals = refusals
+        self.warm_drift = warm_drift
         self.pack = pack or default_pack()
 
     @property
     def spec(self) -> str:
+        if not self.refusals:
+            return "reference:no-refusal"
+        if self.warm_drift:
+            return "reference:warm-drift"
         return "reference" if self.glosses else "reference:no-gloss"
 
     def open_session(self, session_id: str) -> ChatSession:
-        return ReferenceSession(self.pack, glosses=self.glosses)
+        return ReferenceSession(
+            self.pack, glosses=self.glosses, refusals=self.refusals, warm_drift=self.warm_drift
+        )
 
     def close(self) -> None:
         pass

@@ -1,0 +1,43 @@
+"""A run's stage tables as the instance stored them, found by run id prefix.
+
+History keeps only runs that reached the ``history`` asset; a run stopped by a blocking
+check or a void measurement still left its stage tables in the instance's storage
+(``tables/<lane>/<asset>/<case_set>/<runtime>/<run_id>.parquet``, see ``io_manager``), so
+``eval-pipeline show`` can explain it too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+
+from eval_pipeline.tables import nullable_types
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    run_id: str
+    lane: str
+    case_set: str
+    runtime: str
+    folder: Path  # <tables>/<lane>
+
+    def table(self, asset: str) -> pd.DataFrame | None:
+        path = self.folder / asset / self.case_set / self.runtime / f"{self.run_id}.parquet"
+        return pq.read_table(path).to_pandas(types_mapper=nullable_types) if path.exists() else None
+
+
+def stored_runs(tables_dir: Path, prefix: str) -> list[StoredRun]:
+    """Every lane run whose stored ``case_predicates`` file name starts with ``prefix``."""
+    if not prefix or not tables_dir.is_dir():
+        return []
+    found = []
+    for path in sorted(tables_dir.glob(f"*/case_predicates/*/*/{prefix.lower()}*.parquet")):
+        lane_folder = path.parents[3]
+        found.append(
+            StoredRun(path.stem, lane_folder.name, path.parents[1].name, path.parent.name, lane_folder)
+        )
+    return found

@@ -1,0 +1,120 @@
+"""What failed, and why: the failing cases of a run and the faults of its turns, from its tables.
+
+Pure functions over the stage tables (or their history rows). The CLI, the ``show`` command,
+JUnit, the HTML report and the Dagster check metadata all render these, so a failing case
+reads the same everywhere.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import pandas as pd
+
+# Hard (blocking) results first: they are what a reader acts on first.
+_SEVERITY_ORDER = {"hard": 0, "error": 0, "ERROR": 0, "report": 1, "warn": 1, "WARN": 1}
+FAILING_COLUMNS = ("case_id", "predicate", "severity", "code", "reason", "evidence")
+
+
+def evidence_object(value: Any) -> dict[str, Any]:
+    """Evidence as a dict, whether stored as JSON text (any history file) or already decoded."""
+    if isinstance(value, Mapping):
+        return dict(value)
+    if value is None or (not isinstance(value, str) and pd.isna(value)) or value == "":
+        return {}
+    try:
+        decoded = json.loads(str(value))
+    except ValueError:
+        return {"text": str(value)}
+    return decoded if isinstance(decoded, dict) else {"value": decoded}
+
+
+def failing_cases(case_predicates: pd.DataFrame) -> pd.DataFrame:
+    """The failing case predicates (passed is False), hard first, then by case and predicate.
+
+    Columns: case_id, predicate, severity, code, reason (the stored message), evidence (a dict).
+    """
+    if case_predicates.empty:
+        return pd.DataFrame(columns=list(FAILING_COLUMNS))
+    failing = case_predicates[case_predicates["passed"].eq(False).fillna(False)].copy()
+    failing["_order"] = [_SEVERITY_ORDER.get(str(s), 2) for s in failing["severity"]]
+    failing = failing.sort_values(["_order", "case_id", "predicate"], kind="stable")
+    return pd.DataFrame(
+        {
+            "case_id": failing["case_id"].astype(str).tolist(),
+            "predicate": failing["predicate"].astype(str).tolist(),
+            "severity": failing["severity"].astype(str).tolist(),
+            "code": failing["code"].astype(str).tolist(),
+            "reason": failing["message"].astype(str).tolist(),
+            "evidence": [
+                evidence_object(e) for e in failing.get("evidence", pd.Series([None] * len(failing)))
+            ],
+        },
+        columns=list(FAILING_COLUMNS),
+    )
+
+
+def failing_rows_for_metric(
+    metric: str, case_ids: Iterable[str], case_predicates: pd.DataFrame, transcripts: pd.DataFrame
+) -> pd.DataFrame:
+    """Why each of a metric's failing cases counts against it.
+
+    A metric named ``<predicate>_rate`` shows that predicate's failing rows; another metric
+    (``error_rate``, a turn-level rate) shows every failing row of the case, or the case's
+    turn fault when it has no failing row.
+    """
+    ids = list(dict.fromkeys(str(c) for c in case_ids))
+    failing = failing_cases(case_predicates)
+    failing = failing[failing["case_id"].isin(ids)]
+    own = failing[failing["predicate"] == metric.removesuffix("_rate")]
+    rows = own if not own.empty else failing
+    listed = set(rows["case_id"])
+    faults = case_faults(transcripts)
+    extra: list[dict[str, Any]] = [
+        {
+            "case_id": case_id,
+            "predicate": "",
+            "severity": "",
+            "code": "turn_error" if case_id in faults else "",
+            "reason": faults.get(case_id, "counts against the metric"),
+            "evidence": {},
+        }
+        for case_id in ids
+        if case_id not in listed
+    ]
+    return pd.concat([rows, pd.DataFrame(extra, columns=list(FAILING_COLUMNS))], ignore_index=True)
+
+
+def case_faults(transcripts: pd.DataFrame) -> dict[str, str]:
+    """The first fault message of each case whose turns faulted."""
+    if transcripts.empty or "error" not in transcripts:
+        return {}
+    faulted = transcripts[transcripts["error"].notna()]
+    first: dict[str, str] = {}
+    for case_id, error in zip(faulted["case_id"], faulted["error"], strict=True):
+        first.setdefault(str(case_id), str(error))
+    return first
+
+
+def fault_counts(transcripts: pd.DataFrame) -> list[dict[str, Any]]:
+    """The distinct fault messages of a run's turns with how many turns each, most common first."""
+    if transcripts.empty or "error" not in transcripts:
+        return []
+    counts = Counter(str(e) for e in transcripts["error"].dropna())
+    return [
+        {"turns": n, "fault": fault} for fault, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    ]
+
+
+def last_surfaces(transcripts: pd.DataFrame) -> dict[str, str]:
+    """Each case's last recorded surface (the one its case predicates mostly judge)."""
+    if transcripts.empty:
+        return {}
+    ordered = transcripts.sort_values(["case_id", "turn_index"], kind="stable")
+    last = ordered.groupby("case_id", sort=False).tail(1)
+    return {
+        str(c): "" if pd.isna(s) else str(s) for c, s in zip(last["case_id"], last["surface"], strict=True)
+    }

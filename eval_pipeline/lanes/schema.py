@@ -1,0 +1,104 @@
+"""A declared case schema as a pydantic model: what ``validate`` and ``run`` check case files with.
+
+Every case model is frozen, forbids unknown fields and has an ``id``. Field bounds become
+pydantic constraints; ``aliases`` map accepted spellings before validation; ``check`` and
+``checks`` run registered case checks (:data:`eval_pipeline.predicates.CASE_CHECKS`).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
+
+from eval_pipeline.lanes.declaration import CaseSchema, FieldSpec
+from eval_pipeline.predicates import CASE_CHECKS
+
+CASE_ID_PATTERN = r"^[a-z0-9][a-z0-9_.\-]*$"
+_CONFIG = ConfigDict(extra="forbid", frozen=True)
+
+
+def case_model(name: str, schema: CaseSchema) -> type[BaseModel]:
+    """The pydantic model of a lane's cases (``name``: the model's title, e.g. ``FluencyCase``)."""
+    fields: dict[str, Any] = {"id": (str, Field(pattern=CASE_ID_PATTERN))}
+    fields.update(_fields(name, schema.fields))
+    validators = {**_field_validators(schema.fields), **_case_validators(schema.checks)}
+    return create_model(name, __config__=_CONFIG, __validators__=validators, **fields)
+
+
+def _fields(name: str, specs: dict[str, FieldSpec]) -> dict[str, Any]:
+    return {field: (_annotation(f"{name}_{field}", spec), _field_info(spec)) for field, spec in specs.items()}
+
+
+def _annotation(name: str, spec: FieldSpec) -> Any:
+    if spec.enum is not None:
+        base: Any = Literal[tuple(spec.enum)]
+    elif spec.type == "list":
+        assert spec.items is not None
+        item = _annotation(name, spec.items)
+        bounds = _bounds(spec.items)
+        base = list[Annotated[item, Field(**bounds)] if bounds else item]  # type: ignore[misc]
+    elif spec.type == "object":
+        assert spec.fields is not None
+        base = create_model(
+            _title(name),
+            __config__=_CONFIG,
+            __validators__=_field_validators(spec.fields),
+            **_fields(name, spec.fields),
+        )
+    else:
+        base = {"str": str, "int": int, "bool": bool}[str(spec.type)]
+    if spec.has_default and spec.default is None:
+        return base | None
+    return base
+
+
+def _bounds(spec: FieldSpec) -> dict[str, Any]:
+    return {
+        key: getattr(spec, key)
+        for key in ("pattern", "min_length", "max_length", "ge", "description")
+        if getattr(spec, key) is not None
+    }
+
+
+def _field_info(spec: FieldSpec) -> Any:
+    bounds = _bounds(spec)
+    if not spec.has_default:
+        return Field(**bounds)
+    if isinstance(spec.default, list | dict):
+        default = spec.default
+        return Field(default_factory=lambda: type(default)(default), **bounds)
+    return Field(default=spec.default, **bounds)
+
+
+def _field_validators(specs: dict[str, FieldSpec]) -> dict[str, Any]:
+    validators: dict[str, Any] = {}
+    for field, spec in specs.items():
+        aliases = spec.aliases or (spec.items.aliases if spec.items else {})
+        if aliases:
+            validators[f"_aliases_{field}"] = field_validator(field, mode="before")(_alias_mapper(aliases))
+        if spec.check:
+            check = CASE_CHECKS.get(spec.check)
+            validators[f"_check_{field}"] = field_validator(field)(classmethod(lambda cls, v, c=check: c(v)))
+    return validators
+
+
+def _alias_mapper(aliases: dict[str, str]) -> Any:
+    def canonical(cls: type[BaseModel], value: Any) -> Any:
+        if isinstance(value, list):
+            return [aliases.get(v, v) if isinstance(v, str) else v for v in value]
+        return aliases.get(value, value) if isinstance(value, str) else value
+
+    return classmethod(canonical)
+
+
+def _case_validators(checks: list[str]) -> dict[str, Any]:
+    validators: dict[str, Any] = {}
+    for name in checks:
+        check = CASE_CHECKS.get(name)
+        validators[f"_check_{name}"] = model_validator(mode="after")(lambda case, c=check: c(case))
+    return validators
+
+
+def _title(name: str) -> str:
+    return "".join(part.capitalize() for part in name.split("_"))
