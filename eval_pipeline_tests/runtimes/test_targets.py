@@ -125,6 +125,8 @@ def test_a_runs_queue_is_its_tag_else_its_targets_else_the_shared_one() -> None:
     assert queue_for_run({partition: "fast"}, lambda: queues) == DEFAULT_QUEUE
     assert queue_for_run({partition: "ad-hoc-1234"}, lambda: queues) == DEFAULT_QUEUE
     assert queue_for_run({partition: "slow", QUEUE_TAG: "urgent"}, lambda: queues) == "urgent"
+
+
 def test_pool_limit_is_an_optional_bounded_integer(tmp_path: Path) -> None:
     path = write(
         tmp_path,
