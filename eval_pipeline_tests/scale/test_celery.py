@@ -27,7 +27,8 @@ from eval_pipeline.settings import CELERY_BROKER_ENV, EVALS_ENV, PROJECT_ROOT, h
 
 from . import servers
 
-pytestmark = pytest.mark.slow
+# One xdist worker starts the cluster (Redis and two Celery workers) for all three tests.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("celery")]
 
 LANE = "deterministic_fluency"
 NO_GLOSS_QUEUE = "no-gloss"

@@ -29,7 +29,7 @@ from eval_pipeline_tests.history.conftest import (
 
 from . import servers
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("s3")]  # one moto server for the module
 __all__ = ["lane_runs"]  # the history tests' session fixture, used here too
 
 BUCKET = "eval-history"
