@@ -13,8 +13,8 @@ from __future__ import annotations
 import duckdb
 import pandas as pd
 
-from eval_pipeline.history.stats import Z_95, wilson_interval
 from eval_pipeline.history.views import SERIES_SQL
+from eval_pipeline.intervals import Z_95, wilson_interval
 
 CASE_FLIP_COLUMNS = [
     "lane",

@@ -63,6 +63,12 @@ class TargetDeclaration(BaseModel):
         le=1.0,
         description="Overrides every lane's max_error_rate for this target (a flaky gateway may need more).",
     )
+    repeat: int | None = Field(
+        default=None,
+        ge=1,
+        le=1000,
+        description="Samples per case (each in a fresh session); overrides the lane's.",
+    )
     description: str = ""
 
 
@@ -79,6 +85,11 @@ class RuntimeTarget:
     description: str = ""
     pool_limit: int | None = None
     max_error_rate: float | None = None  # None: the lane's own
+    repeat: int | None = None  # None: the lane's own
+
+    def samples_for(self, lane_repeat: int) -> int:
+        """Samples per case a run against this target takes (its own ``repeat``, else the lane's)."""
+        return lane_repeat if self.repeat is None else self.repeat
 
     def error_budget(self, lane_max_error_rate: float) -> float:
         """The share of faulted turns above which a run against this target is void."""
@@ -127,7 +138,10 @@ def load_targets(path: Path) -> dict[str, RuntimeTarget]:
                 where = ".".join(str(p) for p in error["loc"])
                 problems.append(
                     CaseProblem(
-                        str(path), line, f"targets.{name}" + (f".{where}" if where else ""), error["msg"]
+                        str(path),
+                        line,
+                        f"targets.{name}" + (f".{where}" if where else ""),
+                        error["msg"],
                     )
                 )
             continue
@@ -141,6 +155,7 @@ def load_targets(path: Path) -> dict[str, RuntimeTarget]:
             description=declared.description,
             pool_limit=declared.pool_limit,
             max_error_rate=declared.max_error_rate,
+            repeat=declared.repeat,
         )
     if problems:
         raise CaseFileError(problems)
@@ -209,6 +224,7 @@ def resolve_target(
             declared.spec,
             merged,
             max_error_rate=declared.max_error_rate,
+            repeat=declared.repeat,
         )
     for declared in targets.values():
         if declared.spec == text and dict(declared.options) == dict(options):
