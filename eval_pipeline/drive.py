@@ -149,6 +149,12 @@ def _send(session: ChatSession, case_id: str, turn: TurnRequest, retry: RetryPol
     return row
 
 
+def samples_to_drive(runtime: ChatRuntime, repeat: int) -> int:
+    """Samples per case: a recording (replay, history) plays the samples it holds, else ``repeat``."""
+    recorded = getattr(runtime, "recorded_samples", None)
+    return recorded if isinstance(recorded, int) and recorded >= 1 else repeat
+
+
 def sessions_of(threads: Sequence[Thread]) -> list[list[Thread]]:
     """Threads grouped by session, in order: a thread without a ``session`` key is a session of its own."""
     groups: dict[str, list[Thread]] = {}

@@ -229,7 +229,30 @@ def resolve_target(
     for declared in targets.values():
         if declared.spec == text and dict(declared.options) == dict(options):
             return declared
+    scheme, argument = split_spec(text)
+    if scheme == HISTORY_SCHEME and argument.strip():  # its name says which run it re-scores
+        return RuntimeTarget(rescore_name(argument), text, dict(options))
     return RuntimeTarget(derived_name(text, options), text, dict(options))
+
+
+# A re-score of a committed run (``history:RUN_ID``) is a series of its own, named after the run.
+# ``rescore-of:<run>`` would read better, but a target name is a Dagster partition key and a
+# path part of stage files, so it keeps to TARGET_NAME: ``rescore-of-<full run id>`` (47
+# characters), stable and unique, and the launchpad can turn the key back into the spec.
+RESCORE_PREFIX = "rescore-of-"
+HISTORY_SCHEME = "history"
+
+
+def rescore_name(run_id: str) -> str:
+    """The target name of the re-score of committed run ``run_id`` (a full id)."""
+    return f"{RESCORE_PREFIX}{run_id.strip().lower()}"
+
+
+def rescore_target(name: str, options: Mapping[str, Any] | None = None) -> RuntimeTarget | None:
+    """The target a ``rescore-of-<run id>`` key names (None for any other name)."""
+    if not name.startswith(RESCORE_PREFIX) or len(name) == len(RESCORE_PREFIX):
+        return None
+    return RuntimeTarget(name, f"{HISTORY_SCHEME}:{name[len(RESCORE_PREFIX) :]}", dict(options or {}))
 
 
 def nightly_targets(targets: Mapping[str, RuntimeTarget]) -> list[RuntimeTarget]:
