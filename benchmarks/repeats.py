@@ -18,10 +18,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from runtimes import single_turn_threads, start_server  # noqa: E402
+from runtimes import single_turn_threads, start_server
 
-from eval_pipeline.drive import drive  # noqa: E402
-from eval_pipeline.runtimes import build_runtime  # noqa: E402
+from eval_pipeline.drive import drive
+from eval_pipeline.runtimes import build_runtime
 
 
 def main() -> None:
@@ -41,11 +41,13 @@ def main() -> None:
     )
     print(f"    {'shape':>26} {'wall s':>8} {'ideal s':>8} {'ratio':>6} {'turns/s':>8} {'errors':>6}")
     try:
-        runtime = build_runtime(
-            f"openai:{url}", {"model": "reference", "max_concurrency": args.concurrency}
-        )
+        runtime = build_runtime(f"openai:{url}", {"model": "reference", "max_concurrency": args.concurrency})
         drive(runtime, single_turn_threads(64), concurrency=args.concurrency)  # warm connections
-        repeated = (f"{args.cases} cases × repeat {args.repeat}", single_turn_threads(args.cases), args.repeat)
+        repeated = (
+            f"{args.cases} cases × repeat {args.repeat}",
+            single_turn_threads(args.cases),
+            args.repeat,
+        )
         single = (f"{turns} cases × repeat 1", single_turn_threads(turns), 1)
         shapes = [repeated, single, repeated, single]  # twice each, interleaved: load drifts
         for label, threads, repeat in shapes:

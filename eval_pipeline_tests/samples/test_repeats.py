@@ -47,7 +47,10 @@ def test_every_case_is_sampled_in_fresh_sessions_with_recorded_seeds(run: LaneRu
     transcripts = run.transcripts
     assert len(transcripts) == CASES * REPEAT
     assert sorted(transcripts["sample_index"].unique()) == list(range(REPEAT))
-    expected = [derive_seed(RUN_SEED, c, i) for c, i in zip(transcripts["case_id"], transcripts["sample_index"], strict=True)]
+    expected = [
+        derive_seed(RUN_SEED, c, i)
+        for c, i in zip(transcripts["case_id"], transcripts["sample_index"], strict=True)
+    ]
     assert transcripts["seed"].tolist() == expected
     for table in (run.turn_predicates, run.case_predicates):
         assert len(table) == CASES * REPEAT and set(table["sample_index"]) == set(range(REPEAT))
@@ -84,7 +87,9 @@ def test_the_gate_is_on_the_lower_bound_unless_the_threshold_names_another(run: 
     assert metric.value is not None and low is not None and low < metric.value
     between = (low + metric.value) / 2  # the mean clears it, the lower bound does not
     reason = "test"
-    default = ThresholdSpec(metric="punctuation_rate", op=">=", value=between, severity="ERROR", reason=reason)
+    default = ThresholdSpec(
+        metric="punctuation_rate", op=">=", value=between, severity="ERROR", reason=reason
+    )
     on_mean = default.model_copy(update={"statistic": "mean"})
     below = default.model_copy(update={"value": low - 0.01})
     on_pass_hat_k = below.model_copy(update={"statistic": "pass_hat_k"})

@@ -40,7 +40,9 @@ def test_case_samples_and_all_samples_of_a_case_predicate_table() -> None:
     rows = [
         {"case_id": "a", "predicate": "p", "passed": v, "code": "ok" if v else "bad", "sample_index": i}
         for i, v in enumerate([True, False, True, True])
-    ] + [{"case_id": "b", "predicate": "p", "passed": True, "code": "ok", "sample_index": i} for i in range(4)]
+    ] + [
+        {"case_id": "b", "predicate": "p", "passed": True, "code": "ok", "sample_index": i} for i in range(4)
+    ]
     table = pd.DataFrame(rows).astype({"passed": "boolean"})
     summary = case_samples(table).set_index("case_id")
     assert summary.loc["a", ["samples", "passes", "flips"]].tolist() == [4, 3, 2]
@@ -75,7 +77,9 @@ def test_the_default_statistic_guards_the_thresholds_side() -> None:
 
 def test_targets_declare_repeat_and_a_bad_one_is_reported_with_its_line(tmp_path: Path) -> None:
     path = tmp_path / "runtimes.yaml"
-    path.write_text("targets:\n  noisy: {spec: reference, repeat: 5}\n  bad:\n    spec: reference\n    repeat: 0\n")
+    path.write_text(
+        "targets:\n  noisy: {spec: reference, repeat: 5}\n  bad:\n    spec: reference\n    repeat: 0\n"
+    )
     with pytest.raises(CaseFileError) as raised:
         load_targets(path)
     assert any(f"{path}:3: targets.bad.repeat:" in str(p) for p in raised.value.problems)
