@@ -39,6 +39,13 @@ def derive_seed(run_seed: int, session_key: str, sample_index: int) -> int:
     return int.from_bytes(digest[:8], "big") >> (64 - SEED_BITS)
 
 
+def sample_count(table: pd.DataFrame) -> int:
+    """How many samples ``table`` holds (one without the column, or with it null: older runs)."""
+    if SAMPLE_INDEX not in table.columns:
+        return 1
+    return max(int(table[SAMPLE_INDEX].nunique()), 1)
+
+
 def sample_frames(table: pd.DataFrame) -> list[tuple[int, pd.DataFrame]]:
     """``table``'s rows per sample, in sample order (a table without the column is sample 0)."""
     if SAMPLE_INDEX not in table.columns or table.empty:
