@@ -88,6 +88,7 @@ def _metrics(errors: int, turns: int) -> list[MetricValue]:
 class _Threshold:
     def __init__(self, metric: str, op: str, value: float, severity: str) -> None:
         self.metric, self.op, self.value, self.severity, self.reason = metric, op, value, severity, "why"
+        self.statistic = None
 
 
 def test_a_void_measurement_passes_nothing() -> None:
