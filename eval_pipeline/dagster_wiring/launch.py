@@ -166,6 +166,8 @@ def materialize_lane(
     date: str,
     cases_path: str = "",
     concurrency: int | None = None,
+    repeat: int | None = None,
+    seed: int | None = None,
     history_root: str = "",
     progress: ProgressObserver | None = None,
     tags: dict[str, str] | None = None,
@@ -186,6 +188,8 @@ def materialize_lane(
         "spec": "" if target.declared else target.spec,
         "options": {} if target.declared else dict(target.options),
         "concurrency": concurrency,
+        "repeat": repeat,
+        "seed": seed,
     }
     run_config: dict[str, Any] = {
         "ops": {
