@@ -14,10 +14,12 @@ or a worker starts, never at import.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import dagster as dg
+from celery.exceptions import DuplicateTaskNameWarning
 from dagster._core.definitions.executor_definition import multiple_process_executor_requirements
 from dagster._core.execution.retries import RetryMode
 from dagster_celery.core_execution_loop import core_celery_execution_loop
@@ -71,7 +73,11 @@ class RoutedCeleryExecutor(CeleryExecutor):
 
         def submit(app: Any, context: Any, step: Any, _queue: str, priority: int, known_state: Any) -> Any:
             queue = step.tags.get(QUEUE_TAG) or run_queue
-            return _submit_task(app, context, step, queue, priority, known_state)
+            # dagster-celery declares its one step task again for every step it submits; the
+            # first declaration serves them all, so Celery's duplicate-name warning is noise.
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DuplicateTaskNameWarning)
+                return _submit_task(app, context, step, queue, priority, known_state)
 
         return core_celery_execution_loop(plan_context, execution_plan, step_execution_fn=submit)
 
