@@ -22,6 +22,7 @@ import dagster as dg
 from celery.exceptions import DuplicateTaskNameWarning
 from dagster._core.definitions.executor_definition import multiple_process_executor_requirements
 from dagster._core.execution.retries import RetryMode
+from dagster_celery import core_execution_loop
 from dagster_celery.core_execution_loop import core_celery_execution_loop
 from dagster_celery.executor import CELERY_CONFIG, CeleryExecutor, _submit_task
 from dagster_celery.make_app import make_app
@@ -31,6 +32,10 @@ from eval_pipeline.runtimes.targets import load_targets
 from eval_pipeline.settings import CELERY_BROKER_ENV, celery_backend, celery_broker, targets_file
 
 QUEUE_TAG = DAGSTER_CELERY_QUEUE_TAG
+# The run's orchestrating loop polls its steps' results every TICK_SECONDS (dagster-celery: 1 s),
+# so each of a lane's six sequential steps started up to a second after the one before ended.
+# A lane step takes about that long itself; polling Redis five times a second costs little.
+core_execution_loop.TICK_SECONDS = 0.2  # type: ignore[assignment]  # time.sleep takes a float
 DEFAULT_QUEUE = "dagster"
 RUNTIME_PARTITION_TAG = "dagster/partition/runtime"
 
