@@ -15,6 +15,8 @@ EVALS_ENV = "EVAL_PIPELINE_EVALS"
 HISTORY_ENV = "EVAL_PIPELINE_HISTORY"
 RUNTIME_ENV = "EVAL_PIPELINE_RUNTIME"
 STATE_ENV = "EVAL_PIPELINE_STATE"
+CELERY_BROKER_ENV = "EVAL_PIPELINE_CELERY_BROKER"
+CELERY_BACKEND_ENV = "EVAL_PIPELINE_CELERY_BACKEND"
 
 DEFAULT_RUNTIME = "reference"
 
@@ -47,3 +49,13 @@ def runtime_spec() -> str:
 def dagster_home() -> Path:
     """DAGSTER_HOME if set, else a folder under the state dir that gets the repo's dagster.yaml."""
     return Path(os.environ.get("DAGSTER_HOME") or state_dir() / "dagster_home")
+
+
+def celery_broker() -> str:
+    """The Celery broker URL (``redis://host:6379/0``), or '' when none is set."""
+    return os.environ.get(CELERY_BROKER_ENV, "")
+
+
+def celery_backend() -> str:
+    """The Celery result backend URL: its own variable, else the broker."""
+    return os.environ.get(CELERY_BACKEND_ENV) or celery_broker()

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from datetime import UTC, datetime, timedelta
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -29,6 +31,7 @@ from eval_pipeline.cli.common import (
 )
 from eval_pipeline.cli.rescore import recorded_lane_and_split, rescore_of
 from eval_pipeline.dagster_wiring.checks import MEASUREMENT_CHECK
+from eval_pipeline.dagster_wiring.code_location import EXECUTOR_ENV
 from eval_pipeline.dagster_wiring.launch import LaneOutcome, ensure_instance, materialize_lane
 from eval_pipeline.failures import evidence_object, failing_cases, fault_counts
 from eval_pipeline.junit import SuiteRun, junit_xml
@@ -42,7 +45,14 @@ from eval_pipeline.runtimes.options import parse_runtime_options
 from eval_pipeline.runtimes.registry import build_runtime
 from eval_pipeline.runtimes.targets import find_target
 from eval_pipeline.samples import flaky_within_run
+from eval_pipeline.settings import CELERY_BROKER_ENV, celery_broker
 from eval_pipeline.settings import runtime_spec as default_runtime_spec
+
+
+class Executor(StrEnum):
+    in_process = "in_process"
+    celery = "celery"
+
 
 MAX_CONCURRENCY = 1024
 FAILING_SHOWN = 10  # failing case rows printed per lane run; `show RUN` lists them all
@@ -331,6 +341,13 @@ def run(
         ),
     ] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show Dagster's step logs.")] = False,
+    executor: Annotated[
+        Executor | None,
+        typer.Option(
+            help="in_process (default) or celery: steps on Celery workers (EVAL_PIPELINE_CELERY_BROKER); "
+            "default: EVAL_PIPELINE_EXECUTOR when it says celery."
+        ),
+    ] = None,
 ) -> None:
     """Evaluate lanes against a runtime through Dagster; exit 1 if a blocking check fails."""
     with bad_input_exits():
@@ -350,6 +367,13 @@ def run(
             lane_threads(spec, s, [item.case for item in load_split(spec, s, cases)])
         tomorrow = datetime.now(UTC).date() + timedelta(days=1)  # east of UTC it may already be tomorrow
         day = run_night(date or datetime.now(UTC).date().isoformat(), latest=tomorrow)
+        chosen = executor or (
+            Executor.celery if os.environ.get(EXECUTOR_ENV) == "celery" else Executor.in_process
+        )
+        if chosen is Executor.celery and not celery_broker():
+            raise KeyError(
+                f"--executor celery needs a broker: set {CELERY_BROKER_ENV} (e.g. redis://host:6379/0)"
+            )
     instance = ensure_instance()
     batch_id = uuid.uuid4().hex
     outcomes = []
@@ -369,6 +393,7 @@ def run(
                 progress=bar,
                 tags={"eval_pipeline/batch_id": batch_id, "eval_pipeline/source": "cli"},
                 log_level="DEBUG" if verbose else "CRITICAL",  # failures are reported below, once
+                executor=chosen.value,
             )
         outcomes.append(outcome)
         if not as_json:

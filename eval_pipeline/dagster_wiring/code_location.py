@@ -34,18 +34,38 @@ def default_resources() -> dict[str, object]:
     }
 
 
-def executor() -> dg.ExecutorDefinition:
-    """In-process by default: a multiprocess step costs seconds here and the stages are light."""
-    if os.environ.get(EXECUTOR_ENV, "in_process") == "multiprocess":
+EXECUTORS = ("in_process", "multiprocess", "celery")
+
+
+def executor_name() -> str:
+    """``EVAL_PIPELINE_EXECUTOR``: in_process (default), multiprocess or celery."""
+    name = os.environ.get(EXECUTOR_ENV) or "in_process"
+    if name not in EXECUTORS:
+        raise ValueError(f"{EXECUTOR_ENV}={name!r}: expected one of {', '.join(EXECUTORS)}")
+    return name
+
+
+def executor(name: str | None = None) -> dg.ExecutorDefinition:
+    """In-process by default: a multiprocess step costs seconds here and the stages are light.
+    ``celery`` runs steps on Celery workers (the ``scale`` extra; see ``celery.py``)."""
+    name = name or executor_name()
+    if name == "celery":
+        from eval_pipeline.dagster_wiring.celery import celery_executor
+
+        return celery_executor
+    if name == "multiprocess":
         return dg.multiprocess_executor
     return dg.in_process_executor
 
 
 def build_definitions(
-    specs: Sequence[LaneSpec] | None = None, resources: Mapping[str, object] | None = None
+    specs: Sequence[LaneSpec] | None = None,
+    resources: Mapping[str, object] | None = None,
+    executor_name: str | None = None,
 ) -> dg.Definitions:
     """Every lane's asset group, job and nightly schedule, the runtime targets (an observable
-    source asset, hourly observed), plus history compaction."""
+    source asset, hourly observed), plus history compaction. The executor is
+    ``executor_name``, else ``EVAL_PIPELINE_EXECUTOR``."""
     specs = list(discover_lanes() if specs is None else specs)
     jobs = [lane_job(spec) for spec in specs]
     return dg.Definitions(
@@ -58,5 +78,5 @@ def build_definitions(
         ],
         sensors=[series_keys_sensor(specs)],
         resources={**default_resources(), **(resources or {})},
-        executor=executor(),
+        executor=executor(executor_name),
     )

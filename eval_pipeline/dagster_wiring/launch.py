@@ -19,10 +19,14 @@ from typing import Any, cast
 
 import dagster as dg
 import pandas as pd
+import pyarrow.parquet as pq
+from dagster._core.definitions.reconstruct import ReconstructableRepository
+from dagster._core.storage.defs_state.base import set_defs_state_storage
 
 from eval_pipeline.dagster_wiring.assets import DATE_TAG
 from eval_pipeline.dagster_wiring.checks import GATE_CHECK, MEASUREMENT_CHECK
 from eval_pipeline.dagster_wiring.code_location import REPOSITORY_LABEL, build_definitions
+from eval_pipeline.dagster_wiring.io_manager import PATH_METADATA
 from eval_pipeline.dagster_wiring.partitions import custom_case_set, partition_key, register_series
 from eval_pipeline.dagster_wiring.resources import HistoryResource, RuntimeResource
 from eval_pipeline.dagster_wiring.runtime_targets import observe_target
@@ -32,12 +36,17 @@ from eval_pipeline.progress import NoProgress, ProgressObserver
 from eval_pipeline.runtimes.targets import RuntimeTarget
 from eval_pipeline.scoring import VerdictWord, verdict_word
 from eval_pipeline.settings import PROJECT_ROOT, dagster_home
+from eval_pipeline.settings import history_root as default_history_root
+from eval_pipeline.tables import nullable_types
 
 # Runs launched by the UI or the daemon carry their code location in this tag, and the UI
 # lists a job's runs by it; an in-process run gets it here so it shows under its lane's job.
 REPOSITORY_TAG = ".dagster/repository"
 HOST_TAG = "eval_pipeline/host"
 PID_TAG = "eval_pipeline/pid"  # the process running an in-process (CLI) run: dead → the run failed
+CODE_LOCATION_MODULE = "eval_pipeline.definitions"
+CELERY_DEFINITIONS = "celery_definitions"  # the code location with the Celery executor
+QUEUE_TAG = "dagster-celery/queue"
 
 
 @dataclass(frozen=True)
@@ -163,29 +172,26 @@ def materialize_lane(
     progress: ProgressObserver | None = None,
     tags: dict[str, str] | None = None,
     log_level: str = "INFO",
+    executor: str = "in_process",
 ) -> LaneOutcome:
     """Run the lane's job for one series (split or custom case file × runtime target) and read
-    the results back. The run is tagged with its lane, series and night."""
+    the results back. The run is tagged with its lane, series and night.
+
+    ``executor`` ``in_process`` runs every step in this process; ``celery`` runs the code
+    location's job (``eval_pipeline.definitions``) with its steps on Celery workers, which
+    must serve the lane's runtime target's queue."""
     case_set = custom_case_set(cases_path) if cases_path else split
     with instance_lock(Path(instance.root_directory)):
         register_series(instance, spec.name, [case_set], [target.name])
     observe_target(instance, target, {HOST_TAG: socket.gethostname(), **(tags or {})})
-    runtime = RuntimeResource(
-        spec="" if target.declared else target.spec,
-        options={} if target.declared else dict(target.options),
-        concurrency=concurrency,
-        repeat=repeat,
-        seed=seed,
-    )
-    definitions = build_definitions(
-        [spec],
-        resources={
-            "runtime": runtime,
-            "history": HistoryResource(root=history_root),
-            "progress": progress or NoProgress(),
-        },
-    )
-    run_config = {
+    runtime_config: dict[str, Any] = {
+        "spec": "" if target.declared else target.spec,
+        "options": {} if target.declared else dict(target.options),
+        "concurrency": concurrency,
+        "repeat": repeat,
+        "seed": seed,
+    }
+    run_config: dict[str, Any] = {
         "ops": {
             f"{spec.name}__cases": {
                 "config": {"cases_path": cases_path, "split": split if cases_path else ""}
@@ -193,26 +199,64 @@ def materialize_lane(
         },
         "loggers": {"console": {"config": {"log_level": log_level}}},
     }
-    result = definitions.resolve_job_def(job_name(spec)).execute_in_process(
-        instance=instance,
-        partition_key=partition_key(case_set, target.name),
-        run_config=run_config,
-        raise_on_error=False,
-        tags={
-            **series_tags(spec.name, split, target.name, case_set),
-            DATE_TAG: date,
-            REPOSITORY_TAG: REPOSITORY_LABEL,
-            HOST_TAG: socket.gethostname(),
-            PID_TAG: str(os.getpid()),
-            **(tags or {}),
-        },
-    )
+    run_tags = {
+        **series_tags(spec.name, split, target.name, case_set),
+        DATE_TAG: date,
+        REPOSITORY_TAG: REPOSITORY_LABEL,
+        HOST_TAG: socket.gethostname(),
+        PID_TAG: str(os.getpid()),
+        **({QUEUE_TAG: target.queue} if target.queue else {}),
+        **(tags or {}),
+    }
+    key = partition_key(case_set, target.name)
+    # Definitions loaded now read their state from *this* instance, whatever instance an
+    # earlier run in this process left as the current one.
+    with set_defs_state_storage(instance.defs_state_storage):
+        if executor == "celery":
+            # Steps run in worker processes, which load the code location themselves: the
+            # resources' settings travel in the run config, and no progress bar reaches them.
+            run_config["resources"] = {
+                "runtime": {"config": runtime_config},
+                # resolved here: a worker's environment may name another history
+                "history": {"config": {"root": history_root or default_history_root()}},
+            }
+            job = ReconstructableRepository.for_module(
+                CODE_LOCATION_MODULE, CELERY_DEFINITIONS, working_directory=str(PROJECT_ROOT)
+            ).get_reconstructable_job(job_name(spec))
+            partition_tags = job.get_definition().get_tags_for_partition_key(key, None)
+            with dg.execute_job(
+                job, instance, run_config=run_config, tags={**run_tags, **partition_tags}
+            ) as result:
+                return _outcome(spec, result, split, case_set, target.name)
+        definitions = build_definitions(
+            [spec],
+            resources={
+                "runtime": RuntimeResource(**runtime_config),
+                "history": HistoryResource(root=history_root),
+                "progress": progress or NoProgress(),
+            },
+            executor_name="in_process",
+        )
+        in_process = definitions.resolve_job_def(job_name(spec)).execute_in_process(
+            instance=instance,
+            partition_key=key,
+            run_config=run_config,
+            raise_on_error=False,
+            tags=run_tags,
+        )
+        return _outcome(spec, in_process, split, case_set, target.name)
+
+
+def _outcome(
+    spec: LaneSpec, result: dg.ExecuteInProcessResult | Any, split: str, case_set: str, runtime: str
+) -> LaneOutcome:
+    """A finished run's results, read back from Dagster (its check evaluations and stored tables)."""
     outcome = LaneOutcome(
         lane=spec.name,
         split=split,
         case_set=case_set,
         run_id=result.run_id,
-        runtime=target.name,
+        runtime=runtime,
         success=result.success,
     )
     stored = {
@@ -257,12 +301,31 @@ def materialize_lane(
     failures = result.get_step_failure_events()
     if failures and not blocked_only:
         outcome.failure_kind, outcome.failure = _root_cause(failures[0].step_failure_data.error)
+    elif not result.success and not blocked_only:
+        # No step failed, yet the run did: the executor lost a step (a Celery worker died).
+        outcome.failure_kind, outcome.failure = _run_failure(result.all_events)
     return outcome
 
 
-def _stored_value(result: dg.ExecuteInProcessResult, key: dg.AssetKey) -> pd.DataFrame | None:
-    try:
-        value = result.asset_value(key)
-    except Exception:  # the stage did not produce output (an earlier step failed)
-        return None
-    return value if isinstance(value, pd.DataFrame) else None
+def _run_failure(events: Any) -> tuple[str, str]:
+    """(class name, message) of what failed a run outside its steps: the first engine error,
+    else the run's failure message."""
+    for event in events:
+        error = getattr(event.event_specific_data, "error", None)
+        if error is not None:
+            return _root_cause(error)
+    for event in events:
+        if event.event_type == dg.DagsterEventType.RUN_FAILURE:
+            return "RunFailure", str(event.message)
+    return "RunFailure", "the run failed"
+
+
+def _stored_value(result: dg.ExecuteInProcessResult | Any, key: dg.AssetKey) -> pd.DataFrame | None:
+    """The stage table the run materialized for ``key`` (read from the Parquet file its
+    materialization records, so it works whichever process wrote it), or None."""
+    for event in result.all_events:
+        if event.is_step_materialization and event.asset_key == key:
+            recorded = event.step_materialization_data.materialization.metadata.get(PATH_METADATA)
+            if recorded is not None:
+                return pq.read_table(str(recorded.value)).to_pandas(types_mapper=nullable_types)
+    return None  # the stage did not produce output (an earlier step failed)

@@ -196,7 +196,8 @@ def _compact_lane_month(
     for path in removed:
         fs.rm(path)
     for folder in {p.rsplit("/", 1)[0] for p in removed}:
-        if _DAY_FOLDER.search(folder) and not fs.ls(folder, detail=False):
+        # On an object store a "folder" is gone with its last file: nothing to remove.
+        if _DAY_FOLDER.search(folder) and fs.isdir(folder) and not fs.ls(folder, detail=False):
             fs.rmdir(folder)
     files_removed = len(removed) - len(stale_temps)
     return CompactedMonth(

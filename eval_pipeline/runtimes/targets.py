@@ -40,6 +40,7 @@ from eval_pipeline.runtimes.registry import split_spec
 TARGETS_FILE = "runtimes.yaml"
 TARGET_NAME = r"^[a-z0-9][a-z0-9_-]{0,62}$"
 _TARGET_NAME = re.compile(TARGET_NAME)
+QUEUE_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$"
 
 
 class TargetDeclaration(BaseModel):
@@ -54,6 +55,11 @@ class TargetDeclaration(BaseModel):
     )
     nightly: bool = Field(default=False, description="Evaluated by every lane's nightly schedule.")
     concurrency: int | None = Field(default=None, ge=1, le=1024, description="Sessions at once.")
+    queue: str | None = Field(
+        default=None,
+        pattern=QUEUE_NAME,
+        description="Celery queue its steps run on (with the Celery executor); default: the shared queue.",
+    )
     pool_limit: int | None = Field(
         default=None, ge=1, le=1024, description="Lane runs driving this target at once (its Dagster pool)."
     )
@@ -83,6 +89,7 @@ class RuntimeTarget:
     concurrency: int | None = None
     declared: bool = False
     description: str = ""
+    queue: str | None = None
     pool_limit: int | None = None
     max_error_rate: float | None = None  # None: the lane's own
     repeat: int | None = None  # None: the lane's own
@@ -153,6 +160,7 @@ def load_targets(path: Path) -> dict[str, RuntimeTarget]:
             declared.concurrency,
             declared=True,
             description=declared.description,
+            queue=declared.queue,
             pool_limit=declared.pool_limit,
             max_error_rate=declared.max_error_rate,
             repeat=declared.repeat,
@@ -224,6 +232,7 @@ def resolve_target(
             declared.spec,
             merged,
             max_error_rate=declared.max_error_rate,
+            queue=declared.queue,
             repeat=declared.repeat,
         )
     for declared in targets.values():

@@ -101,6 +101,32 @@ def test_cli_reports_a_bad_targets_file_and_an_empty_runtime_with_exit_2(
     assert result.exit_code == 2 and "empty" in result.stderr
 
 
+def test_a_target_names_its_celery_queue_and_a_bad_queue_is_a_problem(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "targets:\n  fast: {spec: reference}\n  slow: {spec: 'reference:no-gloss', queue: slow-gateway}\n",
+    )
+    targets = load_targets(path)
+    assert targets["fast"].queue is None and targets["slow"].queue == "slow-gateway"
+    # a declared target with overriding options is its own series, on the same queue
+    assert resolve_target("slow", {"x": 1}, targets).queue == "slow-gateway"
+    bad = write(tmp_path, "targets:\n  slow:\n    spec: reference\n    queue: 'two words'\n")
+    assert [p.split(": ")[1] for p in problems(bad)] == ["targets.slow.queue"]
+    assert problems(bad)[0].startswith(f"{bad}:2:")
+
+
+def test_a_runs_queue_is_its_tag_else_its_targets_else_the_shared_one() -> None:
+    pytest.importorskip("dagster_celery")
+    from eval_pipeline.dagster_wiring.celery import DEFAULT_QUEUE, QUEUE_TAG, queue_for_run
+
+    queues = {"fast": None, "slow": "slow-gateway"}
+    partition = "dagster/partition/runtime"
+    assert queue_for_run({partition: "slow"}, lambda: queues) == "slow-gateway"
+    assert queue_for_run({partition: "fast"}, lambda: queues) == DEFAULT_QUEUE
+    assert queue_for_run({partition: "ad-hoc-1234"}, lambda: queues) == DEFAULT_QUEUE
+    assert queue_for_run({partition: "slow", QUEUE_TAG: "urgent"}, lambda: queues) == "urgent"
+
+
 def test_pool_limit_is_an_optional_bounded_integer(tmp_path: Path) -> None:
     path = write(
         tmp_path,
