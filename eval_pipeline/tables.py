@@ -220,3 +220,8 @@ def nullable_types(arrow_type: pa.DataType) -> Any:
     if isinstance(arrow_type, pa.JsonType):
         return pd.StringDtype()
     return None
+
+
+def column_values(df: pd.DataFrame, name: str) -> list[Any]:
+    """A column as a plain list, nulls as None: how stage code walks a table without per-row dicts."""
+    return df[name].to_numpy(dtype=object, na_value=None).tolist()

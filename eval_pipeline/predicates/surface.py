@@ -6,9 +6,15 @@ a metadata cross-check; the contract.md of each lane records the choices made he
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from eval_pipeline.predicates.base import TurnView, Verdict, turn_predicate
+from eval_pipeline.predicates.columns import TurnColumns, VerdictColumns, screened, vectorised
 from eval_pipeline.predicates.explain import excerpt
+from eval_pipeline.predicates.rows import evidence_json
 
 PLACEHOLDERS: tuple[str, ...] = ("...", "…", "<pending>", "<prior>", "<empty>")
 TERMINALS: tuple[str, ...] = (".", "?", "!", ";")
@@ -146,3 +152,67 @@ def surface_provenance_match(turn: TurnView) -> Verdict:
     if tag is not None and tag != source and (tag in grounded or source in grounded):
         return Verdict.fail("provenance_mismatch", **evidence)
     return Verdict.ok(**evidence)
+
+
+# --- vectorised forms (the scalar functions above are the reference) ---------------------------
+
+
+def _none_of(surfaces: pa.Array, needles: Sequence[str]) -> list[bool]:
+    """Per surface: contains none of ``needles`` (plain substrings, as ``in`` finds them)."""
+    found = pc.match_substring(surfaces, needles[0])
+    for needle in needles[1:]:
+        found = pc.or_(found, pc.match_substring(surfaces, needle))
+    return pc.invert(found).to_pylist()
+
+
+def _any_end(surfaces: pa.Array, endings: Sequence[str]) -> list[bool]:
+    ends = pc.ends_with(surfaces, endings[0])
+    for ending in endings[1:]:
+        ends = pc.or_(ends, pc.ends_with(surfaces, ending))
+    return ends.to_pylist()
+
+
+@vectorised("no_placeholder")
+def no_placeholder_columns(turns: TurnColumns) -> VerdictColumns:
+    """No marker substring: passes; the rest are judged one by one (their evidence quotes them)."""
+    certain = _none_of(turns.surfaces, PLACEHOLDERS) if turns else []
+    return screened("no_placeholder", turns, certain, Verdict.ok())
+
+
+@vectorised("complete_punctuation")
+def complete_punctuation_columns(turns: TurnColumns) -> VerdictColumns:
+    """A surface ending on a terminal (no trailing whitespace to strip) passes."""
+    ends = _any_end(turns.surfaces, TERMINALS) if turns else []
+    return screened("complete_punctuation", turns, ends, Verdict.ok())
+
+
+@vectorised("no_provenance_only")
+def no_provenance_only_columns(turns: TurnColumns) -> VerdictColumns:
+    """A bare disclosure always says `` pack-grounded (``: a surface without it passes."""
+    certain = _none_of(turns.surfaces, [" pack-grounded ("]) if turns else []
+    return screened("no_provenance_only", turns, certain, Verdict.ok())
+
+
+@vectorised("no_dotted_inventory")
+def no_dotted_inventory_columns(turns: TurnColumns) -> VerdictColumns:
+    """An inventory joins three paths with two ``;``: a surface with fewer passes."""
+    certain = (pc.less(pc.count_substring(turns.surfaces, ";"), 2).to_pylist()) if turns else []
+    return screened("no_dotted_inventory", turns, certain, Verdict.ok())
+
+
+@vectorised("surface_provenance_match")
+def surface_provenance_match_columns(turns: TurnColumns) -> VerdictColumns:
+    """No tag and no ``-grounded`` in the text: no claim (evidence per grounding source); the rest one by one."""
+    if not turns:
+        return VerdictColumns([], [], [])
+    claims = pc.match_substring(pc.utf8_lower(turns.surfaces), "-grounded").to_pylist()
+    certain = [not tag and not claim for tag, claim in zip(turns.surface_tag, claims, strict=True)]
+    judged = screened("surface_provenance_match", turns, certain, Verdict(True, "no_provenance_claim"))
+    evidence_of: dict[str | None, str] = {}
+    for index, sure in enumerate(certain):
+        if sure:
+            source = turns.grounding_source[index]
+            if source not in evidence_of:
+                evidence_of[source] = evidence_json({"grounding_source": (source or "none").lower()})
+            judged.evidence[index] = evidence_of[source]
+    return judged

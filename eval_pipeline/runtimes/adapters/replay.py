@@ -12,6 +12,7 @@ file does not hold, is bad input (RuntimeSpecError), not a runtime fault.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from eval_pipeline.cases.loading import CaseFileError, CaseProblem, parse_case_file, validate_record
+from eval_pipeline.memo import Recent
 from eval_pipeline.runtimes.base import ChatSession, RuntimeSpecError, TurnResponse
 from eval_pipeline.runtimes.options import NoOptions, validate_options
 from eval_pipeline.runtimes.registry import register_runtime
@@ -97,7 +99,7 @@ class ReplaySession:
 class ReplayRuntime:
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.turns = _load(path)
+        self.turns = _load_once(path)
 
     @property
     def spec(self) -> str:
@@ -108,6 +110,18 @@ class ReplayRuntime:
 
     def close(self) -> None:
         pass
+
+
+# Replay files loaded lately, by content: `run` checks the file before the run starts, and the
+# run's transcripts stage replays the same file; it is read and validated once.
+_LOADED: Recent[dict[tuple[str, int], RecordedTurn]] = Recent(2)
+
+
+def _load_once(path: Path) -> dict[tuple[str, int], RecordedTurn]:
+    if not path.is_file():
+        return _load(path)  # says what is wrong with the path
+    key = (str(path), hashlib.blake2b(path.read_bytes(), digest_size=16).digest())
+    return _LOADED.get(key, lambda: _load(path))
 
 
 def _load(path: Path) -> dict[tuple[str, int], RecordedTurn]:
