@@ -69,7 +69,10 @@ def write_fluency(folder: Path, n: int) -> tuple[Path, Path]:
                 )
                 + "\n"
             )
-            r.write(json.dumps({"case_id": case_id, "turn_index": 0, "prompt": prompt, **fluency_surface(i)}) + "\n")
+            r.write(
+                json.dumps({"case_id": case_id, "turn_index": 0, "prompt": prompt, **fluency_surface(i)})
+                + "\n"
+            )
     return cases, replay
 
 
@@ -82,7 +85,13 @@ def write_thread(folder: Path, n_cases: int) -> tuple[Path, Path]:
             for t in range(10):
                 subject = SUBJECTS[(i + t // 2) % len(SUBJECTS)]
                 if t % 2:
-                    turns.append({"prompt": "What about that?", "subject_lemma": subject, "anaphora_anchor_to": subject})
+                    turns.append(
+                        {
+                            "prompt": "What about that?",
+                            "subject_lemma": subject,
+                            "anaphora_anchor_to": subject,
+                        }
+                    )
                 else:
                     turns.append({"prompt": f"What is {subject}?", "subject_lemma": subject})
             c.write(json.dumps({"id": case_id, "turns": turns}) + "\n")
@@ -134,7 +143,9 @@ def bare_loop(lane: str, replay: Path) -> None:
 
     rows = [json.loads(line) for line in replay.open()]
     views = [
-        TurnView(surface=r["surface"], grounding_source=r.get("grounding_source"), surface_tag=r.get("surface_tag"))
+        TurnView(
+            surface=r["surface"], grounding_source=r.get("grounding_source"), surface_tag=r.get("surface_tag")
+        )
         for r in rows
     ]
     if lane == FLUENCY:
@@ -185,14 +196,24 @@ def row(label: str, turns: int, wall: float, rss: float) -> str:
     return f"  {label:<26} {turns:>9,} {wall:>9.1f} {turns / wall:>10,.0f} {rss:>9,.0f}"
 
 
-def run_size(n: int, folder: Path, lanes: list[str], writer: dict[str, Callable[[Path, int], tuple[Path, Path]]]) -> None:
+def run_size(
+    n: int, folder: Path, lanes: list[str], writer: dict[str, Callable[[Path, int], tuple[Path, Path]]]
+) -> None:
     for lane in lanes:
         count = n if lane == FLUENCY else n // 10
         cases, replay = writer[lane](folder, count)
-        env = {**os.environ, "DAGSTER_HOME": str(folder / f"dagster_{lane}_{n}"), "EVAL_PIPELINE_STATE": str(folder)}
+        env = {
+            **os.environ,
+            "DAGSTER_HOME": str(folder / f"dagster_{lane}_{n}"),
+            "EVAL_PIPELINE_STATE": str(folder),
+        }
         pipeline = measure(pipeline_command(lane, cases, replay, folder / f"history_{lane}_{n}"), env)
         bare = measure([sys.executable, __file__, "--bare", lane, str(replay)], env)
-        loop_s = json.loads(bare.stdout.strip().splitlines()[-1])["loop_s"] if bare.returncode == 0 else float("nan")
+        loop_s = (
+            json.loads(bare.stdout.strip().splitlines()[-1])["loop_s"]
+            if bare.returncode == 0
+            else float("nan")
+        )
         print(f"{lane}, {count:,} cases, {n:,} turns (pipeline exit {pipeline.returncode})")
         print(f"  {'':<26} {'turns':>9} {'wall s':>9} {'turns/s':>10} {'peak MB':>9}")
         print(row("pipeline (CLI, end to end)", n, pipeline.wall_s, pipeline.peak_rss_mb))
@@ -210,7 +231,9 @@ def main() -> None:
         bare_loop(sys.argv[2], Path(sys.argv[3]))
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, nargs="+", default=[10_000, 100_000, 1_000_000], help="turns per lane")
+    parser.add_argument(
+        "--n", type=int, nargs="+", default=[10_000, 100_000, 1_000_000], help="turns per lane"
+    )
     parser.add_argument("--lanes", nargs="+", default=[FLUENCY, THREAD], choices=[FLUENCY, THREAD])
     parser.add_argument("--out", type=Path, default=None, help="keep the generated files and history here")
     args = parser.parse_args()

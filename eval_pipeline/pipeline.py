@@ -21,9 +21,9 @@ from eval_pipeline.drive import TurnCallback, drive
 from eval_pipeline.lanes.kind import LaneKind, Scored, Thread
 from eval_pipeline.lanes.registry import lane_kind
 from eval_pipeline.lanes.spec import LaneSpec
+from eval_pipeline.memo import Recent
 from eval_pipeline.runtimes.base import ChatRuntime
 from eval_pipeline.scoring import MetricValue, ThresholdVerdict, judge
-from eval_pipeline.memo import Recent
 from eval_pipeline.tables import CASE_PREDICATES, METRICS, TURN_PREDICATES, column_values, frame, lane_columns
 
 CASES_COLUMNS = ["case_id", "split", "file", "line", "case_json"]

@@ -49,7 +49,8 @@ class DeclaredLane:
         self.declaration: Declaration = declaration
         name = _title(spec.name) + "Case"
         self.case_model: type[BaseModel] = _CASE_MODELS.get(
-            (name, declaration.case_schema.model_dump_json()), lambda: case_model(name, declaration.case_schema)
+            (name, declaration.case_schema.model_dump_json()),
+            lambda: case_model(name, declaration.case_schema),
         )
         self.metric_names: tuple[str, ...] = tuple(declaration.metrics)
 
@@ -156,7 +157,10 @@ class DeclaredLane:
         by_key = {
             (case_id, predicate): (passed, code, evidence)
             for case_id, predicate, passed, code, evidence in zip(
-                *(column_values(turn_predicates, c) for c in ("case_id", "predicate", "passed", "code", "evidence")),
+                *(
+                    column_values(turn_predicates, c)
+                    for c in ("case_id", "predicate", "passed", "code", "evidence")
+                ),
                 strict=True,
             )
         }
@@ -251,7 +255,9 @@ class RecordedTurns:
                 self._rows_of_case.setdefault(case_id_of_row, {})[index] = row
         rows = self._rows_of_case.get(case_id, {})
         return [
-            self.view(rows[turn.turn_index]) if turn.turn_index in rows else TurnView(surface="", error=MISSING_TURN)
+            self.view(rows[turn.turn_index])
+            if turn.turn_index in rows
+            else TurnView(surface="", error=MISSING_TURN)
             for turn, _ in self.lane.sourced_turns(self.case(case_id))
         ]
 
@@ -266,7 +272,9 @@ class RecordedTurns:
         errors = self._columns["error"]
         answered = [row for row in rows if errors[row] is None]
         if name in VECTORISED:
-            surface, grounding, tag = (self._columns[c] for c in ("surface", "grounding_source", "surface_tag"))
+            surface, grounding, tag = (
+                self._columns[c] for c in ("surface", "grounding_source", "surface_tag")
+            )
             judged = verdict_columns(
                 name,
                 TurnColumns(
@@ -279,7 +287,9 @@ class RecordedTurns:
             judged = _columns_of([predicate.function(self.view(row)) for row in answered])
         if len(answered) == len(rows):
             return judged
-        by_row = dict(zip(answered, zip(judged.passed, judged.code, judged.evidence, strict=True), strict=True))
+        by_row = dict(
+            zip(answered, zip(judged.passed, judged.code, judged.evidence, strict=True), strict=True)
+        )
         out = VerdictColumns([], [], [])
         for row in rows:
             found = by_row.get(row)
@@ -294,7 +304,9 @@ class RecordedTurns:
 
 def _columns_of(verdicts: Sequence[Verdict]) -> VerdictColumns:
     return VerdictColumns(
-        [v.passed for v in verdicts], [v.code for v in verdicts], [evidence_json(v.evidence) for v in verdicts]
+        [v.passed for v in verdicts],
+        [v.code for v in verdicts],
+        [evidence_json(v.evidence) for v in verdicts],
     )
 
 

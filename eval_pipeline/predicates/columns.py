@@ -67,7 +67,9 @@ def scalar_columns(name: str, turns: TurnColumns) -> VerdictColumns:
     function = PREDICATES.get(name).function
     verdicts: list[Verdict] = [function(turns.view(i)) for i in range(len(turns))]
     return VerdictColumns(
-        [v.passed for v in verdicts], [v.code for v in verdicts], [evidence_json(v.evidence) for v in verdicts]
+        [v.passed for v in verdicts],
+        [v.code for v in verdicts],
+        [evidence_json(v.evidence) for v in verdicts],
     )
 
 

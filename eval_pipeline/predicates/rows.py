@@ -31,7 +31,13 @@ def turn_row(case_id: str, turn_index: int, predicate: str, verdict: Verdict) ->
 
 
 def case_row(
-    case_id: str, predicate: str, verdict: Verdict, *, severity: str, message: str, evidence: str | None = None
+    case_id: str,
+    predicate: str,
+    verdict: Verdict,
+    *,
+    severity: str,
+    message: str,
+    evidence: str | None = None,
 ) -> dict[str, Any]:
     """A row of CASE_PREDICATES (lane columns). ``evidence``: the verdict's evidence already
     encoded (a stored turn row's), so it is not decoded and encoded again."""
