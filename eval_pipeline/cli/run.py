@@ -39,6 +39,7 @@ from eval_pipeline.progress import rich_progress
 from eval_pipeline.runtimes.options import parse_runtime_options
 from eval_pipeline.runtimes.registry import build_runtime
 from eval_pipeline.runtimes.targets import find_target
+from eval_pipeline.runtimes.warm import warm_runtimes
 from eval_pipeline.settings import runtime_spec as default_runtime_spec
 
 MAX_CONCURRENCY = 1024
@@ -265,6 +266,24 @@ def run(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show Dagster's step logs.")] = False,
 ) -> None:
     """Evaluate lanes against a runtime through Dagster; exit 1 if a blocking check fails."""
+    # One warm pool per invocation: a CPU-bound runtime starts its workers once for every lane.
+    with warm_runtimes():
+        _run(lane, split, runtime, runtime_option, cases, history, date, concurrency, as_json, junit, verbose)
+
+
+def _run(
+    lane: list[str] | None,
+    split: str | None,
+    runtime: str | None,
+    runtime_option: list[str] | None,
+    cases: Path | None,
+    history: str | None,
+    date: str | None,
+    concurrency: int | None,
+    as_json: bool,
+    junit: Path | None,
+    verbose: bool,
+) -> None:
     with bad_input_exits():
         pairs = _select(lane, split, custom=cases is not None)
         if cases is not None and len({spec.name for spec, _ in pairs}) != 1:

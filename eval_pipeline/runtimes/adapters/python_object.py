@@ -37,6 +37,7 @@ from eval_pipeline.runtimes.adapters.exec_process import TYPED_FIELDS, ExecRunti
 from eval_pipeline.runtimes.base import ChatRuntime, ChatSession, RuntimeSpecError, TurnResponse
 from eval_pipeline.runtimes.options import validate_options
 from eval_pipeline.runtimes.registry import register_runtime
+from eval_pipeline.runtimes.warm import shared
 
 WORKER_CONFIG_ENV = "EVAL_PIPELINE_PYTHON_WORKER"
 FieldName = Literal["surface", "grounding_source", "surface_tag", "epistemic_status"]
@@ -204,4 +205,7 @@ def python_runtime(argument: str, options: Mapping[str, Any]) -> ChatRuntime:
     workers = config.worker_count()
     if workers == 0:
         return PythonRuntime(argument, config)
-    return worker_runtime(argument, config, workers)
+    # Within one invocation (runtimes.warm) every lane and split gets the same warm pool.
+    return shared(
+        ("python", argument, config.model_dump_json()), lambda: worker_runtime(argument, config, workers)
+    )
