@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -226,9 +227,88 @@ def run_size(
         sys.stdout.flush()
 
 
+CPU_LANES = (FLUENCY, "articulation_of_status", THREAD, "refusal_calibration")
+CPU_BOT = "eval_pipeline_tests.runtimes.slow_start_bot:SlowStartBot"
+
+
+def cpu_evals(folder: Path, repeat: int) -> Path:
+    """An evals folder with the four lanes, each public split's cases repeated ``repeat`` times."""
+    from eval_pipeline.settings import PROJECT_ROOT
+
+    evals = folder / "cpu_evals"
+    shutil.rmtree(evals, ignore_errors=True)
+    evals.mkdir(parents=True)
+    shutil.copyfile(PROJECT_ROOT / "evals" / "runtimes.yaml", evals / "runtimes.yaml")
+    for lane in CPU_LANES:
+        shutil.copytree(PROJECT_ROOT / "evals" / lane, evals / lane)
+        cases = evals / lane / "public" / "v1" / "cases.jsonl"
+        lines = [json.loads(line) for line in cases.read_text().splitlines() if line.strip()]
+        with cases.open("w") as out:
+            for copy in range(repeat):
+                for case in lines:
+                    out.write(json.dumps({**case, "id": f"{case['id']}_r{copy}"}) + "\n")
+    return evals
+
+
+def serial_loop() -> None:
+    """The child side of the serial reference: import the bot, play every case of the four
+    lanes' public splits in one process, one bot per case, turn after turn."""
+    from eval_pipeline.lanes.registry import discover_lanes
+    from eval_pipeline.pipeline import lane_threads, load_split
+    from eval_pipeline.runtimes.adapters.python_object import resolve_target
+
+    bot_class = resolve_target(CPU_BOT, [])
+    turns = 0
+    for spec in discover_lanes():
+        if spec.name not in CPU_LANES:
+            continue
+        for thread in lane_threads(spec, "public", [item.case for item in load_split(spec, "public")]):
+            bot = bot_class()
+            for turn in thread.turns:
+                bot.chat(turn.prompt)
+                turns += 1
+    print(json.dumps({"turns": turns}))
+
+
+def cpu_figures(folder: Path, repeat: int, workers: int, start_s: float, turn_ms: float) -> None:
+    from eval_pipeline.settings import PROJECT_ROOT
+
+    evals = cpu_evals(folder, repeat)
+    env = {
+        **os.environ,
+        "EVAL_PIPELINE_EVALS": str(evals),
+        "EVAL_PIPELINE_STATE": str(folder / "cpu_state"),
+        "DAGSTER_HOME": str(folder / "cpu_dagster"),
+        "PYTHONPATH": str(PROJECT_ROOT),
+        "SLOW_START_S": str(start_s),
+        "SLOW_TURN_MS": str(turn_ms),
+    }
+    serial = measure([sys.executable, __file__, "--serial"], env)
+    turns = json.loads(serial.stdout.strip().splitlines()[-1])["turns"] if serial.returncode == 0 else 0
+    command = [sys.executable, "-c", "from eval_pipeline.cli import main; main()", "run", "--split", "public"]
+    command += [arg for lane in CPU_LANES for arg in ("--lane", lane)]
+    command += ["--runtime", f"python:{CPU_BOT}", "-o", f"workers={workers}"]
+    pipeline = measure(command, env)
+    print(
+        f"CPU-bound bot ({start_s:g} s import start-up, {turn_ms:g} ms CPU per turn), {len(CPU_LANES)} lanes, "
+        f"{turns} turns (pipeline exit {pipeline.returncode})"
+    )
+    print(f"  {'':<34} {'wall s':>8} {'peak MB':>9}")
+    print(f"  {'serial loop (one process)':<34} {serial.wall_s:>8.1f} {serial.peak_rss_mb:>9,.0f}")
+    print(
+        f"  {f'pipeline, {workers} workers, one pool':<34} {pipeline.wall_s:>8.1f} {pipeline.peak_rss_mb:>9,.0f}"
+    )
+    print(f"  {'ratio pipeline / serial':<34} {pipeline.wall_s / serial.wall_s:>8.2f}")
+    if pipeline.returncode not in (0, 1):
+        print("  pipeline output (tail):\n" + "\n".join(pipeline.stdout.splitlines()[-15:]))
+
+
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--bare":
         bare_loop(sys.argv[2], Path(sys.argv[3]))
+        return
+    if len(sys.argv) > 1 and sys.argv[1] == "--serial":
+        serial_loop()
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -236,11 +316,19 @@ def main() -> None:
     )
     parser.add_argument("--lanes", nargs="+", default=[FLUENCY, THREAD], choices=[FLUENCY, THREAD])
     parser.add_argument("--out", type=Path, default=None, help="keep the generated files and history here")
+    parser.add_argument("--cpu", action="store_true", help="only the CPU-bound bot figures")
+    parser.add_argument("--cpu-repeat", type=int, default=5, help="copies of each public case (CPU figures)")
+    parser.add_argument("--workers", type=int, default=2, help="worker processes (CPU figures)")
+    parser.add_argument("--start-s", type=float, default=3.0, help="the bot's import-time start-up")
+    parser.add_argument("--turn-ms", type=float, default=50.0, help="the bot's CPU per turn")
     args = parser.parse_args()
     writer = {FLUENCY: write_fluency, THREAD: write_thread}
     with tempfile.TemporaryDirectory(prefix="eval-scale-") as temp:
         folder = args.out or Path(temp)
         folder.mkdir(parents=True, exist_ok=True)
+        if args.cpu:
+            cpu_figures(folder, args.cpu_repeat, args.workers, args.start_s, args.turn_ms)
+            return
         for n in args.n:
             run_size(n, folder, args.lanes, writer)
 
