@@ -59,17 +59,31 @@ class DeclaredLane:
     def sourced_turns(self, case: Any) -> list[tuple[TurnRequest, Any]]:
         """The case's turns in sending order, each with the case item it came from."""
         turns: list[tuple[TurnRequest, Any]] = []
+        for role, prompt, item in self._sources(case):
+            index = len(turns)
+            # Prompts come from validated cases: a str needs no second validation (a million turns).
+            if isinstance(prompt, str):
+                request = TurnRequest.model_construct(turn_index=index, role=role, prompt=prompt)
+            else:
+                request = TurnRequest(turn_index=index, role=role, prompt=prompt)
+            turns.append((request, item))
+        return turns
+
+    def _sources(self, case: Any) -> list[tuple[str, Any, Any]]:
+        """(role, prompt, case item) of each turn of the case, in sending order."""
+        sources: list[tuple[str, Any, Any]] = []
         for source in self.declaration.threads.turns:
             value = getattr(case, source.from_)
             for item in value if isinstance(value, list) else [value]:
-                prompt = getattr(item, source.prompt) if source.prompt else item
-                turns.append((TurnRequest(turn_index=len(turns), role=source.role, prompt=prompt), item))
-        return turns
+                sources.append((source.role, getattr(item, source.prompt) if source.prompt else item, item))
+        return sources
 
     def threads(self, cases: Sequence[Any], spec: LaneSpec, split: str) -> list[Thread]:
         session = f"{spec.name}/{split}" if self.declaration.threads.session == "warm" else None
         return [
-            Thread(case_id=case.id, turns=tuple(t for t, _ in self.sourced_turns(case)), session=session)
+            Thread.model_construct(
+                case_id=case.id, turns=tuple(t for t, _ in self.sourced_turns(case)), session=session
+            )
             for case in cases
         ]
 
@@ -164,7 +178,7 @@ class DeclaredLane:
                 strict=True,
             )
         }
-        needs_views = bool(self.declaration.case_predicates)
+        needs_views = any(rule.predicates for rule in self.declaration.case_predicates)
         views = recorded_turns(self, cases, transcripts) if needs_views else {}
         rows: list[dict[str, Any]] = []
         for case in cases:
@@ -193,7 +207,7 @@ class DeclaredLane:
                     )
             for case_rule in self.declaration.case_predicates:
                 if matches(case, case_rule.where):
-                    rows.extend(_case_rule_rows(case_rule, case, views[case.id], lifted))
+                    rows.extend(_case_rule_rows(case_rule, case, views.get(case.id, []), lifted))
         return pd.DataFrame(rows, columns=lane_columns(CASE_PREDICATES))
 
     # --- metrics -----------------------------------------------------------------------------
@@ -206,7 +220,7 @@ class DeclaredLane:
             if metric.count == "cases":
                 values[name] = count(name, len(cases))
             elif metric.count == "turns":
-                values[name] = count(name, sum(len(self.sourced_turns(case)) for case in cases))
+                values[name] = count(name, sum(len(self._sources(case)) for case in cases))
             elif metric.all_of is not None:
                 parts = [values[part] for part in metric.all_of]
                 values[name] = all_hold(name, parts, [thresholds[part] for part in metric.all_of])
@@ -238,7 +252,7 @@ class RecordedTurns:
         case_id = self.case_ids[row]
         items = self._items.get(case_id)
         if items is None:
-            items = self._items[case_id] = [item for _, item in self.lane.sourced_turns(self.case(case_id))]
+            items = self._items[case_id] = [item for _, _, item in self.lane._sources(self.case(case_id))]
         return items[self.turn_indexes[row]]
 
     def view(self, row: int) -> TurnView:

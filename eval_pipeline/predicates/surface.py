@@ -126,9 +126,16 @@ def no_dotted_inventory(turn: TurnView) -> Verdict:
 
 def claimed_provenance(turn: TurnView) -> tuple[str | None, str | None]:
     """(tag claim, text claim): the grounding the runtime's tag and its surface text claim."""
-    tag = turn.surface_tag.lower().removesuffix("-grounded") if turn.surface_tag else None
-    match = _CLAIMED_PROVENANCE.search(turn.surface)
-    return tag, match.group(1).lower() if match else None
+    return _tag_claim(turn.surface_tag), _text_claim(turn.surface)
+
+
+def _tag_claim(surface_tag: str | None) -> str | None:
+    return surface_tag.lower().removesuffix("-grounded") if surface_tag else None
+
+
+def _text_claim(surface: str) -> str | None:
+    match = _CLAIMED_PROVENANCE.search(surface)
+    return match.group(1).lower() if match else None
 
 
 @turn_predicate("surface_provenance_match")
@@ -141,12 +148,19 @@ def surface_provenance_match(turn: TurnView) -> Verdict:
     it cannot contradict its grounding source: it passes (code ``no_provenance_claim``).
     The predicate is binary, like every fluency predicate (seed 000).
     """
-    source = (turn.grounding_source or "none").lower()
-    tag, text_claim = claimed_provenance(turn)
+    return provenance_verdict(turn.grounding_source, turn.surface_tag, _text_claim(turn.surface))
+
+
+def provenance_verdict(
+    grounding_source: str | None, surface_tag: str | None, text_claim: str | None
+) -> Verdict:
+    """surface_provenance_match's verdict from what it reads: the source, the tag, the text's claim."""
+    source = (grounding_source or "none").lower()
+    tag = _tag_claim(surface_tag)
     if tag is None and text_claim is None:
         return Verdict(True, "no_provenance_claim", {"grounding_source": source})
     grounded = {"pack", "teaching", "vault", "session"}
-    evidence = {"grounding_source": source, "surface_tag": turn.surface_tag, "text_claim": text_claim}
+    evidence = {"grounding_source": source, "surface_tag": surface_tag, "text_claim": text_claim}
     if text_claim is not None and text_claim != source:
         return Verdict.fail("provenance_mismatch", **evidence)
     if tag is not None and tag != source and (tag in grounded or source in grounded):
@@ -202,17 +216,21 @@ def no_dotted_inventory_columns(turns: TurnColumns) -> VerdictColumns:
 
 @vectorised("surface_provenance_match")
 def surface_provenance_match_columns(turns: TurnColumns) -> VerdictColumns:
-    """No tag and no ``-grounded`` in the text: no claim (evidence per grounding source); the rest one by one."""
-    if not turns:
-        return VerdictColumns([], [], [])
-    claims = pc.match_substring(pc.utf8_lower(turns.surfaces), "-grounded").to_pylist()
-    certain = [not tag and not claim for tag, claim in zip(turns.surface_tag, claims, strict=True)]
-    judged = screened("surface_provenance_match", turns, certain, Verdict(True, "no_provenance_claim"))
-    evidence_of: dict[str | None, str] = {}
-    for index, sure in enumerate(certain):
-        if sure:
-            source = turns.grounding_source[index]
-            if source not in evidence_of:
-                evidence_of[source] = evidence_json({"grounding_source": (source or "none").lower()})
-            judged.evidence[index] = evidence_of[source]
-    return judged
+    """The text's claim found per turn (one regex search); the verdict and its evidence once
+    per distinct (source, tag, claim): a run has few of those."""
+    lowered = pc.utf8_lower(turns.surfaces).to_pylist() if turns else []
+    judged: dict[tuple[str | None, str | None, str | None], tuple[bool | None, str, str]] = {}
+    out = VerdictColumns([], [], [])
+    for surface, low, source, tag in zip(
+        turns.surface, lowered, turns.grounding_source, turns.surface_tag, strict=True
+    ):
+        claim = _text_claim(surface) if "-grounded" in low else None  # no such phrase, no claim
+        key = (source, tag, claim)
+        found = judged.get(key)
+        if found is None:
+            verdict = provenance_verdict(source, tag, claim)
+            found = judged[key] = (verdict.passed, verdict.code, evidence_json(verdict.evidence))
+        out.passed.append(found[0])
+        out.code.append(found[1])
+        out.evidence.append(found[2])
+    return out
