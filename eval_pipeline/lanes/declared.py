@@ -28,7 +28,7 @@ from eval_pipeline.memo import Recent
 from eval_pipeline.predicates import PREDICATES, TurnView, Verdict, reason
 from eval_pipeline.predicates.base import TURN_VIEW_COLUMNS
 from eval_pipeline.predicates.columns import VECTORISED, TurnColumns, VerdictColumns, verdict_columns
-from eval_pipeline.predicates.rows import case_row, decoded_evidence, evidence_json
+from eval_pipeline.predicates.rows import RowColumns, case_row, decoded_evidence, evidence_json
 from eval_pipeline.scoring import CaseSeverity, MetricValue, compare, count, predicate_rate
 from eval_pipeline.tables import CASE_PREDICATES, TURN_PREDICATES, column_values, lane_columns
 
@@ -180,7 +180,7 @@ class DeclaredLane:
         }
         needs_views = any(rule.predicates for rule in self.declaration.case_predicates)
         views = recorded_turns(self, cases, transcripts) if needs_views else {}
-        rows: list[dict[str, Any]] = []
+        rows = RowColumns(lane_columns(CASE_PREDICATES))
         for case in cases:
             lifted: dict[str, Verdict] = {}
             for rule in self.declaration.turn_predicates:
@@ -195,7 +195,7 @@ class DeclaredLane:
                         passed, code, text = stored
                         verdict = Verdict(passed, code, decoded_evidence(text) if passed is False else {})
                     lifted[name] = verdict
-                    rows.append(
+                    rows.add(
                         case_row(
                             case.id,
                             name,
@@ -208,7 +208,7 @@ class DeclaredLane:
             for case_rule in self.declaration.case_predicates:
                 if matches(case, case_rule.where):
                     rows.extend(_case_rule_rows(case_rule, case, views.get(case.id, []), lifted))
-        return pd.DataFrame(rows, columns=lane_columns(CASE_PREDICATES))
+        return rows.frame()
 
     # --- metrics -----------------------------------------------------------------------------
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -66,3 +66,22 @@ def decoded_evidence(text: Any) -> dict[str, Any]:
         return {}
     value = json.loads(text)
     return value if isinstance(value, dict) else {}
+
+
+class RowColumns:
+    """Rows of a predicate table gathered column by column: a big run keeps lists of values,
+    not a dict per row, until the table is built."""
+
+    def __init__(self, names: Sequence[str]) -> None:
+        self._columns: dict[str, list[Any]] = {name: [] for name in names}
+
+    def add(self, row: Mapping[str, Any]) -> None:
+        for name, values in self._columns.items():
+            values.append(row[name])
+
+    def extend(self, rows: Iterable[Mapping[str, Any]]) -> None:
+        for row in rows:
+            self.add(row)
+
+    def frame(self) -> pd.DataFrame:
+        return pd.DataFrame(self._columns, columns=list(self._columns))
