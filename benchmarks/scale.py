@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -119,22 +120,36 @@ def write_thread(folder: Path, n_cases: int) -> tuple[Path, Path]:
 @dataclass(frozen=True)
 class Measured:
     wall_s: float
+    cpu_s: float  # user + system: less at the mercy of other processes on a shared machine
     peak_rss_mb: float
     returncode: int
     stdout: str
 
 
-def measure(command: list[str], env: dict[str, str]) -> Measured:
-    """Run ``command`` as a child; its wall time and its own peak RSS (``wait4``'s rusage)."""
+def measure(command: list[str], env: dict[str, str], max_gb: float = 0.0) -> Measured:
+    """Run ``command`` as a child; its wall time and its own peak RSS (``wait4``'s rusage).
+
+    ``max_gb`` caps the child's address space (it fails with MemoryError beyond it) so a run
+    that would not fit cannot take a shared machine's memory from everyone else."""
+
+    def cap() -> None:
+        if max_gb:
+            limit = int(max_gb * 2**30)
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
     started = time.perf_counter()
     with tempfile.TemporaryFile() as out:
-        child = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
+        # A neutral working folder: `python -c` puts it first on sys.path, and a checkout there
+        # would shadow the one PYTHONPATH names (--baseline).
+        child = subprocess.Popen(
+            command, env=env, cwd=tempfile.gettempdir(), stdout=out, stderr=subprocess.STDOUT, preexec_fn=cap
+        )
         _, status, usage = os.wait4(child.pid, 0)
         wall = time.perf_counter() - started
         child.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         text = out.read().decode(errors="replace")
-    return Measured(wall, usage.ru_maxrss / 1024, child.returncode, text)
+    return Measured(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, child.returncode, text)
 
 
 def bare_loop(lane: str, replay: Path) -> None:
@@ -193,12 +208,18 @@ def pipeline_command(lane: str, cases: Path, replay: Path, history: Path) -> lis
     ]
 
 
-def row(label: str, turns: int, wall: float, rss: float) -> str:
-    return f"  {label:<26} {turns:>9,} {wall:>9.1f} {turns / wall:>10,.0f} {rss:>9,.0f}"
+def row(label: str, turns: int, wall: float, rss: float, cpu: float | None = None) -> str:
+    shown = f"{cpu:>8.1f}" if cpu is not None else f"{'':>8}"
+    return f"  {label:<26} {turns:>9,} {wall:>9.1f} {shown} {turns / wall:>10,.0f} {rss:>9,.0f}"
 
 
 def run_size(
-    n: int, folder: Path, lanes: list[str], writer: dict[str, Callable[[Path, int], tuple[Path, Path]]]
+    n: int,
+    folder: Path,
+    lanes: list[str],
+    writer: dict[str, Callable[[Path, int], tuple[Path, Path]]],
+    baseline: Path | None,
+    max_gb: float,
 ) -> None:
     for lane in lanes:
         count = n if lane == FLUENCY else n // 10
@@ -208,16 +229,31 @@ def run_size(
             "DAGSTER_HOME": str(folder / f"dagster_{lane}_{n}"),
             "EVAL_PIPELINE_STATE": str(folder),
         }
-        pipeline = measure(pipeline_command(lane, cases, replay, folder / f"history_{lane}_{n}"), env)
-        bare = measure([sys.executable, __file__, "--bare", lane, str(replay)], env)
+        pipeline = measure(pipeline_command(lane, cases, replay, folder / f"history_{lane}_{n}"), env, max_gb)
+        before = None
+        if baseline is not None:  # the same run from another checkout (e.g. before a change)
+            before_env = {
+                **env,
+                "PYTHONPATH": str(baseline),
+                "DAGSTER_HOME": env["DAGSTER_HOME"] + "_baseline",
+            }
+            history = folder / f"history_{lane}_{n}_baseline"
+            before = measure(pipeline_command(lane, cases, replay, history), before_env, max_gb)
+        bare = measure([sys.executable, str(Path(__file__).resolve()), "--bare", lane, str(replay)], env)
         loop_s = (
             json.loads(bare.stdout.strip().splitlines()[-1])["loop_s"]
             if bare.returncode == 0
             else float("nan")
         )
         print(f"{lane}, {count:,} cases, {n:,} turns (pipeline exit {pipeline.returncode})")
-        print(f"  {'':<26} {'turns':>9} {'wall s':>9} {'turns/s':>10} {'peak MB':>9}")
-        print(row("pipeline (CLI, end to end)", n, pipeline.wall_s, pipeline.peak_rss_mb))
+        print(f"  {'':<26} {'turns':>9} {'wall s':>9} {'cpu s':>8} {'turns/s':>10} {'peak MB':>9}")
+        print(row("pipeline (CLI, end to end)", n, pipeline.wall_s, pipeline.peak_rss_mb, pipeline.cpu_s))
+        if before is not None:
+            print(
+                row(
+                    f"baseline (exit {before.returncode})", n, before.wall_s, before.peak_rss_mb, before.cpu_s
+                )
+            )
         print(row("bare scalar loop", n, loop_s, bare.peak_rss_mb))
         print(f"  {'ratio pipeline / loop':<26} {'':>9} {pipeline.wall_s / loop_s:>9.2f}")
         if pipeline.returncode not in (0, 1):
@@ -283,7 +319,7 @@ def cpu_figures(folder: Path, repeat: int, workers: int, start_s: float, turn_ms
         "SLOW_START_S": str(start_s),
         "SLOW_TURN_MS": str(turn_ms),
     }
-    serial = measure([sys.executable, __file__, "--serial"], env)
+    serial = measure([sys.executable, str(Path(__file__).resolve()), "--serial"], env)
     turns = json.loads(serial.stdout.strip().splitlines()[-1])["turns"] if serial.returncode == 0 else 0
     command = [sys.executable, "-c", "from eval_pipeline.cli import main; main()", "run", "--split", "public"]
     command += [arg for lane in CPU_LANES for arg in ("--lane", lane)]
@@ -316,6 +352,10 @@ def main() -> None:
     )
     parser.add_argument("--lanes", nargs="+", default=[FLUENCY, THREAD], choices=[FLUENCY, THREAD])
     parser.add_argument("--out", type=Path, default=None, help="keep the generated files and history here")
+    parser.add_argument(
+        "--baseline", type=Path, default=None, help="also run the pipeline from this checkout"
+    )
+    parser.add_argument("--max-gb", type=float, default=0.0, help="cap each pipeline's address space (GB)")
     parser.add_argument("--cpu", action="store_true", help="only the CPU-bound bot figures")
     parser.add_argument("--cpu-repeat", type=int, default=5, help="copies of each public case (CPU figures)")
     parser.add_argument("--workers", type=int, default=2, help="worker processes (CPU figures)")
@@ -330,7 +370,7 @@ def main() -> None:
             cpu_figures(folder, args.cpu_repeat, args.workers, args.start_s, args.turn_ms)
             return
         for n in args.n:
-            run_size(n, folder, args.lanes, writer)
+            run_size(n, folder, args.lanes, writer, args.baseline, args.max_gb)
 
 
 if __name__ == "__main__":

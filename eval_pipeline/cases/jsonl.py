@@ -124,7 +124,7 @@ def parse_json_line(raw: bytes) -> dict[str, Any] | LineProblem:
         return LineProblem(0, "(line)", f"not acceptable JSON: {exc}")
     if not isinstance(value, dict):
         return LineProblem(0, "(line)", f"expected a JSON object per line, got {_json_type(value)}")
-    # UTF-8 text cannot hold a surrogate: only a \\uD8xx-\\uDFxx escape can, so a line without
+    # UTF-8 text cannot hold a surrogate: only a \uD8xx-\uDFxx escape can, so a line without
     # one needs no walk (most lines of a big file).
     surrogate_at = _lone_surrogate_path(value, "") if _MAY_ESCAPE_SURROGATE.search(text) else None
     if surrogate_at is not None:

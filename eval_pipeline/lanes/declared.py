@@ -59,7 +59,7 @@ class DeclaredLane:
     def sourced_turns(self, case: Any) -> list[tuple[TurnRequest, Any]]:
         """The case's turns in sending order, each with the case item it came from."""
         turns: list[tuple[TurnRequest, Any]] = []
-        for role, prompt, item in self._sources(case):
+        for role, prompt, item in self.turn_sources(case):
             index = len(turns)
             # Prompts come from validated cases: a str needs no second validation (a million turns).
             if isinstance(prompt, str):
@@ -69,7 +69,7 @@ class DeclaredLane:
             turns.append((request, item))
         return turns
 
-    def _sources(self, case: Any) -> list[tuple[str, Any, Any]]:
+    def turn_sources(self, case: Any) -> list[tuple[str, Any, Any]]:
         """(role, prompt, case item) of each turn of the case, in sending order."""
         sources: list[tuple[str, Any, Any]] = []
         for source in self.declaration.threads.turns:
@@ -220,7 +220,7 @@ class DeclaredLane:
             if metric.count == "cases":
                 values[name] = count(name, len(cases))
             elif metric.count == "turns":
-                values[name] = count(name, sum(len(self._sources(case)) for case in cases))
+                values[name] = count(name, sum(len(self.turn_sources(case)) for case in cases))
             elif metric.all_of is not None:
                 parts = [values[part] for part in metric.all_of]
                 values[name] = all_hold(name, parts, [thresholds[part] for part in metric.all_of])
@@ -252,7 +252,7 @@ class RecordedTurns:
         case_id = self.case_ids[row]
         items = self._items.get(case_id)
         if items is None:
-            items = self._items[case_id] = [item for _, _, item in self.lane._sources(self.case(case_id))]
+            items = self._items[case_id] = [item for _, _, item in self.lane.turn_sources(self.case(case_id))]
         return items[self.turn_indexes[row]]
 
     def view(self, row: int) -> TurnView:
