@@ -1,4 +1,5 @@
-"""Every vectorised predicate form agrees with its scalar reference, turn for turn: on every
+"""Every vectorised predicate form agrees with its scalar reference, turn for turn (and a rate
+as column operations with the loop over rows): on every
 surface of the lane-output fixtures, every surface the predicate tests spell out (the seed's
 examples among them) and generated text built from the fragments the screens look for."""
 
@@ -8,11 +9,13 @@ import ast
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eval_pipeline.predicates.columns import VECTORISED, TurnColumns, scalar_columns, verdict_columns
+from eval_pipeline.scoring import predicate_rate, rate
 
 TESTS = Path(__file__).resolve().parent.parent
 FIXTURES = TESTS / "fixtures" / "lane_outputs"
@@ -141,3 +144,25 @@ def test_forms_agree_on_generated_turns(turns: list[tuple[str, str | None, str |
     columns = TurnColumns([s for s, _, _ in turns], [g for _, g, _ in turns], [t for _, _, t in turns])
     for name in NAMES:
         assert_agree(name, columns)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["a", "b", "c", "d"]),
+            st.sampled_from(["p", "q"]),
+            st.sampled_from([True, False, None]),
+        ),
+        max_size=30,
+    ),
+    st.sampled_from([object, "boolean"]),
+)
+def test_a_rate_as_column_operations_equals_the_loop(
+    rows: list[tuple[str, str, bool | None]], dtype: object
+) -> None:
+    table = pd.DataFrame(rows, columns=["case_id", "predicate", "passed"]).astype({"passed": dtype})
+    for predicate in ("p", "q"):
+        chosen = table[table["predicate"] == predicate]
+        loop = rate("m", zip(chosen["case_id"].astype(str), chosen["passed"], strict=True))
+        assert predicate_rate("m", table, predicate) == loop
