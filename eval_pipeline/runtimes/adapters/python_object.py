@@ -180,8 +180,11 @@ class PythonRuntime:
 
 
 def worker_runtime(target_name: str, options: PythonOptions, workers: int) -> ExecRuntime:
-    """Worker processes running the target behind the exec protocol."""
-    resolve_target(target_name, options.paths)  # bad targets are bad input here, not N failed turns
+    """Worker processes running the target behind the exec protocol, started at once.
+
+    The workers import the target while this process imports it too (to check it: a bad target
+    is bad input here, not N failed turns), so a slow start-up is paid once, side by side.
+    """
     python_path = os.pathsep.join([*options.paths, *filter(None, [os.environ.get("PYTHONPATH")])])
     env = {
         **options.env,
@@ -189,7 +192,7 @@ def worker_runtime(target_name: str, options: PythonOptions, workers: int) -> Ex
     }
     if python_path:
         env["PYTHONPATH"] = python_path
-    return ExecRuntime(
+    runtime = ExecRuntime(
         [sys.executable, "-m", "eval_pipeline.runtimes.python_worker"],
         spec=f"python:{target_name}",
         workers=workers,
@@ -197,6 +200,13 @@ def worker_runtime(target_name: str, options: PythonOptions, workers: int) -> Ex
         env=env,
         end_sessions=True,
     )
+    try:
+        runtime.start()
+        resolve_target(target_name, options.paths)
+    except BaseException:
+        runtime.close()
+        raise
+    return runtime
 
 
 @register_runtime("python")
