@@ -1,7 +1,7 @@
-"""Every vectorised predicate form agrees with its scalar reference, turn for turn (and a rate
-as column operations with the loop over rows): on every
+"""Every vectorised predicate form agrees with its scalar reference, turn for turn: on every
 surface of the lane-output fixtures, every surface the predicate tests spell out (the seed's
-examples among them) and generated text built from the fragments the screens look for."""
+examples among them) and generated text built from the fragments the screens look for. A rate
+computed as column operations agrees with the loop over rows."""
 
 from __future__ import annotations
 
