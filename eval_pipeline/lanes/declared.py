@@ -337,13 +337,6 @@ def matches(case: Any, where: Mapping[str, Sequence[str]]) -> bool:
     return all(getattr(case, field) in accepted for field, accepted in where.items())
 
 
-def _turn_verdict(rule: TurnRule, name: str, turns: Sequence[TurnView], index: int, item: Any) -> Verdict:
-    unless = rule.unless.get(name)
-    if unless is not None and getattr(item, unless.field) is False:
-        return Verdict.not_applicable(unless.code)
-    return PREDICATES.get(name).on_turn(turns, index)
-
-
 def _severity(rows: CaseRows, case: Any, predicate: str) -> CaseSeverity:
     if isinstance(rows.severity, ListedSeverity):
         return "hard" if predicate in getattr(case, rows.severity.hard_if_listed_in) else "report"
