@@ -6,8 +6,12 @@ declared with a warm session) share it: their cases are played one after another
 in that one session. A turn that raises is retried when the
 fault is transient and the retry policy allows, then recorded with its ``error`` and
 ``attempts``; the case's remaining turns still run and other sessions never notice: faults
-are data, never dropped. Rows come back sorted by (case_id, turn_index) whatever the
-completion order, so a concurrent run's table equals a serial run's.
+are data, never dropped. Rows come back sorted by (case_id, sample_index, turn_index)
+whatever the completion order, so a concurrent run's table equals a serial run's.
+
+With ``repeat`` N every session is played N times, each sample in a fresh session; with a
+run ``seed``, sample i of a session is sent with the seed derived from (run seed, case or
+session, i) to a runtime that takes one (``accepts_seed``), and the seed is recorded per turn.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import pandas as pd
 from eval_pipeline.lanes.kind import Thread, TurnRequest
 from eval_pipeline.runtimes.base import ChatRuntime, ChatSession, RuntimeSpecError, TurnResponse
 from eval_pipeline.runtimes.faults import NO_RETRY, RetryPolicy, is_transient
+from eval_pipeline.samples import derive_seed
 from eval_pipeline.tables import TRANSCRIPTS, frame, lane_columns
 
 TurnCallback = Callable[[dict[str, Any]], None]
@@ -65,24 +70,38 @@ def send_with_retries(
             time.sleep(retry.delay_s(attempts, getattr(exc, "retry_after", None)))
 
 
+def open_sample_session(runtime: ChatRuntime, key: str, sample_index: int, seed: int | None) -> ChatSession:
+    """A fresh session for one sample; the seed goes to runtimes that take one."""
+    session_id = key if sample_index == 0 else f"{key}~{sample_index}"  # unique per live session
+    if seed is not None and getattr(runtime, "accepts_seed", False):
+        return runtime.open_session(session_id, seed=seed)  # type: ignore[call-arg]
+    return runtime.open_session(session_id)
+
+
 def run_session(
     runtime: ChatRuntime,
     threads: Sequence[Thread],
     on_turn: TurnCallback | None = None,
     *,
     retry: RetryPolicy | None = None,
+    sample_index: int = 0,
+    run_seed: int | None = None,
 ) -> list[dict[str, Any]]:
     """Send every turn of ``threads``, in order, in one session; one row per turn, faults included."""
     retry = retry or retry_policy_of(runtime)
     rows: list[dict[str, Any]] = []
+    key = threads[0].session or threads[0].case_id
+    seed = None if run_seed is None else derive_seed(run_seed, key, sample_index)
 
     def record(row: dict[str, Any]) -> None:
+        row["sample_index"] = sample_index
+        row.setdefault("seed", seed)
         rows.append(row)
         if on_turn:
             on_turn(row)
 
     try:
-        session = runtime.open_session(threads[0].session or threads[0].case_id)
+        session = open_sample_session(runtime, key, sample_index, seed)
     except RuntimeSpecError:
         raise
     except Exception as exc:  # a session that cannot open fails every one of its turns
@@ -94,7 +113,7 @@ def run_session(
         for thread in threads:
             begin_case = getattr(session, "begin_case", None)
             if callable(begin_case):  # a session that answers per case (replay) is told which case
-                begin_case(thread.case_id)
+                begin_case(thread.case_id, sample_index)
             for turn in thread.turns:
                 record(_send(session, thread.case_id, turn, retry))
     finally:
@@ -113,7 +132,8 @@ def _send(session: ChatSession, case_id: str, turn: TurnRequest, retry: RetryPol
     raw = dict(response.raw)
     # An adapter that retries internally reports its own attempts for the last send.
     attempts += int(raw.pop("attempts", 1)) - 1
-    return _row(
+    recorded_seed = raw.pop("seed", None)  # a replayed answer says which seed it was produced with
+    row = _row(
         case_id,
         turn,
         surface=response.surface,
@@ -124,6 +144,15 @@ def _send(session: ChatSession, case_id: str, turn: TurnRequest, retry: RetryPol
         attempts=attempts,
         raw=json.dumps(raw, sort_keys=True, ensure_ascii=False, default=str) if raw else None,
     )
+    if recorded_seed is not None:
+        row["seed"] = int(recorded_seed)
+    return row
+
+
+def samples_to_drive(runtime: ChatRuntime, repeat: int) -> int:
+    """Samples per case: a recording (replay, history) plays the samples it holds, else ``repeat``."""
+    recorded = getattr(runtime, "recorded_samples", None)
+    return recorded if isinstance(recorded, int) and recorded >= 1 else repeat
 
 
 def sessions_of(threads: Sequence[Thread]) -> list[list[Thread]]:
@@ -142,8 +171,10 @@ def drive(
     on_turn: TurnCallback | None = None,
     on_start: StartCallback | None = None,
     retry: RetryPolicy | None = None,
+    repeat: int = 1,
+    seed: int | None = None,
 ) -> pd.DataFrame:
-    """Transcripts (lane columns) for every turn of every thread.
+    """Transcripts (lane columns) for every turn of every thread, ``repeat`` samples of each.
 
     ``concurrency`` is the number of sessions in flight; ``None`` takes the runtime's
     ``preferred_concurrency`` (e.g. its worker count), else 1. ``on_start`` receives the
@@ -153,13 +184,17 @@ def drive(
     sessions_in_flight = concurrency_of(runtime) if concurrency is None else concurrency
     if sessions_in_flight < 1:
         raise ValueError("concurrency must be at least 1")
+    if repeat < 1:
+        raise ValueError("repeat must be at least 1")
     if on_start:
-        on_start(sum(len(t.turns) for t in threads))
+        on_start(repeat * sum(len(t.turns) for t in threads))
 
-    def run(session: list[Thread]) -> list[dict[str, Any]]:
-        return run_session(runtime, session, on_turn, retry=retry)
+    def run(sample: tuple[list[Thread], int]) -> list[dict[str, Any]]:
+        session, sample_index = sample
+        return run_session(runtime, session, on_turn, retry=retry, sample_index=sample_index, run_seed=seed)
 
-    sessions = sessions_of(threads)
+    # Samples of one case are interleaved with other cases, not queued behind each other.
+    sessions = [(session, index) for index in range(repeat) for session in sessions_of(threads)]
     if sessions_in_flight == 1 or len(sessions) <= 1:
         results = [run(s) for s in sessions]
     else:
@@ -167,7 +202,7 @@ def drive(
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="eval-session") as pool:
             results = list(pool.map(run, sessions))
     rows = [row for result in results for row in result]
-    rows.sort(key=lambda r: (r["case_id"], r["turn_index"]))
+    rows.sort(key=lambda r: (r["case_id"], r["sample_index"], r["turn_index"]))
     return frame(TRANSCRIPTS, rows)[TRANSCRIPT_COLUMNS]
 
 

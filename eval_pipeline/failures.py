@@ -14,6 +14,8 @@ from typing import Any
 
 import pandas as pd
 
+from eval_pipeline.samples import SAMPLE_INDEX, sample_count
+
 # Hard (blocking) results first: they are what a reader acts on first.
 _SEVERITY_ORDER = {"hard": 0, "error": 0, "ERROR": 0, "report": 1, "warn": 1, "WARN": 1}
 FAILING_COLUMNS = ("case_id", "predicate", "severity", "code", "reason", "evidence")
@@ -36,11 +38,22 @@ def failing_cases(case_predicates: pd.DataFrame) -> pd.DataFrame:
     """The failing case predicates (passed is False), hard first, then by case and predicate.
 
     Columns: case_id, predicate, severity, code, reason (the stored message), evidence (a dict).
+    A run of several samples per case lists each failing case predicate once, from its first
+    failing sample, its reason saying in how many samples it failed.
     """
     if case_predicates.empty:
         return pd.DataFrame(columns=list(FAILING_COLUMNS))
     failing = case_predicates[case_predicates["passed"].eq(False).fillna(False)].copy()
     failing["_order"] = [_SEVERITY_ORDER.get(str(s), 2) for s in failing["severity"]]
+    samples = sample_count(case_predicates)
+    if samples > 1:
+        failing = failing.sort_values(SAMPLE_INDEX, kind="stable")
+        failed_in = failing.groupby(["case_id", "predicate"], sort=False)["passed"].transform("size")
+        failing["message"] = [
+            f"In {n} of {samples} samples: {message}"
+            for message, n in zip(failing["message"].astype(str), failed_in, strict=True)
+        ]
+        failing = failing.drop_duplicates(["case_id", "predicate"])
     failing = failing.sort_values(["_order", "case_id", "predicate"], kind="stable")
     return pd.DataFrame(
         {

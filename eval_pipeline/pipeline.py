@@ -23,6 +23,7 @@ from eval_pipeline.lanes.registry import lane_kind
 from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.memo import Recent
 from eval_pipeline.runtimes.base import ChatRuntime
+from eval_pipeline.samples import all_samples, per_sample, pool, rows_of_sample, sample_frames
 from eval_pipeline.scoring import MetricValue, ThresholdVerdict, judge
 from eval_pipeline.tables import CASE_PREDICATES, METRICS, TURN_PREDICATES, column_values, frame, lane_columns
 
@@ -115,6 +116,11 @@ def metric_rows(metrics: Sequence[MetricValue], verdicts: Sequence[ThresholdVerd
                 "severity": verdict.threshold.severity if verdict else None,
                 "passed": verdict.passed if verdict else None,
                 "verdict": verdict.word if verdict else "n/a",
+                "samples": m.samples,
+                "ci_low": m.interval[0] if m.interval else None,
+                "ci_high": m.interval[1] if m.interval else None,
+                "pass_hat_k": m.pass_hat_k,
+                "statistic": verdict.statistic if verdict else None,
             }
         )
     return rows
@@ -137,15 +143,21 @@ class LaneRun:
 def turn_predicate_table(
     kind: LaneKind, cases: Sequence[BaseModel], transcripts: pd.DataFrame
 ) -> pd.DataFrame:
-    """Stage 3: per-turn verdicts (lane columns of TURN_PREDICATES)."""
-    return kind.turn_predicates(cases, transcripts)[lane_columns(TURN_PREDICATES)]
+    """Stage 3: per-turn verdicts (lane columns of TURN_PREDICATES), each sample scored on its own."""
+    return per_sample(
+        transcripts, lambda rows, _: kind.turn_predicates(cases, rows), lane_columns(TURN_PREDICATES)
+    )
 
 
 def case_predicate_table(
     kind: LaneKind, cases: Sequence[BaseModel], transcripts: pd.DataFrame, turn_predicates: pd.DataFrame
 ) -> pd.DataFrame:
-    """Stage 4: per-case verdicts and assertion results (lane columns of CASE_PREDICATES)."""
-    return kind.case_predicates(cases, transcripts, turn_predicates)[lane_columns(CASE_PREDICATES)]
+    """Stage 4: per-case verdicts and assertion results (lane columns of CASE_PREDICATES), per sample."""
+    return per_sample(
+        transcripts,
+        lambda rows, index: kind.case_predicates(cases, rows, rows_of_sample(turn_predicates, index)),
+        lane_columns(CASE_PREDICATES),
+    )
 
 
 def metric_values(
@@ -155,9 +167,28 @@ def metric_values(
     turn_predicates: pd.DataFrame,
     case_predicates: pd.DataFrame,
 ) -> list[MetricValue]:
-    """Stage 5: the lane's metrics plus the ones every lane emits (COMMON_METRICS: error_rate)."""
-    values = kind.metrics(Scored(cases, transcripts, turn_predicates, case_predicates))
-    return [*values, error_rate(transcripts)]
+    """Stage 5: the lane's metrics plus the ones every lane emits (COMMON_METRICS: error_rate).
+
+    With several samples per case each sample is measured on its own and the values pooled
+    (:func:`eval_pipeline.samples.pool`); the all-samples tables give each metric's pass^k.
+    """
+
+    def measure(rows: pd.DataFrame, turns: pd.DataFrame, case_rows: pd.DataFrame) -> list[MetricValue]:
+        return [*kind.metrics(Scored(cases, rows, turns, case_rows)), error_rate(rows)]
+
+    samples = sample_frames(transcripts)
+    per = [
+        measure(rows, rows_of_sample(turn_predicates, index), rows_of_sample(case_predicates, index))
+        for index, rows in samples
+    ]
+    if len(per) == 1:
+        return per[0]
+    every = measure(
+        samples[0][1],
+        all_samples(turn_predicates, ["case_id", "turn_index", "predicate"]),
+        all_samples(case_predicates, ["case_id", "predicate"]),
+    )
+    return pool(per, every)
 
 
 def score(
@@ -190,6 +221,8 @@ def evaluate_lane(
     cases_path: str | Path | None = None,
     concurrency: int = 1,
     on_turn: TurnCallback | None = None,
+    repeat: int = 1,
+    seed: int | None = None,
 ) -> LaneRun:
     """Run one lane split end to end in this process (no Dagster, no history)."""
     kind = lane_kind(spec)
@@ -197,7 +230,7 @@ def evaluate_lane(
     cases = [item.case for item in loaded]
     threads = kind.threads(cases, spec, split)
     check_thread_ids(cases, threads)
-    transcripts = drive(runtime, threads, concurrency=concurrency, on_turn=on_turn)
+    transcripts = drive(runtime, threads, concurrency=concurrency, on_turn=on_turn, repeat=repeat, seed=seed)
     turn_predicates, case_predicates, values = score(kind, cases, transcripts)
     verdicts = judge(spec.effective_thresholds, values, max_error_rate=spec.max_error_rate)
     metrics = frame(METRICS, metric_rows(values, verdicts))[lane_columns(METRICS)]

@@ -10,6 +10,8 @@ from typing import Literal, Protocol
 
 import pandas as pd
 
+from eval_pipeline.intervals import wilson_interval
+
 ThresholdOp = Literal[">=", "<=", "==", ">", "<"]
 # The one severity vocabulary: a threshold check blocks (ERROR) or reports (WARN).
 Severity = Literal["ERROR", "WARN"]
@@ -23,6 +25,10 @@ ERROR_RATE = "error_rate"
 # case_predicates tables keep: "hard" rows are what blocking (ERROR) thresholds gate, "report"
 # rows are what WARN thresholds watch. Every lane's case rows use this one alias.
 CaseSeverity = Literal["hard", "report"]
+# Which statistic of a metric a threshold gates. With one sample per case every one of them is
+# the plain value; with N > 1 samples the default is the conservative end of the 95% Wilson
+# interval on the side the threshold guards (lower bound for >= and >, upper for <= and <).
+Statistic = Literal["mean", "lower_bound", "upper_bound", "pass_hat_k"]
 
 _OPS: Mapping[str, Callable[[float, float], bool]] = {
     ">=": operator.ge,
@@ -43,6 +49,31 @@ class MetricValue:
     denominator: float | None = None
     # Case ids that count against the metric, shown in check metadata.
     failing_case_ids: tuple[str, ...] = ()
+    # Samples per case the value pools (--repeat N), and the metric computed counting a case
+    # (or turn) as passing only when all of them pass; None with one sample (it is ``value``).
+    samples: int = 1
+    all_samples_value: float | None = None
+
+    @property
+    def interval(self) -> tuple[float, float] | None:
+        """The 95% Wilson interval on numerator / denominator (None for a metric without counts)."""
+        if self.numerator is None or self.denominator is None or not self.denominator:
+            return None
+        return wilson_interval(self.numerator, self.denominator)
+
+    @property
+    def pass_hat_k(self) -> float | None:
+        """pass^k: the metric when a case passes only if every one of its k samples passes."""
+        return self.value if self.samples <= 1 else self.all_samples_value
+
+    def statistic(self, name: Statistic) -> float | None:
+        """The value of one statistic; a bound of a metric without counts is its value."""
+        if name == "pass_hat_k":
+            return self.pass_hat_k
+        bounds = self.interval
+        if name == "mean" or bounds is None or self.value is None:
+            return self.value
+        return bounds[0] if name == "lower_bound" else bounds[1]
 
 
 def rate(metric: str, verdicts: Iterable[tuple[str, bool | None]]) -> MetricValue:
@@ -112,6 +143,18 @@ class Threshold(Protocol):
     def severity(self) -> Severity: ...
     @property
     def reason(self) -> str: ...
+    @property
+    def statistic(self) -> Statistic | None: ...
+
+
+def gated_statistic(declared: Statistic | None, op: str, samples: int) -> Statistic:
+    """The statistic a threshold gates: the declared one, else the value itself with one sample,
+    else the end of the interval on the side the threshold guards (``==`` keeps the value)."""
+    if declared is not None:
+        return declared
+    if samples <= 1 or op == "==":
+        return "mean"
+    return "lower_bound" if op in (">=", ">") else "upper_bound"
 
 
 def verdict_word(passed: bool | None, severity: str | None, *, void: bool = False) -> VerdictWord:
@@ -174,6 +217,12 @@ class ThresholdVerdict:
     metric: MetricValue
     passed: bool
     void: bool = False
+    statistic: Statistic = "mean"
+
+    @property
+    def gated_value(self) -> float | None:
+        """The number the threshold was compared with (the metric's gated statistic)."""
+        return self.metric.statistic(self.statistic)
 
     @property
     def bound(self) -> str:
@@ -199,12 +248,12 @@ def judge(
     if missing:
         raise ValueError(f"thresholds name metrics the lane does not emit: {missing}")
     void = measurement(metrics, max_error_rate).void
-    return [
-        ThresholdVerdict(
-            t,
-            index[t.metric],
-            compare(index[t.metric].value, t.op, t.value) and not void,
-            void=void,
+    verdicts = []
+    for t in thresholds:
+        metric = index[t.metric]
+        statistic = gated_statistic(t.statistic, t.op, metric.samples)
+        gated = metric.statistic(statistic)
+        verdicts.append(
+            ThresholdVerdict(t, metric, compare(gated, t.op, t.value) and not void, void, statistic)
         )
-        for t in thresholds
-    ]
+    return verdicts

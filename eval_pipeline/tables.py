@@ -50,6 +50,8 @@ TRANSCRIPTS = pa.schema(
         pa.field("attempts", pa.int32()),
         pa.field("error", pa.string()),
         pa.field("raw", pa.string()),  # JSON text of whatever else the runtime said
+        pa.field("sample_index", pa.int32()),  # which of the run's N samples of the case (0 when N = 1)
+        pa.field("seed", pa.int64()),  # the seed the sample was sent with (null: none)
     ]
 )
 
@@ -62,6 +64,7 @@ TURN_PREDICATES = pa.schema(
         pa.field("passed", pa.bool_()),  # null = not applicable to this turn
         pa.field("code", pa.string()),
         pa.field("evidence", JSON_TEXT),
+        pa.field("sample_index", pa.int32()),
     ]
 )
 
@@ -75,6 +78,7 @@ CASE_PREDICATES = pa.schema(
         pa.field("code", pa.string()),
         pa.field("message", pa.string()),  # a sentence a person can act on, quoting the surface
         pa.field("evidence", JSON_TEXT),
+        pa.field("sample_index", pa.int32()),
     ]
 )
 
@@ -94,6 +98,13 @@ METRICS = pa.schema(
         pa.field("started_at", pa.timestamp("us", tz="UTC")),
         pa.field("cases_sha256", pa.string()),
         pa.field("pipeline_version", pa.string()),
+        pa.field("samples", pa.int32()),  # N: samples per case the value pools
+        pa.field("ci_low", pa.float64()),  # 95% Wilson interval on numerator / denominator
+        pa.field("ci_high", pa.float64()),
+        pa.field("pass_hat_k", pa.float64()),  # the metric counting a case only when all N samples pass
+        pa.field(
+            "statistic", pa.string()
+        ),  # what the threshold gated: mean | lower_bound | upper_bound | pass_hat_k
     ]
 )
 
@@ -164,6 +175,13 @@ COLUMN_DESCRIPTIONS: Mapping[str, str] = {
     "runtime_spec": "The adapter spec the runtime target resolved to (never a secret).",
     "dagster_job": "The Dagster job that ran.",
     "tables": "The history tables the run wrote (comma-separated).",
+    "sample_index": "Which of the run's N samples of the case (each in a fresh session); 0 when N = 1.",
+    "seed": "The seed the sample was sent with, derived from (run seed, case, sample); null: none.",
+    "samples": "N, the samples per case the metric pools (--repeat).",
+    "ci_low": "Lower end of the 95% Wilson interval on numerator / denominator.",
+    "ci_high": "Upper end of the 95% Wilson interval on numerator / denominator.",
+    "pass_hat_k": "pass^k: the metric counting a case (or turn) as passing only when all N samples pass.",
+    "statistic": "Which statistic the threshold gated: mean, lower_bound, upper_bound or pass_hat_k.",
     "file": "The case file the case came from.",
     "line": "The line of the case in its file.",
     "case_json": "The validated case as canonical JSON.",

@@ -88,6 +88,7 @@ def _metrics(errors: int, turns: int) -> list[MetricValue]:
 class _Threshold:
     def __init__(self, metric: str, op: str, value: float, severity: str) -> None:
         self.metric, self.op, self.value, self.severity, self.reason = metric, op, value, severity, "why"
+        self.statistic = None
 
 
 def test_a_void_measurement_passes_nothing() -> None:
@@ -240,3 +241,29 @@ def test_evidence_is_json_in_history_and_old_text_evidence_still_reads(tmp_path:
         tmp_path / "case_predicates" / "lane=l" / "date=2024-01-01" / "aaaa1111-new.parquet"
     )
     assert isinstance(stored.field("evidence").type, pa.JsonType)
+
+
+def test_a_case_failing_in_several_samples_is_listed_once_with_its_sample_count() -> None:
+    def row(case: str, sample: int, passed: bool) -> dict[str, object]:
+        return {
+            "case_id": case,
+            "predicate": "no_dotted_inventory",
+            "severity": "report",
+            "passed": passed,
+            "code": "dotted_inventory" if not passed else "ok",
+            "message": f"dotted paths in sample {sample}",
+            "evidence": None,
+            "sample_index": sample,
+        }
+
+    table = pd.DataFrame(
+        [row("a", 0, True), row("a", 1, False), row("a", 2, False), row("b", 0, False)]
+        + [row("b", i, True) for i in (1, 2)]
+    )
+    failing = failing_cases(table)
+    assert failing[["case_id", "reason"]].values.tolist() == [
+        ["a", "In 2 of 3 samples: dotted paths in sample 1"],  # the first failing sample's row
+        ["b", "In 1 of 3 samples: dotted paths in sample 0"],
+    ]
+    one_sample = failing_cases(table[table["sample_index"] == 0])
+    assert one_sample[["case_id", "reason"]].values.tolist() == [["b", "dotted paths in sample 0"]]

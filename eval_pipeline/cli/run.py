@@ -27,19 +27,22 @@ from eval_pipeline.cli.common import (
     out,
     short_id,
 )
+from eval_pipeline.cli.rescore import recorded_lane_and_split, rescore_of
 from eval_pipeline.dagster_wiring.checks import MEASUREMENT_CHECK
 from eval_pipeline.dagster_wiring.launch import LaneOutcome, ensure_instance, materialize_lane
 from eval_pipeline.failures import evidence_object, failing_cases, fault_counts
 from eval_pipeline.junit import SuiteRun, junit_xml
 from eval_pipeline.lanes.registry import discover_lanes
-from eval_pipeline.lanes.spec import LaneSpec
+from eval_pipeline.lanes.spec import MAX_REPEAT, LaneSpec
 from eval_pipeline.palette import rich_style
 from eval_pipeline.pipeline import lane_threads, load_split
 from eval_pipeline.progress import rich_progress
+from eval_pipeline.runtimes.adapters.history import RecordedRun
 from eval_pipeline.runtimes.options import parse_runtime_options
 from eval_pipeline.runtimes.registry import build_runtime
 from eval_pipeline.runtimes.targets import find_target
 from eval_pipeline.runtimes.warm import warm_runtimes
+from eval_pipeline.samples import flaky_within_run
 from eval_pipeline.settings import runtime_spec as default_runtime_spec
 
 MAX_CONCURRENCY = 1024
@@ -129,16 +132,24 @@ def _print(outcome: LaneOutcome) -> None:
     checks = {c.name: c for c in outcome.checks}
     caption = f"run {short_id(outcome.run_id)}"
     table = Table(title=title, title_justify="left", caption=caption, caption_justify="left")
-    for column in ("metric", "value", "n", "threshold", "check"):
-        table.add_column(column, justify="right" if column in ("value", "n") else "left")
     assert outcome.metrics is not None
+    sampled = _samples(outcome.metrics) > 1
+    columns = ("metric", "value", "n", *(("95% CI", "pass^k") if sampled else ()), "threshold", "check")
+    if sampled:
+        table.caption = f"{caption} · {_samples(outcome.metrics)} samples per case"
+    for column in columns:
+        table.add_column(column, justify="left" if column in ("metric", "threshold", "check") else "right")
     for row in outcome.metrics.to_dict("records"):
         value = "n/a" if pd.isna(row["value"]) else f"{row['value']:.4g}"
         n = "" if pd.isna(row["denominator"]) else f"{row['numerator']:g}/{row['denominator']:g}"
         check = checks.get(row["metric"])
         verdict = "" if check is None else _verdict(check.verdict)
         threshold = "" if check is None else f"{check.threshold} ({check.severity})"
-        table.add_row(str(row["metric"]), value, n, threshold, verdict)
+        gated = row.get("statistic")
+        if check is not None and sampled and isinstance(gated, str) and gated != "mean":
+            threshold += f" on {gated}"
+        extra = (_interval_text(row), _number(row.get("pass_hat_k"))) if sampled else ()
+        table.add_row(str(row["metric"]), value, n, *extra, threshold, verdict)
     out().print(table)
     metric_names = set(outcome.metrics["metric"])
     for check in outcome.checks:
@@ -146,8 +157,49 @@ def _print(outcome: LaneOutcome) -> None:
             failed = not check.passed and check.description and check.name != MEASUREMENT_CHECK
             note = f" ({escape(check.description)})" if failed else ""
             out().print(f"  {check.name}: {_verdict(check.verdict)}{note}", highlight=False)
+    _print_flaky(outcome)
     _print_failing(outcome)
     _print_faults(outcome)
+
+
+def _samples(metrics: pd.DataFrame) -> int:
+    if "samples" not in metrics.columns or metrics["samples"].isna().all():
+        return 1
+    return int(metrics["samples"].max())
+
+
+def _number(value: Any) -> str:
+    return "" if value is None or pd.isna(value) else f"{value:.4g}"
+
+
+def _interval_text(row: dict[Any, Any]) -> str:
+    low, high = row.get("ci_low"), row.get("ci_high")
+    return "" if low is None or pd.isna(low) else f"{low:.3f}–{high:.3f}"
+
+
+def _print_flaky(outcome: LaneOutcome) -> None:
+    """Case predicates whose samples disagree, with their flips (nothing with one sample)."""
+    if outcome.case_predicates is None or outcome.void:
+        return
+    flaky = flaky_within_run(outcome.case_predicates)
+    if flaky.empty:
+        return
+    out().print(
+        f"[bold]flaky within the run[/bold] ({flaky['case_id'].nunique()} case(s) whose samples disagree):",
+        highlight=False,
+    )
+    for row in flaky.head(FAILING_SHOWN).to_dict("records"):
+        out().print(
+            Text(
+                f"  {row['case_id']} · {row['predicate']} · passed {row['passes']}/{row['samples']}"
+                f" · {row['flips']} flip(s) · pass^k {row['pass_hat_k']:.3g}"
+            ),
+            no_wrap=True,
+            overflow="ellipsis",
+            highlight=False,
+        )
+    if len(flaky) > FAILING_SHOWN:
+        out().print(f"  …and {len(flaky) - FAILING_SHOWN} more", highlight=False, markup=False)
 
 
 def _print_failing(outcome: LaneOutcome) -> None:
@@ -226,6 +278,7 @@ def _suite(outcome: LaneOutcome) -> SuiteRun:
 
 @app.command()
 def run(
+    ctx: typer.Context,
     lane: Annotated[
         list[str] | None, typer.Option("--lane", "-l", help="Lane to run (repeatable); default: all.")
     ] = None,
@@ -254,6 +307,22 @@ def run(
             min=1, max=MAX_CONCURRENCY, help="Cases evaluated at once; default: the runtime's preference."
         ),
     ] = None,
+    repeat: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            max=MAX_REPEAT,
+            help="Samples per case, each in a fresh session; default: the target's repeat, else the lane's (1).",
+        ),
+    ] = None,
+    seed: Annotated[
+        int | None,
+        typer.Option(
+            min=0,
+            help="Run seed: sample i of a case gets a seed derived from (seed, case, i), sent to runtimes "
+            "that take one (openai: seed, python: a factory's seed parameter); default: none.",
+        ),
+    ] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON document instead of tables.")
     ] = False,
@@ -266,35 +335,24 @@ def run(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show Dagster's step logs.")] = False,
 ) -> None:
     """Evaluate lanes against a runtime through Dagster; exit 1 if a blocking check fails."""
-    # One warm pool per invocation: a CPU-bound runtime starts its workers once for every lane.
-    with warm_runtimes():
-        _run(lane, split, runtime, runtime_option, cases, history, date, concurrency, as_json, junit, verbose)
-
-
-def _run(
-    lane: list[str] | None,
-    split: str | None,
-    runtime: str | None,
-    runtime_option: list[str] | None,
-    cases: Path | None,
-    history: str | None,
-    date: str | None,
-    concurrency: int | None,
-    as_json: bool,
-    junit: Path | None,
-    verbose: bool,
-) -> None:
+    # One warm pool per invocation: a CPU-bound runtime starts its workers once for every lane
+    # (closed when the command ends, however it ends).
+    ctx.with_resource(warm_runtimes())
     with bad_input_exits():
+        target = find_target(
+            default_runtime_spec() if runtime is None else runtime,  # '' is bad input, not the default
+            parse_runtime_options(runtime_option or []),
+        )
+        built = build_runtime(target.spec, target.options)  # a bad spec fails here, before any run starts
+        built.close()
+        if isinstance(built, RecordedRun):  # a re-score runs the recorded run's lane and split
+            target = rescore_of(built, target, history)
+            lane, split = recorded_lane_and_split(built, lane, split, repeat)
         pairs = _select(lane, split, custom=cases is not None)
         if cases is not None and len({spec.name for spec, _ in pairs}) != 1:
             raise KeyError("--cases evaluates one lane's contract: name exactly one --lane")
         for spec, s in pairs:  # every case file is valid, and its prompts composable, before anything runs
             lane_threads(spec, s, [item.case for item in load_split(spec, s, cases)])
-        target = find_target(
-            default_runtime_spec() if runtime is None else runtime,  # '' is bad input, not the default
-            parse_runtime_options(runtime_option or []),
-        )
-        build_runtime(target.spec, target.options).close()  # a bad spec fails here, before any run starts
         tomorrow = datetime.now(UTC).date() + timedelta(days=1)  # east of UTC it may already be tomorrow
         day = run_night(date or datetime.now(UTC).date().isoformat(), latest=tomorrow)
     instance = ensure_instance()
@@ -310,6 +368,8 @@ def _run(
                 date=day,
                 cases_path=str(cases) if cases else "",
                 concurrency=concurrency,
+                repeat=repeat,
+                seed=seed,
                 history_root=history or "",
                 progress=bar,
                 tags={"eval_pipeline/batch_id": batch_id, "eval_pipeline/source": "cli"},

@@ -35,7 +35,7 @@ from eval_pipeline.dagster_wiring.markdown import markdown_table
 from eval_pipeline.dagster_wiring.partitions import CUSTOM_PREFIX, custom_case_set, lane_partitions, series_of
 from eval_pipeline.dagster_wiring.resources import HistoryResource, RuntimeResource
 from eval_pipeline.dagster_wiring.runtime_targets import runtime_pool_slot, transcripts_runtime_dep
-from eval_pipeline.drive import drive
+from eval_pipeline.drive import drive, samples_to_drive
 from eval_pipeline.failures import failing_cases
 from eval_pipeline.history import append_run, commit_run, find_regressions, lane_chart_markdown
 from eval_pipeline.lanes.registry import lane_kind
@@ -237,6 +237,8 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
                     concurrency=runtime.concurrency_for(target),
                     on_turn=observers,
                     on_start=observers.start,
+                    repeat=samples_to_drive(chat_runtime, runtime.samples_for(target, spec.repeat)),
+                    seed=runtime.seed,
                 )
             finally:
                 chat_runtime.close()

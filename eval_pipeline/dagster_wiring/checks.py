@@ -11,6 +11,7 @@ from eval_pipeline.dagster_wiring.markdown import markdown_table
 from eval_pipeline.failures import failing_rows_for_metric, fault_counts
 from eval_pipeline.history.regression import MetricFinding, findings_frame
 from eval_pipeline.lanes.spec import LaneSpec
+from eval_pipeline.samples import flaky_within_run
 from eval_pipeline.scoring import Measurement, ThresholdVerdict
 
 MAX_CASES_SHOWN = 25
@@ -158,6 +159,21 @@ def threshold_check_results(
                 )
             )
             metadata["failing_case_ids"] = dg.MetadataValue.json(list(m.failing_case_ids[:MAX_CASES_SHOWN]))
+        flaky = flaky_within_run(case_predicates)
+        if not flaky.empty:  # samples of a case that disagree: the interval is wide for a reason
+            metadata["flaky_cases"] = dg.MetadataValue.md(
+                markdown_table(
+                    flaky.to_dict("records"),
+                    ("case_id", "predicate", "passes", "samples", "flips"),
+                    limit=MAX_CASES_SHOWN,
+                    more="flaky case predicates",
+                )
+            )
+        if m.samples > 1:
+            metadata["samples"] = dg.MetadataValue.int(m.samples)
+            metadata["statistic"] = dg.MetadataValue.text(verdict.statistic)
+            if verdict.gated_value is not None:
+                metadata["gated_value"] = dg.MetadataValue.float(rounded(verdict.gated_value))
         description = f"void: {measured.explain()}" if verdict.void else t.reason
         if m.failing_case_ids and not verdict.passed:
             description = f"{failing_sentence(m.failing_case_ids)} {description}"

@@ -157,6 +157,8 @@ def materialize_lane(
     date: str,
     cases_path: str = "",
     concurrency: int | None = None,
+    repeat: int | None = None,
+    seed: int | None = None,
     history_root: str = "",
     progress: ProgressObserver | None = None,
     tags: dict[str, str] | None = None,
@@ -172,6 +174,8 @@ def materialize_lane(
         spec="" if target.declared else target.spec,
         options={} if target.declared else dict(target.options),
         concurrency=concurrency,
+        repeat=repeat,
+        seed=seed,
     )
     definitions = build_definitions(
         [spec],

@@ -14,7 +14,7 @@ import dagster as dg
 from pydantic import Field
 
 from eval_pipeline.runtimes.base import RuntimeSpecError
-from eval_pipeline.runtimes.targets import RuntimeTarget, load_targets, resolve_target
+from eval_pipeline.runtimes.targets import RuntimeTarget, load_targets, rescore_target, resolve_target
 from eval_pipeline.runtimes.warm import warm_runtimes
 from eval_pipeline.settings import history_root, targets_file
 
@@ -61,6 +61,9 @@ class RuntimeResource(dg.ConfigurableResource):
                     f"partition is runtime {name!r}: pick partition {target.name!r} or clear the spec"
                 )
             return target
+        rescore = rescore_target(name)
+        if name not in targets and rescore is not None:  # a launchpad re-score: the key names the run
+            return rescore
         if name not in targets:
             raise RuntimeSpecError(
                 f"runtime {name!r} is not declared in {targets_file()} (declared: {sorted(targets)}); "
@@ -68,8 +71,24 @@ class RuntimeResource(dg.ConfigurableResource):
             )
         return targets[name]
 
+    repeat: int | None = Field(
+        default=None,
+        ge=1,
+        le=1000,
+        description="Samples per case, each in a fresh session; empty means the target's repeat, else the lane's.",
+    )
+    seed: int | None = Field(
+        default=None,
+        description="Run seed: sample i of a case is sent with a seed derived from (seed, case, i) to "
+        "runtimes that take one; empty: no seed.",
+    )
+
     def concurrency_for(self, target: RuntimeTarget) -> int | None:
         return self.concurrency or target.concurrency
+
+    def samples_for(self, target: RuntimeTarget, lane_repeat: int) -> int:
+        """Samples per case: this resource's repeat (``--repeat``), else the target's, else the lane's."""
+        return self.repeat or target.samples_for(lane_repeat)
 
 
 class HistoryResource(dg.ConfigurableResource):

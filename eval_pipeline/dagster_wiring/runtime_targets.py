@@ -24,6 +24,7 @@ UI's concurrency page and the release of a dead run's slots are Dagster's own.
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
@@ -60,15 +61,17 @@ def observed_versions(
     return versions, problems
 
 
-@dg.observable_source_asset(
-    key=RUNTIME_TARGETS_KEY,
-    partitions_def=runtime_targets,
-    group_name="runtimes",
-    description="The runtime targets of evals/runtimes.yaml, one partition each. Its data version is "
-    "what identifies the runtime's behaviour (model the server reports, pack or file hashes); when it "
-    "changes, every lane's transcripts of that target are stale.",
-)
-def runtime_targets_asset(context: dg.AssetExecutionContext) -> dg.DataVersionsByPartition:
+@contextmanager
+def beta_apis() -> Iterator[None]:
+    """Dagster's observable source assets, partitioned data versions and multi-to-single
+    partition mappings are marked beta; they are chosen knowingly (pinned dagster), so their
+    warnings are not repeated on every command's stderr."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dg.BetaWarning)
+        yield
+
+
+def _observe_runtime_targets(context: dg.AssetExecutionContext) -> dg.DataVersionsByPartition:
     targets = load_targets(targets_file())
     # A run for one partition observes that target (a CLI run, before it drives it); a run
     # without one (the schedule, "Observe sources" in the UI) observes every registered target.
@@ -83,15 +86,26 @@ def runtime_targets_asset(context: dg.AssetExecutionContext) -> dg.DataVersionsB
     for name, problem in problems.items():
         # Not observed (its previous version stands): an unreachable server is not a new runtime.
         context.log.warning(f"{name}: runtime version unknown, not observed: {problem}")
-    return dg.DataVersionsByPartition(versions)
+    with beta_apis():
+        return dg.DataVersionsByPartition(versions)
+
+
+with beta_apis():
+    runtime_targets_asset = dg.observable_source_asset(
+        key=RUNTIME_TARGETS_KEY,
+        partitions_def=runtime_targets,
+        group_name="runtimes",
+        description="The runtime targets of evals/runtimes.yaml, one partition each. Its data version is "
+        "what identifies the runtime's behaviour (model the server reports, pack or file hashes); when it "
+        "changes, every lane's transcripts of that target are stale.",
+    )(_observe_runtime_targets)
 
 
 def transcripts_runtime_dep() -> dg.AssetDep:
     """The dependency of a lane's transcripts on its partition's runtime target."""
-    return dg.AssetDep(
-        RUNTIME_TARGETS_KEY,
-        partition_mapping=dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name=RUNTIME),
-    )
+    with beta_apis():
+        mapping = dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name=RUNTIME)
+    return dg.AssetDep(RUNTIME_TARGETS_KEY, partition_mapping=mapping)
 
 
 observe_job = dg.define_asset_job(

@@ -22,7 +22,7 @@ import pandas as pd
 
 from eval_pipeline.history.diff import flips_and_note, metric_sides, without_deltas
 from eval_pipeline.history.runs import RunRef, latest_runs, ref_from_row
-from eval_pipeline.history.stats import Z_95, wilson_interval
+from eval_pipeline.intervals import Z_95, wilson_interval
 
 COMPARE_METRIC_COLUMNS = [
     "metric",

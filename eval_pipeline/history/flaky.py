@@ -1,8 +1,10 @@
 """Flaky cases and noisy rates over the last N runs of each series (lane, split, runtime, case set).
 
 A *flip* is a change of a case predicate's verdict between two consecutive runs of the same
-series in which it had a verdict (null verdicts, not applicable, are skipped). A case
-predicate's flip rate is flips / transitions, null when it had fewer than two verdicts.
+series in which it had a verdict (null verdicts, not applicable, are skipped): the one
+definition in :mod:`eval_pipeline.flips`, which also counts flips between a run's samples.
+Across runs, each run's first sample (``sample_index`` 0) stands for it. A case predicate's
+flip rate is flips / transitions, null when it had fewer than two verdicts.
 
 Lane rates come with a Wilson interval on the latest run's numerator and denominator: a move
 that stays inside it (a 2-point move on 15 cases does) is noise, not a regression.
@@ -13,8 +15,11 @@ from __future__ import annotations
 import duckdb
 import pandas as pd
 
-from eval_pipeline.history.stats import Z_95, wilson_interval
+from eval_pipeline.flips import count_flips
 from eval_pipeline.history.views import SERIES_SQL
+from eval_pipeline.intervals import Z_95, wilson_interval
+
+SERIES = ["lane", "split", "runtime", "case_set"]
 
 CASE_FLIP_COLUMNS = [
     "lane",
@@ -60,27 +65,32 @@ def case_flip_rates(
 ) -> pd.DataFrame:
     """Flip rate of every case predicate over the last ``last`` runs, flakiest first."""
     _check_last(last)
-    return con.execute(
+    rows = con.execute(
         f"""
-        WITH {_WINDOW},
-        verdicts AS (
-            SELECT {SERIES_SQL}, case_id, predicate, w.seq, passed,
-                   lag(passed) OVER (PARTITION BY {SERIES_SQL}, case_id, predicate ORDER BY w.seq) AS previous
-            FROM case_predicates JOIN window_runs w USING (run_id, {SERIES_SQL})
-            WHERE passed IS NOT NULL)
+        WITH {_WINDOW}
         SELECT {SERIES_SQL}, case_id, predicate,
-               count(*) AS verdicts,
-               count(previous) AS transitions,
-               count(*) FILTER (WHERE previous <> passed) AS flips,
-               CASE WHEN count(previous) > 0
-                    THEN count(*) FILTER (WHERE previous <> passed) / count(previous) END AS flip_rate,
-               arg_max(passed, seq) AS last_passed
-        FROM verdicts
+               list(passed ORDER BY w.seq) AS sequence,
+               arg_max(passed, w.seq) FILTER (WHERE passed IS NOT NULL) AS last_passed
+        FROM case_predicates JOIN window_runs w USING (run_id, {SERIES_SQL})
+        WHERE coalesce(sample_index, 0) = 0
         GROUP BY {SERIES_SQL}, case_id, predicate
-        ORDER BY flip_rate DESC NULLS LAST, {SERIES_SQL}, case_id, predicate
+        HAVING count(passed) > 0
         """,
         [lane, lane, last],
-    ).df()[CASE_FLIP_COLUMNS]
+    ).df()
+    # One definition of a flip (eval_pipeline.flips), the same as within a run's samples.
+    counted = [count_flips(sequence) for sequence in rows["sequence"]]
+    rows["verdicts"] = [c.verdicts for c in counted]
+    rows["transitions"] = [c.transitions for c in counted]
+    rows["flips"] = [c.flips for c in counted]
+    rows["flip_rate"] = pd.array([c.flip_rate for c in counted], dtype="Float64")
+    ordered = rows.sort_values(
+        ["flip_rate", *SERIES, "case_id", "predicate"],
+        ascending=[False, *([True] * (len(SERIES) + 2))],
+        na_position="last",
+        kind="stable",
+    )
+    return ordered.reset_index(drop=True)[CASE_FLIP_COLUMNS]
 
 
 def rate_intervals(

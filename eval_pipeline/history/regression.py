@@ -30,8 +30,8 @@ import duckdb
 import pandas as pd
 
 from eval_pipeline.history.runs import RUN_MATCH, RunRef, is_missing, ref_from_row
-from eval_pipeline.history.stats import Z_95, wilson_interval
 from eval_pipeline.history.views import connect
+from eval_pipeline.intervals import Z_95, wilson_interval
 
 FINDING_COLUMNS = [
     "metric",

@@ -21,6 +21,7 @@ from eval_pipeline.history.runs import RUN_MATCH, RunRef, is_missing, latest_run
 from eval_pipeline.history.svg import Chart, Point, grid_svg, trend_svg
 from eval_pipeline.history.views import connect
 from eval_pipeline.palette import css_class, css_rules
+from eval_pipeline.samples import flaky_within_run, sample_count
 from eval_pipeline.scoring import verdict_word
 
 FAILING_ROWS_SHOWN = 200
@@ -115,7 +116,9 @@ def _lane_section(con: duckdb.DuckDBPyConnection, lane: str) -> str:
             run.params(),
         ).df()
         parts.append("<h4>Checks</h4>" + _checks_table(checks))
-        parts.append(_failing_section(con, run))
+        predicates = con.execute(f"SELECT * FROM case_predicates WHERE {RUN_MATCH}", run.params()).df()
+        parts.append(_failing_section(con, run, predicates))
+        parts.append(_flaky_section(predicates))
     parts.append('<h3>Trends</h3><div class="charts">')
     parts.extend(lane_charts(con, lane))
     parts.append("</div>")
@@ -137,9 +140,8 @@ def _lane_section(con: duckdb.DuckDBPyConnection, lane: str) -> str:
     return "".join(parts)
 
 
-def _failing_section(con: duckdb.DuckDBPyConnection, run: RunRef) -> str:
+def _failing_section(con: duckdb.DuckDBPyConnection, run: RunRef, predicates: pd.DataFrame) -> str:
     """The run's failing cases (hard first) with their reasons and the surface that failed."""
-    predicates = con.execute(f"SELECT * FROM case_predicates WHERE {RUN_MATCH}", run.params()).df()
     failing = failing_cases(predicates)
     if failing.empty:
         return f'<p class="{css_class("pass")}">No failing case.</p>'
@@ -168,6 +170,30 @@ def _failing_section(con: duckdb.DuckDBPyConnection, run: RunRef) -> str:
         + "".join(rows)
         + "</table>"
         + more
+    )
+
+
+def _flaky_section(predicates: pd.DataFrame) -> str:
+    """The case predicates whose samples disagree within the run, most flips first (see
+    :func:`eval_pipeline.samples.flaky_within_run`). Nothing for a run of one sample, which
+    includes the runs stored before ``sample_index`` existed (null there)."""
+    samples = sample_count(predicates)
+    if samples <= 1:
+        return ""
+    flaky = flaky_within_run(predicates)
+    if flaky.empty:
+        return f'<p class="{css_class("pass")}">Its {samples} samples agree on every case.</p>'
+    rows = [
+        f'<tr><td class="warn">{escape(str(row["case_id"]))}</td><td>{escape(str(row["predicate"]))}</td>'
+        f'<td class="num">{row["passes"]}/{row["samples"]}</td><td class="num">{row["flips"]}</td>'
+        f'<td class="num">{row["pass_hat_k"]:.3g}</td></tr>'
+        for row in flaky.head(FAILING_ROWS_SHOWN).to_dict("records")
+    ]
+    more = f"<p>…and {len(flaky) - FAILING_ROWS_SHOWN} more.</p>" if len(flaky) > FAILING_ROWS_SHOWN else ""
+    return (
+        f"<h4>Flaky within the run ({flaky['case_id'].nunique()} case(s) whose {samples} samples disagree)</h4>"
+        '<table class="flaky"><tr><th>case</th><th>predicate</th><th>passed</th><th>flips</th>'
+        "<th>pass^k</th></tr>" + "".join(rows) + "</table>" + more
     )
 
 

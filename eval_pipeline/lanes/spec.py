@@ -18,8 +18,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from eval_pipeline.cases.loading import CaseFileError, CaseProblem
 from eval_pipeline.lanes.declaration import CaseRule, CaseSchema, Declaration, MetricSpec, Threads, TurnRule
-from eval_pipeline.scoring import DEFAULT_MAX_ERROR_RATE, Severity, ThresholdOp
+from eval_pipeline.scoring import DEFAULT_MAX_ERROR_RATE, Severity, Statistic, ThresholdOp
 
+MAX_REPEAT = 1000
 LANE_FILES: tuple[str, ...] = ("lane.yaml", "manifest.yaml")
 _NAME = r"^[a-z][a-z0-9_]*$"
 
@@ -34,6 +35,11 @@ class ThresholdSpec(BaseModel):
     value: float = Field(allow_inf_nan=False)
     severity: Severity
     reason: str = Field(min_length=1, description="Why this bound: cite the contract.")
+    statistic: Statistic | None = Field(
+        default=None,
+        description="What the bound gates: mean, lower_bound, upper_bound or pass_hat_k. Default: the "
+        "value with one sample per case; with N > 1 the 95% interval's end on the guarded side.",
+    )
 
     @property
     def check_name(self) -> str:
@@ -69,6 +75,9 @@ class LaneSpec(BaseModel):
         ge=0.0,
         le=1.0,
         description="Above this share of faulted turns a run is void: the runtime was not measured.",
+    )
+    repeat: int = Field(
+        default=1, ge=1, le=MAX_REPEAT, description="Samples per case (each in a fresh session) by default."
     )
     case_schema: CaseSchema | None = None
     threads: Threads | None = None

@@ -63,6 +63,12 @@ class TargetDeclaration(BaseModel):
         le=1.0,
         description="Overrides every lane's max_error_rate for this target (a flaky gateway may need more).",
     )
+    repeat: int | None = Field(
+        default=None,
+        ge=1,
+        le=1000,
+        description="Samples per case (each in a fresh session); overrides the lane's.",
+    )
     description: str = ""
 
 
@@ -79,6 +85,11 @@ class RuntimeTarget:
     description: str = ""
     pool_limit: int | None = None
     max_error_rate: float | None = None  # None: the lane's own
+    repeat: int | None = None  # None: the lane's own
+
+    def samples_for(self, lane_repeat: int) -> int:
+        """Samples per case a run against this target takes (its own ``repeat``, else the lane's)."""
+        return lane_repeat if self.repeat is None else self.repeat
 
     def error_budget(self, lane_max_error_rate: float) -> float:
         """The share of faulted turns above which a run against this target is void."""
@@ -127,7 +138,10 @@ def load_targets(path: Path) -> dict[str, RuntimeTarget]:
                 where = ".".join(str(p) for p in error["loc"])
                 problems.append(
                     CaseProblem(
-                        str(path), line, f"targets.{name}" + (f".{where}" if where else ""), error["msg"]
+                        str(path),
+                        line,
+                        f"targets.{name}" + (f".{where}" if where else ""),
+                        error["msg"],
                     )
                 )
             continue
@@ -141,6 +155,7 @@ def load_targets(path: Path) -> dict[str, RuntimeTarget]:
             description=declared.description,
             pool_limit=declared.pool_limit,
             max_error_rate=declared.max_error_rate,
+            repeat=declared.repeat,
         )
     if problems:
         raise CaseFileError(problems)
@@ -209,11 +224,35 @@ def resolve_target(
             declared.spec,
             merged,
             max_error_rate=declared.max_error_rate,
+            repeat=declared.repeat,
         )
     for declared in targets.values():
         if declared.spec == text and dict(declared.options) == dict(options):
             return declared
+    scheme, argument = split_spec(text)
+    if scheme == HISTORY_SCHEME and argument.strip():  # its name says which run it re-scores
+        return RuntimeTarget(rescore_name(argument), text, dict(options))
     return RuntimeTarget(derived_name(text, options), text, dict(options))
+
+
+# A re-score of a committed run (``history:RUN_ID``) is a series of its own, named after the run.
+# ``rescore-of:<run>`` would read better, but a target name is a Dagster partition key and a
+# path part of stage files, so it keeps to TARGET_NAME: ``rescore-of-<full run id>`` (47
+# characters), stable and unique, and the launchpad can turn the key back into the spec.
+RESCORE_PREFIX = "rescore-of-"
+HISTORY_SCHEME = "history"
+
+
+def rescore_name(run_id: str) -> str:
+    """The target name of the re-score of committed run ``run_id`` (a full id)."""
+    return f"{RESCORE_PREFIX}{run_id.strip().lower()}"
+
+
+def rescore_target(name: str, options: Mapping[str, Any] | None = None) -> RuntimeTarget | None:
+    """The target a ``rescore-of-<run id>`` key names (None for any other name)."""
+    if not name.startswith(RESCORE_PREFIX) or len(name) == len(RESCORE_PREFIX):
+        return None
+    return RuntimeTarget(name, f"{HISTORY_SCHEME}:{name[len(RESCORE_PREFIX) :]}", dict(options or {}))
 
 
 def nightly_targets(targets: Mapping[str, RuntimeTarget]) -> list[RuntimeTarget]:

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from eval_pipeline.cli import app
-from eval_pipeline.history.stats import wilson_interval
+from eval_pipeline.intervals import wilson_interval
 from eval_pipeline.pipeline import LaneRun
 
 from .conftest import FLIPPING_CASES, FLIPPING_PREDICATES, LANE, SPLIT, StoredRun, record_run

@@ -3,19 +3,32 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import re
 import shutil
 import subprocess
 from pathlib import Path
 
+import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
 from eval_pipeline.cli import app
 from eval_pipeline.history.report import lane_chart_markdown, lane_chart_svg
+from eval_pipeline.history.store import run_file
 from eval_pipeline.history.views import connect
+from eval_pipeline.pipeline import LaneRun
 
-from .conftest import FLIPPING_CASES, LANE
+from .conftest import (
+    CANDIDATE_RUNS,
+    FLIPPING_CASES,
+    FLIPPING_PREDICATES,
+    LANE,
+    REFERENCE_RUNS,
+    StoredRun,
+    record_run,
+)
 
 
 def write(history: str, out: Path) -> str:
@@ -124,3 +137,60 @@ def test_report_puts_a_lanes_series_side_by_side(history: str, tmp_path: Path) -
         rows["no_dotted_inventory_rate"] == '<td class="num warn">0.333</td><td class="num pass">0.933</td>'
     )
     assert rows["cases"] == '<td class="num na">15.000</td><td class="num na">15.000</td>'
+
+
+def sampled(samples: list[LaneRun]) -> LaneRun:
+    """One run of len(samples) samples per case, stored as a run with ``--repeat`` stores them:
+    every sample's rows tagged with its ``sample_index`` (metrics are the first sample's: the
+    report's flaky list reads only the case predicates)."""
+
+    def tagged(attribute: str) -> pd.DataFrame:
+        frames = [getattr(run, attribute).assign(sample_index=i) for i, run in enumerate(samples)]
+        return pd.concat(frames, ignore_index=True)
+
+    return dataclasses.replace(
+        samples[0],
+        transcripts=tagged("transcripts"),
+        turn_predicates=tagged("turn_predicates"),
+        case_predicates=tagged("case_predicates"),
+    )
+
+
+def test_report_lists_the_cases_whose_samples_disagree(
+    history: str, lane_runs: dict[bool, LaneRun], tmp_path: Path
+) -> None:
+    # A runtime whose glosses come and go between samples: on, off, on (two flips per verdict that moves).
+    flaky = StoredRun("run-s1", "sampled", "2024-04-02", True)
+    record_run(history, sampled([lane_runs[True], lane_runs[False], lane_runs[True]]), flaky)
+    steady = StoredRun("run-s2", "steady", "2024-04-02", True)
+    record_run(history, sampled([lane_runs[True], lane_runs[True]]), steady)
+    html = write(history, tmp_path / "report")
+    section = html[html.index("public · sampled · latest run run-s1") :]
+    section = section[: section.index('<h3 class="latest">')]
+    listed = section[section.index("<h4>Flaky within the run") :]
+    assert listed.startswith(
+        f"<h4>Flaky within the run ({len(FLIPPING_CASES)} case(s) whose 3 samples disagree)</h4>"
+    )
+    rows = re.findall(
+        r'<tr><td class="warn">(\w+)</td><td>(\w+)</td><td class="num">(\d+/\d+)</td>'
+        r'<td class="num">(\d+)</td><td class="num">([\d.]+)</td></tr>',
+        listed,
+    )
+    expected = {(case, predicate) for case in FLIPPING_CASES for predicate in FLIPPING_PREDICATES}
+    assert {(case, predicate) for case, predicate, *_ in rows} == expected and len(rows) == len(expected)
+    assert {(passed, flips, pass_hat_k) for *_, passed, flips, pass_hat_k in rows} == {("2/3", "2", "0")}
+    # Samples that agree say so; one-sample runs (and runs stored before sample_index) list nothing.
+    assert "Its 2 samples agree on every case." in html[html.index("public · steady · latest run run-s2") :]
+    assert html.count("<h4>Flaky within the run") == 1 and html.count("samples agree on every case") == 1
+
+
+def test_report_of_history_stored_before_samples(history: str, tmp_path: Path) -> None:
+    # Runs written before case_predicates had a sample_index column: one sample each, nothing flaky.
+    for stored in (*CANDIDATE_RUNS, *REFERENCE_RUNS):
+        path = run_file(history, "case_predicates", LANE, stored.date, stored.run_id)
+        old = pq.read_table(path)
+        pq.write_table(old.drop_columns(["sample_index"]), path)
+        assert "sample_index" not in pq.read_schema(path).names
+    html = write(history, tmp_path / "report")
+    assert "public · candidate: flipped cases since run-c3" in html
+    assert "Flaky within the run" not in html and "samples agree" not in html

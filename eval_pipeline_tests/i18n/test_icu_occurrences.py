@@ -322,4 +322,11 @@ def test_any_placeholder_deleted_from_a_generated_source_fails(source: str, data
         source, assertion("placeholder_integrity", syntax="icu"), source_locale="en-US", target_locale="en-US"
     )
     codes = {r.code for r in results(case, source[:start] + source[end:]) if not r.passed}
-    assert codes & {"placeholder_missing", "placeholder_count_mismatch", "icu_keyword_mutated"}
+    # The pattern also matches a plural branch whose body is one word (`other {X}`): deleting
+    # that leaves `other }`, which must fail as malformed.
+    assert codes & {
+        "placeholder_missing",
+        "placeholder_count_mismatch",
+        "icu_keyword_mutated",
+        "placeholder_malformed",
+    }

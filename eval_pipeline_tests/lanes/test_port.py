@@ -17,6 +17,12 @@ committed: a case row's ``message`` is now a sentence quoting the offending frag
 held. It also added the ``verdict`` word to each metrics row. So ``message`` is not compared,
 ``evidence`` must keep every key and value the fixture has (new keys are allowed), and the
 metrics rows may add ``verdict`` and nothing else; every other column must be equal.
+
+Issue 16 (repeats) added ``sample_index`` to the transcripts and predicate tables (0 in a run
+of one sample, which these are), the ``seed`` a sample was sent with (null: no run seed), and
+to the metrics rows their statistics (``samples``, the Wilson ``ci_low``/``ci_high``,
+``pass_hat_k``) and the ``statistic`` a threshold gated. A run of one sample must otherwise
+equal the fixtures.
 """
 
 from __future__ import annotations
@@ -38,7 +44,13 @@ PROVENANCE = "surface_provenance_match"
 # Columns issue 10 changed on purpose (see the module docstring), and the one it added.
 REWORDED = "message"
 EXTENDED = "evidence"
-ADDED: dict[str, frozenset[str]] = {"metrics": frozenset({"verdict"})}
+ADDED: dict[str, frozenset[str]] = {
+    "metrics": frozenset({"verdict", "samples", "ci_low", "ci_high", "pass_hat_k", "statistic"}),
+    "transcripts": frozenset({"sample_index", "seed"}),
+    "turn_predicates": frozenset({"sample_index"}),
+    "case_predicates": frozenset({"sample_index"}),
+}
+ONE_SAMPLE = {"sample_index": 0, "seed": None, "samples": 1}
 
 
 def as_object(evidence: Any) -> dict[str, Any]:
@@ -48,6 +60,11 @@ def as_object(evidence: Any) -> dict[str, Any]:
 def compare_rows(table: str, actual: dict[str, Any], expected: dict[str, Any]) -> list[str]:
     """What differs between a row and its fixture, outside the changes issue 10 made on purpose."""
     problems = [f"unexpected column {c}" for c in set(actual) - set(expected) - ADDED.get(table, frozenset())]
+    problems += [
+        f"{column}: {actual[column]!r} in a run of one sample"
+        for column, value in ONE_SAMPLE.items()
+        if column in ADDED.get(table, frozenset()) and actual.get(column) != value
+    ]
     for column, value in expected.items():
         if column == REWORDED:
             continue

@@ -193,18 +193,25 @@ class OpenAIRuntime:
     def spec(self) -> str:
         return f"openai:{public_url(self.base_url)}"
 
-    def open_session(self, session_id: str) -> ChatSession:
-        return OpenAISession(self)
+    # A sample's seed goes in the request body's ``seed`` (servers that honour it reproduce the answer).
+    accepts_seed = True
 
-    def complete(self, messages: list[dict[str, str]]) -> TurnResponse:
-        return self._loop.run(self._complete(messages))
+    def open_session(self, session_id: str, seed: int | None = None) -> ChatSession:
+        return OpenAISession(self, seed)
 
-    async def _complete(self, messages: list[dict[str, str]]) -> TurnResponse:
+    def complete(self, messages: list[dict[str, str]], seed: int | None = None) -> TurnResponse:
+        return self._loop.run(self._complete(messages, seed))
+
+    def _extra_body(self, seed: int | None) -> dict[str, Any] | None:
+        body = {**self.options.request_params, **({} if seed is None else {"seed": seed})}
+        return body or None
+
+    async def _complete(self, messages: list[dict[str, str]], seed: int | None = None) -> TurnResponse:
         async with self._limit:
             try:
                 if self.options.stream:
-                    return await self._streamed(messages)
-                return await self._whole(messages)
+                    return await self._streamed(messages, seed)
+                return await self._whole(messages, seed)
             except openai.APITimeoutError:
                 raise TurnFault(
                     f"timed out after {self.options.timeout_s:g}s: {self.endpoint}", transient=True
@@ -222,14 +229,14 @@ class OpenAIRuntime:
                     retry_after=retry_after_s(exc.response.headers),
                 ) from None
 
-    async def _whole(self, messages: list[dict[str, str]]) -> TurnResponse:
+    async def _whole(self, messages: list[dict[str, str]], seed: int | None) -> TurnResponse:
         # The raw response skips the SDK's pydantic parsing of every reply: that parse is
         # most of the client's CPU per request, and the driver needs a handful of fields.
         reply = await self._client.chat.completions.with_raw_response.create(
             model=self.options.model,
             messages=messages,  # type: ignore[arg-type]
             timeout=self.options.timeout_s,
-            extra_body=self.options.request_params or None,
+            extra_body=self._extra_body(seed),
         )
         return self._turn_response(self._body_document(reply.http_response), reply.headers, {})
 
@@ -242,14 +249,14 @@ class OpenAIRuntime:
                 f"the body is not JSON: {shorten(http.text, 200)!r}", http.headers
             ) from None
 
-    async def _streamed(self, messages: list[dict[str, str]]) -> TurnResponse:
+    async def _streamed(self, messages: list[dict[str, str]], seed: int | None) -> TurnResponse:
         started = time.perf_counter()
         async with self._client.chat.completions.with_streaming_response.create(
             model=self.options.model,
             messages=messages,  # type: ignore[arg-type]
             stream=True,
             timeout=self.options.timeout_s,
-            extra_body=self.options.request_params or None,
+            extra_body=self._extra_body(seed),
         ) as reply:
             headers = reply.headers
             if "text/event-stream" not in headers.get("content-type", ""):
@@ -344,14 +351,15 @@ class OpenAIRuntime:
 class OpenAISession:
     """One conversation: the message list grows by a user and an assistant message per answered turn."""
 
-    def __init__(self, runtime: OpenAIRuntime) -> None:
+    def __init__(self, runtime: OpenAIRuntime, seed: int | None = None) -> None:
         self._runtime = runtime
+        self._seed = seed
         system = runtime.options.system_prompt
         self.messages: list[dict[str, str]] = [{"role": "system", "content": system}] if system else []
 
     def send(self, prompt: str) -> TurnResponse:
         request = [*self.messages, {"role": "user", "content": prompt}]
-        response = self._runtime.complete(request)
+        response = self._runtime.complete(request, self._seed)
         self.messages = [*request, {"role": "assistant", "content": response.surface}]
         return response
 

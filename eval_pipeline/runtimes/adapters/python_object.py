@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import inspect
 import json
 import os
 import sys
@@ -128,11 +129,21 @@ def to_reply(answer: Any, options: PythonOptions) -> dict[str, Any]:
     return reply
 
 
-def session_chat(target: Any, options: PythonOptions) -> Callable[[str], Any]:
-    """The chat function of one new session."""
+def takes_seed(target: Any, options: PythonOptions) -> bool:
+    """Whether the factory declares a ``seed`` parameter: then each session gets its sample's seed."""
+    if options.target == "chat":
+        return False
+    try:
+        return "seed" in inspect.signature(target).parameters
+    except (TypeError, ValueError):  # a builtin or C callable without a readable signature
+        return False
+
+
+def session_chat(target: Any, options: PythonOptions, seed: int | None = None) -> Callable[[str], Any]:
+    """The chat function of one new session (its factory handed the sample's seed, if any)."""
     if options.target == "chat":
         return target
-    bot = target(**options.kwargs)
+    bot = target(**options.kwargs, **({} if seed is None else {"seed": seed}))
     method = getattr(bot, options.method, None)
     if callable(method):
         return method
@@ -167,13 +178,14 @@ class PythonRuntime:
         # In-process, the extra paths stay importable: a bot may import lazily while it chats.
         sys.path[:0] = [p for p in options.paths if p not in sys.path]
         self._target = resolve_target(target_name, [])
+        self.accepts_seed = takes_seed(self._target, options)
 
     @property
     def spec(self) -> str:
         return self._spec
 
-    def open_session(self, session_id: str) -> ChatSession:
-        return PythonSession(session_chat(self._target, self._options), self._options)
+    def open_session(self, session_id: str, seed: int | None = None) -> ChatSession:
+        return PythonSession(session_chat(self._target, self._options, seed), self._options)
 
     def close(self) -> None:
         pass

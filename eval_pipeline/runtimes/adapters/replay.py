@@ -13,6 +13,7 @@ file does not hold, is bad input (RuntimeSpecError), not a runtime fault.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,9 @@ class RecordedTurn(BaseModel):
 
     case_id: str
     turn_index: int = 0
+    sample_index: int = 0
+    seed: int | None = None
+    raw: str | None = None  # JSON text of what else the runtime said, as transcripts keep it
     prompt: str | None = None
     surface: str | None = None
     text: str | None = None
@@ -59,20 +63,23 @@ class ReplaySession:
     def __init__(self, runtime: ReplayRuntime, case_id: str) -> None:
         self._runtime = runtime
         self._case_id = case_id
+        self._sample_index = 0
         self._next_turn = 0
 
-    def begin_case(self, case_id: str) -> None:
-        """The next turns are this case's, from its turn 0 (a warm session plays several cases)."""
+    def begin_case(self, case_id: str, sample_index: int = 0) -> None:
+        """The next turns are this case's (this sample's), from its turn 0 (a warm session plays several cases)."""
         self._case_id = case_id
+        self._sample_index = sample_index
         self._next_turn = 0
 
     def send(self, prompt: str) -> TurnResponse:
         turn_index = self._next_turn
         self._next_turn += 1
-        recorded = self._runtime.turns.get((self._case_id, turn_index))
+        recorded = self._runtime.turns.get((self._case_id, self._sample_index, turn_index))
         if recorded is None:
+            sample = f" sample {self._sample_index}" if self._sample_index else ""
             raise RuntimeSpecError(
-                f"{self._runtime.path}: no recorded turn {turn_index} for case {self._case_id!r}"
+                f"{self._runtime.path}: no recorded turn {turn_index} for case {self._case_id!r}{sample}"
             )
         if recorded.prompt is not None and recorded.prompt != prompt:
             raise RuntimeSpecError(
@@ -81,9 +88,11 @@ class ReplaySession:
             )
         if recorded.error is not None:
             raise RecordedFault(recorded.error)
-        raw: dict[str, Any] = {}
+        raw: dict[str, Any] = json.loads(recorded.raw) if recorded.raw else {}
         if recorded.raw_response is not None:
             raw["raw_response"] = recorded.raw_response
+        if recorded.seed is not None:
+            raw["seed"] = recorded.seed
         return TurnResponse(
             surface=recorded.surface if recorded.surface is not None else recorded.text or "",
             grounding_source=recorded.grounding_source,
@@ -97,13 +106,23 @@ class ReplaySession:
 
 
 class ReplayRuntime:
-    def __init__(self, path: Path) -> None:
+    """Recorded turns by (case, sample, turn). ``path`` names where they came from in messages."""
+
+    def __init__(
+        self, path: Path | str, turns: dict[tuple[str, int, int], RecordedTurn], spec: str = ""
+    ) -> None:
         self.path = path
-        self.turns = _load_once(path)
+        self.turns = turns
+        self._spec = spec or f"replay:{path}"
 
     @property
     def spec(self) -> str:
-        return f"replay:{self.path}"
+        return self._spec
+
+    @property
+    def recorded_samples(self) -> int:
+        """How many samples per case the recording holds: a replay plays every one of them."""
+        return 1 + max((sample for _, sample, _ in self.turns), default=0)
 
     def open_session(self, session_id: str) -> ChatSession:
         return ReplaySession(self, session_id)
@@ -112,19 +131,39 @@ class ReplayRuntime:
         pass
 
 
+def recorded_turns(
+    name: str, located: list[tuple[RecordedTurn, int]], problems: list[CaseProblem]
+) -> dict[tuple[str, int, int], RecordedTurn]:
+    """Recorded turns by (case, sample, turn); a turn recorded twice, or any problem, is bad input."""
+    turns: dict[tuple[str, int, int], RecordedTurn] = {}
+    for record, line in located:
+        key = (record.case_id, record.sample_index, record.turn_index)
+        if key in turns:
+            sample = f" sample {key[1]}" if key[1] else ""
+            problems.append(
+                CaseProblem(
+                    name, line, "turn_index", f"turn {key[2]} of case {key[0]!r}{sample} recorded twice"
+                )
+            )
+        turns[key] = record
+    if problems:
+        raise RuntimeSpecError(str(CaseFileError(problems)))
+    return turns
+
+
 # Replay files loaded lately, by content: `run` checks the file before the run starts, and the
 # run's transcripts stage replays the same file; it is read and validated once.
-_LOADED: Recent[dict[tuple[str, int], RecordedTurn]] = Recent(2)
+_LOADED: Recent[dict[tuple[str, int, int], RecordedTurn]] = Recent(2)
 
 
-def _load_once(path: Path) -> dict[tuple[str, int], RecordedTurn]:
+def _load_once(path: Path) -> dict[tuple[str, int, int], RecordedTurn]:
     if not path.is_file():
         return _load(path)  # says what is wrong with the path
     key = (str(path), hashlib.blake2b(path.read_bytes(), digest_size=16).digest())
     return _LOADED.get(key, lambda: _load(path))
 
 
-def _load(path: Path) -> dict[tuple[str, int], RecordedTurn]:
+def _load(path: Path) -> dict[tuple[str, int, int], RecordedTurn]:
     """Every recorded turn of a JSONL or Parquet file; any bad row is bad input naming file:row: field."""
     if not path.is_file():
         raise RuntimeSpecError(
@@ -135,17 +174,21 @@ def _load(path: Path) -> dict[tuple[str, int], RecordedTurn]:
     else:
         loaded, problems = parse_case_file(path, RecordedTurn)
         located = [(item.case, item.line) for item in loaded]
-    turns: dict[tuple[str, int], RecordedTurn] = {}
-    for record, line in located:
-        key = (record.case_id, record.turn_index)
-        if key in turns:
-            problems.append(
-                CaseProblem(str(path), line, "turn_index", f"turn {key[1]} of case {key[0]!r} recorded twice")
-            )
-        turns[key] = record
-    if problems:
-        raise RuntimeSpecError(str(CaseFileError(problems)))
-    return turns
+    return recorded_turns(str(path), located, problems)
+
+
+def rows_to_turns(
+    name: str, rows: list[dict[str, Any]]
+) -> tuple[list[tuple[RecordedTurn, int]], list[CaseProblem]]:
+    """Table rows (row n is reported as line n), validated like JSONL records."""
+    located: list[tuple[RecordedTurn, int]] = []
+    problems: list[CaseProblem] = []
+    for number, row in enumerate(rows, start=1):
+        record, row_problems = validate_record(RecordedTurn, row)
+        problems += [CaseProblem(name, number, field, message) for field, message in row_problems]
+        if record is not None:
+            located.append((record, number))
+    return located, problems
 
 
 def _parquet_turns(path: Path) -> tuple[list[tuple[RecordedTurn, int]], list[CaseProblem]]:
@@ -157,14 +200,7 @@ def _parquet_turns(path: Path) -> tuple[list[tuple[RecordedTurn, int]], list[Cas
         return [], [CaseProblem(name, 0, "(file)", f"not a readable Parquet file: {exc}")]
     if not rows:
         return [], [CaseProblem(name, 0, "(file)", "file holds no rows")]
-    located: list[tuple[RecordedTurn, int]] = []
-    problems: list[CaseProblem] = []
-    for number, row in enumerate(rows, start=1):
-        record, row_problems = validate_record(RecordedTurn, row)
-        problems += [CaseProblem(name, number, field, message) for field, message in row_problems]
-        if record is not None:
-            located.append((record, number))
-    return located, problems
+    return rows_to_turns(name, rows)
 
 
 @register_runtime("replay")
@@ -172,4 +208,5 @@ def replay_runtime(argument: str, options: Mapping[str, Any]) -> ReplayRuntime:
     if not argument:
         raise RuntimeSpecError("replay needs a file: replay:PATH (JSONL or Parquet)")
     validate_options("replay", NoOptions, options)
-    return ReplayRuntime(Path(argument).expanduser())
+    path = Path(argument).expanduser()
+    return ReplayRuntime(path, _load_once(path))

@@ -1,0 +1,33 @@
+"""``run --runtime history:RUN_ID``: which lane, split and target a re-score of a recorded run is."""
+
+from __future__ import annotations
+
+from eval_pipeline.runtimes.adapters.history import RecordedRun
+from eval_pipeline.runtimes.targets import HISTORY_SCHEME, RuntimeTarget, rescore_name
+
+
+def rescore_of(recorded: RecordedRun, target: RuntimeTarget, history_root: str | None) -> RuntimeTarget:
+    """The re-score's target: the full run id in its spec and name (a prefix given on the
+    command line names the same series), and the history root it was read from."""
+    options = dict(target.options)
+    if history_root and "root" not in options:
+        options["root"] = history_root
+    return RuntimeTarget(rescore_name(recorded.run_id), f"{HISTORY_SCHEME}:{recorded.run_id}", options)
+
+
+def recorded_lane_and_split(
+    recorded: RecordedRun, lanes: list[str] | None, split: str | None, repeat: int | None
+) -> tuple[list[str], str]:
+    """The recorded run's lane and split; naming another one, or a repeat, is bad input."""
+    lane, recorded_split = recorded.series["lane"], recorded.series["split"]
+    if lanes and list(dict.fromkeys(lanes)) != [lane]:
+        raise KeyError(
+            f"history:{recorded.run_id[:8]} is a run of lane {lane!r}: it re-scores only that lane"
+        )
+    if split is not None and split != recorded_split:
+        raise KeyError(f"history:{recorded.run_id[:8]} ran split {recorded_split!r}, not {split!r}")
+    if repeat is not None:
+        raise KeyError(
+            f"--repeat: a re-score replays the {recorded.recorded_samples} sample(s) per case the run recorded"
+        )
+    return [lane], recorded_split

@@ -1,0 +1,91 @@
+"""``history:RUN_ID``: re-score a committed run's recorded transcripts without calling any runtime.
+
+RUN_ID is a run id or any unique prefix of one. The run's transcripts are read from history
+(``root`` option, else the history root) and replayed through :mod:`replay`, every sample of
+every case, each answer with the seed it was produced with, so the tables a lane computes
+from them are the run's own under today's predicates and contract. The re-score is a series
+of its own: target ``rescore-of-<run id>`` (see :func:`eval_pipeline.runtimes.targets.rescore_name`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict
+
+from eval_pipeline.runtimes.adapters.replay import RecordedTurn, ReplayRuntime, recorded_turns, rows_to_turns
+from eval_pipeline.runtimes.base import RuntimeSpecError
+from eval_pipeline.runtimes.options import validate_options
+from eval_pipeline.runtimes.registry import register_runtime
+
+RECORDED_FIELDS = frozenset(RecordedTurn.model_fields)
+
+
+class HistoryOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    root: str = ""  # the history root (folder or fsspec URL); empty: the configured one
+
+
+class RecordedRun(ReplayRuntime):
+    """A committed run's transcripts, replayed; it knows which run and series it replays."""
+
+    def __init__(
+        self, run_id: str, series: Mapping[str, str], turns: dict[tuple[str, int, int], RecordedTurn]
+    ):
+        super().__init__(f"history run {run_id}", turns, spec=f"history:{run_id}")
+        self.run_id = run_id
+        self.series = dict(series)
+
+
+def read_recorded_run(root: str, run_id_or_prefix: str) -> RecordedRun:
+    """The committed run ``run_id_or_prefix`` names, with its transcripts (RuntimeSpecError when
+    there is no such run, several match, or it kept no transcripts)."""
+    from eval_pipeline.history import connect
+    from eval_pipeline.history.runs import resolve_run_id
+
+    con = connect(root)
+    try:
+        run_id = resolve_run_id(con, run_id_or_prefix)
+    except KeyError as exc:
+        raise RuntimeSpecError(f"history:{run_id_or_prefix}: {exc.args[0]} (history root {root})") from None
+    runs = con.execute(
+        "SELECT lane, split, runtime, case_set FROM runs WHERE run_id = ?", [run_id]
+    ).fetchall()
+    rows = con.execute("SELECT * FROM transcripts WHERE run_id = ?", [run_id]).df().to_dict("records")
+    if not rows:
+        raise RuntimeSpecError(
+            f"history:{run_id_or_prefix}: run {run_id} kept no transcripts (the history resource's "
+            "keep_transcripts was off), so it cannot be re-scored"
+        )
+    recorded = [
+        {k: _plain(v) for k, v in row.items() if k in RECORDED_FIELDS and not _missing(v)} for row in rows
+    ]
+    name = f"history run {run_id}"
+    located, problems = rows_to_turns(name, recorded)
+    lane, split, runtime, case_set = runs[0]
+    series = {"lane": lane, "split": split, "runtime": runtime, "case_set": case_set}
+    return RecordedRun(run_id, series, recorded_turns(name, located, problems))
+
+
+@register_runtime("history")
+def history_runtime(argument: str, options: Mapping[str, Any]) -> RecordedRun:
+    if not argument.strip():
+        raise RuntimeSpecError(
+            "history needs a run: history:RUN_ID (any unique prefix of a committed run id)"
+        )
+    config = validate_options("history", HistoryOptions, options)
+    from eval_pipeline.settings import history_root
+
+    return read_recorded_run(config.root or history_root(), argument.strip())
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (not isinstance(value, str | bytes) and bool(pd.isna(value)))
+
+
+def _plain(value: Any) -> Any:
+    """A DataFrame cell as the plain Python value a strict model reads (numpy ints become int)."""
+    return value.item() if hasattr(value, "item") else value

@@ -1,0 +1,193 @@
+"""Repeated samples of a case: seeds, per-sample scoring, pooled metrics, pass@k and pass^k.
+
+A run with ``repeat`` N sends every case N times, each in a fresh session; every row of its
+transcripts and predicate tables carries its ``sample_index``. Each sample is scored on its
+own by the lane's kind, exactly as a run of one sample is, so lane kinds never see repeats;
+the metrics are then pooled over the samples (numerators and denominators add up), and
+``all_samples`` tables (a verdict passes only when it passes in every sample) give pass^k.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from math import comb
+
+import pandas as pd
+
+from eval_pipeline.flips import count_flips
+from eval_pipeline.scoring import MetricValue
+
+SAMPLE_INDEX = "sample_index"
+SEED_BITS = 31  # fits every runtime's seed parameter (OpenAI's is a signed 64-bit, some take 32)
+
+CASE_SAMPLE_COLUMNS = [
+    "case_id",
+    "predicate",
+    "samples",
+    "passes",
+    "pass_rate",
+    "pass_at_k",
+    "pass_hat_k",
+    "flips",
+]
+
+
+def derive_seed(run_seed: int, session_key: str, sample_index: int) -> int:
+    """The seed of one sample: a stable hash of (run seed, case or session, sample index)."""
+    digest = hashlib.sha256(f"{run_seed}\x1f{session_key}\x1f{sample_index}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> (64 - SEED_BITS)
+
+
+def sample_count(table: pd.DataFrame) -> int:
+    """How many samples ``table`` holds (one without the column, or with it null: older runs)."""
+    if SAMPLE_INDEX not in table.columns:
+        return 1
+    return max(int(table[SAMPLE_INDEX].nunique()), 1)
+
+
+def sample_frames(table: pd.DataFrame) -> list[tuple[int, pd.DataFrame]]:
+    """``table``'s rows per sample, in sample order (a table without the column is sample 0)."""
+    if SAMPLE_INDEX not in table.columns or table.empty:
+        return [(0, table)]
+    indexes = table[SAMPLE_INDEX].fillna(0).astype(int)
+    if indexes.nunique() <= 1:
+        return [(int(indexes.iloc[0]), table)]
+    return [(int(i), table[indexes == i].reset_index(drop=True)) for i in sorted(indexes.unique())]
+
+
+def per_sample(
+    transcripts: pd.DataFrame,
+    score: Callable[[pd.DataFrame, int], pd.DataFrame],
+    columns: Sequence[str],
+) -> pd.DataFrame:
+    """``score(transcripts of one sample, its index)`` for every sample, tagged and concatenated."""
+    parts = [score(rows, index).assign(**{SAMPLE_INDEX: index}) for index, rows in sample_frames(transcripts)]
+    table = parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
+    table[SAMPLE_INDEX] = table[SAMPLE_INDEX].astype("Int64")
+    return table[list(columns)]
+
+
+def rows_of_sample(table: pd.DataFrame, index: int) -> pd.DataFrame:
+    """The rows of one sample (all rows for a table without samples)."""
+    if SAMPLE_INDEX not in table.columns:
+        return table
+    if table[SAMPLE_INDEX].nunique() <= 1:
+        return table
+    return table[table[SAMPLE_INDEX].fillna(0).astype(int) == index].reset_index(drop=True)
+
+
+def all_samples(table: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
+    """A predicate table with one row per ``keys`` (and per position among a sample's rows of
+    the same keys): passed only when every sample's verdict passed (null when none applied),
+    with the first failing sample's code and evidence."""
+    if SAMPLE_INDEX not in table.columns or table[SAMPLE_INDEX].nunique() <= 1:
+        return table
+    columns = list(table.columns)
+    key = [*keys, "_position"]
+    marked = table.assign(
+        _position=table.groupby([*keys, SAMPLE_INDEX], sort=False, dropna=False).cumcount(),
+        _failed=table["passed"].eq(False).fillna(False),
+    )
+    ordered = marked.sort_values(
+        [*key, "_failed", SAMPLE_INDEX], ascending=[*([True] * len(key)), False, True], kind="stable"
+    )
+    first = ordered.drop_duplicates(key).set_index(key)
+    verdicts = marked.groupby(key, sort=False, dropna=False)["passed"].agg(_all_pass)
+    first["passed"] = pd.array(verdicts.reindex(first.index).tolist(), dtype="boolean")
+    return first.reset_index()[columns].reset_index(drop=True)
+
+
+def _all_pass(verdicts: pd.Series) -> bool | None:
+    applicable = verdicts.dropna()
+    return None if applicable.empty else bool(applicable.all())
+
+
+def pool(
+    per_sample_values: Sequence[Sequence[MetricValue]], all_samples_values: Sequence[MetricValue]
+) -> list[MetricValue]:
+    """Metrics pooled over samples: counts add up (a rate's value is the pooled rate), a metric
+    without counts is the mean of its values; ``all_samples_values`` (the metrics of the
+    all-samples tables) become each metric's pass^k. One sample: its values, unchanged."""
+    if len(per_sample_values) == 1:
+        return list(per_sample_values[0])
+    samples = len(per_sample_values)
+    by_name = {m.metric: m.value for m in all_samples_values}
+    pooled: list[MetricValue] = []
+    for position, first in enumerate(per_sample_values[0]):
+        values = [sample[position] for sample in per_sample_values]
+        failing = tuple(sorted({case for m in values for case in m.failing_case_ids}))
+        denominators = [m.denominator for m in values]
+        if all(d is not None for d in denominators) and any(m.numerator is not None for m in values):
+            numerator = sum(float(m.numerator or 0.0) for m in values)
+            denominator = sum(float(d or 0.0) for d in denominators)
+            weighted = sum((m.value or 0.0) * float(m.denominator or 0.0) for m in values)
+            value = weighted / denominator if denominator else None
+            pooled.append(
+                MetricValue(
+                    first.metric, value, numerator, denominator, failing, samples, by_name.get(first.metric)
+                )
+            )
+            continue
+        known = [m.value for m in values if m.value is not None]
+        mean = sum(known) / len(known) if known else None
+        pooled.append(
+            MetricValue(first.metric, mean, None, None, failing, samples, by_name.get(first.metric))
+        )
+    return pooled
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """The chance that at least one of k samples drawn from n (c of them passing) passes."""
+    _check_k(n, c, k)
+    return 1.0 - comb(n - c, k) / comb(n, k)
+
+
+def pass_hat_k(n: int, c: int, k: int) -> float:
+    """pass^k: the chance that all k samples drawn from n (c of them passing) pass."""
+    _check_k(n, c, k)
+    return comb(c, k) / comb(n, k)
+
+
+def _check_k(n: int, c: int, k: int) -> None:
+    if not 0 <= c <= n or not 1 <= k <= n:
+        raise ValueError(f"need 0 <= c <= n and 1 <= k <= n, got n={n}, c={c}, k={k}")
+
+
+def case_samples(case_predicates: pd.DataFrame, k: int | None = None) -> pd.DataFrame:
+    """Per case predicate over the run's samples: how many applied and passed, the pass rate,
+    pass@k and pass^k (k: the samples that applied, unless given) and the flips between
+    consecutive samples (:func:`eval_pipeline.flips.count_flips`, the one definition)."""
+    rows = []
+    table = case_predicates
+    if SAMPLE_INDEX in table.columns:
+        table = table.sort_values(SAMPLE_INDEX, kind="stable")
+    for (case_id, predicate), group in table.groupby(["case_id", "predicate"], sort=True):
+        flips = count_flips(group["passed"])
+        n = flips.verdicts
+        if n == 0:
+            continue
+        c = int(group["passed"].dropna().astype(bool).sum())
+        k_used = min(k or n, n)
+        rows.append(
+            {
+                "case_id": str(case_id),
+                "predicate": str(predicate),
+                "samples": n,
+                "passes": c,
+                "pass_rate": c / n,
+                "pass_at_k": pass_at_k(n, c, k_used),
+                "pass_hat_k": pass_hat_k(n, c, k_used),
+                "flips": flips.flips,
+            }
+        )
+    return pd.DataFrame(rows, columns=CASE_SAMPLE_COLUMNS)
+
+
+def flaky_within_run(case_predicates: pd.DataFrame) -> pd.DataFrame:
+    """Case predicates whose samples disagree, most flips first (empty with one sample)."""
+    summary = case_samples(case_predicates)
+    flaky = summary[summary["flips"] > 0]
+    return flaky.sort_values(["flips", "case_id", "predicate"], ascending=[False, True, True]).reset_index(
+        drop=True
+    )
