@@ -80,10 +80,12 @@ def failing_rows_for_metric(
     turn fault when it has no failing row.
     """
     ids = list(dict.fromkeys(str(c) for c in case_ids))
-    failing = failing_cases(case_predicates)
-    failing = failing[failing["case_id"].isin(ids)]
-    own = failing[failing["predicate"] == metric.removesuffix("_rate")]
-    rows = own if not own.empty else failing
+    # Narrow before building rows (their evidence is decoded): a big run has many failing rows.
+    of_cases = (
+        case_predicates[case_predicates["case_id"].isin(ids)] if len(case_predicates) else case_predicates
+    )
+    own = failing_cases(of_cases[of_cases["predicate"] == metric.removesuffix("_rate")])
+    rows = own if not own.empty else failing_cases(of_cases)
     listed = set(rows["case_id"])
     faults = case_faults(transcripts)
     extra: list[dict[str, Any]] = [

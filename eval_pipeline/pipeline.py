@@ -21,10 +21,11 @@ from eval_pipeline.drive import TurnCallback, drive
 from eval_pipeline.lanes.kind import LaneKind, Scored, Thread
 from eval_pipeline.lanes.registry import lane_kind
 from eval_pipeline.lanes.spec import LaneSpec
+from eval_pipeline.memo import Recent
 from eval_pipeline.runtimes.base import ChatRuntime
 from eval_pipeline.samples import all_samples, per_sample, pool, rows_of_sample, sample_frames
 from eval_pipeline.scoring import MetricValue, ThresholdVerdict, judge
-from eval_pipeline.tables import CASE_PREDICATES, METRICS, TURN_PREDICATES, frame, lane_columns
+from eval_pipeline.tables import CASE_PREDICATES, METRICS, TURN_PREDICATES, column_values, frame, lane_columns
 
 CASES_COLUMNS = ["case_id", "split", "file", "line", "case_json"]
 
@@ -49,22 +50,39 @@ def cases_sha256(paths: Sequence[Path]) -> str:
 
 def cases_frame(loaded: Sequence[LoadedCase[Any]], split: str) -> pd.DataFrame:
     """Cases as a table: one row per case, the validated case as canonical JSON."""
-    rows = [
+    texts = [item.case.model_dump_json() for item in loaded]
+    if loaded:  # the stages of this run read these cases back: they get these models
+        _HYDRATED.put((type(loaded[0].case), _digest(texts)), [item.case for item in loaded])
+    return pd.DataFrame(
         {
-            "case_id": str(item.case.id),
-            "split": split,
-            "file": item.file,
-            "line": item.line,
-            "case_json": item.case.model_dump_json(),
-        }
-        for item in loaded
-    ]
-    return pd.DataFrame(rows, columns=CASES_COLUMNS)
+            "case_id": [str(item.case.id) for item in loaded],
+            "split": [split] * len(loaded),
+            "file": [item.file for item in loaded],
+            "line": [item.line for item in loaded],
+            "case_json": texts,
+        },
+        columns=CASES_COLUMNS,
+    )
+
+
+# Case models by (model, digest of the stored JSON): every stage of a run hydrates the same
+# cases table, so its cases are validated once per run, not once per stage.
+_HYDRATED: Recent[list[BaseModel]] = Recent(2)
+
+
+def _digest(texts: Sequence[str]) -> bytes:
+    digest = hashlib.blake2b(digest_size=16)
+    for text in texts:
+        digest.update(text.encode())
+        digest.update(b"\n")
+    return digest.digest()
 
 
 def cases_from_frame(kind: LaneKind, cases: pd.DataFrame) -> list[BaseModel]:
-    """Re-hydrate the case models a cases table holds (already validated upstream)."""
-    return [kind.case_model.model_validate_json(text) for text in cases["case_json"]]
+    """The case models a cases table holds (already validated upstream; hydrated once per table)."""
+    texts = column_values(cases, "case_json")
+    model = kind.case_model
+    return _HYDRATED.get((model, _digest(texts)), lambda: [model.model_validate_json(t) for t in texts])
 
 
 def lane_threads(spec: LaneSpec, split: str, cases: Sequence[BaseModel]) -> list[Thread]:

@@ -96,9 +96,19 @@ def count(metric: str, n: int) -> MetricValue:
 
 
 def predicate_rate(metric: str, table: pd.DataFrame, predicate: str, *, key: str = "case_id") -> MetricValue:
-    """Rate of one predicate over a long predicate table (turn_ or case_predicates)."""
+    """Rate of one predicate over a long predicate table (turn_ or case_predicates): :func:`rate`
+    as column operations (a big run's table has millions of rows)."""
     rows = table[table["predicate"] == predicate]
-    return rate(metric, zip(rows[key].astype(str), rows["passed"], strict=True))
+    passed = rows["passed"].astype("boolean")
+    applicable = passed.notna()
+    denominator = int(applicable.sum())
+    if not denominator:
+        return MetricValue(metric, None, 0.0, 0.0)
+    held = int(passed[applicable].astype(bool).sum())
+    failing = rows.loc[applicable & ~passed.fillna(True).astype(bool), key].astype(str)
+    return MetricValue(
+        metric, held / denominator, float(held), float(denominator), tuple(sorted(set(failing)))
+    )
 
 
 def compare(value: float | None, op: str, threshold: float) -> bool:

@@ -13,7 +13,7 @@ after the split, or ``custom-<hash>`` for a case file given with ``--cases``).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 import pyarrow as pa
@@ -238,3 +238,9 @@ def nullable_types(arrow_type: pa.DataType) -> Any:
     if isinstance(arrow_type, pa.JsonType):
         return pd.StringDtype()
     return None
+
+
+def column_values(df: pd.DataFrame, name: str) -> list[Any]:
+    """A column as a plain list, nulls as None: how stage code walks a table without per-row dicts."""
+    values: list[Any] = df[name].to_numpy(dtype=object, na_value=cast(Any, None)).tolist()
+    return values

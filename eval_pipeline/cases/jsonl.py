@@ -124,7 +124,9 @@ def parse_json_line(raw: bytes) -> dict[str, Any] | LineProblem:
         return LineProblem(0, "(line)", f"not acceptable JSON: {exc}")
     if not isinstance(value, dict):
         return LineProblem(0, "(line)", f"expected a JSON object per line, got {_json_type(value)}")
-    surrogate_at = _lone_surrogate_path(value, "")
+    # UTF-8 text cannot hold a surrogate: only a \uD8xx-\uDFxx escape can, so a line without
+    # one needs no walk (most lines of a big file).
+    surrogate_at = _lone_surrogate_path(value, "") if _MAY_ESCAPE_SURROGATE.search(text) else None
     if surrogate_at is not None:
         return LineProblem(
             0,
@@ -177,6 +179,9 @@ def _finite_float(text: str) -> float:
     if not math.isfinite(value):
         raise _Rejected(f"number {text[:40]} is too large for a 64-bit float")
     return value
+
+
+_MAY_ESCAPE_SURROGATE = re.compile(r"\\u[dD]")
 
 
 def _lone_surrogate_path(value: Any, path: str) -> str | None:

@@ -6,6 +6,7 @@ fix a case file without reading code. Nothing downstream runs on a file that has
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from eval_pipeline.cases.jsonl import read_jsonl
+from eval_pipeline.memo import Recent
 
 CaseT = TypeVar("CaseT", bound=BaseModel)
 
@@ -82,6 +84,23 @@ def parse_case_file(path: Path, model: type[CaseT]) -> tuple[list[LoadedCase[Cas
     accepted only if it also survives the round trip the pipeline makes (the validated case is
     stored as JSON and read back), so what ``validate`` accepts, ``run`` accepts too.
     """
+    name = str(path)
+    try:
+        key = (name, model, hashlib.blake2b(path.read_bytes(), digest_size=16).digest())
+    except OSError:
+        key = None  # read_jsonl says what is wrong with the path
+    if key is None:
+        return _parse_case_file(path, model)
+    cases, problems = _PARSED.get(key, lambda: _parse_case_file(path, model))
+    return list(cases), list(problems)
+
+
+# Files parsed lately, by content: `run` validates every file before it starts, then its stages
+# read the same files; they are parsed once.
+_PARSED: Recent[tuple[list[Any], list[CaseProblem]]] = Recent(4)
+
+
+def _parse_case_file(path: Path, model: type[CaseT]) -> tuple[list[LoadedCase[CaseT]], list[CaseProblem]]:
     name = str(path)
     records, line_problems = read_jsonl(path)
     problems = [CaseProblem(name, p.line, p.field, p.message) for p in line_problems]

@@ -44,6 +44,7 @@ from eval_pipeline.runtimes.adapters.history import RecordedRun
 from eval_pipeline.runtimes.options import parse_runtime_options
 from eval_pipeline.runtimes.registry import build_runtime
 from eval_pipeline.runtimes.targets import find_target
+from eval_pipeline.runtimes.warm import warm_runtimes
 from eval_pipeline.samples import flaky_within_run
 from eval_pipeline.settings import CELERY_BROKER_ENV, celery_broker
 from eval_pipeline.settings import runtime_spec as default_runtime_spec
@@ -287,6 +288,7 @@ def _suite(outcome: LaneOutcome) -> SuiteRun:
 
 @app.command()
 def run(
+    ctx: typer.Context,
     lane: Annotated[
         list[str] | None, typer.Option("--lane", "-l", help="Lane to run (repeatable); default: all.")
     ] = None,
@@ -350,6 +352,9 @@ def run(
     ] = None,
 ) -> None:
     """Evaluate lanes against a runtime through Dagster; exit 1 if a blocking check fails."""
+    # One warm pool per invocation: a CPU-bound runtime starts its workers once for every lane
+    # (closed when the command ends, however it ends).
+    ctx.with_resource(warm_runtimes())
     with bad_input_exits():
         target = find_target(
             default_runtime_spec() if runtime is None else runtime,  # '' is bad input, not the default

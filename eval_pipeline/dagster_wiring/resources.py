@@ -6,6 +6,8 @@ the same code location serves the UI, the CLI and the nightly schedule.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import dagster as dg
@@ -13,6 +15,7 @@ from pydantic import Field
 
 from eval_pipeline.runtimes.base import RuntimeSpecError
 from eval_pipeline.runtimes.targets import RuntimeTarget, load_targets, rescore_target, resolve_target
+from eval_pipeline.runtimes.warm import warm_runtimes
 from eval_pipeline.settings import history_root, targets_file
 
 
@@ -40,6 +43,12 @@ class RuntimeResource(dg.ConfigurableResource):
         description="Sessions (cases) evaluated at once; empty means the target's setting, else the "
         "runtime's own preference (its worker count or request limit), else 1.",
     )
+
+    @contextmanager
+    def yield_for_execution(self, context: dg.InitResourceContext) -> Iterator[RuntimeResource]:
+        """Runtimes built during one run (every lane of it) share their worker pools."""
+        with warm_runtimes():
+            yield self
 
     def target(self, name: str) -> RuntimeTarget:
         """The target a partition's runtime key names (RuntimeSpecError when it cannot be)."""

@@ -24,12 +24,18 @@ from eval_pipeline.lanes.declaration import (
 from eval_pipeline.lanes.kind import Scored, Thread, TurnRequest
 from eval_pipeline.lanes.schema import case_model
 from eval_pipeline.lanes.spec import LaneSpec
+from eval_pipeline.memo import Recent
 from eval_pipeline.predicates import PREDICATES, TurnView, Verdict, reason
-from eval_pipeline.predicates.rows import case_row, stored_verdict, turn_row
+from eval_pipeline.predicates.base import TURN_VIEW_COLUMNS
+from eval_pipeline.predicates.columns import VECTORISED, TurnColumns, VerdictColumns, verdict_columns
+from eval_pipeline.predicates.rows import RowColumns, case_row, decoded_evidence, evidence_json
 from eval_pipeline.scoring import CaseSeverity, MetricValue, compare, count, predicate_rate
-from eval_pipeline.tables import CASE_PREDICATES, TURN_PREDICATES, lane_columns
+from eval_pipeline.tables import CASE_PREDICATES, TURN_PREDICATES, column_values, lane_columns
 
 MISSING_TURN = "turn missing from transcripts"
+# One model class per declared schema: every stage of a run builds the lane's kind, and its
+# cases (hydrated once per run, see pipeline.cases_from_frame) must be of one class.
+_CASE_MODELS: Recent[type[BaseModel]] = Recent(64)
 
 
 class DeclaredLane:
@@ -41,7 +47,11 @@ class DeclaredLane:
             raise ValueError(f"lane {spec.name!r} names kind {spec.kind!r}; it declares no scoring")
         self.spec = spec
         self.declaration: Declaration = declaration
-        self.case_model: type[BaseModel] = case_model(_title(spec.name) + "Case", declaration.case_schema)
+        name = _title(spec.name) + "Case"
+        self.case_model: type[BaseModel] = _CASE_MODELS.get(
+            (name, declaration.case_schema.model_dump_json()),
+            lambda: case_model(name, declaration.case_schema),
+        )
         self.metric_names: tuple[str, ...] = tuple(declaration.metrics)
 
     # --- threads -----------------------------------------------------------------------------
@@ -49,39 +59,108 @@ class DeclaredLane:
     def sourced_turns(self, case: Any) -> list[tuple[TurnRequest, Any]]:
         """The case's turns in sending order, each with the case item it came from."""
         turns: list[tuple[TurnRequest, Any]] = []
+        for role, prompt, item in self.turn_sources(case):
+            index = len(turns)
+            # Prompts come from validated cases: a str needs no second validation (a million turns).
+            if isinstance(prompt, str):
+                request = TurnRequest.model_construct(turn_index=index, role=role, prompt=prompt)
+            else:
+                request = TurnRequest(turn_index=index, role=role, prompt=prompt)
+            turns.append((request, item))
+        return turns
+
+    def turn_sources(self, case: Any) -> list[tuple[str, Any, Any]]:
+        """(role, prompt, case item) of each turn of the case, in sending order."""
+        sources: list[tuple[str, Any, Any]] = []
         for source in self.declaration.threads.turns:
             value = getattr(case, source.from_)
             for item in value if isinstance(value, list) else [value]:
-                prompt = getattr(item, source.prompt) if source.prompt else item
-                turns.append((TurnRequest(turn_index=len(turns), role=source.role, prompt=prompt), item))
-        return turns
+                sources.append((source.role, getattr(item, source.prompt) if source.prompt else item, item))
+        return sources
 
     def threads(self, cases: Sequence[Any], spec: LaneSpec, split: str) -> list[Thread]:
         session = f"{spec.name}/{split}" if self.declaration.threads.session == "warm" else None
         return [
-            Thread(case_id=case.id, turns=tuple(t for t, _ in self.sourced_turns(case)), session=session)
+            Thread.model_construct(
+                case_id=case.id, turns=tuple(t for t, _ in self.sourced_turns(case)), session=session
+            )
             for case in cases
         ]
 
     # --- turn predicates ---------------------------------------------------------------------
 
     def turn_predicates(self, cases: Sequence[Any], transcripts: pd.DataFrame) -> pd.DataFrame:
-        """Each rule's predicates on the turns of its role, in cases matching its ``where``."""
-        by_id = {case.id: case for case in cases}
-        views = recorded_turns(self, cases, transcripts)
-        rows: list[dict[str, Any]] = []
-        for record in transcripts.to_dict("records"):
-            case = by_id[record["case_id"]]
-            index = int(record["turn_index"])
-            item = self.sourced_turns(case)[index][1]
-            for rule in self.declaration.turn_predicates:
-                if (rule.role is not None and record["role"] != rule.role) or not matches(case, rule.where):
-                    continue
-                listed = getattr(case, rule.only_if_listed_in) if rule.only_if_listed_in else rule.predicates
-                for name in (n for n in rule.predicates if n in listed):
-                    verdict = _turn_verdict(rule, name, views[case.id], index, item)
-                    rows.append(turn_row(case.id, index, name, verdict))
-        return pd.DataFrame(rows, columns=lane_columns(TURN_PREDICATES))
+        """Each rule's predicates on the turns of its role, in cases matching its ``where``.
+
+        Columnar: the (turn, rule, predicate) cells that apply are listed first, in table
+        order; then each predicate judges all its turns at once (its vectorised form when it
+        declares one), and the rows are assembled from those columns.
+        """
+        turns = RecordedTurns(self, cases, transcripts)
+        cells = [(rule, name) for rule in self.declaration.turn_predicates for name in rule.predicates]
+        plans: dict[tuple[str, str], tuple[int, ...]] = {}
+        out_row: list[int] = []
+        out_cell: list[int] = []
+        for row, (case_id, role) in enumerate(zip(turns.case_ids, turns.roles, strict=True)):
+            plan = plans.get((case_id, role))
+            if plan is None:
+                plan = plans[(case_id, role)] = self._cells_for(turns.case(case_id), role, cells)
+            for cell in plan:
+                out_row.append(row)
+                out_cell.append(cell)
+        judged = self._judge_cells(turns, cells, out_row, out_cell)
+        table = pd.DataFrame(
+            {
+                "case_id": [turns.case_ids[r] for r in out_row],
+                "turn_index": [turns.turn_indexes[r] for r in out_row],
+                "predicate": [cells[c][1] for c in out_cell],
+                "passed": judged.passed,
+                "code": judged.code,
+                "evidence": judged.evidence,
+            },
+            columns=lane_columns(TURN_PREDICATES),
+        )
+        return table
+
+    def _cells_for(self, case: Any, role: str, cells: Sequence[tuple[TurnRule, str]]) -> tuple[int, ...]:
+        """Which (rule, predicate) cells apply to a turn of ``role`` in ``case``, in rule order."""
+        chosen: list[int] = []
+        for index, (rule, name) in enumerate(cells):
+            if (rule.role is not None and role != rule.role) or not matches(case, rule.where):
+                continue
+            if rule.only_if_listed_in and name not in getattr(case, rule.only_if_listed_in):
+                continue
+            chosen.append(index)
+        return tuple(chosen)
+
+    def _judge_cells(
+        self,
+        turns: RecordedTurns,
+        cells: Sequence[tuple[TurnRule, str]],
+        out_row: Sequence[int],
+        out_cell: Sequence[int],
+    ) -> VerdictColumns:
+        """The verdict of every listed cell: a rule's ``unless`` first, then the predicate's own."""
+        passed: list[bool | None] = [None] * len(out_row)
+        code: list[str] = [""] * len(out_row)
+        evidence: list[str] = ["{}"] * len(out_row)
+        wanted: dict[str, list[int]] = {}  # predicate -> positions it judges
+        for position, (row, cell) in enumerate(zip(out_row, out_cell, strict=True)):
+            rule, name = cells[cell]
+            unless = rule.unless.get(name)
+            if unless is not None and getattr(turns.item(row), unless.field) is False:
+                verdict = Verdict.not_applicable(unless.code)
+                passed[position], code[position], evidence[position] = verdict.passed, verdict.code, "{}"
+            else:
+                wanted.setdefault(name, []).append(position)
+        for name, positions in wanted.items():
+            rows = sorted({out_row[p] for p in positions})
+            judged = turns.judge(name, rows)
+            at = {row: i for i, row in enumerate(rows)}
+            for p in positions:
+                i = at[out_row[p]]
+                passed[p], code[p], evidence[p] = judged.passed[i], judged.code[i], judged.evidence[i]
+        return VerdictColumns(passed, code, evidence)
 
     # --- case predicates ---------------------------------------------------------------------
 
@@ -89,30 +168,47 @@ class DeclaredLane:
         self, cases: Sequence[Any], transcripts: pd.DataFrame, turn_predicates: pd.DataFrame
     ) -> pd.DataFrame:
         """Per case: the scored turn's verdicts (rules with ``case_rows``), then the case rules."""
-        by_key = {(r["case_id"], r["predicate"]): r for r in turn_predicates.to_dict("records")}
-        views = recorded_turns(self, cases, transcripts)
-        rows: list[dict[str, Any]] = []
+        by_key = {
+            (case_id, predicate): (passed, code, evidence)
+            for case_id, predicate, passed, code, evidence in zip(
+                *(
+                    column_values(turn_predicates, c)
+                    for c in ("case_id", "predicate", "passed", "code", "evidence")
+                ),
+                strict=True,
+            )
+        }
+        needs_views = any(rule.predicates for rule in self.declaration.case_predicates)
+        views = recorded_turns(self, cases, transcripts) if needs_views else {}
+        rows = RowColumns(lane_columns(CASE_PREDICATES))
         for case in cases:
             lifted: dict[str, Verdict] = {}
             for rule in self.declaration.turn_predicates:
                 if rule.case_rows is None or not matches(case, rule.where):
                     continue
                 for name in rule.predicates:
-                    verdict = stored_verdict(by_key.get((case.id, name)), missing_code=rule.case_rows.missing)
+                    stored = by_key.get((case.id, name))
+                    if stored is None:
+                        verdict, text = Verdict.fail(rule.case_rows.missing), None
+                    else:
+                        # Evidence is decoded only where a reason quotes it (a failure).
+                        passed, code, text = stored
+                        verdict = Verdict(passed, code, decoded_evidence(text) if passed is False else {})
                     lifted[name] = verdict
-                    rows.append(
+                    rows.add(
                         case_row(
                             case.id,
                             name,
                             verdict,
                             severity=_severity(rule.case_rows, case, name),
                             message=_message(rule.case_rows, name, verdict, case),
+                            evidence=text,
                         )
                     )
             for case_rule in self.declaration.case_predicates:
                 if matches(case, case_rule.where):
-                    rows.extend(_case_rule_rows(case_rule, case, views[case.id], lifted))
-        return pd.DataFrame(rows, columns=lane_columns(CASE_PREDICATES))
+                    rows.extend(_case_rule_rows(case_rule, case, views.get(case.id, []), lifted))
+        return rows.frame()
 
     # --- metrics -----------------------------------------------------------------------------
 
@@ -124,7 +220,7 @@ class DeclaredLane:
             if metric.count == "cases":
                 values[name] = count(name, len(cases))
             elif metric.count == "turns":
-                values[name] = count(name, sum(len(self.sourced_turns(case)) for case in cases))
+                values[name] = count(name, sum(len(self.turn_sources(case)) for case in cases))
             elif metric.all_of is not None:
                 parts = [values[part] for part in metric.all_of]
                 values[name] = all_hold(name, parts, [thresholds[part] for part in metric.all_of])
@@ -134,32 +230,111 @@ class DeclaredLane:
         return list(values.values())
 
 
+class RecordedTurns:
+    """A transcripts table as columns, with its cases: what turn predicates read, built once."""
+
+    def __init__(self, lane: DeclaredLane, cases: Sequence[Any], transcripts: pd.DataFrame) -> None:
+        self.lane = lane
+        self._cases = {case.id: case for case in cases}
+        self.case_ids: list[str] = column_values(transcripts, "case_id")
+        self.turn_indexes: list[int] = [int(i) for i in column_values(transcripts, "turn_index")]
+        self.roles: list[str] = column_values(transcripts, "role")
+        self._columns = {name: column_values(transcripts, name) for name in TURN_VIEW_COLUMNS}
+        self._views: dict[int, TurnView] = {}
+        self._rows_of_case: dict[str, dict[int, int]] | None = None
+        self._items: dict[str, list[Any]] = {}
+
+    def case(self, case_id: str) -> Any:
+        return self._cases[case_id]
+
+    def item(self, row: int) -> Any:
+        """The case item (e.g. a thread turn's annotations) the turn at ``row`` was sent from."""
+        case_id = self.case_ids[row]
+        items = self._items.get(case_id)
+        if items is None:
+            items = self._items[case_id] = [item for _, _, item in self.lane.turn_sources(self.case(case_id))]
+        return items[self.turn_indexes[row]]
+
+    def view(self, row: int) -> TurnView:
+        view = self._views.get(row)
+        if view is None:
+            view = self._views[row] = TurnView.from_values(**{k: v[row] for k, v in self._columns.items()})
+        return view
+
+    def thread(self, case_id: str) -> list[TurnView]:
+        """Every declared turn of the case as recorded (a missing one is a faulted stand-in)."""
+        if self._rows_of_case is None:
+            self._rows_of_case = {}
+            for row, (case_id_of_row, index) in enumerate(zip(self.case_ids, self.turn_indexes, strict=True)):
+                self._rows_of_case.setdefault(case_id_of_row, {})[index] = row
+        rows = self._rows_of_case.get(case_id, {})
+        return [
+            self.view(rows[turn.turn_index])
+            if turn.turn_index in rows
+            else TurnView(surface="", error=MISSING_TURN)
+            for turn, _ in self.lane.sourced_turns(self.case(case_id))
+        ]
+
+    def judge(self, name: str, rows: Sequence[int]) -> VerdictColumns:
+        """Predicate ``name`` on the turns at ``rows``: faults fail it, the rest are judged together."""
+        predicate = PREDICATES.get(name)
+        if predicate.level != "turn":
+            verdicts = [
+                predicate.on_turn(self.thread(self.case_ids[row]), self.turn_indexes[row]) for row in rows
+            ]
+            return _columns_of(verdicts)
+        errors = self._columns["error"]
+        answered = [row for row in rows if errors[row] is None]
+        if name in VECTORISED:
+            surface, grounding, tag = (
+                self._columns[c] for c in ("surface", "grounding_source", "surface_tag")
+            )
+            judged = verdict_columns(
+                name,
+                TurnColumns(
+                    [surface[r] or "" for r in answered],
+                    [grounding[r] for r in answered],
+                    [tag[r] for r in answered],
+                ),
+            )
+        else:
+            judged = _columns_of([predicate.function(self.view(row)) for row in answered])
+        if len(answered) == len(rows):
+            return judged
+        by_row = dict(
+            zip(answered, zip(judged.passed, judged.code, judged.evidence, strict=True), strict=True)
+        )
+        out = VerdictColumns([], [], [])
+        for row in rows:
+            found = by_row.get(row)
+            if found is None:
+                fault = predicate.function(self.view(row))  # the guard: turn_error with the fault
+                found = (fault.passed, fault.code, evidence_json(fault.evidence))
+            out.passed.append(found[0])
+            out.code.append(found[1])
+            out.evidence.append(found[2])
+        return out
+
+
+def _columns_of(verdicts: Sequence[Verdict]) -> VerdictColumns:
+    return VerdictColumns(
+        [v.passed for v in verdicts],
+        [v.code for v in verdicts],
+        [evidence_json(v.evidence) for v in verdicts],
+    )
+
+
 def recorded_turns(
     lane: DeclaredLane, cases: Sequence[Any], transcripts: pd.DataFrame
 ) -> dict[str, list[TurnView]]:
     """Every declared turn of every case as recorded; a turn the transcripts lack is a faulted stand-in."""
-    recorded = {(r["case_id"], int(r["turn_index"])): r for r in transcripts.to_dict("records")}
-    views: dict[str, list[TurnView]] = {}
-    for case in cases:
-        views[case.id] = [
-            TurnView.from_row(recorded[(case.id, turn.turn_index)])
-            if (case.id, turn.turn_index) in recorded
-            else TurnView(surface="", error=MISSING_TURN)
-            for turn, _ in lane.sourced_turns(case)
-        ]
-    return views
+    turns = RecordedTurns(lane, cases, transcripts)
+    return {case.id: turns.thread(case.id) for case in cases}
 
 
 def matches(case: Any, where: Mapping[str, Sequence[str]]) -> bool:
     """Whether every named case field holds one of its accepted values."""
     return all(getattr(case, field) in accepted for field, accepted in where.items())
-
-
-def _turn_verdict(rule: TurnRule, name: str, turns: Sequence[TurnView], index: int, item: Any) -> Verdict:
-    unless = rule.unless.get(name)
-    if unless is not None and getattr(item, unless.field) is False:
-        return Verdict.not_applicable(unless.code)
-    return PREDICATES.get(name).on_turn(turns, index)
 
 
 def _severity(rows: CaseRows, case: Any, predicate: str) -> CaseSeverity:

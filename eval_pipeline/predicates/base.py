@@ -67,14 +67,25 @@ class TurnView:
             value = row.get(name)
             return None if value is None or pd.isna(value) else str(value)
 
-        return cls(
-            surface=text("surface") or "",
-            grounding_source=text("grounding_source"),
-            surface_tag=text("surface_tag"),
-            error=text("error"),
-            prompt=text("prompt"),
-            raw=_raw(text("raw")),
-        )
+        return cls.from_values(**{name: text(name) for name in TURN_VIEW_COLUMNS})
+
+    @classmethod
+    def from_values(
+        cls,
+        *,
+        surface: str | None,
+        grounding_source: str | None,
+        surface_tag: str | None,
+        error: str | None,
+        prompt: str | None,
+        raw: str | None,
+    ) -> TurnView:
+        """A view of one transcript row's values (nulls as None, ``raw`` as its JSON text)."""
+        return cls(surface or "", grounding_source, surface_tag, error, prompt, _raw(raw))
+
+
+# The transcript columns a TurnView is built from.
+TURN_VIEW_COLUMNS: tuple[str, ...] = ("surface", "grounding_source", "surface_tag", "error", "prompt", "raw")
 
 
 def _raw(text: str | None) -> Mapping[str, Any]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -13,6 +13,8 @@ from eval_pipeline.predicates.base import Verdict
 
 def evidence_json(evidence: Mapping[str, Any] | None) -> str:
     """Canonical JSON text for an evidence column (sorted keys: byte-stable across runs)."""
+    if not evidence:  # most passing verdicts carry none: skip the encoder
+        return "{}"
     return json.dumps(dict(evidence or {}), sort_keys=True, ensure_ascii=False, default=str)
 
 
@@ -29,9 +31,16 @@ def turn_row(case_id: str, turn_index: int, predicate: str, verdict: Verdict) ->
 
 
 def case_row(
-    case_id: str, predicate: str, verdict: Verdict, *, severity: str, message: str
+    case_id: str,
+    predicate: str,
+    verdict: Verdict,
+    *,
+    severity: str,
+    message: str,
+    evidence: str | None = None,
 ) -> dict[str, Any]:
-    """A row of CASE_PREDICATES (lane columns)."""
+    """A row of CASE_PREDICATES (lane columns). ``evidence``: the verdict's evidence already
+    encoded (a stored turn row's), so it is not decoded and encoded again."""
     return {
         "case_id": case_id,
         "predicate": predicate,
@@ -39,7 +48,7 @@ def case_row(
         "severity": severity,
         "code": verdict.code,
         "message": message,
-        "evidence": evidence_json(verdict.evidence),
+        "evidence": evidence if evidence is not None else evidence_json(verdict.evidence),
     }
 
 
@@ -48,5 +57,31 @@ def stored_verdict(row: Mapping[Any, Any] | None, *, missing_code: str) -> Verdi
     if row is None:
         return Verdict.fail(missing_code)
     passed = None if pd.isna(row["passed"]) else bool(row["passed"])
-    evidence = json.loads(row["evidence"]) if isinstance(row["evidence"], str) and row["evidence"] else {}
-    return Verdict(passed, str(row["code"]), evidence)
+    return Verdict(passed, str(row["code"]), decoded_evidence(row["evidence"]))
+
+
+def decoded_evidence(text: Any) -> dict[str, Any]:
+    """An evidence column's JSON text as a dict (empty for null or ``{}``)."""
+    if not isinstance(text, str) or not text or text == "{}":
+        return {}
+    value = json.loads(text)
+    return value if isinstance(value, dict) else {}
+
+
+class RowColumns:
+    """Rows of a predicate table gathered column by column: a big run keeps lists of values,
+    not a dict per row, until the table is built."""
+
+    def __init__(self, names: Sequence[str]) -> None:
+        self._columns: dict[str, list[Any]] = {name: [] for name in names}
+
+    def add(self, row: Mapping[str, Any]) -> None:
+        for name, values in self._columns.items():
+            values.append(row[name])
+
+    def extend(self, rows: Iterable[Mapping[str, Any]]) -> None:
+        for row in rows:
+            self.add(row)
+
+    def frame(self) -> pd.DataFrame:
+        return pd.DataFrame(self._columns, columns=list(self._columns))

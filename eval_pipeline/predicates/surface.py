@@ -6,9 +6,15 @@ a metadata cross-check; the contract.md of each lane records the choices made he
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from eval_pipeline.predicates.base import TurnView, Verdict, turn_predicate
+from eval_pipeline.predicates.columns import TurnColumns, VerdictColumns, screened, vectorised
 from eval_pipeline.predicates.explain import excerpt
+from eval_pipeline.predicates.rows import evidence_json
 
 PLACEHOLDERS: tuple[str, ...] = ("...", "…", "<pending>", "<prior>", "<empty>")
 TERMINALS: tuple[str, ...] = (".", "?", "!", ";")
@@ -120,9 +126,16 @@ def no_dotted_inventory(turn: TurnView) -> Verdict:
 
 def claimed_provenance(turn: TurnView) -> tuple[str | None, str | None]:
     """(tag claim, text claim): the grounding the runtime's tag and its surface text claim."""
-    tag = turn.surface_tag.lower().removesuffix("-grounded") if turn.surface_tag else None
-    match = _CLAIMED_PROVENANCE.search(turn.surface)
-    return tag, match.group(1).lower() if match else None
+    return _tag_claim(turn.surface_tag), _text_claim(turn.surface)
+
+
+def _tag_claim(surface_tag: str | None) -> str | None:
+    return surface_tag.lower().removesuffix("-grounded") if surface_tag else None
+
+
+def _text_claim(surface: str) -> str | None:
+    match = _CLAIMED_PROVENANCE.search(surface)
+    return match.group(1).lower() if match else None
 
 
 @turn_predicate("surface_provenance_match")
@@ -135,14 +148,89 @@ def surface_provenance_match(turn: TurnView) -> Verdict:
     it cannot contradict its grounding source: it passes (code ``no_provenance_claim``).
     The predicate is binary, like every fluency predicate (seed 000).
     """
-    source = (turn.grounding_source or "none").lower()
-    tag, text_claim = claimed_provenance(turn)
+    return provenance_verdict(turn.grounding_source, turn.surface_tag, _text_claim(turn.surface))
+
+
+def provenance_verdict(
+    grounding_source: str | None, surface_tag: str | None, text_claim: str | None
+) -> Verdict:
+    """surface_provenance_match's verdict from what it reads: the source, the tag, the text's claim."""
+    source = (grounding_source or "none").lower()
+    tag = _tag_claim(surface_tag)
     if tag is None and text_claim is None:
         return Verdict(True, "no_provenance_claim", {"grounding_source": source})
     grounded = {"pack", "teaching", "vault", "session"}
-    evidence = {"grounding_source": source, "surface_tag": turn.surface_tag, "text_claim": text_claim}
+    evidence = {"grounding_source": source, "surface_tag": surface_tag, "text_claim": text_claim}
     if text_claim is not None and text_claim != source:
         return Verdict.fail("provenance_mismatch", **evidence)
     if tag is not None and tag != source and (tag in grounded or source in grounded):
         return Verdict.fail("provenance_mismatch", **evidence)
     return Verdict.ok(**evidence)
+
+
+# --- vectorised forms (the scalar functions above are the reference) ---------------------------
+
+
+def _none_of(surfaces: pa.Array, needles: Sequence[str]) -> list[bool]:
+    """Per surface: contains none of ``needles`` (plain substrings, as ``in`` finds them)."""
+    found = pc.match_substring(surfaces, needles[0])
+    for needle in needles[1:]:
+        found = pc.or_(found, pc.match_substring(surfaces, needle))
+    return pc.invert(found).to_pylist()
+
+
+def _any_end(surfaces: pa.Array, endings: Sequence[str]) -> list[bool]:
+    ends = pc.ends_with(surfaces, endings[0])
+    for ending in endings[1:]:
+        ends = pc.or_(ends, pc.ends_with(surfaces, ending))
+    return ends.to_pylist()
+
+
+@vectorised("no_placeholder")
+def no_placeholder_columns(turns: TurnColumns) -> VerdictColumns:
+    """No marker substring: passes; the rest are judged one by one (their evidence quotes them)."""
+    certain = _none_of(turns.surfaces, PLACEHOLDERS) if turns else []
+    return screened("no_placeholder", turns, certain, Verdict.ok())
+
+
+@vectorised("complete_punctuation")
+def complete_punctuation_columns(turns: TurnColumns) -> VerdictColumns:
+    """A surface ending on a terminal (no trailing whitespace to strip) passes."""
+    ends = _any_end(turns.surfaces, TERMINALS) if turns else []
+    return screened("complete_punctuation", turns, ends, Verdict.ok())
+
+
+@vectorised("no_provenance_only")
+def no_provenance_only_columns(turns: TurnColumns) -> VerdictColumns:
+    """A bare disclosure always says `` pack-grounded (``: a surface without it passes."""
+    certain = _none_of(turns.surfaces, [" pack-grounded ("]) if turns else []
+    return screened("no_provenance_only", turns, certain, Verdict.ok())
+
+
+@vectorised("no_dotted_inventory")
+def no_dotted_inventory_columns(turns: TurnColumns) -> VerdictColumns:
+    """An inventory joins three paths with two ``;``: a surface with fewer passes."""
+    certain = (pc.less(pc.count_substring(turns.surfaces, ";"), 2).to_pylist()) if turns else []
+    return screened("no_dotted_inventory", turns, certain, Verdict.ok())
+
+
+@vectorised("surface_provenance_match")
+def surface_provenance_match_columns(turns: TurnColumns) -> VerdictColumns:
+    """The text's claim found per turn (one regex search); the verdict and its evidence once
+    per distinct (source, tag, claim): a run has few of those."""
+    lowered = pc.utf8_lower(turns.surfaces).to_pylist() if turns else []
+    judged: dict[tuple[str | None, str | None, str | None], tuple[bool | None, str, str]] = {}
+    out = VerdictColumns([], [], [])
+    for surface, low, source, tag in zip(
+        turns.surface, lowered, turns.grounding_source, turns.surface_tag, strict=True
+    ):
+        claim = _text_claim(surface) if "-grounded" in low else None  # no such phrase, no claim
+        key = (source, tag, claim)
+        found = judged.get(key)
+        if found is None:
+            verdict = provenance_verdict(source, tag, claim)
+            found = judged[key] = (verdict.passed, verdict.code, evidence_json(verdict.evidence))
+        out.passed.append(found[0])
+        out.code.append(found[1])
+        out.evidence.append(found[2])
+    return out

@@ -447,6 +447,11 @@ class ExecRuntime:
         """The process groups of the children running now (one per worker that has started)."""
         return [pgid for child in self._children if (pgid := child.pgid) is not None]
 
+    def start(self) -> None:
+        """Start every child now (they otherwise start with their first session)."""
+        for child in self._children:
+            child.ensure_started()
+
     def open_session(self, session_id: str) -> ChatSession:
         with self._lock:
             child = min(self._children, key=lambda c: c.sessions)

@@ -38,6 +38,7 @@ from eval_pipeline.runtimes.adapters.exec_process import TYPED_FIELDS, ExecRunti
 from eval_pipeline.runtimes.base import ChatRuntime, ChatSession, RuntimeSpecError, TurnResponse
 from eval_pipeline.runtimes.options import validate_options
 from eval_pipeline.runtimes.registry import register_runtime
+from eval_pipeline.runtimes.warm import shared
 
 WORKER_CONFIG_ENV = "EVAL_PIPELINE_PYTHON_WORKER"
 FieldName = Literal["surface", "grounding_source", "surface_tag", "epistemic_status"]
@@ -191,8 +192,11 @@ class PythonRuntime:
 
 
 def worker_runtime(target_name: str, options: PythonOptions, workers: int) -> ExecRuntime:
-    """Worker processes running the target behind the exec protocol."""
-    resolve_target(target_name, options.paths)  # bad targets are bad input here, not N failed turns
+    """Worker processes running the target behind the exec protocol, started at once.
+
+    The workers import the target while this process imports it too (to check it: a bad target
+    is bad input here, not N failed turns), so a slow start-up is paid once, side by side.
+    """
     python_path = os.pathsep.join([*options.paths, *filter(None, [os.environ.get("PYTHONPATH")])])
     env = {
         **options.env,
@@ -200,7 +204,7 @@ def worker_runtime(target_name: str, options: PythonOptions, workers: int) -> Ex
     }
     if python_path:
         env["PYTHONPATH"] = python_path
-    return ExecRuntime(
+    runtime = ExecRuntime(
         [sys.executable, "-m", "eval_pipeline.runtimes.python_worker"],
         spec=f"python:{target_name}",
         workers=workers,
@@ -208,6 +212,13 @@ def worker_runtime(target_name: str, options: PythonOptions, workers: int) -> Ex
         env=env,
         end_sessions=True,
     )
+    try:
+        runtime.start()
+        resolve_target(target_name, options.paths)
+    except BaseException:
+        runtime.close()
+        raise
+    return runtime
 
 
 @register_runtime("python")
@@ -216,4 +227,7 @@ def python_runtime(argument: str, options: Mapping[str, Any]) -> ChatRuntime:
     workers = config.worker_count()
     if workers == 0:
         return PythonRuntime(argument, config)
-    return worker_runtime(argument, config, workers)
+    # Within one invocation (runtimes.warm) every lane and split gets the same warm pool.
+    return shared(
+        ("python", argument, config.model_dump_json()), lambda: worker_runtime(argument, config, workers)
+    )

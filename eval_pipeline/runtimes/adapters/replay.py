@@ -12,6 +12,7 @@ file does not hold, is bad input (RuntimeSpecError), not a runtime fault.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -22,6 +23,7 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from eval_pipeline.cases.loading import CaseFileError, CaseProblem, parse_case_file, validate_record
+from eval_pipeline.memo import Recent
 from eval_pipeline.runtimes.base import ChatSession, RuntimeSpecError, TurnResponse
 from eval_pipeline.runtimes.options import NoOptions, validate_options
 from eval_pipeline.runtimes.registry import register_runtime
@@ -149,6 +151,18 @@ def recorded_turns(
     return turns
 
 
+# Replay files loaded lately, by content: `run` checks the file before the run starts, and the
+# run's transcripts stage replays the same file; it is read and validated once.
+_LOADED: Recent[dict[tuple[str, int, int], RecordedTurn]] = Recent(2)
+
+
+def _load_once(path: Path) -> dict[tuple[str, int, int], RecordedTurn]:
+    if not path.is_file():
+        return _load(path)  # says what is wrong with the path
+    key = (str(path), hashlib.blake2b(path.read_bytes(), digest_size=16).digest())
+    return _LOADED.get(key, lambda: _load(path))
+
+
 def _load(path: Path) -> dict[tuple[str, int, int], RecordedTurn]:
     """Every recorded turn of a JSONL or Parquet file; any bad row is bad input naming file:row: field."""
     if not path.is_file():
@@ -195,4 +209,4 @@ def replay_runtime(argument: str, options: Mapping[str, Any]) -> ReplayRuntime:
         raise RuntimeSpecError("replay needs a file: replay:PATH (JSONL or Parquet)")
     validate_options("replay", NoOptions, options)
     path = Path(argument).expanduser()
-    return ReplayRuntime(path, _load(path))
+    return ReplayRuntime(path, _load_once(path))

@@ -1,0 +1,44 @@
+"""A few recent results kept by key: what lets one run parse a file or hydrate cases once.
+
+The CLI validates case and replay files before a run starts, then the run's stages read them
+again; each stage of a lane also needs the case models. Keying by content (a digest of the
+bytes or of the stored JSON) means a changed file is never served stale.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from typing import Generic, TypeVar
+
+V = TypeVar("V")
+
+
+class Recent(Generic[V]):
+    """The last ``size`` values computed, by key (thread-safe; a miss computes outside the lock)."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._values: OrderedDict[Hashable, V] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable, compute: Callable[[], V]) -> V:
+        with self._lock:
+            if key in self._values:
+                self._values.move_to_end(key)
+                return self._values[key]
+        value = compute()
+        self.put(key, value)
+        return value
+
+    def put(self, key: Hashable, value: V) -> None:
+        with self._lock:
+            self._values[key] = value
+            self._values.move_to_end(key)
+            while len(self._values) > self._size:
+                self._values.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._values.clear()

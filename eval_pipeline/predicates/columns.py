@@ -1,0 +1,100 @@
+"""Turn predicates a column at a time: the scalar function stays the reference.
+
+A turn predicate may declare a *vectorised form* (``@vectorised(name)``): given the columns
+of many answered turns it returns the verdict of each, as columns. Most forms are a
+*screen*: an Arrow compute kernel marks the turns that certainly pass with a fixed code and
+evidence (the ones with no placeholder marker, no ``;``, no ``-grounded`` …), and only the
+others go through the scalar function. A test checks that both forms agree, turn for turn,
+on every fixture surface, the seed examples and generated text.
+
+Faulted turns never reach a vectorised form: the caller gives them ``turn_error`` as the
+scalar guard does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+import pyarrow as pa
+
+from eval_pipeline.predicates.base import PREDICATES, TurnView, Verdict
+from eval_pipeline.predicates.rows import evidence_json
+from eval_pipeline.registry import Registry
+
+
+@dataclass(frozen=True)
+class TurnColumns:
+    """The columns of answered turns a turn predicate reads (one entry per turn)."""
+
+    surface: Sequence[str]
+    grounding_source: Sequence[str | None]
+    surface_tag: Sequence[str | None]
+
+    def __len__(self) -> int:
+        return len(self.surface)
+
+    def view(self, index: int) -> TurnView:
+        return TurnView(self.surface[index], self.grounding_source[index], self.surface_tag[index])
+
+    @cached_property
+    def surfaces(self) -> pa.Array:
+        """The surfaces as one Arrow array (built once, shared by every form)."""
+        return pa.array(self.surface, type=pa.string())
+
+
+@dataclass(frozen=True)
+class VerdictColumns:
+    """One verdict per turn, as the predicate tables store it (evidence as canonical JSON)."""
+
+    passed: list[bool | None]
+    code: list[str]
+    evidence: list[str]
+
+
+VectorisedForm = Callable[[TurnColumns], VerdictColumns]
+VECTORISED: Registry[VectorisedForm] = Registry("vectorised predicate", "eval_pipeline.predicates")
+
+
+def vectorised(name: str) -> Callable[[VectorisedForm], VectorisedForm]:
+    """Register the vectorised form of the turn predicate ``name`` (its scalar form is the reference)."""
+    return VECTORISED.register(name)
+
+
+def scalar_columns(name: str, turns: TurnColumns) -> VerdictColumns:
+    """The reference: the scalar predicate on every turn, one at a time."""
+    function = PREDICATES.get(name).function
+    verdicts: list[Verdict] = [function(turns.view(i)) for i in range(len(turns))]
+    return VerdictColumns(
+        [v.passed for v in verdicts],
+        [v.code for v in verdicts],
+        [evidence_json(v.evidence) for v in verdicts],
+    )
+
+
+def verdict_columns(name: str, turns: TurnColumns) -> VerdictColumns:
+    """The predicate's verdicts over ``turns``: its vectorised form when it declares one."""
+    if name in VECTORISED:
+        return VECTORISED.get(name)(turns)
+    return scalar_columns(name, turns)
+
+
+def screened(name: str, turns: TurnColumns, certain: Sequence[bool], verdict: Verdict) -> VerdictColumns:
+    """``verdict`` where ``certain`` holds, the scalar predicate everywhere else."""
+    function = PREDICATES.get(name).function
+    fixed = evidence_json(verdict.evidence)
+    passed: list[bool | None] = []
+    code: list[str] = []
+    evidence: list[str] = []
+    for index, sure in enumerate(certain):
+        if sure:
+            passed.append(verdict.passed)
+            code.append(verdict.code)
+            evidence.append(fixed)
+        else:
+            found = function(turns.view(index))
+            passed.append(found.passed)
+            code.append(found.code)
+            evidence.append(evidence_json(found.evidence))
+    return VerdictColumns(passed, code, evidence)
