@@ -193,6 +193,12 @@ def lane_columns(schema: pa.Schema) -> list[str]:
     return [name for name in schema.names if name not in RUN_COLUMN_NAMES]
 
 
+def kind_columns(schema: pa.Schema) -> list[str]:
+    """The columns a lane kind produces, scoring one sample: the stage's lane columns but
+    ``sample_index``, which per-sample scoring adds (eval_pipeline.samples.per_sample)."""
+    return [name for name in lane_columns(schema) if name != "sample_index"]
+
+
 def frame(schema: pa.Schema, rows: Iterable[Mapping[str, Any]], **constants: Any) -> pd.DataFrame:
     """Build a DataFrame with exactly ``schema``'s columns, in order, typed as the schema says.
 

@@ -30,7 +30,7 @@ from eval_pipeline.predicates.base import TURN_VIEW_COLUMNS
 from eval_pipeline.predicates.columns import VECTORISED, TurnColumns, VerdictColumns, verdict_columns
 from eval_pipeline.predicates.rows import RowColumns, case_row, decoded_evidence, evidence_json
 from eval_pipeline.scoring import CaseSeverity, MetricValue, compare, count, predicate_rate
-from eval_pipeline.tables import CASE_PREDICATES, TURN_PREDICATES, column_values, lane_columns
+from eval_pipeline.tables import CASE_PREDICATES, TURN_PREDICATES, column_values, kind_columns
 
 MISSING_TURN = "turn missing from transcripts"
 # One model class per declared schema: every stage of a run builds the lane's kind, and its
@@ -118,7 +118,7 @@ class DeclaredLane:
                 "code": judged.code,
                 "evidence": judged.evidence,
             },
-            columns=lane_columns(TURN_PREDICATES),
+            columns=kind_columns(TURN_PREDICATES),
         )
         return table
 
@@ -180,7 +180,7 @@ class DeclaredLane:
         }
         needs_views = any(rule.predicates for rule in self.declaration.case_predicates)
         views = recorded_turns(self, cases, transcripts) if needs_views else {}
-        rows = RowColumns(lane_columns(CASE_PREDICATES))
+        rows = RowColumns(kind_columns(CASE_PREDICATES))
         for case in cases:
             lifted: dict[str, Verdict] = {}
             for rule in self.declaration.turn_predicates:

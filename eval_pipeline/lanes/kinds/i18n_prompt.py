@@ -31,7 +31,7 @@ from eval_pipeline.lanes.kind import LANE_KINDS, Scored, Thread, TurnRequest
 from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.predicates.rows import evidence_json
 from eval_pipeline.scoring import MetricValue, count, rate
-from eval_pipeline.tables import CASE_PREDICATES, TURN_PREDICATES, lane_columns
+from eval_pipeline.tables import CASE_PREDICATES, TURN_PREDICATES, kind_columns
 
 EXAMPLE_SPLIT = "dev"  # few-shot examples come from this split only (never a locked one)
 FEW_SHOT_EXAMPLES = 2
@@ -115,7 +115,7 @@ class I18nPrompt:
 
     def turn_predicates(self, cases: Sequence[Any], transcripts: pd.DataFrame) -> pd.DataFrame:
         """Nothing is scored per turn: every verdict of this lane is a case-level assertion."""
-        return pd.DataFrame(columns=lane_columns(TURN_PREDICATES))
+        return pd.DataFrame(columns=kind_columns(TURN_PREDICATES))
 
     def case_predicates(
         self, cases: Sequence[Any], transcripts: pd.DataFrame, turn_predicates: pd.DataFrame
@@ -132,7 +132,7 @@ class I18nPrompt:
             }
             for r in assertion_results(cases, transcripts)
         ]
-        return pd.DataFrame(rows, columns=lane_columns(CASE_PREDICATES))
+        return pd.DataFrame(rows, columns=kind_columns(CASE_PREDICATES))
 
     def metrics(self, scored: Scored) -> list[MetricValue]:
         # (case, assertion) → passed when every row it produced passed; severity per pair.
