@@ -299,7 +299,8 @@ def run(
         str | None,
         typer.Option(
             help="Runtime target name from evals/runtimes.yaml (reference, reference-no-gloss, …) or a "
-            "runtime spec (replay:PATH, openai:URL, …; an undeclared spec is its own series)."
+            "runtime spec (replay:PATH, openai:URL, …; an undeclared spec is its own series), or "
+            "history:RUN_ID to re-score a recorded run without calling any runtime."
         ),
     ] = None,
     runtime_option: Annotated[
