@@ -18,18 +18,6 @@ def evidence_json(evidence: Mapping[str, Any] | None) -> str:
     return json.dumps(dict(evidence or {}), sort_keys=True, ensure_ascii=False, default=str)
 
 
-def turn_row(case_id: str, turn_index: int, predicate: str, verdict: Verdict) -> dict[str, Any]:
-    """A row of TURN_PREDICATES (lane columns)."""
-    return {
-        "case_id": case_id,
-        "turn_index": turn_index,
-        "predicate": predicate,
-        "passed": verdict.passed,
-        "code": verdict.code,
-        "evidence": evidence_json(verdict.evidence),
-    }
-
-
 def case_row(
     case_id: str,
     predicate: str,
@@ -50,14 +38,6 @@ def case_row(
         "message": message,
         "evidence": evidence if evidence is not None else evidence_json(verdict.evidence),
     }
-
-
-def stored_verdict(row: Mapping[Any, Any] | None, *, missing_code: str) -> Verdict:
-    """The verdict a TURN_PREDICATES row holds; a missing row fails with ``missing_code``."""
-    if row is None:
-        return Verdict.fail(missing_code)
-    passed = None if pd.isna(row["passed"]) else bool(row["passed"])
-    return Verdict(passed, str(row["code"]), decoded_evidence(row["evidence"]))
 
 
 def decoded_evidence(text: Any) -> dict[str, Any]:
