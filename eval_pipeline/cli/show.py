@@ -149,26 +149,27 @@ def _print_case(run: RunTables, case_id: str) -> None:
         if verdicts is not None:
             mine = verdicts[(verdicts["case_id"] == case_id) & (verdicts["turn_index"] == index)]
             for row in mine.to_dict("records"):
-                word = "n/a" if pd.isna(row["passed"]) else ("pass" if row["passed"] else "fail")
+                word = _word(row["passed"])
                 evidence = evidence_object(row["evidence"])
                 detail = f" {json.dumps(evidence, ensure_ascii=False)}" if evidence and word == "fail" else ""
                 console.print(
-                    Text.assemble(
-                        "    ",
-                        (f"{word:<4}", rich_style(word)),
-                        f" {row['predicate']} [{row['code']}]{detail}",
-                    ),
+                    _verdict_line("    ", word, f" {row['predicate']} [{row['code']}]{detail}"),
                     highlight=False,
                 )
     console.print(Text("case verdicts", style="bold"))
     rows = run.case_predicates[run.case_predicates["case_id"] == case_id]
     for row in rows.to_dict("records"):
-        word = "n/a" if pd.isna(row["passed"]) else ("pass" if row["passed"] else "fail")
+        word = _word(row["passed"])
         console.print(
-            Text.assemble(
-                "  ",
-                (f"{word:<4}", rich_style(word)),
-                f" {row['predicate']} ({row['severity']}): {row['message']}",
-            ),
+            _verdict_line("  ", word, f" {row['predicate']} ({row['severity']}): {row['message']}"),
             highlight=False,
         )
+
+
+def _word(passed: bool | None) -> str:
+    return "n/a" if pd.isna(passed) else ("pass" if passed else "fail")
+
+
+def _verdict_line(indent: str, word: str, text: str) -> Text:
+    """A verdict word in its colour, then what it judged."""
+    return Text.assemble(indent, (f"{word:<4}", rich_style(word)), text)

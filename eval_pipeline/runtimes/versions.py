@@ -24,7 +24,6 @@ import hashlib
 import importlib.util
 import json
 import os
-import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -132,14 +131,9 @@ def served_model(base_url: str, options: Mapping[str, Any]) -> dict[str, Any]:
 
 def _exec_files(argument: str, options: Mapping[str, Any]) -> dict[str, str]:
     """Content hashes of the program and of every argument that names an existing file."""
-    from eval_pipeline.runtimes.adapters.exec_process import resolve_command
+    from eval_pipeline.runtimes.adapters.exec_process import exec_argv, resolve_command
 
-    try:
-        argv = shlex.split(argument)
-    except ValueError as exc:
-        raise RuntimeSpecError(f"exec runtime: cannot parse command {argument!r}: {exc}") from None
-    if not argv:
-        raise RuntimeSpecError("exec runtime needs a command: exec:<command> [args...]")
+    argv = exec_argv(argument)
     cwd = options.get("cwd")
     env = {**os.environ, **dict(options.get("env") or {})}
     program, *args = resolve_command(argv, env, cwd if isinstance(cwd, str) else None)

@@ -35,16 +35,11 @@ def run_cli(log: Path, *args: str, crash_prompt: str = "") -> tuple[int, dict[st
     return child.returncode, json.loads(out), started
 
 
+TWO_LANES = ("--lane", "deterministic_fluency", "--lane", "refusal_calibration", "--split", "dev")
+
+
 def test_two_lanes_share_one_pool_so_each_worker_starts_once(tmp_path: Path) -> None:
-    code, document, started = run_cli(
-        tmp_path / "starts.log",
-        "--lane",
-        "deterministic_fluency",
-        "--lane",
-        "refusal_calibration",
-        "--split",
-        "dev",
-    )
+    code, document, started = run_cli(tmp_path / "starts.log", *TWO_LANES)
     assert code in (0, 1), document  # ran and judged (the bot is the reference: checks may fail)
     lanes = document["lanes"]
     assert isinstance(lanes, list) and len(lanes) == 2, document
@@ -57,12 +52,7 @@ def test_two_lanes_share_one_pool_so_each_worker_starts_once(tmp_path: Path) -> 
 def test_a_crashed_worker_is_restarted_and_its_turn_is_a_fault(tmp_path: Path) -> None:
     code, document, started = run_cli(
         tmp_path / "starts.log",
-        "--lane",
-        "deterministic_fluency",
-        "--lane",
-        "refusal_calibration",
-        "--split",
-        "dev",
+        *TWO_LANES,
         crash_prompt="What is a zorblat?",
     )
     assert code == 4, document  # one of fluency's two dev turns faulted: that run is void

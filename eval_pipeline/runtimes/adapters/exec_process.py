@@ -467,14 +467,20 @@ class ExecRuntime:
             child.close()
 
 
-@register_runtime("exec")
-def exec_runtime(argument: str, options: Mapping[str, Any]) -> ExecRuntime:
+def exec_argv(argument: str) -> list[str]:
+    """The command an ``exec:`` spec names, split like a shell; an empty or unparsable one is bad input."""
     try:
         argv = shlex.split(argument)
     except ValueError as exc:
         raise RuntimeSpecError(f"exec runtime: cannot parse command {argument!r}: {exc}") from None
     if not argv:
         raise RuntimeSpecError("exec runtime needs a command: exec:<command> [args...]")
+    return argv
+
+
+@register_runtime("exec")
+def exec_runtime(argument: str, options: Mapping[str, Any]) -> ExecRuntime:
+    argv = exec_argv(argument)
     config = validate_options("exec", ExecOptions, options)
     return ExecRuntime(
         argv,
