@@ -19,6 +19,7 @@ from eval_pipeline.failures import evidence_object, failing_cases, fault_counts
 from eval_pipeline.history.runs import RUN_MATCH, find_runs
 from eval_pipeline.history.views import connect
 from eval_pipeline.palette import rich_style
+from eval_pipeline.samples import rows_of_sample, sample_frames
 from eval_pipeline.settings import history_root
 
 
@@ -138,16 +139,22 @@ def _print_case(run: RunTables, case_id: str) -> None:
         else run.transcripts
     )
     verdicts = run.turn_predicates
-    for turn in turns.sort_values("turn_index").to_dict("records") if not turns.empty else []:
-        index = int(turn["turn_index"])
-        console.print(Text(f"turn {index} ({turn['role']})", style="bold"))
-        console.print(Text(f"  prompt:  {turn['prompt']}"), highlight=False)
-        if turn.get("error") is not None and not pd.isna(turn["error"]):
-            console.print(Text(f"  fault:   {turn['error']}", style=rich_style("void")), highlight=False)
-        else:
-            console.print(Text(f"  surface: {turn['surface']}"), highlight=False)
-        if verdicts is not None:
-            mine = verdicts[(verdicts["case_id"] == case_id) & (verdicts["turn_index"] == index)]
+    samples = sample_frames(turns) if not turns.empty else []
+    several = len(samples) > 1  # a run of N samples shows each sample's turns under its number
+    for sample, rows in samples:
+        for turn in rows.sort_values("turn_index").to_dict("records"):
+            index = int(turn["turn_index"])
+            label = f"turn {index} ({turn['role']})" + (f" · sample {sample}" if several else "")
+            console.print(Text(label, style="bold"))
+            console.print(Text(f"  prompt:  {turn['prompt']}"), highlight=False)
+            if turn.get("error") is not None and not pd.isna(turn["error"]):
+                console.print(Text(f"  fault:   {turn['error']}", style=rich_style("void")), highlight=False)
+            else:
+                console.print(Text(f"  surface: {turn['surface']}"), highlight=False)
+            if verdicts is None:
+                continue
+            of_sample = rows_of_sample(verdicts, sample)
+            mine = of_sample[(of_sample["case_id"] == case_id) & (of_sample["turn_index"] == index)]
             for row in mine.to_dict("records"):
                 word = _word(row["passed"])
                 evidence = evidence_object(row["evidence"])
@@ -157,13 +164,14 @@ def _print_case(run: RunTables, case_id: str) -> None:
                     highlight=False,
                 )
     console.print(Text("case verdicts", style="bold"))
-    rows = run.case_predicates[run.case_predicates["case_id"] == case_id]
-    for row in rows.to_dict("records"):
-        word = _word(row["passed"])
-        console.print(
-            _verdict_line("  ", word, f" {row['predicate']} ({row['severity']}): {row['message']}"),
-            highlight=False,
-        )
+    for sample, rows in sample_frames(run.case_predicates[run.case_predicates["case_id"] == case_id]):
+        prefix = f"  sample {sample}: " if several else "  "
+        for row in rows.to_dict("records"):
+            word = _word(row["passed"])
+            console.print(
+                _verdict_line(prefix, word, f" {row['predicate']} ({row['severity']}): {row['message']}"),
+                highlight=False,
+            )
 
 
 def _word(passed: bool | None) -> str:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from eval_pipeline.cli.show import RunTables, _print_case
 from eval_pipeline.intervals import wilson_interval
 from eval_pipeline.lanes import discover_lanes
 from eval_pipeline.lanes.spec import LaneSpec, ThresholdSpec
@@ -116,3 +117,17 @@ def test_a_seeded_run_is_reproduced_and_one_sample_keeps_todays_tables(sampled_e
     assert (single.metrics["samples"] == 1).all()
     gated = single.metrics.dropna(subset=["threshold"])
     assert (gated["statistic"] == "mean").all()
+
+
+def test_show_prints_each_samples_turns_and_verdicts_under_its_number(
+    run: LaneRun, capsys: pytest.CaptureFixture[str]
+) -> None:
+    case_id = str(run.case_predicates["case_id"].iloc[0])
+    turns = run.transcripts[run.transcripts["case_id"] == case_id]
+    verdicts = run.case_predicates[run.case_predicates["case_id"] == case_id]
+    _print_case(RunTables("r", "sampled", run.case_predicates, run.transcripts, run.turn_predicates), case_id)
+    printed = capsys.readouterr().out
+    for sample in range(REPEAT):
+        assert f"· sample {sample}\n" in printed
+        assert printed.count(f"  sample {sample}: ") == int((verdicts["sample_index"] == sample).sum())
+    assert printed.count("  prompt:  ") == len(turns) == REPEAT * turns["turn_index"].nunique()
