@@ -15,7 +15,7 @@ from math import comb
 
 import pandas as pd
 
-from eval_pipeline.flips import count_flips
+from eval_pipeline.flips import flips_by_group
 from eval_pipeline.scoring import MetricValue
 
 SAMPLE_INDEX = "sample_index"
@@ -157,35 +157,38 @@ def _check_k(n: int, c: int, k: int) -> None:
 def case_samples(case_predicates: pd.DataFrame, k: int | None = None) -> pd.DataFrame:
     """Per case predicate over the run's samples: how many applied and passed, the pass rate,
     pass@k and pass^k (k: the samples that applied, unless given) and the flips between
-    consecutive samples (:func:`eval_pipeline.flips.count_flips`, the one definition)."""
-    rows = []
+    consecutive samples (:func:`eval_pipeline.flips.flips_by_group`, the one definition)."""
     table = case_predicates
-    if SAMPLE_INDEX in table.columns:
-        table = table.sort_values(SAMPLE_INDEX, kind="stable")
-    for (case_id, predicate), group in table.groupby(["case_id", "predicate"], sort=True):
-        flips = count_flips(group["passed"])
-        n = flips.verdicts
-        if n == 0:
-            continue
-        c = int(group["passed"].dropna().astype(bool).sum())
-        k_used = min(k or n, n)
-        rows.append(
-            {
-                "case_id": str(case_id),
-                "predicate": str(predicate),
-                "samples": n,
-                "passes": c,
-                "pass_rate": c / n,
-                "pass_at_k": pass_at_k(n, c, k_used),
-                "pass_hat_k": pass_hat_k(n, c, k_used),
-                "flips": flips.flips,
-            }
-        )
-    return pd.DataFrame(rows, columns=CASE_SAMPLE_COLUMNS)
+    if SAMPLE_INDEX not in table.columns:
+        table = table.assign(**{SAMPLE_INDEX: 0})
+    counted = flips_by_group(table, ["case_id", "predicate"], SAMPLE_INDEX)
+    if counted.empty:
+        return pd.DataFrame(columns=CASE_SAMPLE_COLUMNS)
+    n = counted["verdicts"].astype(int)
+    c = counted["passes"].astype(int)
+    k_used = n if k is None else n.clip(upper=k)
+    # pass@k and pass^k of each distinct (n, c, k): few, however many cases
+    at_k = {key: (pass_at_k(*key), pass_hat_k(*key)) for key in set(zip(n, c, k_used, strict=True))}
+    keys = list(zip(n, c, k_used, strict=True))
+    return pd.DataFrame(
+        {
+            "case_id": counted["case_id"].astype(str),
+            "predicate": counted["predicate"].astype(str),
+            "samples": n,
+            "passes": c,
+            "pass_rate": c / n,
+            "pass_at_k": [at_k[key][0] for key in keys],
+            "pass_hat_k": [at_k[key][1] for key in keys],
+            "flips": counted["flips"].astype(int),
+        },
+        columns=CASE_SAMPLE_COLUMNS,
+    )
 
 
 def flaky_within_run(case_predicates: pd.DataFrame) -> pd.DataFrame:
     """Case predicates whose samples disagree, most flips first (empty with one sample)."""
+    if sample_count(case_predicates) <= 1:  # one sample cannot disagree with itself
+        return pd.DataFrame(columns=CASE_SAMPLE_COLUMNS)
     summary = case_samples(case_predicates)
     flaky = summary[summary["flips"] > 0]
     return flaky.sort_values(["flips", "case_id", "predicate"], ascending=[False, True, True]).reset_index(

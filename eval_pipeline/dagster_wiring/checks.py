@@ -136,6 +136,7 @@ def threshold_check_results(
     word, rounded values and, for a check with failing cases, a markdown table of them (case,
     predicate, code, reason)."""
     results: list[dg.AssetCheckResult] = []
+    flaky = flaky_within_run(case_predicates)  # the run's, shown on every check it may explain
     for verdict in verdicts:
         m, t = verdict.metric, verdict.threshold
         metadata: dict[str, dg.MetadataValue] = {
@@ -159,7 +160,6 @@ def threshold_check_results(
                 )
             )
             metadata["failing_case_ids"] = dg.MetadataValue.json(list(m.failing_case_ids[:MAX_CASES_SHOWN]))
-        flaky = flaky_within_run(case_predicates)
         if not flaky.empty:  # samples of a case that disagree: the interval is wide for a reason
             metadata["flaky_cases"] = dg.MetadataValue.md(
                 markdown_table(

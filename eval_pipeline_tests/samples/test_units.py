@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from eval_pipeline.cases import CaseFileError
-from eval_pipeline.flips import count_flips
+from eval_pipeline.flips import count_flips, flips_by_group
 from eval_pipeline.runtimes.targets import load_targets, rescore_name, rescore_target, resolve_target
 from eval_pipeline.samples import all_samples, case_samples, derive_seed, pass_at_k, pass_hat_k, pool
 from eval_pipeline.scoring import MetricValue, gated_statistic
@@ -94,3 +96,27 @@ def test_a_rescore_target_is_named_after_its_run_and_back() -> None:
     back = rescore_target(target.name)
     assert back is not None and back.spec == f"history:{run_id}"
     assert rescore_target("reference") is None
+
+
+@given(st.lists(st.lists(st.sampled_from([True, False, None]), max_size=6), max_size=8))
+def test_columnar_flips_agree_with_the_scalar_definition(sequences: list[list[bool | None]]) -> None:
+    rows = [
+        {"case_id": f"c{case}", "predicate": "p", "passed": verdict, "sample_index": index}
+        for case, verdicts in enumerate(sequences)
+        for index, verdict in reversed(list(enumerate(verdicts)))  # stored out of order
+    ]
+    table = pd.DataFrame(rows, columns=["case_id", "predicate", "passed", "sample_index"])
+    table = table.astype({"passed": "boolean"})
+    counted = flips_by_group(table, ["case_id", "predicate"], "sample_index").set_index("case_id")
+    for case, verdicts in enumerate(sequences):
+        expected = count_flips(verdicts)
+        if expected.verdicts == 0:
+            assert f"c{case}" not in counted.index
+            continue
+        got = counted.loc[f"c{case}"]
+        assert (got["verdicts"], got["transitions"], got["flips"]) == (
+            expected.verdicts,
+            expected.transitions,
+            expected.flips,
+        )
+        assert got["passes"] == sum(v is True for v in verdicts)
