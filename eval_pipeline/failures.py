@@ -34,7 +34,7 @@ def evidence_object(value: Any) -> dict[str, Any]:
     return decoded if isinstance(decoded, dict) else {"value": decoded}
 
 
-def failing_cases(case_predicates: pd.DataFrame) -> pd.DataFrame:
+def failing_cases(case_predicates: pd.DataFrame, samples: int | None = None) -> pd.DataFrame:
     """The failing case predicates (passed is False), hard first, then by case and predicate.
 
     Columns: case_id, predicate, severity, code, reason (the stored message), evidence (a dict).
@@ -45,7 +45,7 @@ def failing_cases(case_predicates: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=list(FAILING_COLUMNS))
     failing = case_predicates[case_predicates["passed"].eq(False).fillna(False)].copy()
     failing["_order"] = [_SEVERITY_ORDER.get(str(s), 2) for s in failing["severity"]]
-    samples = sample_count(case_predicates)
+    samples = samples or sample_count(case_predicates)
     if samples > 1:
         failing = failing.sort_values(SAMPLE_INDEX, kind="stable")
         failed_in = failing.groupby(["case_id", "predicate"], sort=False)["passed"].transform("size")
@@ -71,7 +71,12 @@ def failing_cases(case_predicates: pd.DataFrame) -> pd.DataFrame:
 
 
 def failing_rows_for_metric(
-    metric: str, case_ids: Iterable[str], case_predicates: pd.DataFrame, transcripts: pd.DataFrame
+    metric: str,
+    case_ids: Iterable[str],
+    case_predicates: pd.DataFrame,
+    transcripts: pd.DataFrame,
+    *,
+    samples: int | None = None,
 ) -> pd.DataFrame:
     """Why each of a metric's failing cases counts against it.
 
@@ -84,8 +89,8 @@ def failing_rows_for_metric(
     of_cases = (
         case_predicates[case_predicates["case_id"].isin(ids)] if len(case_predicates) else case_predicates
     )
-    own = failing_cases(of_cases[of_cases["predicate"] == metric.removesuffix("_rate")])
-    rows = own if not own.empty else failing_cases(of_cases)
+    own = failing_cases(of_cases[of_cases["predicate"] == metric.removesuffix("_rate")], samples)
+    rows = own if not own.empty else failing_cases(of_cases, samples)
     listed = set(rows["case_id"])
     faults = case_faults(transcripts)
     extra: list[dict[str, Any]] = [

@@ -7,8 +7,10 @@ the same way wherever it runs.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
-from collections.abc import Sequence
+import itertools
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,8 +18,8 @@ from typing import Any
 import pandas as pd
 from pydantic import BaseModel
 
-from eval_pipeline.cases.loading import LoadedCase, load_cases
-from eval_pipeline.drive import TurnCallback, drive
+from eval_pipeline.cases.loading import CaseStream, LoadedCase, load_cases
+from eval_pipeline.drive import StartCallback, TurnCallback, drive
 from eval_pipeline.lanes.kind import LaneKind, Scored, Thread
 from eval_pipeline.lanes.registry import lane_kind
 from eval_pipeline.lanes.spec import LaneSpec
@@ -25,9 +27,20 @@ from eval_pipeline.memo import Recent
 from eval_pipeline.runtimes.base import ChatRuntime
 from eval_pipeline.samples import all_samples, per_sample, pool, rows_of_sample, sample_frames
 from eval_pipeline.scoring import MetricValue, ThresholdVerdict, judge
-from eval_pipeline.tables import CASE_PREDICATES, METRICS, TURN_PREDICATES, column_values, frame, lane_columns
+from eval_pipeline.stage_files import StageFile, StageWriter, aligned_batches, batch_turns
+from eval_pipeline.tables import (
+    CASE_PREDICATES,
+    CASES,
+    METRICS,
+    TRANSCRIPTS,
+    TURN_PREDICATES,
+    column_values,
+    frame,
+    lane_columns,
+)
 
-CASES_COLUMNS = ["case_id", "split", "file", "line", "case_json"]
+# Cases whose threads are built together while the cases stage cuts its batches.
+THREAD_CHUNK = 1_000
 
 
 def case_paths(spec: LaneSpec, split: str, cases_path: str | Path | None = None) -> list[Path]:
@@ -48,8 +61,11 @@ def cases_sha256(paths: Sequence[Path]) -> str:
     return digest.hexdigest()
 
 
-def cases_frame(loaded: Sequence[LoadedCase[Any]], split: str) -> pd.DataFrame:
-    """Cases as a table: one row per case, the validated case as canonical JSON."""
+def cases_frame(
+    loaded: Sequence[LoadedCase[Any]], split: str, turns: Sequence[int] | None = None
+) -> pd.DataFrame:
+    """Cases as a table: one row per case, the validated case as canonical JSON, and how many
+    turns its thread sends (``turns``, one per case, when known)."""
     texts = [item.case.model_dump_json() for item in loaded]
     if loaded:  # the stages of this run read these cases back: they get these models
         _HYDRATED.put((type(loaded[0].case), _digest(texts)), [item.case for item in loaded])
@@ -60,8 +76,9 @@ def cases_frame(loaded: Sequence[LoadedCase[Any]], split: str) -> pd.DataFrame:
             "file": [item.file for item in loaded],
             "line": [item.line for item in loaded],
             "case_json": texts,
+            "turns": pd.array(list(turns) if turns is not None else [None] * len(loaded), dtype="Int64"),
         },
-        columns=CASES_COLUMNS,
+        columns=CASES.names,
     )
 
 
@@ -160,18 +177,23 @@ def case_predicate_table(
     )
 
 
-def metric_values(
+@dataclass(frozen=True)
+class SampleMetrics:
+    """A lane's metrics over some cases, before samples are pooled: each sample's values, and
+    (with several samples) the values of the all-samples tables, which give pass^k."""
+
+    per_sample: list[list[MetricValue]]
+    all_samples: list[MetricValue] | None = None
+
+
+def sample_metrics(
     kind: LaneKind,
     cases: Sequence[BaseModel],
     transcripts: pd.DataFrame,
     turn_predicates: pd.DataFrame,
     case_predicates: pd.DataFrame,
-) -> list[MetricValue]:
-    """Stage 5: the lane's metrics plus the ones every lane emits (COMMON_METRICS: error_rate).
-
-    With several samples per case each sample is measured on its own and the values pooled
-    (:func:`eval_pipeline.samples.pool`); the all-samples tables give each metric's pass^k.
-    """
+) -> SampleMetrics:
+    """The lane's metrics plus the ones every lane emits (COMMON_METRICS: error_rate), per sample."""
 
     def measure(rows: pd.DataFrame, turns: pd.DataFrame, case_rows: pd.DataFrame) -> list[MetricValue]:
         return [*kind.metrics(Scored(cases, rows, turns, case_rows)), error_rate(rows)]
@@ -182,13 +204,65 @@ def metric_values(
         for index, rows in samples
     ]
     if len(per) == 1:
-        return per[0]
+        return SampleMetrics(per)
     every = measure(
         samples[0][1],
         all_samples(turn_predicates, ["case_id", "turn_index", "predicate"]),
         all_samples(case_predicates, ["case_id", "predicate"]),
     )
-    return pool(per, every)
+    return SampleMetrics(per, every)
+
+
+def pooled(kind: LaneKind, measured: SampleMetrics) -> list[MetricValue]:
+    """The metrics of a run: each sample's values pooled (:func:`eval_pipeline.samples.pool`)."""
+    every = kind.derive_metrics(measured.all_samples) if measured.all_samples is not None else []
+    return pool([kind.derive_metrics(values) for values in measured.per_sample], every)
+
+
+def merge_batches(batches: Sequence[SampleMetrics]) -> SampleMetrics:
+    """The metrics of several case batches as those of one: a rate's counts add up, so does a
+    count; a metric derived from others (e.g. ``all_of``) is left for the kind to derive again.
+
+    Exact: a case is scored from its own rows, so the counts of disjoint batches sum to the
+    counts of their union."""
+    if len(batches) == 1:
+        return batches[0]
+    samples = {len(b.per_sample) for b in batches}
+    if len(samples) != 1:
+        raise ValueError(f"case batches hold different numbers of samples: {sorted(samples)}")
+    per = [_add([b.per_sample[i] for b in batches]) for i in range(samples.pop())]
+    every = [b.all_samples for b in batches]
+    return SampleMetrics(per, _add([e for e in every if e is not None]) if every[0] is not None else None)
+
+
+def _add(batches: Sequence[Sequence[MetricValue]]) -> list[MetricValue]:
+    added: list[MetricValue] = []
+    for position, first in enumerate(batches[0]):
+        values = [batch[position] for batch in batches]
+        if any(v.metric != first.metric for v in values):
+            raise ValueError(f"case batches emit metrics in different orders at {first.metric!r}")
+        failing = tuple(sorted({case for v in values for case in v.failing_case_ids}))
+        if all(v.numerator is not None and v.denominator is not None for v in values):
+            numerator = sum(float(v.numerator or 0.0) for v in values)
+            denominator = sum(float(v.denominator or 0.0) for v in values)
+            value = numerator / denominator if denominator else None
+            added.append(MetricValue(first.metric, value, numerator, denominator, failing))
+        else:  # a count adds up; a derived metric is derived again from its added parts
+            known = [v.value for v in values if v.value is not None]
+            added.append(MetricValue(first.metric, sum(known) if known else None, None, None, failing))
+    return added
+
+
+def metric_values(
+    kind: LaneKind,
+    cases: Sequence[BaseModel],
+    transcripts: pd.DataFrame,
+    turn_predicates: pd.DataFrame,
+    case_predicates: pd.DataFrame,
+) -> list[MetricValue]:
+    """Stage 5: the lane's metrics and error_rate. With several samples per case each sample is
+    measured on its own and the values pooled; the all-samples tables give each metric's pass^k."""
+    return pooled(kind, sample_metrics(kind, cases, transcripts, turn_predicates, case_predicates))
 
 
 def score(
@@ -211,6 +285,182 @@ def error_rate(transcripts: pd.DataFrame) -> MetricValue:
     failing = tuple(sorted(set(transcripts.loc[faulted, "case_id"].astype(str))))
     value = float(faulted.sum()) / turns if turns else None
     return MetricValue("error_rate", value, float(faulted.sum()), float(turns), failing)
+
+
+# --- the stages over stage files, one case batch at a time (what the Dagster assets run) ------
+
+
+def write_cases(
+    spec: LaneSpec, split: str, cases_path: str | Path | None = None, folder: str | Path | None = None
+) -> StageFile:
+    """Stage 1: the split's validated cases, in batches of about :func:`batch_turns` turns.
+
+    Every case is validated and its threads built (so a prompt that cannot be composed fails
+    here, before anything is sent); every problem of every file is raised at once
+    (:class:`eval_pipeline.cases.CaseFileError`) and no file is left behind."""
+    kind = lane_kind(spec)
+    stream = CaseStream(case_paths(spec, split, cases_path), kind.case_model)
+    budget = batch_turns()
+    with StageWriter(CASES, folder) as writer:
+        pending: list[LoadedCase[Any]] = []
+        turns: list[int] = []
+        written = False
+        for chunk in _chunks(stream, THREAD_CHUNK):
+            models = [item.case for item in chunk]
+            threads = kind.threads(models, spec, split)
+            check_thread_ids(models, threads)
+            sent: dict[str, int] = {}
+            for thread in threads:
+                sent[thread.case_id] = sent.get(thread.case_id, 0) + len(thread.turns)
+            for item in chunk:
+                pending.append(item)
+                turns.append(sent.get(str(item.case.id), 0))
+                if sum(turns) >= budget:
+                    writer.write(cases_frame(pending, split, turns))
+                    pending, turns, written = [], [], True
+        if pending or not written:
+            writer.write(cases_frame(pending, split, turns))
+        stream.check()
+        return writer.finish()
+
+
+def prepare_cases(spec: LaneSpec, split: str, cases_path: str | Path | None = None) -> None:
+    """Write the cases stage of a run about to start (what ``run`` checks before anything runs);
+    the run's cases stage takes the file instead of validating the same files again."""
+    key = _prepared_key(spec, split, cases_path)
+    stale = _PREPARED.pop(key, None)
+    if stale is not None:
+        stale.path.unlink(missing_ok=True)
+    _PREPARED[key] = write_cases(spec, split, cases_path)
+
+
+def cases_stage(
+    spec: LaneSpec, split: str, cases_path: str | Path | None = None, folder: str | Path | None = None
+) -> StageFile:
+    """Stage 1: the file :func:`prepare_cases` wrote for these very files, else :func:`write_cases`."""
+    prepared = _PREPARED.pop(_prepared_key(spec, split, cases_path), None)
+    if prepared is not None and prepared.path.exists():
+        return prepared
+    return write_cases(spec, split, cases_path, folder)
+
+
+def _prepared_key(spec: LaneSpec, split: str, cases_path: str | Path | None) -> tuple[Any, ...]:
+    files = []
+    for path in case_paths(spec, split, cases_path):
+        digest = hashlib.blake2b(digest_size=16)
+        try:
+            with path.open("rb") as handle:
+                while block := handle.read(1 << 20):
+                    digest.update(block)
+        except OSError:
+            pass  # writing the cases says what is wrong with the path
+        files.append((str(path.resolve()), digest.digest()))
+    return (spec.name, spec.version, split, tuple(files), batch_turns())
+
+
+# Cases stage files written before their run, by lane, split, files' content and batch size;
+# a run takes its file (it moves into the run's storage). One left untaken is removed at exit.
+_PREPARED: dict[tuple[Any, ...], StageFile] = {}
+
+
+@atexit.register
+def _remove_untaken() -> None:
+    for prepared in _PREPARED.values():
+        prepared.path.unlink(missing_ok=True)
+
+
+def _chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    iterator = iter(items)
+    while chunk := list(itertools.islice(iterator, size)):
+        yield chunk
+
+
+def drive_cases(
+    spec: LaneSpec,
+    split: str,
+    cases: StageFile,
+    runtime: ChatRuntime,
+    *,
+    concurrency: int | None = 1,
+    on_turn: TurnCallback | None = None,
+    on_start: StartCallback | None = None,
+    repeat: int = 1,
+    seed: int | None = None,
+    run_columns: dict[str, str] | None = None,
+    folder: str | Path | None = None,
+) -> StageFile:
+    """Stage 2: the transcripts of every case batch, driven and written batch by batch.
+
+    A lane whose threads share a session (a warm session plays every case) is driven in one
+    piece, its rows then written in the cases' batches: the session cannot be cut."""
+    kind = lane_kind(spec)
+    if on_start:
+        on_start(repeat * int(cases.read(["turns"])["turns"].fillna(0).sum()))
+    batches = ((rows, cases_from_frame(kind, rows)) for rows in cases.batches())
+    with StageWriter(TRANSCRIPTS, folder) as writer:
+        held: list[tuple[list[str], list[Thread]]] = []
+        for case_rows, models in batches:
+            threads = kind.threads(models, spec, split)
+            if held or any(t.session is not None for t in threads):
+                held.append((column_values(case_rows, "case_id"), threads))
+                continue
+            rows = drive(runtime, threads, concurrency=concurrency, on_turn=on_turn, repeat=repeat, seed=seed)
+            writer.write(rows, **(run_columns or {}))
+        if held:
+            every = [t for _, threads in held for t in threads]
+            rows = drive(runtime, every, concurrency=concurrency, on_turn=on_turn, repeat=repeat, seed=seed)
+            for case_ids, _ in held:
+                writer.write(rows[rows["case_id"].isin(case_ids)], **(run_columns or {}))
+        return writer.finish()
+
+
+def score_turns(
+    kind: LaneKind,
+    cases: StageFile,
+    transcripts: StageFile,
+    run_columns: dict[str, str] | None = None,
+    folder: str | Path | None = None,
+) -> StageFile:
+    """Stage 3 over stage files: each batch's turn predicates."""
+    with StageWriter(TURN_PREDICATES, folder) as writer:
+        for case_rows, turns in aligned_batches(cases, transcripts):
+            writer.write(
+                turn_predicate_table(kind, cases_from_frame(kind, case_rows), turns), **(run_columns or {})
+            )
+        return writer.finish()
+
+
+def score_cases(
+    kind: LaneKind,
+    cases: StageFile,
+    transcripts: StageFile,
+    turn_predicates: StageFile,
+    run_columns: dict[str, str] | None = None,
+    folder: str | Path | None = None,
+) -> StageFile:
+    """Stage 4 over stage files: each batch's case predicates."""
+    with StageWriter(CASE_PREDICATES, folder) as writer:
+        for case_rows, turns, verdicts in aligned_batches(cases, transcripts, turn_predicates):
+            models = cases_from_frame(kind, case_rows)
+            writer.write(case_predicate_table(kind, models, turns, verdicts), **(run_columns or {}))
+        return writer.finish()
+
+
+def measure(
+    kind: LaneKind,
+    cases: StageFile,
+    transcripts: StageFile,
+    turn_predicates: StageFile,
+    case_predicates: StageFile,
+) -> list[MetricValue]:
+    """Stage 5 over stage files: each batch measured, the batches added up, the samples pooled."""
+    batches = [
+        sample_metrics(kind, cases_from_frame(kind, case_rows), turns, verdicts, case_verdicts)
+        for case_rows, turns, verdicts, case_verdicts in aligned_batches(
+            cases, transcripts, turn_predicates, case_predicates
+        )
+    ]
+    return pooled(kind, merge_batches(batches))
 
 
 def evaluate_lane(

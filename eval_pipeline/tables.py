@@ -124,6 +124,18 @@ RUN_MANIFESTS = pa.schema(
     ]
 )
 
+# The cases stage: one row per validated case, its row groups the run's case batches.
+CASES = pa.schema(
+    [
+        pa.field("case_id", pa.string()),
+        pa.field("split", pa.string()),
+        pa.field("file", pa.string()),
+        pa.field("line", pa.int64()),
+        pa.field("case_json", pa.string()),
+        pa.field("turns", pa.int64()),  # turns the case's thread sends (one sample)
+    ]
+)
+
 SCHEMAS: Mapping[str, pa.Schema] = {
     "transcripts": TRANSCRIPTS,
     "turn_predicates": TURN_PREDICATES,
@@ -185,6 +197,7 @@ COLUMN_DESCRIPTIONS: Mapping[str, str] = {
     "file": "The case file the case came from.",
     "line": "The line of the case in its file.",
     "case_json": "The validated case as canonical JSON.",
+    "turns": "Turns the case's thread sends, per sample.",
 }
 
 

@@ -4,8 +4,8 @@ from eval_pipeline.cases.jsonl import JsonLine, LineProblem, parse_jsonl, read_j
 from eval_pipeline.cases.loading import (
     CaseFileError,
     CaseProblem,
+    CaseStream,
     LoadedCase,
-    duplicate_id_problems,
     load_cases,
     parse_case_file,
     validate_record,
@@ -14,10 +14,10 @@ from eval_pipeline.cases.loading import (
 __all__ = [
     "CaseFileError",
     "CaseProblem",
+    "CaseStream",
     "JsonLine",
     "LineProblem",
     "LoadedCase",
-    "duplicate_id_problems",
     "load_cases",
     "parse_case_file",
     "parse_jsonl",

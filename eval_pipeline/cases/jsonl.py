@@ -63,42 +63,66 @@ class _Rejected(ValueError):
 
 def read_jsonl(path: Path) -> tuple[list[JsonLine], list[LineProblem]]:
     """Every record of the file at ``path`` and every problem, in line order. Never raises on content."""
+    return _collect(iter_jsonl(path))
+
+
+def iter_jsonl(path: Path) -> Iterator[JsonLine | LineProblem]:
+    """:func:`read_jsonl` one line at a time (a big file is never held whole), in line order."""
     try:
-        data = path.read_bytes()
+        handle = path.open("rb")
     except FileNotFoundError:
-        return [], [LineProblem(0, "(file)", "file does not exist")]
+        yield LineProblem(0, "(file)", "file does not exist")
+        return
     except IsADirectoryError:
-        return [], [LineProblem(0, "(file)", "is a directory, not a JSONL file")]
+        yield LineProblem(0, "(file)", "is a directory, not a JSONL file")
+        return
     except OSError as exc:
-        return [], [LineProblem(0, "(file)", f"cannot be read: {exc.strerror or exc}")]
-    return parse_jsonl(data)
+        yield LineProblem(0, "(file)", f"cannot be read: {exc.strerror or exc}")
+        return
+    with handle:
+        try:
+            yield from _lines_of(enumerate(handle, start=1))
+        except OSError as exc:
+            yield LineProblem(0, "(file)", f"cannot be read: {exc.strerror or exc}")
 
 
 def parse_jsonl(data: bytes) -> tuple[list[JsonLine], list[LineProblem]]:
     """Records and problems of JSONL ``data``. An empty file (no record, no problem) is a problem."""
-    for bom, encoding in _WIDE_BOMS.items():
-        if data.startswith(bom):
-            return [], [LineProblem(1, "(file)", f"file is {encoding} text; JSONL files must be UTF-8")]
+    return _collect(_lines_of(enumerate(data.split(b"\n"), start=1)))
+
+
+def _collect(items: Iterator[JsonLine | LineProblem]) -> tuple[list[JsonLine], list[LineProblem]]:
     records: list[JsonLine] = []
     problems: list[LineProblem] = []
-    for number, raw in _physical_lines(data):
-        if all(byte in BLANK for byte in raw):
-            continue
-        value = parse_json_line(raw)
-        if isinstance(value, LineProblem):
-            problems.append(LineProblem(number, value.field, value.message))
-        else:
-            records.append(JsonLine(number, value))
-    if not records and not problems:
-        problems.append(LineProblem(0, "(file)", "file holds no records (it is empty or blank)"))
+    for item in items:
+        (records if isinstance(item, JsonLine) else problems).append(item)  # type: ignore[arg-type]
     return records, problems
 
 
-def _physical_lines(data: bytes) -> Iterator[tuple[int, bytes]]:
-    if data.startswith(_UTF8_BOM):  # some editors write one; it is not part of the first record
-        data = data[len(_UTF8_BOM) :]
-    for number, raw in enumerate(data.split(b"\n"), start=1):
-        yield number, raw[:-1] if raw.endswith(b"\r") else raw
+def _lines_of(numbered: Iterator[tuple[int, bytes]]) -> Iterator[JsonLine | LineProblem]:
+    """Records and problems of physical lines split on ``\\n`` (each may keep its ``\\n``)."""
+    found = False
+    for number, line in numbered:
+        raw = line[:-1] if line.endswith(b"\n") else line
+        raw = raw[:-1] if raw.endswith(b"\r") else raw
+        if number == 1:
+            for bom, encoding in _WIDE_BOMS.items():
+                if raw.startswith(bom):
+                    yield LineProblem(1, "(file)", f"file is {encoding} text; JSONL files must be UTF-8")
+                    return
+            if raw.startswith(_UTF8_BOM):  # some editors write one; it is not part of the first record
+                raw = raw[len(_UTF8_BOM) :]
+        if all(byte in BLANK for byte in raw):
+            continue
+        found = True
+        value = parse_json_line(raw)
+        yield (
+            LineProblem(number, value.field, value.message)
+            if isinstance(value, LineProblem)
+            else JsonLine(number, value)
+        )
+    if not found:
+        yield LineProblem(0, "(file)", "file holds no records (it is empty or blank)")
 
 
 def parse_json_line(raw: bytes) -> dict[str, Any] | LineProblem:

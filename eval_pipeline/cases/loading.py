@@ -6,17 +6,15 @@ fix a case file without reading code. Nothing downstream runs on a file that has
 
 from __future__ import annotations
 
-import hashlib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from eval_pipeline.cases.jsonl import read_jsonl
-from eval_pipeline.memo import Recent
+from eval_pipeline.cases.jsonl import JsonLine, iter_jsonl
 
 CaseT = TypeVar("CaseT", bound=BaseModel)
 
@@ -78,39 +76,14 @@ def _describe(error: dict[str, object]) -> str:
 
 
 def parse_case_file(path: Path, model: type[CaseT]) -> tuple[list[LoadedCase[CaseT]], list[CaseProblem]]:
-    """Parse one JSONL file with the strict reader, then validate each record strictly.
+    """Every valid record of one JSONL file, and every problem of the others (ids unchecked).
 
     Blank lines are skipped; every bad line yields problems, never an exception. A record is
     accepted only if it also survives the round trip the pipeline makes (the validated case is
     stored as JSON and read back), so what ``validate`` accepts, ``run`` accepts too.
     """
-    name = str(path)
-    try:
-        key = (name, model, hashlib.blake2b(path.read_bytes(), digest_size=16).digest())
-    except OSError:
-        key = None  # read_jsonl says what is wrong with the path
-    if key is None:
-        return _parse_case_file(path, model)
-    cases, problems = _PARSED.get(key, lambda: _parse_case_file(path, model))
-    return list(cases), list(problems)
-
-
-# Files parsed lately, by content: `run` validates every file before it starts, then its stages
-# read the same files; they are parsed once.
-_PARSED: Recent[tuple[list[Any], list[CaseProblem]]] = Recent(4)
-
-
-def _parse_case_file(path: Path, model: type[CaseT]) -> tuple[list[LoadedCase[CaseT]], list[CaseProblem]]:
-    name = str(path)
-    records, line_problems = read_jsonl(path)
-    problems = [CaseProblem(name, p.line, p.field, p.message) for p in line_problems]
-    cases: list[LoadedCase[CaseT]] = []
-    for record in records:
-        case, record_problems = validate_record(model, record.value)
-        problems += [CaseProblem(name, record.line, field, message) for field, message in record_problems]
-        if case is not None:
-            cases.append(LoadedCase(case, name, record.line))
-    return cases, sorted(problems, key=lambda p: p.line)
+    stream = CaseStream([path], model, id_field=None)
+    return list(stream), stream.problems
 
 
 def validate_record(model: type[CaseT], value: dict[str, Any]) -> tuple[CaseT | None, list[tuple[str, str]]]:
@@ -125,36 +98,60 @@ def validate_record(model: type[CaseT], value: dict[str, Any]) -> tuple[CaseT | 
     return case, []
 
 
-def duplicate_id_problems(cases: Sequence[LoadedCase[CaseT]], id_field: str = "id") -> list[CaseProblem]:
-    """A problem for every case whose id was already used (by an earlier line, in any file)."""
-    first_seen: dict[str, LoadedCase[CaseT]] = {}
-    problems: list[CaseProblem] = []
-    for loaded in cases:
-        case_id = str(getattr(loaded.case, id_field))
-        if case_id in first_seen:
-            origin = first_seen[case_id]
-            problems.append(
-                CaseProblem(
-                    loaded.file,
-                    loaded.line,
-                    id_field,
-                    f"duplicate case id {case_id!r} (first used at {origin.file}:{origin.line})",
-                )
-            )
-        else:
-            first_seen[case_id] = loaded
-    return problems
+class CaseStream(Generic[CaseT]):
+    """The validated cases of files, one at a time, never all held at once (a million-case file).
+
+    Problems (and duplicate ids, across files) gather in :attr:`problems` as the files are read;
+    :meth:`check` raises them all once the stream is spent. What it yields before then is only
+    good once ``check`` passes: a caller writes it somewhere it can throw away."""
+
+    def __init__(self, paths: Sequence[Path], model: type[CaseT], id_field: str | None = "id") -> None:
+        self.paths = list(paths)
+        self.model = model
+        self.id_field = id_field
+        self.problems: list[CaseProblem] = []
+
+    def __iter__(self) -> Iterator[LoadedCase[CaseT]]:
+        first_seen: dict[str, tuple[int, int]] = {}  # id -> (file's position, line)
+        for position, path in enumerate(self.paths):
+            name = str(path)
+            file_problems: list[CaseProblem] = []
+            for item in iter_jsonl(path):
+                if not isinstance(item, JsonLine):
+                    file_problems.append(CaseProblem(name, item.line, item.field, item.message))
+                    continue
+                case, record_problems = validate_record(self.model, item.value)
+                file_problems += [CaseProblem(name, item.line, f, m) for f, m in record_problems]
+                if case is None:
+                    continue
+                if self.id_field is None:
+                    yield LoadedCase(case, name, item.line)
+                    continue
+                case_id = str(getattr(case, self.id_field))
+                origin = first_seen.setdefault(case_id, (position, item.line))
+                if origin != (position, item.line):
+                    used = f"{self.paths[origin[0]]}:{origin[1]}"
+                    file_problems.append(
+                        CaseProblem(
+                            name,
+                            item.line,
+                            self.id_field,
+                            f"duplicate case id {case_id!r} (first used at {used})",
+                        )
+                    )
+                    continue
+                yield LoadedCase(case, name, item.line)
+            self.problems += sorted(file_problems, key=lambda p: p.line)
+
+    def check(self) -> None:
+        """Raise :class:`CaseFileError` listing every problem found, if any."""
+        if self.problems:
+            raise CaseFileError(self.problems)
 
 
 def load_cases(paths: Sequence[Path], model: type[CaseT]) -> list[LoadedCase[CaseT]]:
     """Load and validate every file; raise :class:`CaseFileError` listing all problems, if any."""
-    cases: list[LoadedCase[CaseT]] = []
-    problems: list[CaseProblem] = []
-    for path in paths:
-        file_cases, file_problems = parse_case_file(path, model)
-        cases.extend(file_cases)
-        problems.extend(file_problems)
-    problems.extend(duplicate_id_problems(cases))
-    if problems:
-        raise CaseFileError(problems)
+    stream = CaseStream(paths, model)
+    cases = list(stream)
+    stream.check()
     return cases

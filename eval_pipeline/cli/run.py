@@ -38,14 +38,13 @@ from eval_pipeline.junit import SuiteRun, junit_xml
 from eval_pipeline.lanes.registry import discover_lanes
 from eval_pipeline.lanes.spec import MAX_REPEAT, LaneSpec
 from eval_pipeline.palette import rich_style
-from eval_pipeline.pipeline import lane_threads, load_split
+from eval_pipeline.pipeline import prepare_cases
 from eval_pipeline.progress import rich_progress
 from eval_pipeline.runtimes.adapters.history import RecordedRun
 from eval_pipeline.runtimes.options import parse_runtime_options
 from eval_pipeline.runtimes.registry import build_runtime
 from eval_pipeline.runtimes.targets import find_target
 from eval_pipeline.runtimes.warm import warm_runtimes
-from eval_pipeline.samples import flaky_within_run
 from eval_pipeline.settings import CELERY_BROKER_ENV, celery_broker
 from eval_pipeline.settings import runtime_spec as default_runtime_spec
 
@@ -189,10 +188,8 @@ def _interval_text(row: dict[Any, Any]) -> str:
 
 def _print_flaky(outcome: LaneOutcome) -> None:
     """Case predicates whose samples disagree, with their flips (nothing with one sample)."""
-    if outcome.case_predicates is None or outcome.void:
-        return
-    flaky = flaky_within_run(outcome.case_predicates)
-    if flaky.empty:
+    flaky = None if outcome.void else outcome.flaky()
+    if flaky is None or flaky.empty:
         return
     out().print(
         f"[bold]flaky within the run[/bold] ({flaky['case_id'].nunique()} case(s) whose samples disagree):",
@@ -214,9 +211,10 @@ def _print_flaky(outcome: LaneOutcome) -> None:
 
 def _print_failing(outcome: LaneOutcome) -> None:
     """The failing cases, hard first, one line each: what failed and why; capped, with the rest counted."""
-    if outcome.case_predicates is None:
+    rows = outcome.failing_case_predicates()
+    if rows is None:
         return
-    failing = failing_cases(outcome.case_predicates)
+    failing = failing_cases(rows, samples=outcome.samples)
     if failing.empty:
         return
     if outcome.void:  # every result is a fault's echo: the faults below say it once
@@ -251,13 +249,14 @@ def _print_faults(outcome: LaneOutcome) -> None:
     """The distinct fault messages of the run's turns, with how many turns each."""
     if outcome.void:
         err().print(f"[{rich_style('void')}]the measurement failed:[/] {escape(outcome.measurement_note)}")
-    if outcome.transcripts is None:
+    faulted = outcome.faulted_turns()
+    if faulted is None:
         return
-    faults = fault_counts(outcome.transcripts)
+    faults = fault_counts(faulted)
     if not faults:
         return
     total = sum(f["turns"] for f in faults)
-    err().print(f"[bold]faults[/bold] ({total} of {len(outcome.transcripts)} turns):", highlight=False)
+    err().print(f"[bold]faults[/bold] ({total} of {outcome.turn_count} turns):", highlight=False)
     for fault in faults:
         err().print(Text(f"  {fault['turns']:>4} × {fault['fault']}"), highlight=False, soft_wrap=True)
 
@@ -370,7 +369,7 @@ def run(
         if cases is not None and len({spec.name for spec, _ in pairs}) != 1:
             raise KeyError("--cases evaluates one lane's contract: name exactly one --lane")
         for spec, s in pairs:  # every case file is valid, and its prompts composable, before anything runs
-            lane_threads(spec, s, [item.case for item in load_split(spec, s, cases)])
+            prepare_cases(spec, s, cases)
         tomorrow = datetime.now(UTC).date() + timedelta(days=1)  # east of UTC it may already be tomorrow
         day = run_night(date or datetime.now(UTC).date().isoformat(), latest=tomorrow)
         chosen = executor or (

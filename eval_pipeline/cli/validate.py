@@ -12,9 +12,8 @@ from pydantic import BaseModel
 from eval_pipeline.cases.loading import (
     CaseFileError,
     CaseProblem,
+    CaseStream,
     LoadedCase,
-    duplicate_id_problems,
-    parse_case_file,
 )
 from eval_pipeline.cli.common import app, bad_input_exits, out
 from eval_pipeline.i18n.schema import evalcase_v1_schema_text
@@ -99,10 +98,6 @@ def validate_files(
     files: list[Path], model: type[BaseModel]
 ) -> tuple[list[LoadedCase[BaseModel]], list[CaseProblem]]:
     """Every problem of every file, and ids unique across all of them."""
-    loaded: list[LoadedCase[BaseModel]] = []
-    problems: list[CaseProblem] = []
-    for path in files:
-        file_cases, file_problems = parse_case_file(path, model)
-        loaded += file_cases
-        problems += file_problems
-    return loaded, problems + duplicate_id_problems(loaded)
+    stream = CaseStream(files, model)
+    loaded = list(stream)
+    return loaded, stream.problems

@@ -35,28 +35,29 @@ from eval_pipeline.dagster_wiring.markdown import markdown_table
 from eval_pipeline.dagster_wiring.partitions import CUSTOM_PREFIX, custom_case_set, lane_partitions, series_of
 from eval_pipeline.dagster_wiring.resources import HistoryResource, RuntimeResource
 from eval_pipeline.dagster_wiring.runtime_targets import runtime_pool_slot, transcripts_runtime_dep
-from eval_pipeline.drive import drive, samples_to_drive
+from eval_pipeline.drive import samples_to_drive
 from eval_pipeline.failures import failing_cases
 from eval_pipeline.history import append_run, commit_run, find_regressions, lane_chart_markdown
 from eval_pipeline.lanes.registry import lane_kind
 from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.pipeline import (
-    case_predicate_table,
-    cases_frame,
-    cases_from_frame,
     cases_sha256,
-    check_thread_ids,
-    load_split,
+    cases_stage,
+    drive_cases,
+    measure,
     metric_rows,
-    metric_values,
-    turn_predicate_table,
+    score_cases,
+    score_turns,
 )
 from eval_pipeline.progress import FanOut, LogProgress, ProgressObserver
 from eval_pipeline.runtimes.base import RuntimeSpecError
 from eval_pipeline.runtimes.registry import build_runtime
+from eval_pipeline.samples import SAMPLE_INDEX, flaky_within_run
 from eval_pipeline.scoring import judge, measurement
+from eval_pipeline.stage_files import StageFile, failed, faulted
 from eval_pipeline.tables import (
     CASE_PREDICATES,
+    CASES,
     COLUMN_DESCRIPTIONS,
     JSON_TEXT,
     METRICS,
@@ -64,7 +65,6 @@ from eval_pipeline.tables import (
     TRANSCRIPTS,
     TURN_PREDICATES,
     frame,
-    with_run_columns,
 )
 
 STAGES = ("cases", "transcripts", "turn_predicates", "case_predicates", "metrics", "history")
@@ -97,20 +97,10 @@ def column_schema(schema: pa.Schema) -> dg.TableSchema:
     )
 
 
-CASES_SCHEMA = pa.schema(
-    [
-        pa.field("case_id", pa.string()),
-        pa.field("split", pa.string()),
-        pa.field("file", pa.string()),
-        pa.field("line", pa.int64()),
-        pa.field("case_json", pa.string()),
-    ]
-)
-
-
-def failing_cases_markdown(case_predicates: pd.DataFrame) -> str:
-    """A markdown table of the failing case predicates (hard first), capped for the UI."""
-    failing = failing_cases(case_predicates)
+def failing_cases_markdown(case_predicates: pd.DataFrame, samples: int | None = None) -> str:
+    """A markdown table of the failing case predicates (hard first), capped for the UI.
+    ``case_predicates`` may hold only the failing rows; ``samples`` is then the run's."""
+    failing = failing_cases(case_predicates, samples)
     if failing.empty:
         return "No failing case predicates."
     return markdown_table(
@@ -121,10 +111,29 @@ def failing_cases_markdown(case_predicates: pd.DataFrame) -> str:
     )
 
 
-def _run_columns(context: dg.AssetExecutionContext, spec: LaneSpec, cases: pd.DataFrame) -> dict[str, str]:
+def sample_total(table: StageFile) -> int:
+    """How many samples per case a stage file holds."""
+    indexes = table.read([SAMPLE_INDEX])[SAMPLE_INDEX].dropna()
+    return int(indexes.max()) + 1 if len(indexes) else 1
+
+
+def flaky_of(case_predicates: StageFile) -> pd.DataFrame:
+    """Case predicates whose samples disagree (nothing to read with one sample); batch by batch,
+    since a case's samples are all in its batch."""
+    if sample_total(case_predicates) <= 1:
+        return flaky_within_run(pd.DataFrame(columns=["case_id", "predicate", "passed", SAMPLE_INDEX]))
+    columns = ["case_id", "predicate", "passed", SAMPLE_INDEX]
+    parts = [flaky_within_run(batch) for batch in case_predicates.batches(columns)]
+    flaky = pd.concat(parts, ignore_index=True)
+    return flaky.sort_values(["flips", "case_id", "predicate"], ascending=[False, True, True]).reset_index(
+        drop=True
+    )
+
+
+def _run_columns(context: dg.AssetExecutionContext, spec: LaneSpec, cases: StageFile) -> dict[str, str]:
     """run_id and the series of this run: lane, split (from the cases), runtime, case set."""
     case_set, runtime = series_of(context.partition_key)
-    splits = cases["split"].dropna().unique()
+    splits = cases.read(["split"])["split"].dropna().unique()
     return {
         "run_id": context.run.run_id,
         "lane": spec.name,
@@ -186,19 +195,19 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
         name="cases",
         description=f"Validated cases of {spec.title} ({spec.version}), one row per case.",
         kinds={"python", "parquet"},
-        metadata={"dagster/column_schema": column_schema(CASES_SCHEMA)},
+        metadata={"dagster/column_schema": column_schema(CASES)},
         **common,
     )
-    def cases(context: dg.AssetExecutionContext, config: CasesConfig) -> dg.Output[pd.DataFrame]:
+    def cases(context: dg.AssetExecutionContext, config: CasesConfig) -> dg.Output[StageFile]:
         case_set, _ = series_of(context.partition_key)
         split, cases_path = _case_files(spec, case_set, config)
-        loaded = load_split(spec, split, cases_path)
-        table = cases_frame(loaded, split)
+        table = cases_stage(spec, split, cases_path)
         return dg.Output(
             table,
             metadata={
-                "dagster/row_count": len(table),
-                "files": dg.MetadataValue.json(sorted(set(table["file"]))),
+                "dagster/row_count": table.row_count,
+                "batches": table.batch_count,
+                "files": dg.MetadataValue.json(sorted(set(table.read(["file"])["file"]))),
             },
         )
 
@@ -215,41 +224,40 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
         context: dg.AssetExecutionContext,
         runtime: RuntimeResource,
         progress: dg.ResourceParam[ProgressObserver],
-        cases: pd.DataFrame,
-    ) -> dg.Output[pd.DataFrame]:
+        cases: StageFile,
+    ) -> dg.Output[StageFile]:
         run_columns = _run_columns(context, spec, cases)
-        case_models = cases_from_frame(kind, cases)
-        threads = kind.threads(case_models, spec, run_columns["split"])
-        check_thread_ids(case_models, threads)
         target = runtime.target(run_columns["runtime"])
         # The slot first: a runtime may start processes or open connections when it is built.
         step_key = context.get_step_execution_context().step.key
         with runtime_pool_slot(context.instance, context.run, step_key, target, context.log):
             chat_runtime = build_runtime(target.spec, target.options)
             try:
-                context.log.info(f"driving {target.name} ({chat_runtime.spec}) over {len(threads)} cases")
+                context.log.info(f"driving {target.name} ({chat_runtime.spec}) over {cases.row_count} cases")
                 observers = FanOut(
                     LogProgress(context.log, every_s=PROGRESS_EVERY_SECONDS, label=spec.name), progress
                 )
-                table = drive(
+                table = drive_cases(
+                    spec,
+                    run_columns["split"],
+                    cases,
                     chat_runtime,
-                    threads,
                     concurrency=runtime.concurrency_for(target),
                     on_turn=observers,
                     on_start=observers.start,
                     repeat=samples_to_drive(chat_runtime, runtime.samples_for(target, spec.repeat)),
                     seed=runtime.seed,
+                    run_columns=run_columns,
                 )
             finally:
                 chat_runtime.close()
-        errors = int(table["error"].notna().sum())
-        table = with_run_columns(table, TRANSCRIPTS, **run_columns)
+        errors = table.read(["case_id"], where=faulted())
         return dg.Output(
             table,
             metadata={
-                "dagster/row_count": len(table),
-                "turns": len(table),
-                "errors": errors,
+                "dagster/row_count": table.row_count,
+                "turns": table.row_count,
+                "errors": len(errors),
                 "runtime": target.name,
                 "runtime_spec": chat_runtime.spec,
             },
@@ -264,11 +272,10 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
         **common,
     )
     def turn_predicates(
-        context: dg.AssetExecutionContext, cases: pd.DataFrame, transcripts: pd.DataFrame
-    ) -> dg.Output[pd.DataFrame]:
-        table = turn_predicate_table(kind, cases_from_frame(kind, cases), transcripts)
-        table = with_run_columns(table, TURN_PREDICATES, **_run_columns(context, spec, cases))
-        return dg.Output(table, metadata={"dagster/row_count": len(table)})
+        context: dg.AssetExecutionContext, cases: StageFile, transcripts: StageFile
+    ) -> dg.Output[StageFile]:
+        table = score_turns(kind, cases, transcripts, _run_columns(context, spec, cases))
+        return dg.Output(table, metadata={"dagster/row_count": table.row_count})
 
     @dg.asset(
         name="case_predicates",
@@ -284,18 +291,18 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
     )
     def case_predicates(
         context: dg.AssetExecutionContext,
-        cases: pd.DataFrame,
-        transcripts: pd.DataFrame,
-        turn_predicates: pd.DataFrame,
-    ) -> dg.Output[pd.DataFrame]:
-        case_models = cases_from_frame(kind, cases)
-        table = case_predicate_table(kind, case_models, transcripts, turn_predicates)
-        table = with_run_columns(table, CASE_PREDICATES, **_run_columns(context, spec, cases))
+        cases: StageFile,
+        transcripts: StageFile,
+        turn_predicates: StageFile,
+    ) -> dg.Output[StageFile]:
+        table = score_cases(kind, cases, transcripts, turn_predicates, _run_columns(context, spec, cases))
         return dg.Output(
             table,
             metadata={
-                "dagster/row_count": len(table),
-                "failing_cases": dg.MetadataValue.md(failing_cases_markdown(table)),
+                "dagster/row_count": table.row_count,
+                "failing_cases": dg.MetadataValue.md(
+                    failing_cases_markdown(table.read(where=failed()), sample_total(table))
+                ),
             },
         )
 
@@ -320,13 +327,12 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
     def metrics(
         context: dg.AssetExecutionContext,
         runtime: RuntimeResource,
-        cases: pd.DataFrame,
-        transcripts: pd.DataFrame,
-        turn_predicates: pd.DataFrame,
-        case_predicates: pd.DataFrame,
+        cases: StageFile,
+        transcripts: StageFile,
+        turn_predicates: StageFile,
+        case_predicates: StageFile,
     ) -> Iterator[dg.Output[pd.DataFrame] | dg.AssetCheckResult]:
-        case_models = cases_from_frame(kind, cases)
-        values = metric_values(kind, case_models, transcripts, turn_predicates, case_predicates)
+        values = measure(kind, cases, transcripts, turn_predicates, case_predicates)
         run_columns = _run_columns(context, spec, cases)
         budget = runtime.target(run_columns["runtime"]).error_budget(spec.max_error_rate)
         measured = measurement(values, budget)
@@ -337,7 +343,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
             **run_columns,
             partition_date=_night(context),
             started_at=_run_started_at(context),
-            cases_sha256=cases_sha256([Path(f) for f in dict.fromkeys(cases["file"])]),
+            cases_sha256=cases_sha256([Path(f) for f in dict.fromkeys(cases.read(["file"])["file"])]),
             pipeline_version=__version__,
         )
         numeric = {m.metric: dg.MetadataValue.float(rounded(m.value)) for m in values if m.value is not None}
@@ -352,8 +358,18 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
                 "dagster/row_count": len(table),
             },
         )
-        yield measurement_check_result(measured, transcripts)
-        yield from threshold_check_results(verdicts, case_predicates, transcripts, measured)
+        # What the checks show: the failing rows and the faulted turns, never the whole tables.
+        faults = transcripts.read(["case_id", "error"], where=faulted())
+        failing = case_predicates.read(where=failed())
+        yield measurement_check_result(measured, faults)
+        yield from threshold_check_results(
+            verdicts,
+            failing,
+            faults,
+            measured,
+            samples=sample_total(case_predicates),
+            flaky=flaky_of(case_predicates),
+        )
 
     @dg.asset(
         name="history",
@@ -375,8 +391,8 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
         history: HistoryResource,
         runtime: RuntimeResource,
         metrics: pd.DataFrame,
-        case_predicates: pd.DataFrame,
-        transcripts: pd.DataFrame,
+        case_predicates: StageFile,
+        transcripts: StageFile,
     ) -> dg.MaterializeResult:
         row = metrics.iloc[0]
         series = {name: str(row[name]) for name in ("lane", "split", "runtime", "case_set")}
@@ -389,10 +405,10 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
             runtime=series["runtime"],
             case_set=series["case_set"],
             metrics=metrics,
-            case_predicates=case_predicates,
+            case_predicates=case_predicates.read(["case_id", "predicate", "passed"], where=failed()),
             run_id=run_id,
         )
-        stored = {"metrics": metrics, "case_predicates": case_predicates}
+        stored: dict[str, pd.DataFrame | StageFile] = {"metrics": metrics, "case_predicates": case_predicates}
         if history.keep_transcripts:
             stored["transcripts"] = transcripts
         for name, rows in stored.items():

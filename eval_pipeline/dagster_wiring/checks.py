@@ -11,7 +11,6 @@ from eval_pipeline.dagster_wiring.markdown import markdown_table
 from eval_pipeline.failures import failing_rows_for_metric, fault_counts
 from eval_pipeline.history.regression import MetricFinding, findings_frame
 from eval_pipeline.lanes.spec import LaneSpec
-from eval_pipeline.samples import flaky_within_run
 from eval_pipeline.scoring import Measurement, ThresholdVerdict
 
 MAX_CASES_SHOWN = 25
@@ -128,15 +127,19 @@ def gate_check_result(metrics: pd.DataFrame) -> dg.AssetCheckResult:
 
 def threshold_check_results(
     verdicts: Sequence[ThresholdVerdict],
-    case_predicates: pd.DataFrame,
-    transcripts: pd.DataFrame,
+    failing: pd.DataFrame,
+    faults: pd.DataFrame,
     measured: Measurement,
+    *,
+    samples: int,
+    flaky: pd.DataFrame,
 ) -> list[dg.AssetCheckResult]:
     """The asset check results of one run, rendered from its threshold verdicts: the verdict
     word, rounded values and, for a check with failing cases, a markdown table of them (case,
-    predicate, code, reason)."""
+    predicate, code, reason). ``failing`` holds the run's failing case predicate rows (at
+    least), ``faults`` its faulted transcript rows, ``flaky`` its case predicates whose
+    ``samples`` disagree (:func:`eval_pipeline.samples.flaky_within_run`)."""
     results: list[dg.AssetCheckResult] = []
-    flaky = flaky_within_run(case_predicates)  # the run's, shown on every check it may explain
     for verdict in verdicts:
         m, t = verdict.metric, verdict.threshold
         metadata: dict[str, dg.MetadataValue] = {
@@ -150,7 +153,7 @@ def threshold_check_results(
         if m.denominator is not None:
             metadata["denominator"] = dg.MetadataValue.float(m.denominator)
         if m.failing_case_ids:
-            rows = failing_rows_for_metric(m.metric, m.failing_case_ids, case_predicates, transcripts)
+            rows = failing_rows_for_metric(m.metric, m.failing_case_ids, failing, faults, samples=samples)
             metadata["failing_case_table"] = dg.MetadataValue.md(
                 markdown_table(
                     rows.to_dict("records"),

@@ -12,8 +12,10 @@ in the Dagster instance's storage folder.
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 import pandas as pd
@@ -22,13 +24,18 @@ import pyarrow.parquet as pq
 from pydantic import PrivateAttr
 
 from eval_pipeline.dagster_wiring.partitions import series_of
+from eval_pipeline.stage_files import StageFile
 from eval_pipeline.tables import nullable_types
 
 PATH_METADATA = "path"
 
 
 class ParquetIOManager(dg.ConfigurableIOManager):
-    """Reads and writes pandas DataFrames as Parquet files under ``base_dir``."""
+    """Stores stage tables as Parquet files under ``base_dir``.
+
+    An asset returns a pandas DataFrame (written here) or a :class:`StageFile` it wrote batch
+    by batch (moved here); an input annotated ``StageFile`` is handed the file to stream,
+    any other input reads the whole table."""
 
     base_dir: str = ""
     _resolved_base: Path = PrivateAttr(default=Path("."))
@@ -47,22 +54,25 @@ class ParquetIOManager(dg.ConfigurableIOManager):
             folder = folder.joinpath(*series_of(partition))
         return folder / f"{run_id}.parquet"
 
-    def handle_output(self, context: dg.OutputContext, obj: pd.DataFrame) -> None:
+    def handle_output(self, context: dg.OutputContext, obj: pd.DataFrame | StageFile) -> None:
         partition = context.asset_partition_key if context.has_asset_partitions else None
         path = self._path(context.asset_key, partition, context.run_id)
         path.parent.mkdir(parents=True, exist_ok=True)
-        table = pa.Table.from_pandas(obj, preserve_index=False)
         handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
         os.close(handle)
         try:
-            pq.write_table(table, temp, compression="zstd")
+            if isinstance(obj, StageFile):
+                shutil.move(obj.path, temp)  # a rename on one file system
+            else:
+                table = pa.Table.from_pandas(obj, preserve_index=False)
+                pq.write_table(table, temp, compression="zstd", row_group_size=max(len(table), 1))
             os.replace(temp, path)
         finally:
             if os.path.exists(temp):
                 os.remove(temp)
         context.add_output_metadata({PATH_METADATA: dg.MetadataValue.path(str(path))})
 
-    def load_input(self, context: dg.InputContext) -> pd.DataFrame:
+    def load_input(self, context: dg.InputContext) -> Any:
         partition = context.asset_partition_key if context.has_asset_partitions else None
         path = self._path(context.asset_key, partition, context.step_context.run_id)
         if not path.exists():
@@ -71,6 +81,8 @@ class ParquetIOManager(dg.ConfigurableIOManager):
             raise FileNotFoundError(
                 f"{path} does not exist: materialize {context.asset_key.to_user_string()} for this partition first"
             )
+        if context.dagster_type.typing_type is StageFile:
+            return StageFile(path)
         return pq.read_table(path).to_pandas(types_mapper=nullable_types)
 
     def _latest_materialized(self, context: dg.InputContext, partition: str | None) -> Path | None:

@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 from dagster._core.definitions.reconstruct import ReconstructableRepository
 from dagster._core.storage.defs_state.base import set_defs_state_storage
 
-from eval_pipeline.dagster_wiring.assets import DATE_TAG
+from eval_pipeline.dagster_wiring.assets import DATE_TAG, flaky_of, sample_total
 from eval_pipeline.dagster_wiring.checks import GATE_CHECK, MEASUREMENT_CHECK
 from eval_pipeline.dagster_wiring.code_location import REPOSITORY_LABEL, build_definitions
 from eval_pipeline.dagster_wiring.io_manager import PATH_METADATA
@@ -37,6 +37,7 @@ from eval_pipeline.runtimes.targets import RuntimeTarget
 from eval_pipeline.scoring import VerdictWord, verdict_word
 from eval_pipeline.settings import PROJECT_ROOT, dagster_home
 from eval_pipeline.settings import history_root as default_history_root
+from eval_pipeline.stage_files import StageFile, failed, faulted
 from eval_pipeline.tables import nullable_types
 
 # Runs launched by the UI or the daemon carry their code location in this tag, and the UI
@@ -74,9 +75,51 @@ class LaneOutcome:
     failure_kind: str | None = None
     checks: list[CheckOutcome] = field(default_factory=list)
     metrics: pd.DataFrame | None = None
-    turn_predicates: pd.DataFrame | None = None
-    case_predicates: pd.DataFrame | None = None
-    transcripts: pd.DataFrame | None = None
+    # The run's stage files (transcripts, turn_predicates, case_predicates) that it wrote. A
+    # big run's tables are read only as far as a reader needs: the failing rows, the faults.
+    files: dict[str, StageFile] = field(default_factory=dict)
+
+    def _table(self, stage: str) -> pd.DataFrame | None:
+        stored = self.files.get(stage)
+        return stored.read() if stored is not None else None
+
+    @property
+    def transcripts(self) -> pd.DataFrame | None:
+        """Every turn of the run (read whole: the JSON output and JUnit list them all)."""
+        return self._table("transcripts")
+
+    @property
+    def turn_predicates(self) -> pd.DataFrame | None:
+        return self._table("turn_predicates")
+
+    @property
+    def case_predicates(self) -> pd.DataFrame | None:
+        return self._table("case_predicates")
+
+    @property
+    def turn_count(self) -> int:
+        stored = self.files.get("transcripts")
+        return stored.row_count if stored is not None else 0
+
+    def failing_case_predicates(self) -> pd.DataFrame | None:
+        """The case predicate rows that failed (None: the stage did not run)."""
+        stored = self.files.get("case_predicates")
+        return stored.read(where=failed()) if stored is not None else None
+
+    def faulted_turns(self) -> pd.DataFrame | None:
+        """The transcript rows whose turn faulted (None: the stage did not run)."""
+        stored = self.files.get("transcripts")
+        return stored.read(where=faulted()) if stored is not None else None
+
+    @property
+    def samples(self) -> int:
+        stored = self.files.get("case_predicates")
+        return sample_total(stored) if stored is not None else 1
+
+    def flaky(self) -> pd.DataFrame | None:
+        """Case predicates whose samples disagree (None: the stage did not run)."""
+        stored = self.files.get("case_predicates")
+        return flaky_of(stored) if stored is not None else None
 
     @property
     def blocking_failures(self) -> list[CheckOutcome]:
@@ -259,16 +302,11 @@ def _outcome(
         runtime=runtime,
         success=result.success,
     )
-    stored = {
-        stage: _stored_value(result, dg.AssetKey([spec.name, stage]))
-        for stage in ("metrics", "turn_predicates", "case_predicates", "transcripts")
-    }
-    outcome.metrics, outcome.turn_predicates, outcome.case_predicates, outcome.transcripts = (
-        stored["metrics"],
-        stored["turn_predicates"],
-        stored["case_predicates"],
-        stored["transcripts"],
-    )
+    outcome.metrics = _stored_value(result, dg.AssetKey([spec.name, "metrics"]))
+    for stage in ("turn_predicates", "case_predicates", "transcripts"):
+        path = _stored_path(result, dg.AssetKey([spec.name, stage]))
+        if path is not None:
+            outcome.files[stage] = StageFile(path)
     bounds = {t.check_name: f"{t.op} {t.value:g}" for t in spec.effective_thresholds}
     values = (
         {}
@@ -320,12 +358,18 @@ def _run_failure(events: Any) -> tuple[str, str]:
     return "RunFailure", "the run failed"
 
 
-def _stored_value(result: dg.ExecuteInProcessResult | Any, key: dg.AssetKey) -> pd.DataFrame | None:
-    """The stage table the run materialized for ``key`` (read from the Parquet file its
-    materialization records, so it works whichever process wrote it), or None."""
+def _stored_path(result: dg.ExecuteInProcessResult | Any, key: dg.AssetKey) -> Path | None:
+    """The Parquet file the run's materialization of ``key`` records (whichever process wrote
+    it), or None: the stage did not produce output (an earlier step failed)."""
     for event in result.all_events:
         if event.is_step_materialization and event.asset_key == key:
             recorded = event.step_materialization_data.materialization.metadata.get(PATH_METADATA)
             if recorded is not None:
-                return pq.read_table(str(recorded.value)).to_pandas(types_mapper=nullable_types)
-    return None  # the stage did not produce output (an earlier step failed)
+                return Path(str(recorded.value))
+    return None
+
+
+def _stored_value(result: dg.ExecuteInProcessResult | Any, key: dg.AssetKey) -> pd.DataFrame | None:
+    """The stage table the run materialized for ``key``, read whole, or None."""
+    path = _stored_path(result, key)
+    return pq.read_table(path).to_pandas(types_mapper=nullable_types) if path is not None else None

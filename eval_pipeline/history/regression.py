@@ -84,7 +84,8 @@ def find_regressions(
     run_id: str | None = None,
     policy: RegressionPolicy | None = None,
 ) -> list[MetricFinding]:
-    """Per-metric findings for the current run (its ``metrics`` and ``case_predicates`` tables).
+    """Per-metric findings for the current run (its ``metrics`` and ``case_predicates`` tables;
+    only the failing rows of ``case_predicates`` matter, and a big run passes only those).
 
     The previous run is the latest committed run of the series (lane, split, runtime,
     case_set) other than ``run_id`` (default: the ``run_id`` column of ``metrics``, if any)
@@ -105,9 +106,18 @@ def find_regressions(
                 f"SELECT metric, value, numerator, denominator FROM metrics WHERE {RUN_MATCH}",
                 previous.params(),
             ).df()
+            # Only the previous verdicts of what fails now: a big run's table stays in DuckDB.
+            failing_now = case_predicates.loc[
+                case_predicates["passed"].eq(False).fillna(False), ["case_id", "predicate"]
+            ].astype(str)
+            con.register("failing_now", failing_now)
             previous_cases = con.execute(
-                f"SELECT case_id, predicate, passed FROM case_predicates WHERE {RUN_MATCH}", previous.params()
+                "SELECT c.case_id, c.predicate, c.passed FROM case_predicates c "
+                "JOIN failing_now f ON c.case_id = f.case_id AND c.predicate = f.predicate "
+                f"WHERE {RUN_MATCH}",  # its columns are case_predicates' alone
+                previous.params(),
             ).df()
+            con.unregister("failing_now")
     flips = pass_to_fail(previous_cases, case_predicates)
     before = {str(row["metric"]): row for _, row in previous_metrics.iterrows()}
     current_sha = _single(metrics, "cases_sha256")

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import uuid
 from datetime import UTC, datetime
 
@@ -32,12 +33,14 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from eval_pipeline.stage_files import StageFile
 from eval_pipeline.tables import SCHEMAS, SERIES_COLUMN_NAMES, to_arrow
 
 DATA_TABLES: tuple[str, ...] = ("metrics", "case_predicates", "transcripts")
 MANIFESTS = "run_manifests"
 HISTORY_TABLES: tuple[str, ...] = (*DATA_TABLES, MANIFESTS)
 COMPACTED_NAME = "compacted.parquet"
+COPY_BLOCK = 8 << 20  # bytes per write when a stage file is copied into history
 # Parquet key-value metadata of a compacted file: JSON list of "<YYYY-MM-DD>/<run_id>" it holds.
 COMPACTED_RUNS_KEY = b"eval_pipeline.compacted_runs"
 # Temporary names never end in .parquet, so a kill mid-write leaves nothing a query reads.
@@ -65,18 +68,26 @@ def run_file(root: str, table: str, lane: str, date: str, run_id: str) -> str:
     return f"{partition_folder(root, table, lane, date)}/{_check_part('run_id', run_id)}.parquet"
 
 
-def append_run(root: str, table: str, df: pd.DataFrame, *, lane: str, date: str, run_id: str) -> str | None:
+def append_run(
+    root: str, table: str, df: pd.DataFrame | StageFile, *, lane: str, date: str, run_id: str
+) -> str | None:
     """Write one run's rows of ``table`` atomically; return the path, or None if already stored.
 
     ``df`` must carry the table's contract columns (see :mod:`eval_pipeline.tables`); the
-    partition columns ``lane`` and ``date`` live in the path, ``lane`` also in the rows.
+    partition columns ``lane`` and ``date`` live in the path, ``lane`` also in the rows. A
+    stage file (a big run's table, written in the contract's schema) is copied as it is.
     Rows of a data table stay invisible to history queries until :func:`commit_run` (for data tables).
     """
     target = run_file(root, table, lane, date, run_id)
     if is_stored(root, table, lane, date, run_id):
         return None
     fs, path = fsspec.core.url_to_fs(target)
-    write_atomically(fs, path, to_arrow(SCHEMAS[table], df))
+    if isinstance(df, StageFile):
+        if df.schema.names != SCHEMAS[table].names:
+            raise ValueError(f"{df.path} holds columns {df.schema.names}, not those of {table}")
+        write_atomically(fs, path, df)
+    else:
+        write_atomically(fs, path, to_arrow(SCHEMAS[table], df))
     return target
 
 
@@ -129,14 +140,19 @@ def stored_tables(root: str, lane: str, date: str, run_id: str) -> tuple[str, ..
     return tuple(t for t in DATA_TABLES if is_stored(root, t, lane, date, run_id))
 
 
-def write_atomically(fs: fsspec.AbstractFileSystem, path: str, table: pa.Table) -> None:
-    """Write ``table`` to a temporary name beside ``path``, then rename it into place."""
+def write_atomically(fs: fsspec.AbstractFileSystem, path: str, table: pa.Table | StageFile) -> None:
+    """Write ``table`` (or copy a stage file) to a temporary name beside ``path``, then rename
+    it into place."""
     folder, name = path.rsplit("/", 1)
     fs.makedirs(folder, exist_ok=True)
     temp = f"{folder}/{TEMP_PREFIX}{name}.{uuid.uuid4().hex}{TEMP_SUFFIX}"
     try:
         with fs.open(temp, "wb") as handle:
-            pq.write_table(table, handle, compression="zstd")
+            if isinstance(table, StageFile):
+                with table.path.open("rb") as source:
+                    shutil.copyfileobj(source, handle, COPY_BLOCK)
+            else:
+                pq.write_table(table, handle, compression="zstd")
         fs.mv(temp, path)
     finally:
         if fs.exists(temp):

@@ -4,7 +4,7 @@ Every rule of §3 is enforced here: schema_version 1, the id shape, canonical lo
 CLDR knows, a non-empty list of v1 assertions with valid params, provenance kind and licence,
 typed optional fields with their defaults, and no unknown fields (v1 has no extension point:
 an unknown field is rejected rather than silently ignored). Ids unique across a lane's files
-are checked where files are loaded together (:func:`eval_pipeline.cases.duplicate_id_problems`).
+are checked where files are loaded together (:class:`eval_pipeline.cases.CaseStream`).
 """
 
 from __future__ import annotations

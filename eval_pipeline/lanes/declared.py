@@ -229,6 +229,17 @@ class DeclaredLane:
                 values[name] = _rate(name, metric, _where(table, cases, metric.where))
         return list(values.values())
 
+    def derive_metrics(self, values: Sequence[MetricValue]) -> list[MetricValue]:
+        """``values`` with every ``all_of`` metric derived again from its parts (after case
+        batches' counts were added up, see :func:`eval_pipeline.pipeline.merge_batches`)."""
+        thresholds = {t.metric: t for t in self.spec.effective_thresholds}
+        by_name = {v.metric: v for v in values}
+        for name, metric in self.declaration.metrics.items():
+            if metric.all_of is not None and name in by_name:
+                parts = [by_name[part] for part in metric.all_of]
+                by_name[name] = all_hold(name, parts, [thresholds[part] for part in metric.all_of])
+        return [by_name[v.metric] for v in values]
+
 
 class RecordedTurns:
     """A transcripts table as columns, with its cases: what turn predicates read, built once."""

@@ -82,6 +82,12 @@ class LaneKind(Protocol):
 
     def metrics(self, scored: Scored) -> list[MetricValue]: ...
 
+    def derive_metrics(self, values: Sequence[MetricValue]) -> list[MetricValue]:
+        """``values`` (of :meth:`metrics`, plus the common ones) with every metric the kind
+        derives from others computed again from them; the rest unchanged. The pipeline calls it
+        once a run's case batches are added up: a count or a rate adds up, a derived value does not."""
+        ...
+
 
 # Metrics every lane emits whatever its kind (computed by the pipeline from transcripts).
 COMMON_METRICS: tuple[str, ...] = ("error_rate",)

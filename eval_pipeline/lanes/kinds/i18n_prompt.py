@@ -155,3 +155,7 @@ class I18nPrompt:
             )
         values.append(count("cases", len(scored.cases)))
         return values
+
+    def derive_metrics(self, values: Sequence[MetricValue]) -> list[MetricValue]:
+        """Nothing to derive: every metric here is a rate or a count, which add up over batches."""
+        return list(values)

@@ -1,0 +1,162 @@
+"""Stage tables as Parquet files read and written one case batch at a time.
+
+A run's cases are cut into **batches** of whole cases (about :func:`batch_turns` turns each)
+when the cases stage writes them: row group *j* of the cases file holds batch *j*. Every later
+stage writes its rows of batch *j* as row group *j* of its own file (an empty batch is an
+empty row group), so the stages of a run stream side by side: a stage reads batch *j* of each
+input, scores it, writes it, and lets it go. Memory is bounded by a batch, not by the run.
+
+Every stage scores a case from that case's rows alone (turn and case predicates), and a
+lane's metrics add up over batches (see :func:`eval_pipeline.pipeline.merge_batches`), so a
+run scored in batches has the tables and metrics of the same run scored in one piece.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from eval_pipeline.tables import nullable_types, to_arrow
+
+BATCH_TURNS_ENV = "EVAL_PIPELINE_BATCH_TURNS"
+DEFAULT_BATCH_TURNS = 20_000
+
+
+def batch_turns() -> int:
+    """Turns per batch: ``EVAL_PIPELINE_BATCH_TURNS``, else 20,000 (a few hundred MB at most)."""
+    text = os.environ.get(BATCH_TURNS_ENV, "").strip()
+    if not text:
+        return DEFAULT_BATCH_TURNS
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ValueError(f"{BATCH_TURNS_ENV} must be a whole number of turns >= 1, got {text!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class StageFile:
+    """A stage table in Parquet, one row group per case batch."""
+
+    path: Path
+
+    @property
+    def _file(self) -> pq.ParquetFile:
+        return pq.ParquetFile(self.path)
+
+    @property
+    def batch_count(self) -> int:
+        return int(self._file.metadata.num_row_groups)
+
+    @property
+    def row_count(self) -> int:
+        return int(self._file.metadata.num_rows)
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self._file.schema_arrow
+
+    def batches(self, columns: Sequence[str] | None = None) -> Iterator[pd.DataFrame]:
+        """The table's batches in order, as DataFrames (nullable dtypes, like every stage table)."""
+        file = self._file
+        for index in range(file.metadata.num_row_groups):
+            group = file.read_row_group(index, columns=list(columns) if columns else None)
+            yield group.to_pandas(types_mapper=nullable_types)
+
+    def read(self, columns: Sequence[str] | None = None, where: pc.Expression | None = None) -> pd.DataFrame:
+        """The rows that match ``where`` (all rows without it), read a batch at a time."""
+        file = self._file
+        names = list(columns) if columns else None
+        parts: list[pa.Table] = []
+        for index in range(file.metadata.num_row_groups):
+            group = file.read_row_group(index, columns=names if where is None else None)
+            if where is not None:
+                group = group.filter(where)
+                if names:
+                    group = group.select(names)
+            parts.append(group)
+        schema = self.schema if not names else pa.schema([self.schema.field(n) for n in names])
+        table = pa.concat_tables(parts) if parts else schema.empty_table()
+        return table.to_pandas(types_mapper=nullable_types)
+
+
+def aligned_batches(
+    *files: StageFile, columns: Sequence[Sequence[str] | None] = ()
+) -> Iterator[list[pd.DataFrame]]:
+    """Batch *j* of every file, together: the rows of the same cases in each table."""
+    counts = {f.batch_count for f in files}
+    if len(counts) > 1:
+        listed = ", ".join(f"{f.path.name}: {f.batch_count}" for f in files)
+        raise ValueError(f"stage files do not hold the same case batches ({listed})")
+    readers = [f.batches(columns[i] if i < len(columns) else None) for i, f in enumerate(files)]
+    yield from (list(parts) for parts in zip(*readers, strict=True))
+
+
+class StageWriter:
+    """Writes a stage table batch by batch to a temporary file; :meth:`finish` returns it.
+
+    A writer left without ``finish`` (an exception in the stage) removes its file: a failed
+    stage leaves nothing half-written."""
+
+    def __init__(self, schema: pa.Schema, folder: str | Path | None = None) -> None:
+        self.schema = schema
+        handle, name = tempfile.mkstemp(dir=folder, prefix=".stage.", suffix=".parquet.tmp")
+        os.close(handle)
+        self.path = Path(name)
+        self._writer: pq.ParquetWriter | None = pq.ParquetWriter(self.path, schema, compression="zstd")
+
+    def write(self, rows: pd.DataFrame, **constants: Any) -> None:
+        """Write one batch as one row group (an empty batch too: batches stay aligned);
+        ``constants`` fill whole columns (the run columns)."""
+        if self._writer is None:
+            raise ValueError("the stage file is already finished")
+        table = to_arrow(self.schema, rows.assign(**constants) if constants else rows)
+        self._writer.write_table(table, row_group_size=max(len(table), 1))
+
+    def finish(self) -> StageFile:
+        if self._writer is None:
+            raise ValueError("the stage file is already finished")
+        self._writer.close()
+        self._writer = None
+        return StageFile(self.path)
+
+    def discard(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+        self.path.unlink(missing_ok=True)
+
+    def __enter__(self) -> StageWriter:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        if kind is not None:
+            self.discard()
+
+
+def failed(column: str = "passed") -> pc.Expression:
+    """Rows whose verdict is false (a null verdict, not applicable, is not a failure)."""
+    return pc.field(column) == pa.scalar(False)
+
+
+def faulted() -> pc.Expression:
+    """Transcript rows of a turn the runtime failed."""
+    return pc.field("error").is_valid()
+
+
+def in_cases(case_ids: Sequence[str]) -> pc.Expression:
+    return pc.field("case_id").isin(pa.array(list(case_ids), pa.string()))
