@@ -7,9 +7,11 @@ bytes or of the stored JSON) means a changed file is never served stale.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
+from pathlib import Path
 from typing import Generic, TypeVar
 
 V = TypeVar("V")
@@ -42,3 +44,9 @@ class Recent(Generic[V]):
     def clear(self) -> None:
         with self._lock:
             self._values.clear()
+
+
+def file_digest(path: Path) -> bytes:
+    """A digest of the file's bytes, read a block at a time (a big file is never held whole)."""
+    with path.open("rb") as handle:
+        return hashlib.file_digest(handle, lambda: hashlib.blake2b(digest_size=16)).digest()

@@ -23,7 +23,7 @@ from eval_pipeline.drive import StartCallback, TurnCallback, drive
 from eval_pipeline.lanes.kind import LaneKind, Scored, Thread
 from eval_pipeline.lanes.registry import lane_kind
 from eval_pipeline.lanes.spec import LaneSpec
-from eval_pipeline.memo import Recent
+from eval_pipeline.memo import Recent, file_digest
 from eval_pipeline.runtimes.base import ChatRuntime
 from eval_pipeline.samples import all_samples, per_sample, pool, rows_of_sample, sample_frames
 from eval_pipeline.scoring import MetricValue, ThresholdVerdict, judge
@@ -304,6 +304,7 @@ def write_cases(
     with StageWriter(CASES, folder) as writer:
         pending: list[LoadedCase[Any]] = []
         turns: list[int] = []
+        pending_turns = 0
         written = False
         for chunk in _chunks(stream, THREAD_CHUNK):
             models = [item.case for item in chunk]
@@ -315,9 +316,10 @@ def write_cases(
             for item in chunk:
                 pending.append(item)
                 turns.append(sent.get(str(item.case.id), 0))
-                if sum(turns) >= budget:
+                pending_turns += turns[-1]
+                if pending_turns >= budget:
                     writer.write(cases_frame(pending, split, turns))
-                    pending, turns, written = [], [], True
+                    pending, turns, pending_turns, written = [], [], 0, True
         if pending or not written:
             writer.write(cases_frame(pending, split, turns))
         stream.check()
@@ -347,14 +349,11 @@ def cases_stage(
 def _prepared_key(spec: LaneSpec, split: str, cases_path: str | Path | None) -> tuple[Any, ...]:
     files = []
     for path in case_paths(spec, split, cases_path):
-        digest = hashlib.blake2b(digest_size=16)
         try:
-            with path.open("rb") as handle:
-                while block := handle.read(1 << 20):
-                    digest.update(block)
+            digest = file_digest(path)
         except OSError:
-            pass  # writing the cases says what is wrong with the path
-        files.append((str(path.resolve()), digest.digest()))
+            digest = b""  # writing the cases says what is wrong with the path
+        files.append((str(path.resolve()), digest))
     return (spec.name, spec.version, split, tuple(files), batch_turns())
 
 

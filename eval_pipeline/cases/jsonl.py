@@ -26,6 +26,7 @@ from typing import Any
 
 MAX_DEPTH = 64
 BLANK = frozenset(b" \t\r")  # JSON whitespace; a line of only these holds no record
+_BLANK_BYTES = bytes(sorted(BLANK))
 _UTF8_BOM = b"\xef\xbb\xbf"
 _WIDE_BOMS = {
     b"\xff\xfe\x00\x00": "UTF-32",
@@ -112,7 +113,7 @@ def _lines_of(numbered: Iterator[tuple[int, bytes]]) -> Iterator[JsonLine | Line
                     return
             if raw.startswith(_UTF8_BOM):  # some editors write one; it is not part of the first record
                 raw = raw[len(_UTF8_BOM) :]
-        if all(byte in BLANK for byte in raw):
+        if not raw.strip(_BLANK_BYTES):
             continue
         found = True
         value = parse_json_line(raw)
@@ -137,9 +138,7 @@ def parse_json_line(raw: bytes) -> dict[str, Any] | LineProblem:
     if depth_problem is not None:
         return LineProblem(0, "(line)", depth_problem)
     try:
-        value = json.loads(
-            text, object_pairs_hook=_unique_keys, parse_constant=_no_constant, parse_float=_finite_float
-        )
+        value = _DECODER.decode(text)
     except json.JSONDecodeError as exc:
         return LineProblem(0, "(line)", f"not valid JSON: {exc.msg} at column {exc.colno}")
     except _Rejected as exc:
@@ -205,6 +204,10 @@ def _finite_float(text: str) -> float:
     return value
 
 
+# One strict decoder for every line (json.loads with hooks would build one per call).
+_DECODER = json.JSONDecoder(
+    object_pairs_hook=_unique_keys, parse_constant=_no_constant, parse_float=_finite_float
+)
 _MAY_ESCAPE_SURROGATE = re.compile(r"\\u[dD]")
 
 

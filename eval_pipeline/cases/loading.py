@@ -86,11 +86,15 @@ def parse_case_file(path: Path, model: type[CaseT]) -> tuple[list[LoadedCase[Cas
     return list(stream), stream.problems
 
 
-def validate_record(model: type[CaseT], value: dict[str, Any]) -> tuple[CaseT | None, list[tuple[str, str]]]:
-    """``value`` validated by ``model`` in strict mode (no text→number/bool coercion), or its problems."""
+def validate_record(
+    model: type[CaseT], value: dict[str, Any], *, round_trip: bool = True
+) -> tuple[CaseT | None, list[tuple[str, str]]]:
+    """``value`` validated by ``model`` in strict mode (no text→number/bool coercion), or its
+    problems; with ``round_trip`` the case must also read back from the JSON it is stored as."""
     try:
         case = model.model_validate(value, strict=True)
-        model.model_validate_json(case.model_dump_json(), strict=True)  # what run reads back
+        if round_trip:
+            model.model_validate_json(case.model_dump_json(), strict=True)  # what run reads back
     except ValidationError as exc:
         return None, [(_field_path(error["loc"]), _describe(dict(error))) for error in exc.errors()]
     except ValueError as exc:  # a model's own check that raised outside pydantic's wrapping
@@ -105,10 +109,18 @@ class CaseStream(Generic[CaseT]):
     :meth:`check` raises them all once the stream is spent. What it yields before then is only
     good once ``check`` passes: a caller writes it somewhere it can throw away."""
 
-    def __init__(self, paths: Sequence[Path], model: type[CaseT], id_field: str | None = "id") -> None:
+    def __init__(
+        self,
+        paths: Sequence[Path],
+        model: type[CaseT],
+        id_field: str | None = "id",
+        *,
+        round_trip: bool = True,
+    ) -> None:
         self.paths = list(paths)
         self.model = model
-        self.id_field = id_field
+        self.id_field = id_field  # None: ids are not checked (a recording's rows repeat the case)
+        self.round_trip = round_trip  # False: records never stored as JSON and read back
         self.problems: list[CaseProblem] = []
 
     def __iter__(self) -> Iterator[LoadedCase[CaseT]]:
@@ -120,7 +132,7 @@ class CaseStream(Generic[CaseT]):
                 if not isinstance(item, JsonLine):
                     file_problems.append(CaseProblem(name, item.line, item.field, item.message))
                     continue
-                case, record_problems = validate_record(self.model, item.value)
+                case, record_problems = validate_record(self.model, item.value, round_trip=self.round_trip)
                 file_problems += [CaseProblem(name, item.line, f, m) for f, m in record_problems]
                 if case is None:
                     continue

@@ -12,18 +12,18 @@ file does not hold, is bad input (RuntimeSpecError), not a runtime fault.
 
 from __future__ import annotations
 
-import hashlib
 import json
-from collections.abc import Mapping
+import sys
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from eval_pipeline.cases.loading import CaseFileError, CaseProblem, parse_case_file, validate_record
-from eval_pipeline.memo import Recent
+from eval_pipeline.cases.loading import CaseFileError, CaseProblem, CaseStream, validate_record
+from eval_pipeline.memo import Recent, file_digest
 from eval_pipeline.runtimes.base import ChatSession, RuntimeSpecError, TurnResponse
 from eval_pipeline.runtimes.options import NoOptions, validate_options
 from eval_pipeline.runtimes.registry import register_runtime
@@ -53,6 +53,41 @@ class RecordedTurn(BaseModel):
         if self.surface is None and self.text is None and self.error is None:
             raise ValueError("a recorded turn needs 'surface' (or a candidate's 'text', or an 'error')")
         return self
+
+
+class Recording(NamedTuple):
+    """What a replay keeps of a recorded turn: the answer, compactly (a million of them)."""
+
+    prompt: str | None
+    surface: str | None
+    text: str | None
+    raw_response: str | None
+    grounding_source: str | None
+    surface_tag: str | None
+    epistemic_status: str | None
+    error: str | None
+    raw: str | None
+    seed: int | None
+
+    @classmethod
+    def of(cls, turn: RecordedTurn) -> Recording:
+        # Tags repeat on every turn: one string object each, not one per turn.
+        return cls(
+            turn.prompt,
+            turn.surface,
+            turn.text,
+            turn.raw_response,
+            _shared(turn.grounding_source),
+            _shared(turn.surface_tag),
+            _shared(turn.epistemic_status),
+            turn.error,
+            turn.raw,
+            turn.seed,
+        )
+
+
+def _shared(tag: str | None) -> str | None:
+    return sys.intern(tag) if tag is not None and len(tag) <= 64 else tag
 
 
 class RecordedFault(RuntimeError):
@@ -109,7 +144,7 @@ class ReplayRuntime:
     """Recorded turns by (case, sample, turn). ``path`` names where they came from in messages."""
 
     def __init__(
-        self, path: Path | str, turns: dict[tuple[str, int, int], RecordedTurn], spec: str = ""
+        self, path: Path | str, turns: dict[tuple[str, int, int], Recording], spec: str = ""
     ) -> None:
         self.path = path
         self.turns = turns
@@ -132,10 +167,12 @@ class ReplayRuntime:
 
 
 def recorded_turns(
-    name: str, located: list[tuple[RecordedTurn, int]], problems: list[CaseProblem]
-) -> dict[tuple[str, int, int], RecordedTurn]:
-    """Recorded turns by (case, sample, turn); a turn recorded twice, or any problem, is bad input."""
-    turns: dict[tuple[str, int, int], RecordedTurn] = {}
+    name: str, located: Iterable[tuple[RecordedTurn, int]], problems: list[CaseProblem]
+) -> dict[tuple[str, int, int], Recording]:
+    """Recorded turns by (case, sample, turn); a turn recorded twice, or any problem, is bad input.
+
+    ``problems`` is read once ``located`` is spent (a stream adds to it as it goes)."""
+    turns: dict[tuple[str, int, int], Recording] = {}
     for record, line in located:
         key = (record.case_id, record.sample_index, record.turn_index)
         if key in turns:
@@ -145,7 +182,7 @@ def recorded_turns(
                     name, line, "turn_index", f"turn {key[2]} of case {key[0]!r}{sample} recorded twice"
                 )
             )
-        turns[key] = record
+        turns[key] = Recording.of(record)
     if problems:
         raise RuntimeSpecError(str(CaseFileError(problems)))
     return turns
@@ -153,17 +190,17 @@ def recorded_turns(
 
 # Replay files loaded lately, by content: `run` checks the file before the run starts, and the
 # run's transcripts stage replays the same file; it is read and validated once.
-_LOADED: Recent[dict[tuple[str, int, int], RecordedTurn]] = Recent(2)
+_LOADED: Recent[dict[tuple[str, int, int], Recording]] = Recent(2)
 
 
-def _load_once(path: Path) -> dict[tuple[str, int, int], RecordedTurn]:
+def _load_once(path: Path) -> dict[tuple[str, int, int], Recording]:
     if not path.is_file():
         return _load(path)  # says what is wrong with the path
-    key = (str(path), hashlib.blake2b(path.read_bytes(), digest_size=16).digest())
+    key = (str(path), file_digest(path))
     return _LOADED.get(key, lambda: _load(path))
 
 
-def _load(path: Path) -> dict[tuple[str, int, int], RecordedTurn]:
+def _load(path: Path) -> dict[tuple[str, int, int], Recording]:
     """Every recorded turn of a JSONL or Parquet file; any bad row is bad input naming file:row: field."""
     if not path.is_file():
         raise RuntimeSpecError(
@@ -171,10 +208,10 @@ def _load(path: Path) -> dict[tuple[str, int, int], RecordedTurn]:
         )
     if path.suffix == ".parquet":
         located, problems = _parquet_turns(path)
-    else:
-        loaded, problems = parse_case_file(path, RecordedTurn)
-        located = [(item.case, item.line) for item in loaded]
-    return recorded_turns(str(path), located, problems)
+        return recorded_turns(str(path), located, problems)
+    # A recording is never stored as JSON and read back: no round trip to check.
+    stream = CaseStream([path], RecordedTurn, id_field=None, round_trip=False)
+    return recorded_turns(str(path), ((item.case, item.line) for item in stream), stream.problems)
 
 
 def rows_to_turns(
