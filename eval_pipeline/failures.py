@@ -10,11 +10,13 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
 from eval_pipeline.samples import SAMPLE_INDEX, sample_count
+from eval_pipeline.stage_files import StageFile
 
 # Hard (blocking) results first: they are what a reader acts on first.
 _SEVERITY_ORDER = {"hard": 0, "error": 0, "ERROR": 0, "report": 1, "warn": 1, "WARN": 1}
@@ -68,6 +70,34 @@ def failing_cases(case_predicates: pd.DataFrame, samples: int | None = None) -> 
         },
         columns=list(FAILING_COLUMNS),
     )
+
+
+@dataclass(frozen=True)
+class FirstFailing:
+    """The first failing case predicates of a run (in :func:`failing_cases` order) and how many
+    there are in all: what a reader is shown, without holding every failing row of a big run."""
+
+    rows: pd.DataFrame
+    results: int
+    cases: int
+
+
+def first_failing(case_predicates: StageFile, limit: int, samples: int = 1) -> FirstFailing:
+    """:func:`failing_cases` of a stage file, its first ``limit`` rows, read batch by batch
+    (a case's rows and samples are all in its batch, so each batch's first rows suffice)."""
+    shown: list[pd.DataFrame] = []
+    results = cases = 0
+    for batch in case_predicates.batches():
+        failing = failing_cases(batch[batch["passed"].eq(False).fillna(False)], samples)
+        results += len(failing)
+        cases += failing["case_id"].nunique()
+        shown.append(failing.head(limit))
+    rows = pd.concat(shown, ignore_index=True) if shown else pd.DataFrame(columns=list(FAILING_COLUMNS))
+    if len(shown) > 1:
+        order = rows["severity"].map(lambda s: _SEVERITY_ORDER.get(str(s), 2))
+        rows = rows.assign(_order=order).sort_values(["_order", "case_id", "predicate"], kind="stable")
+        rows = rows.drop(columns="_order").reset_index(drop=True)
+    return FirstFailing(rows.head(limit), results, cases)
 
 
 def failing_rows_for_metric(

@@ -124,7 +124,7 @@ class CaseStream(Generic[CaseT]):
         self.problems: list[CaseProblem] = []
 
     def __iter__(self) -> Iterator[LoadedCase[CaseT]]:
-        first_seen: dict[str, tuple[int, int]] = {}  # id -> (file's position, line)
+        first_seen: dict[str, int] = {}  # id -> where it was first used: (file's position << 32) | line
         for position, path in enumerate(self.paths):
             name = str(path)
             file_problems: list[CaseProblem] = []
@@ -140,9 +140,10 @@ class CaseStream(Generic[CaseT]):
                     yield LoadedCase(case, name, item.line)
                     continue
                 case_id = str(getattr(case, self.id_field))
-                origin = first_seen.setdefault(case_id, (position, item.line))
-                if origin != (position, item.line):
-                    used = f"{self.paths[origin[0]]}:{origin[1]}"
+                here = (position << 32) | item.line
+                origin = first_seen.setdefault(case_id, here)
+                if origin != here:
+                    used = f"{self.paths[origin >> 32]}:{origin & 0xFFFFFFFF}"
                     file_problems.append(
                         CaseProblem(
                             name,

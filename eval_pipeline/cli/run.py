@@ -33,7 +33,7 @@ from eval_pipeline.cli.rescore import recorded_lane_and_split, rescore_of
 from eval_pipeline.dagster_wiring.checks import MEASUREMENT_CHECK
 from eval_pipeline.dagster_wiring.code_location import EXECUTOR_ENV
 from eval_pipeline.dagster_wiring.launch import LaneOutcome, ensure_instance, materialize_lane
-from eval_pipeline.failures import evidence_object, failing_cases, fault_counts
+from eval_pipeline.failures import evidence_object, fault_counts
 from eval_pipeline.junit import SuiteRun, junit_xml
 from eval_pipeline.lanes.registry import discover_lanes
 from eval_pipeline.lanes.spec import MAX_REPEAT, LaneSpec
@@ -211,24 +211,22 @@ def _print_flaky(outcome: LaneOutcome) -> None:
 
 def _print_failing(outcome: LaneOutcome) -> None:
     """The failing cases, hard first, one line each: what failed and why; capped, with the rest counted."""
-    rows = outcome.failing_case_predicates()
-    if rows is None:
-        return
-    failing = failing_cases(rows, samples=outcome.samples)
-    if failing.empty:
+    failing = outcome.first_failing(FAILING_SHOWN)
+    if failing is None or not failing.results:
         return
     if outcome.void:  # every result is a fault's echo: the faults below say it once
         out().print(
-            f"failing cases: not judged, the run is void; all {len(failing)} result(s): "
+            f"failing cases: not judged, the run is void; all {failing.results} result(s): "
             f"eval-pipeline show {short_id(outcome.run_id)}",
             markup=False,
             highlight=False,
         )
         return
-    cases = failing["case_id"].nunique()
-    out().print(f"[bold]failing cases[/bold] ({cases} case(s), {len(failing)} result(s)):", highlight=False)
+    out().print(
+        f"[bold]failing cases[/bold] ({failing.cases} case(s), {failing.results} result(s)):", highlight=False
+    )
     console = out()
-    for row in failing.head(FAILING_SHOWN).to_dict("records"):
+    for row in failing.rows.to_dict("records"):
         heading = Text.assemble(
             "  ",
             (row["case_id"], "bold" if row["severity"] == "hard" else ""),
@@ -236,9 +234,9 @@ def _print_failing(outcome: LaneOutcome) -> None:
         )
         console.print(heading, no_wrap=True, overflow="ellipsis", highlight=False)
         console.print(Text(f"      {row['reason']}"), no_wrap=True, overflow="ellipsis", highlight=False)
-    if len(failing) > FAILING_SHOWN:
+    if failing.results > len(failing.rows):
         out().print(
-            f"  …and {len(failing) - FAILING_SHOWN} more; all of them: "
+            f"  …and {failing.results - len(failing.rows)} more; all of them: "
             f"eval-pipeline show {short_id(outcome.run_id)}",
             highlight=False,
             markup=False,

@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from eval_pipeline import __version__
 from eval_pipeline.dagster_wiring.checks import (
+    MAX_CASES_SHOWN,
     gate_check_result,
     gate_check_spec,
     measurement_check_result,
@@ -36,7 +37,7 @@ from eval_pipeline.dagster_wiring.partitions import CUSTOM_PREFIX, custom_case_s
 from eval_pipeline.dagster_wiring.resources import HistoryResource, RuntimeResource
 from eval_pipeline.dagster_wiring.runtime_targets import runtime_pool_slot, transcripts_runtime_dep
 from eval_pipeline.drive import samples_to_drive
-from eval_pipeline.failures import failing_cases
+from eval_pipeline.failures import FirstFailing, first_failing
 from eval_pipeline.history import append_run, commit_run, find_regressions, lane_chart_markdown
 from eval_pipeline.lanes.registry import lane_kind
 from eval_pipeline.lanes.spec import LaneSpec
@@ -54,7 +55,7 @@ from eval_pipeline.runtimes.base import RuntimeSpecError
 from eval_pipeline.runtimes.registry import build_runtime
 from eval_pipeline.samples import SAMPLE_INDEX, flaky_within_run
 from eval_pipeline.scoring import judge, measurement
-from eval_pipeline.stage_files import StageFile, failed, faulted
+from eval_pipeline.stage_files import StageFile, failed, faulted, in_cases
 from eval_pipeline.tables import (
     CASE_PREDICATES,
     CASES,
@@ -97,17 +98,16 @@ def column_schema(schema: pa.Schema) -> dg.TableSchema:
     )
 
 
-def failing_cases_markdown(case_predicates: pd.DataFrame, samples: int | None = None) -> str:
-    """A markdown table of the failing case predicates (hard first), capped for the UI.
-    ``case_predicates`` may hold only the failing rows; ``samples`` is then the run's."""
-    failing = failing_cases(case_predicates, samples)
-    if failing.empty:
+def failing_cases_markdown(failing: FirstFailing) -> str:
+    """A markdown table of the first failing case predicates (hard first), for the UI."""
+    if not failing.results:
         return "No failing case predicates."
     return markdown_table(
-        failing.to_dict("records"),
+        failing.rows.to_dict("records"),
         ("case_id", "predicate", "severity", "code", "reason"),
         limit=MAX_FAILING_ROWS,
         more="rows in the case_predicates table",
+        total=failing.results,
     )
 
 
@@ -301,7 +301,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
             metadata={
                 "dagster/row_count": table.row_count,
                 "failing_cases": dg.MetadataValue.md(
-                    failing_cases_markdown(table.read(where=failed()), sample_total(table))
+                    failing_cases_markdown(first_failing(table, MAX_FAILING_ROWS, sample_total(table)))
                 ),
             },
         )
@@ -360,7 +360,8 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
         )
         # What the checks show: the failing rows and the faulted turns, never the whole tables.
         faults = transcripts.read(["case_id", "error"], where=faulted())
-        failing = case_predicates.read(where=failed())
+        shown = {case for m in values for case in m.failing_case_ids[:MAX_CASES_SHOWN]}
+        failing = case_predicates.read(where=failed() & in_cases(sorted(shown)))
         yield measurement_check_result(measured, faults)
         yield from threshold_check_results(
             verdicts,

@@ -153,7 +153,8 @@ def threshold_check_results(
         if m.denominator is not None:
             metadata["denominator"] = dg.MetadataValue.float(m.denominator)
         if m.failing_case_ids:
-            rows = failing_rows_for_metric(m.metric, m.failing_case_ids, failing, faults, samples=samples)
+            shown = m.failing_case_ids[:MAX_CASES_SHOWN]
+            rows = failing_rows_for_metric(m.metric, shown, failing, faults, samples=samples)
             metadata["failing_case_table"] = dg.MetadataValue.md(
                 markdown_table(
                     rows.to_dict("records"),

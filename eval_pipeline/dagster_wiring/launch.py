@@ -31,13 +31,14 @@ from eval_pipeline.dagster_wiring.partitions import custom_case_set, partition_k
 from eval_pipeline.dagster_wiring.resources import HistoryResource, RuntimeResource
 from eval_pipeline.dagster_wiring.runtime_targets import observe_target
 from eval_pipeline.dagster_wiring.schedules import job_name, series_tags
+from eval_pipeline.failures import FirstFailing, first_failing
 from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.progress import NoProgress, ProgressObserver
 from eval_pipeline.runtimes.targets import RuntimeTarget
 from eval_pipeline.scoring import VerdictWord, verdict_word
 from eval_pipeline.settings import PROJECT_ROOT, dagster_home
 from eval_pipeline.settings import history_root as default_history_root
-from eval_pipeline.stage_files import StageFile, failed, faulted
+from eval_pipeline.stage_files import StageFile, faulted
 from eval_pipeline.tables import nullable_types
 
 # Runs launched by the UI or the daemon carry their code location in this tag, and the UI
@@ -101,15 +102,15 @@ class LaneOutcome:
         stored = self.files.get("transcripts")
         return stored.row_count if stored is not None else 0
 
-    def failing_case_predicates(self) -> pd.DataFrame | None:
-        """The case predicate rows that failed (None: the stage did not run)."""
+    def first_failing(self, limit: int) -> FirstFailing | None:
+        """The first failing case predicates and their count (None: the stage did not run)."""
         stored = self.files.get("case_predicates")
-        return stored.read(where=failed()) if stored is not None else None
+        return first_failing(stored, limit, self.samples) if stored is not None else None
 
     def faulted_turns(self) -> pd.DataFrame | None:
-        """The transcript rows whose turn faulted (None: the stage did not run)."""
+        """The case and fault of every turn that faulted (None: the stage did not run)."""
         stored = self.files.get("transcripts")
-        return stored.read(where=faulted()) if stored is not None else None
+        return stored.read(["case_id", "error"], where=faulted()) if stored is not None else None
 
     @property
     def samples(self) -> int:

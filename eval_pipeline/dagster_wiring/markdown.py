@@ -37,11 +37,20 @@ def _cell(value: Any) -> str:
 
 
 def markdown_table(
-    rows: Sequence[Mapping[Any, Any]], columns: Sequence[str], *, limit: int, more: str
+    rows: Sequence[Mapping[Any, Any]],
+    columns: Sequence[str],
+    *,
+    limit: int,
+    more: str,
+    total: int | None = None,
 ) -> str:
-    """A markdown table of ``columns``; beyond ``limit`` rows, a line saying how many more (``more``)."""
+    """A markdown table of ``columns``; beyond ``limit`` rows, a line saying how many more (``more``).
+    ``total``: how many rows the table stands for, when ``rows`` holds only the first of them."""
     lines = ["| " + " | ".join(escape_markdown(c) for c in columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(_cell(row.get(c)) for c in columns) + " |" for row in rows[:limit]]
-    if len(rows) > limit:
-        lines.append(f"\n…and {len(rows) - limit} more {escape_markdown(more)}.")
+    shown = min(len(rows), limit)
+    if (total if total is not None else len(rows)) > shown:
+        lines.append(
+            f"\n…and {(total if total is not None else len(rows)) - shown} more {escape_markdown(more)}."
+        )
     return "\n".join(lines)

@@ -6,6 +6,7 @@ import pandas as pd
 
 from eval_pipeline.dagster_wiring.assets import failing_cases_markdown
 from eval_pipeline.dagster_wiring.markdown import escape_markdown, markdown_table
+from eval_pipeline.failures import FirstFailing, failing_cases
 
 HOSTILE = "<img src=x onerror=alert(1)> [click](javascript:alert(1)) a|b **bold** `code` <javascript:x>\nnext"
 
@@ -41,6 +42,7 @@ def test_failing_case_predicates_are_escaped() -> None:
             }
         ]
     )
-    markdown = failing_cases_markdown(rows)
+    markdown = failing_cases_markdown(FirstFailing(failing_cases(rows), results=3, cases=2))
     assert "<script>" not in markdown and "<img" not in markdown and "](javascript:" not in markdown
     assert "c&lt;script&gt;" in markdown
+    assert markdown.endswith("…and 2 more rows in the case\\_predicates table.")  # of the 3 in all
