@@ -68,6 +68,29 @@ class StageFile:
     def schema(self) -> pa.Schema:
         return self._file.schema_arrow
 
+    def column_max(self, name: str) -> Any:
+        """The largest value of a column (None when it holds none), from the row groups'
+        statistics where they have them, so a big table is not read for it."""
+        file = self._file
+        index = file.schema_arrow.get_field_index(name)
+        if index < 0:
+            return None
+        found = None
+        for group in range(file.metadata.num_row_groups):
+            meta = file.metadata.row_group(group)
+            if meta.num_rows == 0:
+                continue
+            stats = meta.column(index).statistics
+            if stats is None or not stats.has_min_max:
+                if stats is not None and stats.null_count == meta.num_rows:
+                    continue  # only nulls
+                value = pc.max(file.read_row_group(group, columns=[name]).column(0)).as_py()
+            else:
+                value = stats.max
+            if value is not None and (found is None or value > found):
+                found = value
+        return found
+
     def batches(self, columns: Sequence[str] | None = None) -> Iterator[pd.DataFrame]:
         """The table's batches in order, as DataFrames (nullable dtypes, like every stage table)."""
         file = self._file

@@ -113,8 +113,8 @@ def failing_cases_markdown(failing: FirstFailing) -> str:
 
 def sample_total(table: StageFile) -> int:
     """How many samples per case a stage file holds."""
-    indexes = table.read([SAMPLE_INDEX])[SAMPLE_INDEX].dropna()
-    return int(indexes.max()) + 1 if len(indexes) else 1
+    largest = table.column_max(SAMPLE_INDEX)
+    return int(largest) + 1 if largest is not None else 1
 
 
 def flaky_of(case_predicates: StageFile) -> pd.DataFrame:

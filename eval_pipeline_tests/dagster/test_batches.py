@@ -131,3 +131,13 @@ def test_stage_files_must_hold_the_same_batches(tmp_path: Path) -> None:
     assert [len(b) for b in files[0].batches()] == [0, 1, 1]  # an empty batch stays a batch
     with pytest.raises(ValueError, match="do not hold the same case batches"):
         list(aligned_batches(*files))
+
+
+def test_a_column_maximum_comes_from_statistics_or_the_values(tmp_path: Path) -> None:
+    schema = pa.schema([pa.field("sample_index", pa.int32())])
+    with StageWriter(schema, tmp_path) as writer:
+        for values in ([0, 2, 1], [], [None, None], [3, None]):
+            writer.write(pd.DataFrame({"sample_index": pd.array(values, dtype="Int64")}))
+        stored = writer.finish()
+    assert stored.column_max("sample_index") == 3
+    assert stored.column_max("absent") is None
