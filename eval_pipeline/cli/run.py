@@ -8,7 +8,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import pandas as pd
 import typer
@@ -30,9 +30,6 @@ from eval_pipeline.cli.common import (
     short_id,
 )
 from eval_pipeline.cli.rescore import recorded_lane_and_split, rescore_of
-from eval_pipeline.dagster_wiring.checks import MEASUREMENT_CHECK
-from eval_pipeline.dagster_wiring.code_location import EXECUTOR_ENV
-from eval_pipeline.dagster_wiring.launch import LaneOutcome, ensure_instance, materialize_lane
 from eval_pipeline.failures import evidence_object, fault_counts
 from eval_pipeline.junit import SuiteRun, junit_xml
 from eval_pipeline.lanes.registry import discover_lanes
@@ -47,6 +44,9 @@ from eval_pipeline.runtimes.targets import find_target
 from eval_pipeline.runtimes.warm import warm_runtimes
 from eval_pipeline.settings import CELERY_BROKER_ENV, celery_broker
 from eval_pipeline.settings import runtime_spec as default_runtime_spec
+
+if TYPE_CHECKING:
+    from eval_pipeline.dagster_wiring.launch import LaneOutcome
 
 
 class Executor(StrEnum):
@@ -160,6 +160,8 @@ def _print(outcome: LaneOutcome) -> None:
         extra = (_interval_text(row), _number(row.get("pass_hat_k"))) if sampled else ()
         table.add_row(str(row["metric"]), value, n, *extra, threshold, verdict)
     out().print(table)
+    from eval_pipeline.dagster_wiring.checks import MEASUREMENT_CHECK
+
     metric_names = set(outcome.metrics["metric"])
     for check in outcome.checks:
         if check.name not in metric_names:  # lane-level checks: measurement, no_regression
@@ -360,6 +362,10 @@ def run(
         )
         built = build_runtime(target.spec, target.options)  # a bad spec fails here, before any run starts
         built.close()
+        # Dagster loads only now, while a worker pool the runtime started loads its runtime.
+        from eval_pipeline.dagster_wiring.code_location import EXECUTOR_ENV
+        from eval_pipeline.dagster_wiring.launch import ensure_instance, materialize_lane
+
         if isinstance(built, RecordedRun):  # a re-score runs the recorded run's lane and split
             target = rescore_of(built, target, history)
             lane, split = recorded_lane_and_split(built, lane, split, repeat)

@@ -31,6 +31,7 @@ from eval_pipeline.dagster_wiring.partitions import custom_case_set, partition_k
 from eval_pipeline.dagster_wiring.resources import HistoryResource, RuntimeResource
 from eval_pipeline.dagster_wiring.runtime_targets import observe_target
 from eval_pipeline.dagster_wiring.schedules import job_name, series_tags
+from eval_pipeline.dagster_wiring.sqlite_files import sqlite_files_kept_open
 from eval_pipeline.failures import FirstFailing, first_failing
 from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.progress import NoProgress, ProgressObserver
@@ -201,6 +202,7 @@ def _root_cause(error: Any) -> tuple[str, str]:
     return str(getattr(error, "cls_name", "")), message
 
 
+@sqlite_files_kept_open()  # one checkpoint per file and lane run, not one per event
 def materialize_lane(
     spec: LaneSpec,
     target: RuntimeTarget,

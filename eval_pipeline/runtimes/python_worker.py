@@ -4,7 +4,9 @@ Started by the adapter with its configuration in ``EVAL_PIPELINE_PYTHON_WORKER``
 target and the validated options); reads ``{"id", "session", "prompt"}`` /
 ``{"id", "session", "end"}`` lines on stdin and answers each with one JSON line on stdout
 that echoes the request's ``id`` (exec protocol v2). A bot that raises answers
-``{"error": ...}`` for that turn; the worker carries on with the other sessions.
+``{"error": ...}`` for that turn; the worker carries on with the other sessions. A target that
+cannot be loaded (the adapter checks the spec without running the module) answers every turn
+with the reason, so each is a fault that says why instead of a worker dying at start-up.
 """
 
 from __future__ import annotations
@@ -22,12 +24,22 @@ from eval_pipeline.runtimes.adapters.python_object import (
     session_chat,
     to_reply,
 )
+from eval_pipeline.runtimes.base import RuntimeSpecError
 
 
 def serve(stdin: TextIO, stdout: TextIO) -> None:
     config = json.loads(os.environ[WORKER_CONFIG_ENV])
     options = PythonOptions.model_validate(config["options"])
-    target = resolve_target(config["target"], options.paths)
+    try:
+        target = resolve_target(config["target"], options.paths)
+        unloadable = ""
+    except Exception as exc:  # its module raised while loading, or the name is not a factory
+        target = None
+        unloadable = (
+            str(exc)
+            if isinstance(exc, RuntimeSpecError)
+            else f"python runtime: cannot load {config['target']}: {type(exc).__name__}: {exc}"
+        )
     sessions: dict[str, Callable[[str], Any]] = {}
     for line in stdin:
         if not line.strip():
@@ -37,6 +49,8 @@ def serve(stdin: TextIO, stdout: TextIO) -> None:
         if request.get("end"):
             sessions.pop(session_id, None)
             reply: dict[str, Any] = {}
+        elif unloadable:
+            reply = {"error": unloadable}
         else:
             try:
                 chat = sessions.get(session_id)

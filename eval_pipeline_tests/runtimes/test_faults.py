@@ -15,6 +15,7 @@ from eval_pipeline.lanes.registry import find_lane
 from eval_pipeline.pipeline import evaluate_lane
 from eval_pipeline.progress import LogProgress
 from eval_pipeline.runtimes import RuntimeSpecError, build_runtime
+from eval_pipeline.runtimes.adapters.python_object import check_target
 from eval_pipeline.runtimes.options import parse_runtime_options
 from eval_pipeline.runtimes.serve import ServeConfig
 from eval_pipeline.tables import METRICS, TRANSCRIPTS, with_run_columns
@@ -161,6 +162,49 @@ def test_unset_key_variable_and_bad_options_are_bad_input(monkeypatch: pytest.Mo
         build_runtime("python:eval_pipeline_tests.runtimes.bots:Nope", {})
     with pytest.raises(RuntimeSpecError, match="cannot import"):
         build_runtime("python:no_such_module_here:bot", {})
+
+
+def test_a_python_spec_is_checked_from_its_source_without_running_it(tmp_path: Path) -> None:
+    marker = tmp_path / "imported"
+    (tmp_path / "unrun_bot_module.py").write_text(
+        f"open({str(marker)!r}, 'w').close()\n"
+        "from json import dumps as renamed\n"
+        "def make(): ...\n"
+        "class Bot: ...\n"
+        "if True:\n    answer = 42\n"
+    )
+    (tmp_path / "unrun_star_module.py").write_text("from json import *\n")
+    for name in ("make", "Bot", "renamed", "answer", "Bot.chat"):
+        check_target(f"unrun_bot_module:{name}", [str(tmp_path)])
+    with pytest.raises(RuntimeSpecError, match="has no attribute 'Missing'"):
+        check_target("unrun_bot_module:Missing", [str(tmp_path)])
+    check_target("unrun_star_module:anything", [str(tmp_path)])  # a star import: only loading can tell
+    assert not marker.exists()  # the module never ran in this process
+    with pytest.raises(RuntimeSpecError, match="cannot import 'unrun_bot_module'"):
+        check_target("unrun_bot_module:make", [])  # not on the path without its option
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("source", "reason"),
+    [
+        ("bot = 3\n", "python runtime: unloadable_bot_module:bot is not callable"),
+        (
+            "raise RuntimeError('no weights file')\nbot = None\n",
+            "python runtime: cannot load unloadable_bot_module:bot: RuntimeError: no weights file",
+        ),
+    ],
+)
+def test_a_target_the_workers_cannot_load_faults_every_turn_with_the_reason(
+    tmp_path: Path, source: str, reason: str
+) -> None:
+    (tmp_path / "unloadable_bot_module.py").write_text(source)
+    runtime = build_runtime("python:unloadable_bot_module:bot", {"workers": 1, "paths": [str(tmp_path)]})
+    try:
+        transcripts = drive(runtime, _threads({"a": ["What is truth?"], "b": ["What is doubt?"]}))
+    finally:
+        runtime.close()
+    assert list(transcripts["error"]) == [f"TurnFault: runtime_error: {reason}"] * 2
 
 
 def test_parse_runtime_options() -> None:

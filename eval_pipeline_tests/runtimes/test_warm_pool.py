@@ -18,8 +18,10 @@ pytestmark = pytest.mark.slow
 BOT = "python:eval_pipeline_tests.runtimes.slow_start_bot:SlowStartBot"
 
 
-def run_cli(log: Path, *args: str, crash_prompt: str = "") -> tuple[int, dict[str, object], set[int]]:
-    """Run the CLI; (exit code, --json document, pids of the worker processes that started)."""
+def cli(
+    log: Path, *args: str, runtime: str = BOT, crash_prompt: str = ""
+) -> tuple[subprocess.CompletedProcess[str], set[int]]:
+    """Run the CLI with a two-worker ``python:`` runtime; (the process, pids that imported the bot)."""
     executable = Path(sys.executable).parent / "eval-pipeline"
     env = {
         **os.environ,
@@ -28,11 +30,16 @@ def run_cli(log: Path, *args: str, crash_prompt: str = "") -> tuple[int, dict[st
         "SLOW_CRASH_PROMPT": crash_prompt,
         "PYTHONPATH": str(PROJECT_ROOT),
     }
-    command = [str(executable), "run", "--runtime", BOT, "-o", "workers=2", "--json", *args]
-    child = subprocess.Popen(command, cwd=PROJECT_ROOT, env=env, stdout=subprocess.PIPE, text=True)
-    out, _ = child.communicate(timeout=600)
-    started = {int(line) for line in log.read_text().split()} - {child.pid}  # the CLI imports it to check it
-    return child.returncode, json.loads(out), started
+    command = [str(executable), "run", "--runtime", runtime, "-o", "workers=2", "--json", *args]
+    done = subprocess.run(command, cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=600)
+    started = {int(line) for line in log.read_text().split()} if log.exists() else set()
+    return done, started
+
+
+def run_cli(log: Path, *args: str, crash_prompt: str = "") -> tuple[int, dict[str, object], set[int]]:
+    """Run the CLI; (exit code, --json document, pids of the worker processes that started)."""
+    done, started = cli(log, *args, crash_prompt=crash_prompt)
+    return done.returncode, json.loads(done.stdout), started
 
 
 TWO_LANES = ("--lane", "deterministic_fluency", "--lane", "refusal_calibration", "--split", "dev")
@@ -45,8 +52,26 @@ def test_two_lanes_share_one_pool_so_each_worker_starts_once(tmp_path: Path) -> 
     assert isinstance(lanes, list) and len(lanes) == 2, document
     assert all(not lane["faults"] for lane in lanes), lanes
     assert all(lane["turn_predicates"] or lane["case_predicates"] for lane in lanes)
-    # Two workers for two lanes: without the shared pool each lane would start its own two.
+    # Two workers for two lanes: without the shared pool each lane would start its own two. The
+    # CLI checks the spec from the module's source: it never pays the bot's start-up itself.
     assert len(started) == 2, started
+
+
+@pytest.mark.parametrize(
+    ("runtime", "reason"),
+    [
+        ("python:eval_pipeline_tests.runtimes.slow_start_bot:Nope", "has no attribute 'Nope'"),
+        ("python:no_such_module_here:bot", "cannot import 'no_such_module_here'"),
+        ("python:eval_pipeline_tests.runtimes.slow_start_bot", "needs python:package.module:factory"),
+    ],
+)
+def test_a_wrong_python_spec_is_bad_input_before_any_worker_starts(
+    tmp_path: Path, runtime: str, reason: str
+) -> None:
+    done, started = cli(tmp_path / "starts.log", *TWO_LANES, runtime=runtime)
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert reason in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert not started, started
 
 
 def test_a_crashed_worker_is_restarted_and_its_turn_is_a_fault(tmp_path: Path) -> None:

@@ -45,11 +45,9 @@ import os
 import threading
 import time
 from collections.abc import Coroutine, Mapping
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-import openai
-from openai import AsyncAPIResponse, AsyncOpenAI
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from eval_pipeline.runtimes.adapters.openai_replies import (
@@ -71,6 +69,11 @@ from eval_pipeline.runtimes.base import ChatSession, RuntimeSpecError, TurnRespo
 from eval_pipeline.runtimes.faults import RetryPolicy, TurnFault
 from eval_pipeline.runtimes.options import validate_options
 from eval_pipeline.runtimes.registry import register_runtime
+
+if TYPE_CHECKING:
+    # The SDK takes a second or more to import: it is loaded when an openai runtime is built,
+    # not by every command that looks a runtime scheme up.
+    from openai import AsyncAPIResponse, AsyncOpenAI
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 PLACEHOLDER_KEY = "not-needed"  # sent to servers that ask for no key (the SDK requires one)
@@ -180,6 +183,8 @@ class OpenAIRuntime:
         self._client, self._limit = self._loop.run(self._connect(api_key, headers))
 
     async def _connect(self, api_key: str, headers: dict[str, str]) -> tuple[AsyncOpenAI, asyncio.Semaphore]:
+        from openai import AsyncOpenAI
+
         client = AsyncOpenAI(
             api_key=api_key,
             base_url=self.base_url,
@@ -207,6 +212,8 @@ class OpenAIRuntime:
         return body or None
 
     async def _complete(self, messages: list[dict[str, str]], seed: int | None = None) -> TurnResponse:
+        import openai  # loaded already: the client was built in _connect
+
         async with self._limit:
             try:
                 if self.options.stream:

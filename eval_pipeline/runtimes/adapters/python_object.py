@@ -24,9 +24,11 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import importlib.util
 import inspect
 import json
 import os
+import symtable
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -79,11 +81,17 @@ def _import_paths(paths: list[str]) -> Iterator[None]:
                 sys.path.remove(path)
 
 
-def resolve_target(target: str, paths: list[str]) -> Any:
-    """The object ``package.module:attr`` names (``attr`` may be dotted)."""
+def split_target(target: str) -> tuple[str, str]:
+    """(module, attribute) of ``package.module:attr``; anything else is a bad spec."""
     module_name, sep, attr = target.partition(":")
     if not sep or not module_name or not attr:
         raise RuntimeSpecError(f"python runtime needs python:package.module:factory, got python:{target}")
+    return module_name, attr
+
+
+def resolve_target(target: str, paths: list[str]) -> Any:
+    """The object ``package.module:attr`` names (``attr`` may be dotted)."""
+    module_name, attr = split_target(target)
     with _import_paths(paths):
         try:
             value: Any = importlib.import_module(module_name)
@@ -96,6 +104,44 @@ def resolve_target(target: str, paths: list[str]) -> Any:
     if not callable(value):
         raise RuntimeSpecError(f"python runtime: {target} is not callable")
     return value
+
+
+def check_target(target: str, paths: list[str]) -> None:
+    """That ``package.module:attr`` names a module that exists and binds ``attr`` at its top level,
+    read from its source without running it: a runtime's start-up (imports, model loading) is
+    paid by the processes that serve it, not again by the one that checks the spec."""
+    module_name, attr = split_target(target)
+    with _import_paths(paths):
+        try:
+            found = importlib.util.find_spec(module_name)  # imports the parent packages only
+        except (ImportError, ValueError) as exc:
+            raise RuntimeSpecError(f"python runtime: cannot import {module_name!r}: {exc}") from None
+    if found is None:
+        raise RuntimeSpecError(
+            f"python runtime: cannot import {module_name!r}: no module named {module_name!r}"
+        )
+    names = _top_level_names(found)
+    if names is not None and attr.split(".")[0] not in names:
+        raise RuntimeSpecError(f"python runtime: {module_name!r} has no attribute {attr!r}")
+
+
+def _top_level_names(found: importlib.machinery.ModuleSpec) -> set[str] | None:
+    """The names a module's source binds at its top level (defined, assigned or imported); None
+    when its source cannot tell (no source file, a star import, a module ``__getattr__``)."""
+    loaded = sys.modules.get(found.name)
+    if loaded is not None:
+        return set(vars(loaded))
+    if found.origin is None or not found.origin.endswith(".py") or not os.path.isfile(found.origin):
+        return None
+    with open(found.origin, "rb") as handle:
+        source = handle.read()
+    try:
+        table = symtable.symtable(source.decode("utf-8", "replace"), found.origin, "exec")
+    except SyntaxError:
+        return None  # its import fails in the workers, with Python's own message
+    if b"import *" in source or "__getattr__" in table.get_identifiers():
+        return None
+    return {s.get_name() for s in table.get_symbols() if s.is_assigned() or s.is_imported()}
 
 
 def answer_fields(answer: Any) -> dict[str, Any]:
@@ -192,11 +238,14 @@ class PythonRuntime:
 
 
 def worker_runtime(target_name: str, options: PythonOptions, workers: int) -> ExecRuntime:
-    """Worker processes running the target behind the exec protocol, started at once.
+    """Worker processes running the target behind the exec protocol, started at once (in the
+    background: each imports the target while this process gets on with its own work).
 
-    The workers import the target while this process imports it too (to check it: a bad target
-    is bad input here, not N failed turns), so a slow start-up is paid once, side by side.
+    The spec is checked here from the module's source, not by importing it, so a slow start-up
+    is paid once per worker and never by this process; a target that still fails to load in a
+    worker makes each of its turns a fault that says why.
     """
+    check_target(target_name, options.paths)
     python_path = os.pathsep.join([*options.paths, *filter(None, [os.environ.get("PYTHONPATH")])])
     env = {
         **options.env,
@@ -214,7 +263,6 @@ def worker_runtime(target_name: str, options: PythonOptions, workers: int) -> Ex
     )
     try:
         runtime.start()
-        resolve_target(target_name, options.paths)
     except BaseException:
         runtime.close()
         raise

@@ -1,0 +1,41 @@
+"""The instance's SQLite files stay open while a lane runs: one checkpoint per file, same rows."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import sqlalchemy as sa
+
+from eval_pipeline.dagster_wiring.sqlite_files import sqlite_files_kept_open
+
+
+def _wal_engine(path: Path) -> sa.Engine:
+    """An engine like Dagster's SQLite storages: a new connection per use, the file in WAL mode."""
+    engine = sa.create_engine(f"sqlite:///{path}", poolclass=sa.pool.NullPool)
+    with engine.begin() as connection:
+        connection.execute(sa.text("PRAGMA journal_mode=WAL"))
+        connection.execute(sa.text("CREATE TABLE events (n INTEGER)"))
+    return engine
+
+
+def _write(engine: sa.Engine, n: int) -> None:
+    with engine.begin() as connection:
+        connection.execute(sa.text("INSERT INTO events VALUES (:n)"), {"n": n})
+
+
+def test_writes_inside_the_block_leave_the_wal_until_the_block_ends(tmp_path: Path) -> None:
+    path = tmp_path / "events.db"
+    wal = tmp_path / "events.db-wal"
+    engine = _wal_engine(path)
+    _write(engine, 0)
+    assert not wal.exists()  # the last connection closed: checkpointed, WAL deleted
+    with sqlite_files_kept_open():
+        for n in range(1, 4):
+            _write(engine, n)
+            assert wal.exists()  # a keeper holds the file: closing this connection was not the last
+    assert not wal.exists()  # the keeper's close checkpointed once
+    _write(engine, 4)  # and outside the block nothing is kept any more
+    assert not wal.exists()
+    with sqlite3.connect(path) as reader:
+        assert [n for (n,) in reader.execute("SELECT n FROM events ORDER BY n")] == [0, 1, 2, 3, 4]
