@@ -1,8 +1,10 @@
-"""A few recent results kept by key: what lets one run parse a file or hydrate cases once.
+"""A few recent results kept by key: what lets one run read a replay file once, and hydrate a
+small run's cases once for all its stages.
 
-The CLI validates case and replay files before a run starts, then the run's stages read them
-again; each stage of a lane also needs the case models. Keying by content (a digest of the
-bytes or of the stored JSON) means a changed file is never served stale.
+The CLI builds the runtime before a run starts (a replay file is read and validated then),
+and the run's transcripts stage builds it again; each stage of a lane also needs the case
+models of each batch. Keying by content (a digest of the bytes or of the stored JSON) means a
+changed file is never served stale.
 """
 
 from __future__ import annotations

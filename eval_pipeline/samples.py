@@ -17,6 +17,7 @@ import pandas as pd
 
 from eval_pipeline.flips import flips_by_group
 from eval_pipeline.scoring import MetricValue
+from eval_pipeline.stage_files import StageFile
 
 SAMPLE_INDEX = "sample_index"
 SEED_BITS = 31  # fits every runtime's seed parameter (OpenAI's is a signed 64-bit, some take 32)
@@ -191,6 +192,26 @@ def flaky_within_run(case_predicates: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=CASE_SAMPLE_COLUMNS)
     summary = case_samples(case_predicates)
     flaky = summary[summary["flips"] > 0]
+    return flaky.sort_values(["flips", "case_id", "predicate"], ascending=[False, True, True]).reset_index(
+        drop=True
+    )
+
+
+def samples_in(table: StageFile) -> int:
+    """How many samples per case a stage file holds (from its statistics where it has them)."""
+    largest = table.column_max(SAMPLE_INDEX)
+    return int(largest) + 1 if largest is not None else 1
+
+
+def flaky_in(case_predicates: StageFile) -> pd.DataFrame:
+    """:func:`flaky_within_run` of a case predicates stage file, batch by batch (a case's
+    samples are all in its batch); nothing is read for a run of one sample."""
+    columns = ["case_id", "predicate", "passed", SAMPLE_INDEX]
+    if samples_in(case_predicates) <= 1:
+        return pd.DataFrame(columns=CASE_SAMPLE_COLUMNS)
+    flaky = pd.concat(
+        [flaky_within_run(batch) for batch in case_predicates.batches(columns)], ignore_index=True
+    )
     return flaky.sort_values(["flips", "case_id", "predicate"], ascending=[False, True, True]).reset_index(
         drop=True
     )

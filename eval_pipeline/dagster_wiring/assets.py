@@ -53,7 +53,7 @@ from eval_pipeline.pipeline import (
 from eval_pipeline.progress import FanOut, LogProgress, ProgressObserver
 from eval_pipeline.runtimes.base import RuntimeSpecError
 from eval_pipeline.runtimes.registry import build_runtime
-from eval_pipeline.samples import SAMPLE_INDEX, flaky_within_run
+from eval_pipeline.samples import flaky_in, samples_in
 from eval_pipeline.scoring import judge, measurement
 from eval_pipeline.stage_files import StageFile, failed, faulted, in_cases
 from eval_pipeline.tables import (
@@ -108,25 +108,6 @@ def failing_cases_markdown(failing: FirstFailing) -> str:
         limit=MAX_FAILING_ROWS,
         more="rows in the case_predicates table",
         total=failing.results,
-    )
-
-
-def sample_total(table: StageFile) -> int:
-    """How many samples per case a stage file holds."""
-    largest = table.column_max(SAMPLE_INDEX)
-    return int(largest) + 1 if largest is not None else 1
-
-
-def flaky_of(case_predicates: StageFile) -> pd.DataFrame:
-    """Case predicates whose samples disagree (nothing to read with one sample); batch by batch,
-    since a case's samples are all in its batch."""
-    if sample_total(case_predicates) <= 1:
-        return flaky_within_run(pd.DataFrame(columns=["case_id", "predicate", "passed", SAMPLE_INDEX]))
-    columns = ["case_id", "predicate", "passed", SAMPLE_INDEX]
-    parts = [flaky_within_run(batch) for batch in case_predicates.batches(columns)]
-    flaky = pd.concat(parts, ignore_index=True)
-    return flaky.sort_values(["flips", "case_id", "predicate"], ascending=[False, True, True]).reset_index(
-        drop=True
     )
 
 
@@ -301,7 +282,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
             metadata={
                 "dagster/row_count": table.row_count,
                 "failing_cases": dg.MetadataValue.md(
-                    failing_cases_markdown(first_failing(table, MAX_FAILING_ROWS, sample_total(table)))
+                    failing_cases_markdown(first_failing(table, MAX_FAILING_ROWS, samples_in(table)))
                 ),
             },
         )
@@ -368,8 +349,8 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
             failing,
             faults,
             measured,
-            samples=sample_total(case_predicates),
-            flaky=flaky_of(case_predicates),
+            samples=samples_in(case_predicates),
+            flaky=flaky_in(case_predicates),
         )
 
     @dg.asset(

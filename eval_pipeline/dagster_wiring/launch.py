@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 from dagster._core.definitions.reconstruct import ReconstructableRepository
 from dagster._core.storage.defs_state.base import set_defs_state_storage
 
-from eval_pipeline.dagster_wiring.assets import DATE_TAG, flaky_of, sample_total
+from eval_pipeline.dagster_wiring.assets import DATE_TAG
 from eval_pipeline.dagster_wiring.checks import GATE_CHECK, MEASUREMENT_CHECK
 from eval_pipeline.dagster_wiring.code_location import REPOSITORY_LABEL, build_definitions
 from eval_pipeline.dagster_wiring.io_manager import PATH_METADATA
@@ -36,6 +36,7 @@ from eval_pipeline.failures import FirstFailing, first_failing
 from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.progress import NoProgress, ProgressObserver
 from eval_pipeline.runtimes.targets import RuntimeTarget
+from eval_pipeline.samples import flaky_in, samples_in
 from eval_pipeline.scoring import VerdictWord, verdict_word
 from eval_pipeline.settings import PROJECT_ROOT, dagster_home
 from eval_pipeline.settings import history_root as default_history_root
@@ -116,12 +117,12 @@ class LaneOutcome:
     @property
     def samples(self) -> int:
         stored = self.files.get("case_predicates")
-        return sample_total(stored) if stored is not None else 1
+        return samples_in(stored) if stored is not None else 1
 
     def flaky(self) -> pd.DataFrame | None:
         """Case predicates whose samples disagree (None: the stage did not run)."""
         stored = self.files.get("case_predicates")
-        return flaky_of(stored) if stored is not None else None
+        return flaky_in(stored) if stored is not None else None
 
     @property
     def blocking_failures(self) -> list[CheckOutcome]:
