@@ -115,15 +115,13 @@ class StageFile:
         return table.to_pandas(types_mapper=nullable_types)
 
 
-def aligned_batches(
-    *files: StageFile, columns: Sequence[Sequence[str] | None] = ()
-) -> Iterator[list[pd.DataFrame]]:
+def aligned_batches(*files: StageFile) -> Iterator[list[pd.DataFrame]]:
     """Batch *j* of every file, together: the rows of the same cases in each table."""
     counts = {f.batch_count for f in files}
     if len(counts) > 1:
         listed = ", ".join(f"{f.path.name}: {f.batch_count}" for f in files)
         raise ValueError(f"stage files do not hold the same case batches ({listed})")
-    readers = [f.batches(columns[i] if i < len(columns) else None) for i, f in enumerate(files)]
+    readers = [f.batches() for f in files]
     yield from (list(parts) for parts in zip(*readers, strict=True))
 
 
