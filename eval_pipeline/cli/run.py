@@ -149,8 +149,8 @@ def _print(outcome: LaneOutcome) -> None:
     for column in columns:
         table.add_column(column, justify="left" if column in ("metric", "threshold", "check") else "right")
     for row in outcome.metrics.to_dict("records"):
-        value = "n/a" if pd.isna(row["value"]) else f"{row['value']:.4g}"
-        n = "" if pd.isna(row["denominator"]) else f"{row['numerator']:g}/{row['denominator']:g}"
+        value = "n/a" if pd.isna(row["value"]) else _shown(row["value"])
+        n = "" if pd.isna(row["denominator"]) else f"{row['numerator']:.15g}/{row['denominator']:.15g}"
         check = checks.get(row["metric"])
         verdict = "" if check is None else _verdict(check.verdict)
         threshold = "" if check is None else f"{check.threshold} ({check.severity})"
@@ -171,6 +171,11 @@ def _print(outcome: LaneOutcome) -> None:
     _print_flaky(outcome)
     _print_failing(outcome)
     _print_faults(outcome)
+
+
+def _shown(value: float) -> str:
+    """A metric value: a count whole (1000000, not 1e+06), a rate to four figures."""
+    return f"{value:.15g}" if float(value).is_integer() else f"{value:.4g}"
 
 
 def _samples(metrics: pd.DataFrame) -> int:

@@ -104,3 +104,15 @@ def test_bad_arguments_exit_2_with_a_message(args: list[str], message: str) -> N
     code, _, err = invoke("run", *args)
     assert code == EXIT_BAD_INPUT
     assert message in err
+
+
+def test_metric_values_print_counts_whole_and_rates_to_four_figures() -> None:
+    from eval_pipeline.cli.run import _shown
+
+    assert [_shown(v) for v in (1_000_000.0, 950_000.0, 0.95, 1.0, 1 / 3)] == [
+        "1000000",
+        "950000",
+        "0.95",
+        "1",
+        "0.3333",
+    ]
