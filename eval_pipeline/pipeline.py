@@ -10,12 +10,13 @@ from __future__ import annotations
 import atexit
 import hashlib
 import itertools
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
 from pydantic import BaseModel
 
 from eval_pipeline.cases.loading import CaseStream, LoadedCase, load_cases
@@ -421,12 +422,14 @@ def score_turns(
     folder: str | Path | None = None,
 ) -> StageFile:
     """Stage 3 over stage files: each batch's turn predicates."""
-    with StageWriter(TURN_PREDICATES, folder) as writer:
-        for case_rows, turns in aligned_batches(cases, transcripts):
-            writer.write(
-                turn_predicate_table(kind, cases_from_frame(kind, case_rows), turns), **(run_columns or {})
-            )
-        return writer.finish()
+    return _score_batches(
+        kind,
+        TURN_PREDICATES,
+        lambda models, tables: turn_predicate_table(kind, models, *tables),
+        [cases, transcripts],
+        run_columns,
+        folder,
+    )
 
 
 def score_cases(
@@ -438,10 +441,29 @@ def score_cases(
     folder: str | Path | None = None,
 ) -> StageFile:
     """Stage 4 over stage files: each batch's case predicates."""
-    with StageWriter(CASE_PREDICATES, folder) as writer:
-        for case_rows, turns, verdicts in aligned_batches(cases, transcripts, turn_predicates):
-            models = cases_from_frame(kind, case_rows)
-            writer.write(case_predicate_table(kind, models, turns, verdicts), **(run_columns or {}))
+    return _score_batches(
+        kind,
+        CASE_PREDICATES,
+        lambda models, tables: case_predicate_table(kind, models, *tables),
+        [cases, transcripts, turn_predicates],
+        run_columns,
+        folder,
+    )
+
+
+def _score_batches(
+    kind: LaneKind,
+    schema: pa.Schema,
+    score: Callable[[list[BaseModel], list[pd.DataFrame]], pd.DataFrame],
+    inputs: Sequence[StageFile],
+    run_columns: dict[str, str] | None,
+    folder: str | Path | None,
+) -> StageFile:
+    """A stage file of ``score(case models, the other inputs' rows)`` for each case batch of
+    ``inputs`` (the cases first)."""
+    with StageWriter(schema, folder) as writer:
+        for case_rows, *tables in aligned_batches(*inputs):
+            writer.write(score(cases_from_frame(kind, case_rows), tables), **(run_columns or {}))
         return writer.finish()
 
 
