@@ -43,6 +43,11 @@ def failing_cases(case_predicates: pd.DataFrame, samples: int | None = None) -> 
     A run of several samples per case lists each failing case predicate once, from its first
     failing sample, its reason saying in how many samples it failed.
     """
+    return _decoded(_failing(case_predicates, samples))
+
+
+def _failing(case_predicates: pd.DataFrame, samples: int | None) -> pd.DataFrame:
+    """:func:`failing_cases` with each evidence as stored (decoding waits until a row is shown)."""
     if case_predicates.empty:
         return pd.DataFrame(columns=list(FAILING_COLUMNS))
     failing = case_predicates[case_predicates["passed"].eq(False).fillna(False)].copy()
@@ -64,12 +69,16 @@ def failing_cases(case_predicates: pd.DataFrame, samples: int | None = None) -> 
             "severity": failing["severity"].astype(str).tolist(),
             "code": failing["code"].astype(str).tolist(),
             "reason": failing["message"].astype(str).tolist(),
-            "evidence": [
-                evidence_object(e) for e in failing.get("evidence", pd.Series([None] * len(failing)))
-            ],
+            "evidence": failing["evidence"].tolist() if "evidence" in failing else [None] * len(failing),
         },
         columns=list(FAILING_COLUMNS),
     )
+
+
+def _decoded(failing: pd.DataFrame) -> pd.DataFrame:
+    decoded = failing.copy()
+    decoded["evidence"] = pd.Series([evidence_object(e) for e in failing["evidence"]], index=failing.index)
+    return decoded
 
 
 @dataclass(frozen=True)
@@ -88,7 +97,7 @@ def first_failing(case_predicates: StageFile, limit: int, samples: int = 1) -> F
     shown: list[pd.DataFrame] = []
     results = cases = 0
     for batch in case_predicates.batches():
-        failing = failing_cases(batch[batch["passed"].eq(False).fillna(False)], samples)
+        failing = _failing(batch[batch["passed"].eq(False).fillna(False)], samples)
         results += len(failing)
         cases += failing["case_id"].nunique()
         shown.append(failing.head(limit))
@@ -97,7 +106,7 @@ def first_failing(case_predicates: StageFile, limit: int, samples: int = 1) -> F
         order = rows["severity"].map(lambda s: _SEVERITY_ORDER.get(str(s), 2))
         rows = rows.assign(_order=order).sort_values(["_order", "case_id", "predicate"], kind="stable")
         rows = rows.drop(columns="_order").reset_index(drop=True)
-    return FirstFailing(rows.head(limit), results, cases)
+    return FirstFailing(_decoded(rows.head(limit)), results, cases)
 
 
 def failing_rows_for_metric(

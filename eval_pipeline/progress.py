@@ -47,6 +47,25 @@ class TurnTally:
         return f"turns {self.done}{of_total}{share}, errors {self.errors}, {self.rate:.1f} turns/s"
 
 
+class Throttle:
+    """Says when a tally is worth showing again: at most every ``every_s`` seconds, and always
+    once the last turn is in (thread-safe)."""
+
+    def __init__(self, every_s: float) -> None:
+        self._every_s = every_s
+        self._last = time.monotonic()
+        self._lock = threading.Lock()
+
+    def due(self, tally: TurnTally) -> bool:
+        now = time.monotonic()
+        finished = tally.total is not None and tally.done >= tally.total
+        with self._lock:
+            if not finished and now - self._last < self._every_s:
+                return False
+            self._last = now
+            return True
+
+
 class LogProgress:
     """Logs the tally at most every ``every_s`` seconds, and once when the last turn is in."""
 
@@ -55,32 +74,31 @@ class LogProgress:
         self._logger = logger
         self._every_s = every_s
         self._label = f"{label}: " if label else ""
-        self._last = time.monotonic()
-        self._lock = threading.Lock()
+        self._throttle = Throttle(every_s)
 
     def start(self, total: int) -> None:
         self.tally = TurnTally(total=total)
-        self._last = time.monotonic()
+        self._throttle = Throttle(self._every_s)
         self._logger.info(f"{self._label}driving {total} turns")
 
     def __call__(self, row: dict[str, Any]) -> None:
         self.tally.add(row)
-        now = time.monotonic()
-        finished = self.tally.total is not None and self.tally.done >= self.tally.total
-        with self._lock:
-            if not finished and now - self._last < self._every_s:
-                return
-            self._last = now
-        self._logger.info(self._label + self.tally.summary())
+        if self._throttle.due(self.tally):
+            self._logger.info(self._label + self.tally.summary())
 
 
 class RichProgress:
-    """A rich progress bar: turns done / total, errors, rate, elapsed."""
+    """A rich progress bar: turns done / total, errors, rate, elapsed.
 
-    def __init__(self, progress: Progress, description: str) -> None:
+    The bar is updated at most every ``every_s`` seconds (it redraws ten times a second
+    anyway), and on the last turn: a million replayed turns would otherwise spend seconds on
+    updates nobody sees."""
+
+    def __init__(self, progress: Progress, description: str, every_s: float = 0.05) -> None:
         self.tally = TurnTally()
         self._progress = progress
         self._task: TaskID = progress.add_task(description, total=None, errors=0, rate=0.0)
+        self._throttle = Throttle(every_s)
 
     def start(self, total: int) -> None:
         self.tally = TurnTally(total=total)
@@ -88,9 +106,10 @@ class RichProgress:
 
     def __call__(self, row: dict[str, Any]) -> None:
         self.tally.add(row)
-        self._progress.update(
-            self._task, completed=self.tally.done, errors=self.tally.errors, rate=self.tally.rate
-        )
+        if self._throttle.due(self.tally):
+            self._progress.update(
+                self._task, completed=self.tally.done, errors=self.tally.errors, rate=self.tally.rate
+            )
 
 
 @contextmanager
