@@ -152,6 +152,35 @@ def measure(command: list[str], env: dict[str, str], max_gb: float = 0.0) -> Mea
     return Measured(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, child.returncode, text)
 
 
+def stage_seconds(dagster_home: Path) -> list[tuple[str, float]]:
+    """Each step of the newest run in ``dagster_home`` with its seconds (STEP_START to its end),
+    in the order the steps ran; then ``between steps``, the rest of the run's span (run and
+    step set-up, stored events)."""
+    import dagster as dg
+
+    with dg.DagsterInstance.from_config(str(dagster_home)) as instance:
+        runs = instance.get_runs(limit=1)
+        if not runs:
+            return []
+        started: dict[str, float] = {}
+        seconds: list[tuple[str, float]] = []
+        first = last = None
+        for record in instance.all_logs(runs[0].run_id):
+            event = record.dagster_event
+            first = record.timestamp if first is None else first
+            last = record.timestamp
+            if event is None or not event.step_key:
+                continue
+            if event.event_type_value == "STEP_START":
+                started[event.step_key] = record.timestamp
+            elif event.event_type_value in ("STEP_SUCCESS", "STEP_FAILURE") and event.step_key in started:
+                step = event.step_key.split("__")[-1]
+                seconds.append((step, record.timestamp - started.pop(event.step_key)))
+    if first is not None and last is not None:
+        seconds.append(("between steps", (last - first) - sum(s for _, s in seconds)))
+    return seconds
+
+
 def bare_loop(lane: str, replay: Path) -> None:
     """The child side of the bare loop: read the recorded turns, judge each with the scalar
     predicates in a plain loop, print the loop's own seconds (reading excluded)."""
@@ -256,6 +285,11 @@ def run_size(
             )
         print(row("bare scalar loop", n, loop_s, bare.peak_rss_mb))
         print(f"  {'ratio pipeline / loop':<26} {'':>9} {pipeline.wall_s / loop_s:>9.2f}")
+        stages = stage_seconds(Path(env["DAGSTER_HOME"]))
+        if stages:  # the CLI's own part: imports, replay file and case pre-check, printing
+            outside = pipeline.wall_s - sum(sec for _, sec in stages)
+            print("  pipeline seconds by stage: " + ", ".join(f"{step} {sec:.1f}" for step, sec in stages))
+            print(f"  {'':<28}outside the Dagster run (CLI: imports, pre-checks, report) {outside:.1f}")
         if pipeline.returncode not in (0, 1):
             print("  pipeline output (tail):\n" + "\n".join(pipeline.stdout.splitlines()[-15:]))
         for path in (cases, replay):
