@@ -21,7 +21,7 @@ from pydantic import BaseModel
 
 from eval_pipeline.cases.loading import CaseStream, LoadedCase, load_cases
 from eval_pipeline.drive import StartCallback, TurnCallback, drive
-from eval_pipeline.lanes.kind import LaneKind, Scored, Thread
+from eval_pipeline.lanes.kind import LaneKind, Scored, Thread, turns_of_threads
 from eval_pipeline.lanes.registry import lane_kind
 from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.memo import Recent, file_digest
@@ -40,7 +40,7 @@ from eval_pipeline.tables import (
     lane_columns,
 )
 
-# Cases whose threads are built together while the cases stage cuts its batches.
+# Cases whose turns are counted together while the cases stage cuts its batches.
 THREAD_CHUNK = 1_000
 
 
@@ -111,10 +111,8 @@ def lane_threads(spec: LaneSpec, split: str, cases: Sequence[BaseModel]) -> list
 
 
 def check_thread_ids(cases: Sequence[BaseModel], threads: Sequence[Thread]) -> None:
-    ids = {str(getattr(c, "id")) for c in cases}  # noqa: B009 - every case model has an id
-    unknown = [t.case_id for t in threads if t.case_id not in ids]
-    if unknown:
-        raise ValueError(f"lane built threads for unknown cases: {unknown}")
+    """Raise when a thread belongs to none of ``cases``."""
+    turns_of_threads(cases, threads)
 
 
 def metric_rows(metrics: Sequence[MetricValue], verdicts: Sequence[ThresholdVerdict]) -> list[dict[str, Any]]:
@@ -296,8 +294,8 @@ def write_cases(
 ) -> StageFile:
     """Stage 1: the split's validated cases, in batches of about :func:`batch_turns` turns.
 
-    Every case is validated and its threads built (so a prompt that cannot be composed fails
-    here, before anything is sent); every problem of every file is raised at once
+    Every case is validated and the turns its threads send counted (so a prompt that cannot be
+    composed fails here, before anything is sent); every problem of every file is raised at once
     (:class:`eval_pipeline.cases.CaseFileError`) and no file is left behind."""
     kind = lane_kind(spec)
     stream = CaseStream(case_paths(spec, split, cases_path), kind.case_model)
@@ -308,16 +306,11 @@ def write_cases(
         pending_turns = 0
         written = False
         for chunk in _chunks(stream, THREAD_CHUNK):
-            models = [item.case for item in chunk]
-            threads = kind.threads(models, spec, split)
-            check_thread_ids(models, threads)
-            sent: dict[str, int] = {}
-            for thread in threads:
-                sent[thread.case_id] = sent.get(thread.case_id, 0) + len(thread.turns)
-            for item in chunk:
+            sent = kind.turns_sent([item.case for item in chunk], spec, split)
+            for item, count in zip(chunk, sent, strict=True):
                 pending.append(item)
-                turns.append(sent.get(str(item.case.id), 0))
-                pending_turns += turns[-1]
+                turns.append(count)
+                pending_turns += count
                 if pending_turns >= budget:
                     writer.write(cases_frame(pending, split, turns))
                     pending, turns, pending_turns, written = [], [], 0, True

@@ -58,16 +58,11 @@ class DeclaredLane:
 
     def sourced_turns(self, case: Any) -> list[tuple[TurnRequest, Any]]:
         """The case's turns in sending order, each with the case item it came from."""
-        turns: list[tuple[TurnRequest, Any]] = []
-        for role, prompt, item in self.turn_sources(case):
-            index = len(turns)
-            # Prompts come from validated cases: a str needs no second validation (a million turns).
-            if isinstance(prompt, str):
-                request = TurnRequest.model_construct(turn_index=index, role=role, prompt=prompt)
-            else:
-                request = TurnRequest(turn_index=index, role=role, prompt=prompt)
-            turns.append((request, item))
-        return turns
+        # Validating constructors: pydantic builds a small model faster than model_construct.
+        return [
+            (TurnRequest(turn_index=index, role=role, prompt=prompt), item)
+            for index, (role, prompt, item) in enumerate(self.turn_sources(case))
+        ]
 
     def turn_sources(self, case: Any) -> list[tuple[str, Any, Any]]:
         """(role, prompt, case item) of each turn of the case, in sending order."""
@@ -81,11 +76,21 @@ class DeclaredLane:
     def threads(self, cases: Sequence[Any], spec: LaneSpec, split: str) -> list[Thread]:
         session = f"{spec.name}/{split}" if self.declaration.threads.session == "warm" else None
         return [
-            Thread.model_construct(
-                case_id=case.id, turns=tuple(t for t, _ in self.sourced_turns(case)), session=session
-            )
+            Thread(case_id=case.id, turns=tuple(t for t, _ in self.sourced_turns(case)), session=session)
             for case in cases
         ]
+
+    def turns_sent(self, cases: Sequence[Any], spec: LaneSpec, split: str) -> list[int]:
+        """Each case's turns counted from its sources; only a prompt that is not text is built
+        into its request, which raises as :meth:`threads` would (a text prompt cannot fail)."""
+        counts: list[int] = []
+        for case in cases:
+            sources = self.turn_sources(case)
+            for index, (role, prompt, _) in enumerate(sources):
+                if not isinstance(prompt, str):
+                    TurnRequest(turn_index=index, role=role, prompt=prompt)
+            counts.append(len(sources))
+        return counts
 
     # --- turn predicates ---------------------------------------------------------------------
 
