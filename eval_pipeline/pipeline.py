@@ -13,7 +13,7 @@ import itertools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import pandas as pd
 import pyarrow as pa
@@ -96,11 +96,44 @@ def _digest(texts: Sequence[str]) -> bytes:
     return digest.digest()
 
 
-def cases_from_frame(kind: LaneKind, cases: pd.DataFrame) -> list[BaseModel]:
-    """The case models a cases table holds (already validated upstream; hydrated once per table)."""
-    texts = column_values(cases, "case_json")
-    model = kind.case_model
-    return _HYDRATED.get((model, _digest(texts)), lambda: [model.model_validate_json(t) for t in texts])
+class CaseBatch(Sequence[BaseModel]):
+    """The case models of a cases table, validated from their stored JSON on first use (once
+    per table, see _HYDRATED): a stage that reads only how many cases there are, or scores
+    by rules that never look at a case's fields, validates nothing."""
+
+    def __init__(self, model: type[BaseModel], texts: list[str]) -> None:
+        self._model = model
+        self._texts = texts
+        self._models: list[BaseModel] | None = None
+
+    @property
+    def models(self) -> list[BaseModel]:
+        if self._models is None:
+            model, texts = self._model, self._texts
+            self._models = _HYDRATED.get(
+                (model, _digest(texts)), lambda: [model.model_validate_json(t) for t in texts]
+            )
+        return self._models
+
+    def __len__(self) -> int:
+        return len(self._texts)
+
+    @overload
+    def __getitem__(self, index: int) -> BaseModel: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[BaseModel]: ...
+
+    def __getitem__(self, index: int | slice) -> BaseModel | list[BaseModel]:
+        return self.models[index]
+
+    def __iter__(self) -> Iterator[BaseModel]:
+        return iter(self.models)
+
+
+def cases_from_frame(kind: LaneKind, cases: pd.DataFrame) -> CaseBatch:
+    """The case models a cases table holds (already validated upstream), hydrated when first read."""
+    return CaseBatch(kind.case_model, column_values(cases, "case_json"))
 
 
 def lane_threads(spec: LaneSpec, split: str, cases: Sequence[BaseModel]) -> list[Thread]:
@@ -447,7 +480,7 @@ def score_cases(
 def _score_batches(
     kind: LaneKind,
     schema: pa.Schema,
-    score: Callable[[list[BaseModel], list[pd.DataFrame]], pd.DataFrame],
+    score: Callable[[Sequence[BaseModel], list[pd.DataFrame]], pd.DataFrame],
     inputs: Sequence[StageFile],
     run_columns: dict[str, str] | None,
     folder: str | Path | None,

@@ -103,13 +103,17 @@ class DeclaredLane:
         """
         turns = RecordedTurns(self, cases, transcripts)
         cells = [(rule, name) for rule in self.declaration.turn_predicates for name in rule.predicates]
-        plans: dict[tuple[str, str], tuple[int, ...]] = {}
+        # Rules that choose their turns by role alone never read a case (its model is not built).
+        reads_case = any(rule.where or rule.only_if_listed_in for rule, _ in cells)
+        plans: dict[tuple[str | None, str], tuple[int, ...]] = {}
         out_row: list[int] = []
         out_cell: list[int] = []
         for row, (case_id, role) in enumerate(zip(turns.case_ids, turns.roles, strict=True)):
-            plan = plans.get((case_id, role))
+            key = (case_id if reads_case else None, role)
+            plan = plans.get(key)
             if plan is None:
-                plan = plans[(case_id, role)] = self._cells_for(turns.case(case_id), role, cells)
+                case = turns.case(case_id) if reads_case else None
+                plan = plans[key] = self._cells_for(case, role, cells)
             for cell in plan:
                 out_row.append(row)
                 out_cell.append(cell)
@@ -251,7 +255,8 @@ class RecordedTurns:
 
     def __init__(self, lane: DeclaredLane, cases: Sequence[Any], transcripts: pd.DataFrame) -> None:
         self.lane = lane
-        self._cases = {case.id: case for case in cases}
+        self._cases = cases
+        self._by_id: dict[str, Any] | None = None  # built when a case is first asked for
         self.case_ids: list[str] = column_values(transcripts, "case_id")
         self.turn_indexes: list[int] = [int(i) for i in column_values(transcripts, "turn_index")]
         self.roles: list[str] = column_values(transcripts, "role")
@@ -261,7 +266,9 @@ class RecordedTurns:
         self._items: dict[str, list[Any]] = {}
 
     def case(self, case_id: str) -> Any:
-        return self._cases[case_id]
+        if self._by_id is None:
+            self._by_id = {case.id: case for case in self._cases}
+        return self._by_id[case_id]
 
     def item(self, row: int) -> Any:
         """The case item (e.g. a thread turn's annotations) the turn at ``row`` was sent from."""
