@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from pydantic import BaseModel
 
@@ -28,7 +29,7 @@ from eval_pipeline.memo import Recent
 from eval_pipeline.predicates import PREDICATES, TurnView, Verdict, reason
 from eval_pipeline.predicates.base import TURN_VIEW_COLUMNS
 from eval_pipeline.predicates.columns import VECTORISED, TurnColumns, VerdictColumns, verdict_columns
-from eval_pipeline.predicates.rows import RowColumns, case_row, decoded_evidence, evidence_json
+from eval_pipeline.predicates.rows import case_row, decoded_evidence, evidence_json
 from eval_pipeline.scoring import CaseSeverity, MetricValue, compare, count, predicate_rate
 from eval_pipeline.tables import CASE_PREDICATES, TURN_PREDICATES, column_values, kind_columns
 
@@ -176,8 +177,13 @@ class DeclaredLane:
     def case_predicates(
         self, cases: Sequence[Any], transcripts: pd.DataFrame, turn_predicates: pd.DataFrame
     ) -> pd.DataFrame:
-        """Per case: the scored turn's verdicts (rules with ``case_rows``), then the case rules."""
-        by_key = {
+        """Per case: the scored turn's verdicts (rules with ``case_rows``), then the case rules.
+
+        Columnar: each block of rows (one lifted predicate, one case rule) is built for every
+        case it applies to at once, each row keyed by (case position, slot in the case); the
+        blocks are merged in that order, so rows come out per case, in rule order. Only a
+        failing row's message is composed on its own (it quotes the evidence)."""
+        stored = {
             (case_id, predicate): (passed, code, evidence)
             for case_id, predicate, passed, code, evidence in zip(
                 *(
@@ -187,37 +193,82 @@ class DeclaredLane:
                 strict=True,
             )
         }
+        blocks = _CaseRowBlocks()
+        lifted: dict[str, list[Any]] = {}  # predicate -> each case's lifted verdict (passed)
+        for rule in self.declaration.turn_predicates:
+            if rule.case_rows is not None:
+                positions = _matching(cases, rule.where)
+                for name in rule.predicates:
+                    passed = self._lift(blocks, rule.case_rows, name, cases, positions, stored)
+                    column = lifted.setdefault(name, [_NOT_LIFTED] * len(cases))
+                    for position, verdict in zip(positions, passed, strict=True):
+                        column[position] = verdict
         needs_views = any(rule.predicates for rule in self.declaration.case_predicates)
         views = recorded_turns(self, cases, transcripts) if needs_views else {}
-        rows = RowColumns(kind_columns(CASE_PREDICATES))
-        for case in cases:
-            lifted: dict[str, Verdict] = {}
-            for rule in self.declaration.turn_predicates:
-                if rule.case_rows is None or not matches(case, rule.where):
-                    continue
-                for name in rule.predicates:
-                    stored = by_key.get((case.id, name))
-                    if stored is None:
-                        verdict, text = Verdict.fail(rule.case_rows.missing), None
-                    else:
-                        # Evidence is decoded only where a reason quotes it (a failure).
-                        passed, code, text = stored
-                        verdict = Verdict(passed, code, decoded_evidence(text) if passed is False else {})
-                    lifted[name] = verdict
-                    rows.add(
-                        case_row(
-                            case.id,
-                            name,
-                            verdict,
-                            severity=_severity(rule.case_rows, case, name),
-                            message=_message(rule.case_rows, name, verdict, case),
-                            evidence=text,
-                        )
+        for case_rule in self.declaration.case_predicates:
+            positions = _matching(cases, case_rule.where)
+            if case_rule.all_listed_in is not None:
+                _all_listed_rows(blocks, case_rule, case_rule.all_listed_in, cases, positions, lifted)
+                continue
+            for offset, name in enumerate(case_rule.predicates):
+                slot = blocks.next_slot + offset
+                predicate = PREDICATES.get(name)
+                for position in positions:
+                    case = cases[position]
+                    verdict = predicate.function(case, views.get(case.id, []))
+                    message = (predicate.explain or reason)(name, verdict)
+                    blocks.add(
+                        position,
+                        slot,
+                        case_row(case.id, name, verdict, severity=case_rule.severity, message=message),
                     )
-            for case_rule in self.declaration.case_predicates:
-                if matches(case, case_rule.where):
-                    rows.extend(_case_rule_rows(case_rule, case, views.get(case.id, []), lifted))
-        return rows.frame()
+            blocks.next_slot += len(case_rule.predicates)
+        return blocks.frame(kind_columns(CASE_PREDICATES))
+
+    def _lift(
+        self,
+        blocks: _CaseRowBlocks,
+        rows: CaseRows,
+        name: str,
+        cases: Sequence[Any],
+        positions: Sequence[int],
+        stored: Mapping[tuple[str, str], tuple[Any, str, Any]],
+    ) -> list[Any]:
+        """Case rows of turn predicate ``name`` for the cases at ``positions``: each case's
+        stored verdict (its last turn's), or a failure coded ``rows.missing``. Returns passed."""
+        slot = blocks.take_slot()
+        found = [stored.get((cases[p].id, name)) for p in positions]
+        passed = [f[0] if f is not None else False for f in found]
+        codes = [f[1] if f is not None else rows.missing for f in found]
+        texts = [f[2] if f is not None else None for f in found]
+        said: dict[tuple[Any, str], str] = {}  # a verdict that does not fail says one sentence
+        messages: list[str] = []
+        severities: list[str] = []
+        for position, verdict_passed, code, text in zip(positions, passed, codes, texts, strict=True):
+            case = cases[position]
+            severities.append(_severity(rows, case, name))
+            if rows.message is None and verdict_passed is not False:
+                message = said.get((verdict_passed, code))
+                if message is None:
+                    message = said[(verdict_passed, code)] = reason(name, Verdict(verdict_passed, code))
+            else:  # evidence is decoded only where a reason quotes it (a failure)
+                evidence = decoded_evidence(text) if verdict_passed is False else {}
+                message = _message(rows, name, Verdict(verdict_passed, code, evidence), case)
+            messages.append(message)
+        blocks.extend(
+            positions,
+            slot,
+            {
+                "case_id": [cases[p].id for p in positions],
+                "predicate": [name] * len(positions),
+                "passed": passed,
+                "severity": severities,
+                "code": codes,
+                "message": messages,
+                "evidence": [t if t is not None else "{}" for t in texts],
+            },
+        )
+        return passed
 
     # --- metrics -----------------------------------------------------------------------------
 
@@ -375,24 +426,101 @@ def _message(rows: CaseRows, predicate: str, verdict: Verdict, case: Any) -> str
     )
 
 
-def _case_rule_rows(
-    rule: CaseRule, case: Any, turns: Sequence[TurnView], lifted: Mapping[str, Verdict]
-) -> list[dict[str, Any]]:
-    if rule.all_listed_in is not None:
-        names = getattr(case, rule.all_listed_in)
+def _matching(cases: Sequence[Any], where: Mapping[str, Sequence[str]]) -> list[int]:
+    """Positions of the cases matching ``where`` (every case without one: no case is read)."""
+    if not where:
+        return list(range(len(cases)))
+    return [position for position, case in enumerate(cases) if matches(case, where)]
+
+
+# A case a lifting rule did not apply to: naming its predicate in a listed field is an error.
+_NOT_LIFTED = object()
+
+
+def _all_listed_rows(
+    blocks: _CaseRowBlocks,
+    rule: CaseRule,
+    field: str,
+    cases: Sequence[Any],
+    positions: Sequence[int],
+    lifted: Mapping[str, Sequence[Any]],
+) -> None:
+    """One row per case listing predicates in ``field``: whether every one of them holds."""
+    slot = blocks.take_slot()
+    verdicts: dict[tuple[str, ...], tuple[Verdict, str, str]] = {}  # by the failing names
+    listing: list[int] = []
+    chosen: list[tuple[Verdict, str, str]] = []
+    for position in positions:
+        case = cases[position]
+        names = getattr(case, field)
         if not names:
-            return []
-        failing = [n for n in names if lifted[n].passed is False]
-        verdict = Verdict.fail("contract_failed", failing=failing) if failing else Verdict.ok(failing=[])
-        message = reason(rule.all_listed_in, verdict) if failing else "Every listed predicate holds."
-        return [case_row(case.id, rule.all_listed_in, verdict, severity=rule.severity, message=message)]
-    rows = []
-    for name in rule.predicates:
-        predicate = PREDICATES.get(name)
-        verdict = predicate.function(case, turns)
-        message = (predicate.explain or reason)(name, verdict)
-        rows.append(case_row(case.id, name, verdict, severity=rule.severity, message=message))
-    return rows
+            continue
+        failing = tuple(n for n in names if _lifted(lifted, n, position, case.id) is False)
+        known = verdicts.get(failing)
+        if known is None:
+            verdict = (
+                Verdict.fail("contract_failed", failing=list(failing)) if failing else Verdict.ok(failing=[])
+            )
+            message = reason(field, verdict) if failing else "Every listed predicate holds."
+            known = verdicts[failing] = (verdict, message, evidence_json(verdict.evidence))
+        listing.append(position)
+        chosen.append(known)
+    blocks.extend(
+        listing,
+        slot,
+        {
+            "case_id": [cases[p].id for p in listing],
+            "predicate": [field] * len(listing),
+            "passed": [verdict.passed for verdict, _, _ in chosen],
+            "severity": [rule.severity] * len(listing),
+            "code": [verdict.code for verdict, _, _ in chosen],
+            "message": [message for _, message, _ in chosen],
+            "evidence": [evidence for _, _, evidence in chosen],
+        },
+    )
+
+
+def _lifted(lifted: Mapping[str, Sequence[Any]], name: str, position: int, case_id: str) -> Any:
+    passed = lifted[name][position] if name in lifted else _NOT_LIFTED
+    if passed is _NOT_LIFTED:
+        raise KeyError(f"case {case_id!r} lists {name!r}, which no rule lifted to a case row")
+    return passed
+
+
+class _CaseRowBlocks:
+    """Rows of a case predicates table gathered block by block, each row keyed by its case's
+    position and its slot within the case; :meth:`frame` puts them in (position, slot) order."""
+
+    def __init__(self) -> None:
+        self.next_slot = 0
+        self._positions: list[int] = []
+        self._slots: list[int] = []
+        self._columns: dict[str, list[Any]] = {}
+
+    def take_slot(self) -> int:
+        self.next_slot += 1
+        return self.next_slot - 1
+
+    def extend(self, positions: Sequence[int], slot: int, columns: Mapping[str, Sequence[Any]]) -> None:
+        self._positions.extend(positions)
+        self._slots.extend([slot] * len(positions))
+        for name, values in columns.items():
+            self._columns.setdefault(name, []).extend(values)
+
+    def add(self, position: int, slot: int, row: Mapping[str, Any]) -> None:
+        self.extend([position], slot, {name: [value] for name, value in row.items()})
+
+    def frame(self, names: Sequence[str]) -> pd.DataFrame:
+        order = np.lexsort(
+            (np.asarray(self._slots, dtype=np.int64), np.asarray(self._positions, dtype=np.int64))
+        )
+        return pd.DataFrame(
+            {
+                name: [values[i] for i in order]
+                for name, values in ((n, self._columns.get(n, [])) for n in names)
+            },
+            columns=list(names),
+        )
 
 
 def _where(table: pd.DataFrame, cases: Sequence[Any], where: Mapping[str, Sequence[str]]) -> pd.DataFrame:
