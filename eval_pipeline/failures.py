@@ -15,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 
+from eval_pipeline.collector import each_without_collector
 from eval_pipeline.samples import SAMPLE_INDEX, sample_count
 from eval_pipeline.stage_files import StageFile
 
@@ -87,7 +88,7 @@ def first_failing(case_predicates: StageFile, limit: int, samples: int = 1) -> F
     (a case's rows and samples are all in its batch, so each batch's first rows suffice)."""
     shown: list[pd.DataFrame] = []
     results = cases = 0
-    for batch in case_predicates.batches():
+    for batch in each_without_collector(case_predicates.batches()):
         failing = failing_cases(batch[batch["passed"].eq(False).fillna(False)], samples)
         results += len(failing)
         cases += failing["case_id"].nunique()

@@ -20,6 +20,7 @@ import pyarrow as pa
 from pydantic import BaseModel
 
 from eval_pipeline.cases.loading import CaseStream, LoadedCase, load_cases
+from eval_pipeline.collector import each_without_collector
 from eval_pipeline.drive import StartCallback, TurnCallback, drive
 from eval_pipeline.lanes.kind import LaneKind, Scored, Thread, turns_of_threads
 from eval_pipeline.lanes.registry import lane_kind
@@ -338,7 +339,7 @@ def write_cases(
         turns: list[int] = []
         pending_turns = 0
         written = False
-        for chunk in _chunks(stream, THREAD_CHUNK):
+        for chunk in each_without_collector(_chunks(stream, THREAD_CHUNK)):
             sent = kind.turns_sent([item.case for item in chunk], spec, split)
             for item, count in zip(chunk, sent, strict=True):
                 pending.append(item)
@@ -422,7 +423,7 @@ def drive_cases(
     kind = lane_kind(spec)
     if on_start:
         on_start(repeat * int(cases.read(["turns"])["turns"].fillna(0).sum()))
-    batches = ((rows, cases_from_frame(kind, rows)) for rows in cases.batches())
+    batches = ((rows, cases_from_frame(kind, rows)) for rows in each_without_collector(cases.batches()))
     with StageWriter(TRANSCRIPTS, folder) as writer:
         held: list[tuple[list[str], list[Thread]]] = []
         for case_rows, models in batches:
@@ -488,7 +489,7 @@ def _score_batches(
     """A stage file of ``score(case models, the other inputs' rows)`` for each case batch of
     ``inputs`` (the cases first)."""
     with StageWriter(schema, folder) as writer:
-        for case_rows, *tables in aligned_batches(*inputs):
+        for case_rows, *tables in each_without_collector(aligned_batches(*inputs)):
             writer.write(score(cases_from_frame(kind, case_rows), tables), **(run_columns or {}))
         return writer.finish()
 
@@ -503,8 +504,8 @@ def measure(
     """Stage 5 over stage files: each batch measured, the batches added up, the samples pooled."""
     batches = [
         sample_metrics(kind, cases_from_frame(kind, case_rows), turns, verdicts, case_verdicts)
-        for case_rows, turns, verdicts, case_verdicts in aligned_batches(
-            cases, transcripts, turn_predicates, case_predicates
+        for case_rows, turns, verdicts, case_verdicts in each_without_collector(
+            aligned_batches(cases, transcripts, turn_predicates, case_predicates)
         )
     ]
     return pooled(kind, merge_batches(batches))
