@@ -13,19 +13,20 @@ import itertools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, overload
+from typing import Any
 
 import pandas as pd
 import pyarrow as pa
 from pydantic import BaseModel
 
+from eval_pipeline.cases.batch import CaseBatch, remember_models
 from eval_pipeline.cases.loading import CaseStream, LoadedCase, load_cases
 from eval_pipeline.collector import each_without_collector
 from eval_pipeline.drive import StartCallback, TurnCallback, drive
 from eval_pipeline.lanes.kind import LaneKind, Scored, Thread, turns_of_threads
 from eval_pipeline.lanes.registry import lane_kind
 from eval_pipeline.lanes.spec import LaneSpec
-from eval_pipeline.memo import Recent, file_digest
+from eval_pipeline.memo import file_digest
 from eval_pipeline.runtimes.base import ChatRuntime
 from eval_pipeline.samples import all_samples, per_sample, pool, rows_of_sample, sample_frames
 from eval_pipeline.scoring import MetricValue, ThresholdVerdict, judge
@@ -70,7 +71,7 @@ def cases_frame(
     turns its thread sends (``turns``, one per case, when known)."""
     texts = [item.case.model_dump_json() for item in loaded]
     if loaded:  # the stages of this run read these cases back: they get these models
-        _HYDRATED.put((type(loaded[0].case), _digest(texts)), [item.case for item in loaded])
+        remember_models(texts, [item.case for item in loaded])
     return pd.DataFrame(
         {
             "case_id": [str(item.case.id) for item in loaded],
@@ -84,57 +85,9 @@ def cases_frame(
     )
 
 
-# Case models by (model, digest of the stored JSON): every stage of a run hydrates the same
-# cases table, so its cases are validated once per run, not once per stage.
-_HYDRATED: Recent[list[BaseModel]] = Recent(2)
-
-
-def _digest(texts: Sequence[str]) -> bytes:
-    digest = hashlib.blake2b(digest_size=16)
-    for text in texts:
-        digest.update(text.encode())
-        digest.update(b"\n")
-    return digest.digest()
-
-
-class CaseBatch(Sequence[BaseModel]):
-    """The case models of a cases table, validated from their stored JSON on first use (once
-    per table, see _HYDRATED): a stage that reads only how many cases there are, or scores
-    by rules that never look at a case's fields, validates nothing."""
-
-    def __init__(self, model: type[BaseModel], texts: list[str]) -> None:
-        self._model = model
-        self._texts = texts
-        self._models: list[BaseModel] | None = None
-
-    @property
-    def models(self) -> list[BaseModel]:
-        if self._models is None:
-            model, texts = self._model, self._texts
-            self._models = _HYDRATED.get(
-                (model, _digest(texts)), lambda: [model.model_validate_json(t) for t in texts]
-            )
-        return self._models
-
-    def __len__(self) -> int:
-        return len(self._texts)
-
-    @overload
-    def __getitem__(self, index: int) -> BaseModel: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[BaseModel]: ...
-
-    def __getitem__(self, index: int | slice) -> BaseModel | list[BaseModel]:
-        return self.models[index]
-
-    def __iter__(self) -> Iterator[BaseModel]:
-        return iter(self.models)
-
-
 def cases_from_frame(kind: LaneKind, cases: pd.DataFrame) -> CaseBatch:
     """The case models a cases table holds (already validated upstream), hydrated when first read."""
-    return CaseBatch(kind.case_model, column_values(cases, "case_json"))
+    return CaseBatch(kind.case_model, column_values(cases, "case_id"), column_values(cases, "case_json"))
 
 
 def lane_threads(spec: LaneSpec, split: str, cases: Sequence[BaseModel]) -> list[Thread]:

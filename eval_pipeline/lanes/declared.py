@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel
 
+from eval_pipeline.cases.batch import case_ids, field_values
 from eval_pipeline.lanes.declaration import (
     CaseRows,
     CaseRule,
@@ -30,7 +31,7 @@ from eval_pipeline.predicates import PREDICATES, TurnView, Verdict, reason
 from eval_pipeline.predicates.base import TURN_VIEW_COLUMNS
 from eval_pipeline.predicates.columns import VECTORISED, TurnColumns, VerdictColumns, verdict_columns
 from eval_pipeline.predicates.rows import case_row, decoded_evidence, evidence_json
-from eval_pipeline.scoring import CaseSeverity, MetricValue, compare, count, predicate_rate
+from eval_pipeline.scoring import MetricValue, compare, count, predicate_rate
 from eval_pipeline.tables import CASE_PREDICATES, TURN_PREDICATES, column_values, kind_columns
 
 MISSING_TURN = "turn missing from transcripts"
@@ -237,32 +238,33 @@ class DeclaredLane:
         """Case rows of turn predicate ``name`` for the cases at ``positions``: each case's
         stored verdict (its last turn's), or a failure coded ``rows.missing``. Returns passed."""
         slot = blocks.take_slot()
-        found = [stored.get((cases[p].id, name)) for p in positions]
+        ids = case_ids(cases)
+        chosen = [ids[p] for p in positions]
+        found = [stored.get((case_id, name)) for case_id in chosen]
         passed = [f[0] if f is not None else False for f in found]
         codes = [f[1] if f is not None else rows.missing for f in found]
         texts = [f[2] if f is not None else None for f in found]
-        said: dict[tuple[Any, str], str] = {}  # a verdict that does not fail says one sentence
-        messages: list[str] = []
-        severities: list[str] = []
-        for position, verdict_passed, code, text in zip(positions, passed, codes, texts, strict=True):
-            case = cases[position]
-            severities.append(_severity(rows, case, name))
-            if rows.message is None and verdict_passed is not False:
-                message = said.get((verdict_passed, code))
-                if message is None:
-                    message = said[(verdict_passed, code)] = reason(name, Verdict(verdict_passed, code))
-            else:  # evidence is decoded only where a reason quotes it (a failure)
-                evidence = decoded_evidence(text) if verdict_passed is False else {}
-                message = _message(rows, name, Verdict(verdict_passed, code, evidence), case)
-            messages.append(message)
+        if rows.message is None:  # a verdict that does not fail says one sentence per code
+            said = {
+                key: reason(name, Verdict(*key))
+                for key in set(zip(passed, codes, strict=True))
+                if key[0] is not False
+            }
+            messages = [said.get(key, "") for key in zip(passed, codes, strict=True)]
+            own = [i for i, verdict_passed in enumerate(passed) if verdict_passed is False]
+        else:
+            messages, own = [""] * len(positions), list(range(len(positions)))
+        for i in own:  # evidence is decoded only where a reason quotes it (a failure)
+            evidence = decoded_evidence(texts[i]) if passed[i] is False else {}
+            messages[i] = _message(rows, name, Verdict(passed[i], codes[i], evidence), cases, positions[i])
         blocks.extend(
             positions,
             slot,
             {
-                "case_id": [cases[p].id for p in positions],
+                "case_id": chosen,
                 "predicate": [name] * len(positions),
                 "passed": passed,
-                "severity": severities,
+                "severity": _severities(rows, name, cases, positions),
                 "code": codes,
                 "message": messages,
                 "evidence": [t if t is not None else "{}" for t in texts],
@@ -411,26 +413,26 @@ def matches(case: Any, where: Mapping[str, Sequence[str]]) -> bool:
     return all(getattr(case, field) in accepted for field, accepted in where.items())
 
 
-def _severity(rows: CaseRows, case: Any, predicate: str) -> CaseSeverity:
+def _severities(rows: CaseRows, name: str, cases: Sequence[Any], positions: Sequence[int]) -> list[str]:
     if isinstance(rows.severity, ListedSeverity):
-        return "hard" if predicate in getattr(case, rows.severity.hard_if_listed_in) else "report"
-    return rows.severity
+        listed = field_values(cases, rows.severity.hard_if_listed_in)
+        return ["hard" if name in listed[p] else "report" for p in positions]
+    return [rows.severity] * len(positions)
 
 
-def _message(rows: CaseRows, predicate: str, verdict: Verdict, case: Any) -> str:
+def _message(rows: CaseRows, predicate: str, verdict: Verdict, cases: Sequence[Any], position: int) -> str:
     if rows.message is None:
         return reason(predicate, verdict)
     template = {True: rows.message.passed, False: rows.message.failed, None: rows.message.not_applicable}
     return template[verdict.passed].format(
-        predicate=predicate, code=verdict.code, case=case, reason=reason(predicate, verdict)
+        predicate=predicate, code=verdict.code, case=cases[position], reason=reason(predicate, verdict)
     )
 
 
 def _matching(cases: Sequence[Any], where: Mapping[str, Sequence[str]]) -> list[int]:
-    """Positions of the cases matching ``where`` (every case without one: no case is read)."""
-    if not where:
-        return list(range(len(cases)))
-    return [position for position, case in enumerate(cases) if matches(case, where)]
+    """Positions of the cases whose every named field holds one of its accepted values."""
+    values = [(field_values(cases, field), accepted) for field, accepted in where.items()]
+    return [p for p in range(len(cases)) if all(column[p] in accepted for column, accepted in values)]
 
 
 # A case a lifting rule did not apply to: naming its predicate in a listed field is an error.
@@ -450,12 +452,12 @@ def _all_listed_rows(
     verdicts: dict[tuple[str, ...], tuple[Verdict, str, str]] = {}  # by the failing names
     listing: list[int] = []
     chosen: list[tuple[Verdict, str, str]] = []
+    ids, listed = case_ids(cases), field_values(cases, field)
     for position in positions:
-        case = cases[position]
-        names = getattr(case, field)
+        names = listed[position]
         if not names:
             continue
-        failing = tuple(n for n in names if _lifted(lifted, n, position, case.id) is False)
+        failing = tuple(n for n in names if _lifted(lifted, n, position, ids[position]) is False)
         known = verdicts.get(failing)
         if known is None:
             verdict = (
@@ -469,7 +471,7 @@ def _all_listed_rows(
         listing,
         slot,
         {
-            "case_id": [cases[p].id for p in listing],
+            "case_id": [ids[p] for p in listing],
             "predicate": [field] * len(listing),
             "passed": [verdict.passed for verdict, _, _ in chosen],
             "severity": [rule.severity] * len(listing),
@@ -513,7 +515,7 @@ class _CaseRowBlocks:
     def frame(self, names: Sequence[str]) -> pd.DataFrame:
         order = np.lexsort(
             (np.asarray(self._slots, dtype=np.int64), np.asarray(self._positions, dtype=np.int64))
-        )
+        ).tolist()
         return pd.DataFrame(
             {
                 name: [values[i] for i in order]
@@ -526,7 +528,8 @@ class _CaseRowBlocks:
 def _where(table: pd.DataFrame, cases: Sequence[Any], where: Mapping[str, Sequence[str]]) -> pd.DataFrame:
     if not where:
         return table
-    ids = {str(case.id) for case in cases if matches(case, where)}
+    every = case_ids(cases)
+    ids = {str(every[p]) for p in _matching(cases, where)}
     return table[table["case_id"].astype(str).isin(ids)]
 
 
