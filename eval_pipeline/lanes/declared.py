@@ -7,6 +7,7 @@ so a declared lane's tables are those of the code it replaced.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -108,23 +109,25 @@ class DeclaredLane:
         # Rules that choose their turns by role alone never read a case (its model is not built).
         reads_case = any(rule.where or rule.only_if_listed_in for rule, _ in cells)
         plans: dict[tuple[str | None, str], tuple[int, ...]] = {}
-        out_row: list[int] = []
-        out_cell: list[int] = []
-        for row, (case_id, role) in enumerate(zip(turns.case_ids, turns.roles, strict=True)):
+        plan_of_row: list[tuple[int, ...]] = []
+        for case_id, role in zip(turns.case_ids, turns.roles, strict=True):
             key = (case_id if reads_case else None, role)
             plan = plans.get(key)
             if plan is None:
                 case = turns.case(case_id) if reads_case else None
                 plan = plans[key] = self._cells_for(case, role, cells)
-            for cell in plan:
-                out_row.append(row)
-                out_cell.append(cell)
+            plan_of_row.append(plan)
+        counts = np.fromiter(map(len, plan_of_row), dtype=np.int64, count=len(plan_of_row))
+        out_row = np.repeat(np.arange(len(plan_of_row), dtype=np.int64), counts)
+        out_cell = np.fromiter(
+            itertools.chain.from_iterable(plan_of_row), dtype=np.int64, count=int(counts.sum())
+        )
         judged = self._judge_cells(turns, cells, out_row, out_cell)
         table = pd.DataFrame(
             {
-                "case_id": [turns.case_ids[r] for r in out_row],
-                "turn_index": [turns.turn_indexes[r] for r in out_row],
-                "predicate": [cells[c][1] for c in out_cell],
+                "case_id": _take(turns.case_ids, out_row),
+                "turn_index": _take(turns.turn_indexes, out_row),
+                "predicate": _take([name for _, name in cells], out_cell),
                 "passed": judged.passed,
                 "code": judged.code,
                 "evidence": judged.evidence,
@@ -148,30 +151,40 @@ class DeclaredLane:
         self,
         turns: RecordedTurns,
         cells: Sequence[tuple[TurnRule, str]],
-        out_row: Sequence[int],
-        out_cell: Sequence[int],
+        out_row: np.ndarray[Any, np.dtype[np.int64]],
+        out_cell: np.ndarray[Any, np.dtype[np.int64]],
     ) -> VerdictColumns:
-        """The verdict of every listed cell: a rule's ``unless`` first, then the predicate's own."""
-        passed: list[bool | None] = [None] * len(out_row)
-        code: list[str] = [""] * len(out_row)
-        evidence: list[str] = ["{}"] * len(out_row)
-        wanted: dict[str, list[int]] = {}  # predicate -> positions it judges
-        for position, (row, cell) in enumerate(zip(out_row, out_cell, strict=True)):
-            rule, name = cells[cell]
+        """The verdict of every listed cell: a rule's ``unless`` first, then the predicate's own,
+        each predicate judging every turn it applies to at once (scattered back by position)."""
+        size = len(out_row)
+        passed = np.full(size, None, dtype=object)
+        code = np.full(size, "", dtype=object)
+        evidence = np.full(size, "{}", dtype=object)
+        open_cells = np.ones(size, dtype=bool)  # not settled by an ``unless``
+        for cell, (rule, name) in enumerate(cells):
             unless = rule.unless.get(name)
-            if unless is not None and getattr(turns.item(row), unless.field) is False:
-                verdict = Verdict.not_applicable(unless.code)
-                passed[position], code[position], evidence[position] = verdict.passed, verdict.code, "{}"
-            else:
-                wanted.setdefault(name, []).append(position)
-        for name, positions in wanted.items():
-            rows = sorted({out_row[p] for p in positions})
-            judged = turns.judge(name, rows)
-            at = {row: i for i, row in enumerate(rows)}
-            for p in positions:
-                i = at[out_row[p]]
-                passed[p], code[p], evidence[p] = judged.passed[i], judged.code[i], judged.evidence[i]
-        return VerdictColumns(passed, code, evidence)
+            if unless is None:
+                continue
+            for position in np.flatnonzero(out_cell == cell).tolist():
+                if getattr(turns.item(int(out_row[position])), unless.field) is False:
+                    verdict = Verdict.not_applicable(unless.code)
+                    passed[position], code[position] = verdict.passed, verdict.code
+                    open_cells[position] = False
+        names = list(dict.fromkeys(name for _, name in cells))
+        name_of_cell = np.array([names.index(name) for _, name in cells], dtype=np.int64)
+        name_at = name_of_cell[out_cell] if size else np.zeros(0, dtype=np.int64)
+        for index, name in enumerate(names):
+            positions = np.flatnonzero((name_at == index) & open_cells)
+            if not len(positions):
+                continue
+            rows_at = out_row[positions]
+            rows = np.unique(rows_at)
+            judged = turns.judge(name, rows.tolist())
+            at = np.searchsorted(rows, rows_at)
+            passed[positions] = _objects(judged.passed)[at]
+            code[positions] = _objects(judged.code)[at]
+            evidence[positions] = _objects(judged.evidence)[at]
+        return VerdictColumns(passed.tolist(), code.tolist(), evidence.tolist())
 
     # --- case predicates ---------------------------------------------------------------------
 
@@ -390,6 +403,18 @@ class RecordedTurns:
             out.code.append(found[1])
             out.evidence.append(found[2])
         return out
+
+
+def _objects(values: Sequence[Any]) -> np.ndarray[Any, np.dtype[np.object_]]:
+    """``values`` as a one-dimensional object array (never split into a deeper one)."""
+    array = np.empty(len(values), dtype=object)
+    array[:] = values
+    return array
+
+
+def _take(values: Sequence[Any], index: np.ndarray[Any, np.dtype[np.int64]]) -> list[Any]:
+    """``values`` at ``index``, as a plain list."""
+    return list(_objects(values)[index].tolist())
 
 
 def _columns_of(verdicts: Sequence[Verdict]) -> VerdictColumns:
