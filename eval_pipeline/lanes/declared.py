@@ -69,18 +69,33 @@ class DeclaredLane:
 
     def turn_sources(self, case: Any) -> list[tuple[str, Any, Any]]:
         """(role, prompt, case item) of each turn of the case, in sending order."""
+        return self._sources([getattr(case, source.from_) for source in self.declaration.threads.turns])
+
+    def _sources(self, values: Sequence[Any]) -> list[tuple[str, Any, Any]]:
+        """(role, prompt, item) of each turn, from the value of each turn source's case field."""
         sources: list[tuple[str, Any, Any]] = []
-        for source in self.declaration.threads.turns:
-            value = getattr(case, source.from_)
+        for source, value in zip(self.declaration.threads.turns, values, strict=True):
             for item in value if isinstance(value, list) else [value]:
-                sources.append((source.role, getattr(item, source.prompt) if source.prompt else item, item))
+                sources.append(
+                    (source.role, _item_field(item, source.prompt) if source.prompt else item, item)
+                )
         return sources
 
     def threads(self, cases: Sequence[Any], spec: LaneSpec, split: str) -> list[Thread]:
+        """Each case's thread, its prompts read from the case fields the turn sources name (a
+        batch's stored JSON: no case model is built to send it)."""
         session = f"{spec.name}/{split}" if self.declaration.threads.session == "warm" else None
+        columns = [field_values(cases, source.from_) for source in self.declaration.threads.turns]
         return [
-            Thread(case_id=case.id, turns=tuple(t for t, _ in self.sourced_turns(case)), session=session)
-            for case in cases
+            Thread(
+                case_id=case_id,
+                turns=tuple(
+                    TurnRequest(turn_index=index, role=role, prompt=prompt)
+                    for index, (role, prompt, _) in enumerate(self._sources([c[position] for c in columns]))
+                ),
+                session=session,
+            )
+            for position, case_id in enumerate(case_ids(cases))
         ]
 
     def turns_sent(self, cases: Sequence[Any], spec: LaneSpec, split: str) -> list[int]:
@@ -403,6 +418,11 @@ class RecordedTurns:
             out.code.append(found[1])
             out.evidence.append(found[2])
         return out
+
+
+def _item_field(item: Any, name: str) -> Any:
+    """A field of a case item: a model's attribute, or a key of the item as stored (JSON)."""
+    return item[name] if isinstance(item, dict) else getattr(item, name)
 
 
 def _objects(values: Sequence[Any]) -> np.ndarray[Any, np.dtype[np.object_]]:
