@@ -69,7 +69,7 @@ def cases_frame(
 ) -> pd.DataFrame:
     """Cases as a table: one row per case, the validated case as canonical JSON, and how many
     turns its thread sends (``turns``, one per case, when known)."""
-    texts = [item.case.model_dump_json() for item in loaded]
+    texts = [item.stored if item.stored is not None else item.case.model_dump_json() for item in loaded]
     if loaded:  # the stages of this run read these cases back: they get these models
         remember_models(texts, [item.case for item in loaded])
     return pd.DataFrame(
