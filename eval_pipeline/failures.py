@@ -97,6 +97,9 @@ def first_failing(case_predicates: StageFile, limit: int, samples: int = 1) -> F
     shown: list[pd.DataFrame] = []
     results = cases = 0
     for batch in each_without_collector(case_predicates.batches(where=failed())):
+        if batch.empty:  # the table failing_cases gives a batch with no failing row
+            shown.append(pd.DataFrame(columns=list(FAILING_COLUMNS)))
+            continue
         failing = _failing_rows(batch, samples)  # evidence decoded only for the rows shown
         results += len(failing)
         cases += failing["case_id"].nunique()
