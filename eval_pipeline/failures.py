@@ -15,8 +15,9 @@ from typing import Any
 
 import pandas as pd
 
+from eval_pipeline.collector import each_without_collector
 from eval_pipeline.samples import SAMPLE_INDEX, sample_count
-from eval_pipeline.stage_files import StageFile
+from eval_pipeline.stage_files import StageFile, failed
 
 # Hard (blocking) results first: they are what a reader acts on first.
 _SEVERITY_ORDER = {"hard": 0, "error": 0, "ERROR": 0, "report": 1, "warn": 1, "WARN": 1}
@@ -43,13 +44,13 @@ def failing_cases(case_predicates: pd.DataFrame, samples: int | None = None) -> 
     A run of several samples per case lists each failing case predicate once, from its first
     failing sample, its reason saying in how many samples it failed.
     """
-    return _decoded(_failing(case_predicates, samples))
-
-
-def _failing(case_predicates: pd.DataFrame, samples: int | None) -> pd.DataFrame:
-    """:func:`failing_cases` with each evidence as stored (decoding waits until a row is shown)."""
     if case_predicates.empty:
         return pd.DataFrame(columns=list(FAILING_COLUMNS))
+    return _as_failing(_failing_rows(case_predicates, samples))
+
+
+def _failing_rows(case_predicates: pd.DataFrame, samples: int | None) -> pd.DataFrame:
+    """The rows :func:`failing_cases` lists, in its order, as stored (evidence not decoded)."""
     failing = case_predicates[case_predicates["passed"].eq(False).fillna(False)].copy()
     failing["_order"] = [_SEVERITY_ORDER.get(str(s), 2) for s in failing["severity"]]
     samples = samples or sample_count(case_predicates)
@@ -61,7 +62,10 @@ def _failing(case_predicates: pd.DataFrame, samples: int | None) -> pd.DataFrame
             for message, n in zip(failing["message"].astype(str), failed_in, strict=True)
         ]
         failing = failing.drop_duplicates(["case_id", "predicate"])
-    failing = failing.sort_values(["_order", "case_id", "predicate"], kind="stable")
+    return failing.sort_values(["_order", "case_id", "predicate"], kind="stable")
+
+
+def _as_failing(failing: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(
         {
             "case_id": failing["case_id"].astype(str).tolist(),
@@ -69,16 +73,12 @@ def _failing(case_predicates: pd.DataFrame, samples: int | None) -> pd.DataFrame
             "severity": failing["severity"].astype(str).tolist(),
             "code": failing["code"].astype(str).tolist(),
             "reason": failing["message"].astype(str).tolist(),
-            "evidence": failing["evidence"].tolist() if "evidence" in failing else [None] * len(failing),
+            "evidence": [
+                evidence_object(e) for e in failing.get("evidence", pd.Series([None] * len(failing)))
+            ],
         },
         columns=list(FAILING_COLUMNS),
     )
-
-
-def _decoded(failing: pd.DataFrame) -> pd.DataFrame:
-    decoded = failing.copy()
-    decoded["evidence"] = pd.Series([evidence_object(e) for e in failing["evidence"]], index=failing.index)
-    return decoded
 
 
 @dataclass(frozen=True)
@@ -96,17 +96,20 @@ def first_failing(case_predicates: StageFile, limit: int, samples: int = 1) -> F
     (a case's rows and samples are all in its batch, so each batch's first rows suffice)."""
     shown: list[pd.DataFrame] = []
     results = cases = 0
-    for batch in case_predicates.batches():
-        failing = _failing(batch[batch["passed"].eq(False).fillna(False)], samples)
+    for batch in each_without_collector(case_predicates.batches(where=failed())):
+        if batch.empty:  # the table failing_cases gives a batch with no failing row
+            shown.append(pd.DataFrame(columns=list(FAILING_COLUMNS)))
+            continue
+        failing = _failing_rows(batch, samples)  # evidence decoded only for the rows shown
         results += len(failing)
         cases += failing["case_id"].nunique()
-        shown.append(failing.head(limit))
+        shown.append(_as_failing(failing.head(limit)))
     rows = pd.concat(shown, ignore_index=True) if shown else pd.DataFrame(columns=list(FAILING_COLUMNS))
     if len(shown) > 1:
         order = rows["severity"].map(lambda s: _SEVERITY_ORDER.get(str(s), 2))
         rows = rows.assign(_order=order).sort_values(["_order", "case_id", "predicate"], kind="stable")
         rows = rows.drop(columns="_order").reset_index(drop=True)
-    return FirstFailing(_decoded(rows.head(limit)), results, cases)
+    return FirstFailing(rows.head(limit), results, cases)
 
 
 def failing_rows_for_metric(

@@ -19,12 +19,14 @@ import pandas as pd
 import pyarrow as pa
 from pydantic import BaseModel
 
+from eval_pipeline.cases.batch import CaseBatch, remember_models
 from eval_pipeline.cases.loading import CaseStream, LoadedCase, load_cases
+from eval_pipeline.collector import each_without_collector
 from eval_pipeline.drive import StartCallback, TurnCallback, drive
-from eval_pipeline.lanes.kind import LaneKind, Scored, Thread
+from eval_pipeline.lanes.kind import LaneKind, Scored, Thread, turns_of_threads
 from eval_pipeline.lanes.registry import lane_kind
 from eval_pipeline.lanes.spec import LaneSpec
-from eval_pipeline.memo import Recent, file_digest
+from eval_pipeline.memo import file_digest
 from eval_pipeline.runtimes.base import ChatRuntime
 from eval_pipeline.samples import all_samples, per_sample, pool, rows_of_sample, sample_frames
 from eval_pipeline.scoring import MetricValue, ThresholdVerdict, judge
@@ -40,7 +42,7 @@ from eval_pipeline.tables import (
     lane_columns,
 )
 
-# Cases whose threads are built together while the cases stage cuts its batches.
+# Cases whose turns are counted together while the cases stage cuts its batches.
 THREAD_CHUNK = 1_000
 
 
@@ -67,9 +69,9 @@ def cases_frame(
 ) -> pd.DataFrame:
     """Cases as a table: one row per case, the validated case as canonical JSON, and how many
     turns its thread sends (``turns``, one per case, when known)."""
-    texts = [item.case.model_dump_json() for item in loaded]
+    texts = [item.stored if item.stored is not None else item.case.model_dump_json() for item in loaded]
     if loaded:  # the stages of this run read these cases back: they get these models
-        _HYDRATED.put((type(loaded[0].case), _digest(texts)), [item.case for item in loaded])
+        remember_models(texts, [item.case for item in loaded])
     return pd.DataFrame(
         {
             "case_id": [str(item.case.id) for item in loaded],
@@ -83,24 +85,9 @@ def cases_frame(
     )
 
 
-# Case models by (model, digest of the stored JSON): every stage of a run hydrates the same
-# cases table, so its cases are validated once per run, not once per stage.
-_HYDRATED: Recent[list[BaseModel]] = Recent(2)
-
-
-def _digest(texts: Sequence[str]) -> bytes:
-    digest = hashlib.blake2b(digest_size=16)
-    for text in texts:
-        digest.update(text.encode())
-        digest.update(b"\n")
-    return digest.digest()
-
-
-def cases_from_frame(kind: LaneKind, cases: pd.DataFrame) -> list[BaseModel]:
-    """The case models a cases table holds (already validated upstream; hydrated once per table)."""
-    texts = column_values(cases, "case_json")
-    model = kind.case_model
-    return _HYDRATED.get((model, _digest(texts)), lambda: [model.model_validate_json(t) for t in texts])
+def cases_from_frame(kind: LaneKind, cases: pd.DataFrame) -> CaseBatch:
+    """The case models a cases table holds (already validated upstream), hydrated when first read."""
+    return CaseBatch(kind.case_model, column_values(cases, "case_id"), column_values(cases, "case_json"))
 
 
 def lane_threads(spec: LaneSpec, split: str, cases: Sequence[BaseModel]) -> list[Thread]:
@@ -111,10 +98,8 @@ def lane_threads(spec: LaneSpec, split: str, cases: Sequence[BaseModel]) -> list
 
 
 def check_thread_ids(cases: Sequence[BaseModel], threads: Sequence[Thread]) -> None:
-    ids = {str(getattr(c, "id")) for c in cases}  # noqa: B009 - every case model has an id
-    unknown = [t.case_id for t in threads if t.case_id not in ids]
-    if unknown:
-        raise ValueError(f"lane built threads for unknown cases: {unknown}")
+    """Raise when a thread belongs to none of ``cases``."""
+    turns_of_threads(cases, threads)
 
 
 def metric_rows(metrics: Sequence[MetricValue], verdicts: Sequence[ThresholdVerdict]) -> list[dict[str, Any]]:
@@ -296,8 +281,8 @@ def write_cases(
 ) -> StageFile:
     """Stage 1: the split's validated cases, in batches of about :func:`batch_turns` turns.
 
-    Every case is validated and its threads built (so a prompt that cannot be composed fails
-    here, before anything is sent); every problem of every file is raised at once
+    Every case is validated and the turns its threads send counted (so a prompt that cannot be
+    composed fails here, before anything is sent); every problem of every file is raised at once
     (:class:`eval_pipeline.cases.CaseFileError`) and no file is left behind."""
     kind = lane_kind(spec)
     stream = CaseStream(case_paths(spec, split, cases_path), kind.case_model)
@@ -307,17 +292,12 @@ def write_cases(
         turns: list[int] = []
         pending_turns = 0
         written = False
-        for chunk in _chunks(stream, THREAD_CHUNK):
-            models = [item.case for item in chunk]
-            threads = kind.threads(models, spec, split)
-            check_thread_ids(models, threads)
-            sent: dict[str, int] = {}
-            for thread in threads:
-                sent[thread.case_id] = sent.get(thread.case_id, 0) + len(thread.turns)
-            for item in chunk:
+        for chunk in each_without_collector(_chunks(stream, THREAD_CHUNK)):
+            sent = kind.turns_sent([item.case for item in chunk], spec, split)
+            for item, count in zip(chunk, sent, strict=True):
                 pending.append(item)
-                turns.append(sent.get(str(item.case.id), 0))
-                pending_turns += turns[-1]
+                turns.append(count)
+                pending_turns += count
                 if pending_turns >= budget:
                     writer.write(cases_frame(pending, split, turns))
                     pending, turns, pending_turns, written = [], [], 0, True
@@ -396,7 +376,7 @@ def drive_cases(
     kind = lane_kind(spec)
     if on_start:
         on_start(repeat * int(cases.read(["turns"])["turns"].fillna(0).sum()))
-    batches = ((rows, cases_from_frame(kind, rows)) for rows in cases.batches())
+    batches = ((rows, cases_from_frame(kind, rows)) for rows in each_without_collector(cases.batches()))
     with StageWriter(TRANSCRIPTS, folder) as writer:
         held: list[tuple[list[str], list[Thread]]] = []
         for case_rows, models in batches:
@@ -454,7 +434,7 @@ def score_cases(
 def _score_batches(
     kind: LaneKind,
     schema: pa.Schema,
-    score: Callable[[list[BaseModel], list[pd.DataFrame]], pd.DataFrame],
+    score: Callable[[Sequence[BaseModel], list[pd.DataFrame]], pd.DataFrame],
     inputs: Sequence[StageFile],
     run_columns: dict[str, str] | None,
     folder: str | Path | None,
@@ -462,7 +442,7 @@ def _score_batches(
     """A stage file of ``score(case models, the other inputs' rows)`` for each case batch of
     ``inputs`` (the cases first)."""
     with StageWriter(schema, folder) as writer:
-        for case_rows, *tables in aligned_batches(*inputs):
+        for case_rows, *tables in each_without_collector(aligned_batches(*inputs)):
             writer.write(score(cases_from_frame(kind, case_rows), tables), **(run_columns or {}))
         return writer.finish()
 
@@ -477,8 +457,8 @@ def measure(
     """Stage 5 over stage files: each batch measured, the batches added up, the samples pooled."""
     batches = [
         sample_metrics(kind, cases_from_frame(kind, case_rows), turns, verdicts, case_verdicts)
-        for case_rows, turns, verdicts, case_verdicts in aligned_batches(
-            cases, transcripts, turn_predicates, case_predicates
+        for case_rows, turns, verdicts, case_verdicts in each_without_collector(
+            aligned_batches(cases, transcripts, turn_predicates, case_predicates)
         )
     ]
     return pooled(kind, merge_batches(batches))

@@ -98,7 +98,7 @@ def count(metric: str, n: int) -> MetricValue:
 def predicate_rate(metric: str, table: pd.DataFrame, predicate: str, *, key: str = "case_id") -> MetricValue:
     """Rate of one predicate over a long predicate table (turn_ or case_predicates): :func:`rate`
     as column operations (a big run's table has millions of rows)."""
-    rows = table[table["predicate"] == predicate]
+    rows = table.loc[table["predicate"] == predicate, ["passed", key]]  # not the text columns
     passed = rows["passed"].astype("boolean")
     applicable = passed.notna()
     denominator = int(applicable.sum())

@@ -91,11 +91,16 @@ class StageFile:
                 found = value
         return found
 
-    def batches(self, columns: Sequence[str] | None = None) -> Iterator[pd.DataFrame]:
-        """The table's batches in order, as DataFrames (nullable dtypes, like every stage table)."""
+    def batches(
+        self, columns: Sequence[str] | None = None, where: pc.Expression | None = None
+    ) -> Iterator[pd.DataFrame]:
+        """The table's batches in order, as DataFrames (nullable dtypes, like every stage table);
+        with ``where``, only each batch's rows that match it (a batch may come out empty)."""
         file = self._file
         for index in range(file.metadata.num_row_groups):
             group = file.read_row_group(index, columns=list(columns) if columns else None)
+            if where is not None:
+                group = group.filter(where)
             yield group.to_pandas(types_mapper=nullable_types)
 
     def read(self, columns: Sequence[str] | None = None, where: pc.Expression | None = None) -> pd.DataFrame:

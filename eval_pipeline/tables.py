@@ -218,9 +218,10 @@ def frame(schema: pa.Schema, rows: Iterable[Mapping[str, Any]], **constants: Any
     ``constants`` fill whole columns (e.g. run columns). Columns absent from both rows and
     constants are null. Extra keys are an error: a stage must not invent columns silently.
     """
+    allowed = set(schema.names)
     records = [dict(row) for row in rows]
     for record in records:
-        extra = set(record) - set(schema.names)
+        extra = record.keys() - allowed
         if extra:
             raise ValueError(f"columns not in the table contract: {sorted(extra)}")
         record.update(constants)

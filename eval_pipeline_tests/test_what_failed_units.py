@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from eval_pipeline.cases.loading import CaseFileError
 from eval_pipeline.cli.terminal import terminal_view
 from eval_pipeline.dagster_wiring.checks import gate_check_result
-from eval_pipeline.failures import evidence_object, failing_cases, fault_counts
+from eval_pipeline.failures import evidence_object, failing_cases, fault_counts, first_failing
 from eval_pipeline.history.runs import resolve_run_id
 from eval_pipeline.history.svg import legend_layout
 from eval_pipeline.history.views import connect
@@ -26,6 +26,8 @@ from eval_pipeline.predicates.explain import _REASONS, excerpt, reason
 from eval_pipeline.runtimes.targets import load_targets, resolve_target
 from eval_pipeline.scoring import MetricValue, judge, measurement, verdict_word
 from eval_pipeline.settings import PROJECT_ROOT
+from eval_pipeline.stage_files import StageWriter
+from eval_pipeline.tables import CASE_PREDICATES
 
 
 def test_reasons_quote_what_was_found() -> None:
@@ -267,3 +269,35 @@ def test_a_case_failing_in_several_samples_is_listed_once_with_its_sample_count(
     ]
     one_sample = failing_cases(table[table["sample_index"] == 0])
     assert one_sample[["case_id", "reason"]].values.tolist() == [["b", "dotted paths in sample 0"]]
+
+
+def test_the_first_failing_rows_of_a_stage_file_are_those_of_the_whole_table(tmp_path: Path) -> None:
+    """Read batch by batch (one batch without a failing row, one empty), with evidence decoded
+    only for the rows shown: the same rows, counts and evidence as the whole table's."""
+
+    def rows(first: int, count: int, fail_every: int) -> pd.DataFrame:
+        ids = [f"c{i:03d}" for i in range(first, first + count) for _ in range(2)]
+        failing = [fail_every and i % fail_every == 0 for i in range(len(ids))]
+        return pd.DataFrame(
+            {
+                "case_id": ids,
+                "predicate": ["p", "q"] * count,
+                "passed": [not f for f in failing],
+                "severity": ["report" if i % 3 else "hard" for i in range(len(ids))],
+                "code": ["bad" if f else "ok" for f in failing],
+                "message": [f"m{i}" for i in range(len(ids))],
+                "evidence": [f'{{"at": {i}}}' if f else "{}" for i, f in enumerate(failing)],
+                "sample_index": 0,
+            }
+        )
+
+    batches = [rows(0, 20, 3), rows(20, 10, 0), rows(30, 0, 0), rows(30, 20, 4)]
+    with StageWriter(CASE_PREDICATES, tmp_path) as writer:
+        for batch in batches:
+            writer.write(batch, run_id="r", lane="l", split="s", runtime="t", case_set="c")
+        stored = writer.finish()
+    whole = failing_cases(pd.concat(batches, ignore_index=True))
+    for limit in (1, 5, 1000):
+        shown = first_failing(stored, limit)
+        assert (shown.results, shown.cases) == (len(whole), whole["case_id"].nunique())
+        assert shown.rows.to_dict("records") == whole.head(limit).to_dict("records")

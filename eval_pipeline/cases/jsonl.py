@@ -185,11 +185,15 @@ def _depth_problem(text: str) -> str | None:
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            raise _Rejected(f"duplicate key {key!r} in one object (JSON readers disagree on which wins)", key)
-        result[key] = value
+    result = dict(pairs)  # built in C; a repeated key makes it shorter than the pairs
+    if len(result) < len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _Rejected(
+                    f"duplicate key {key!r} in one object (JSON readers disagree on which wins)", key
+                )
+            seen.add(key)
     return result
 
 

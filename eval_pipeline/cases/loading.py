@@ -48,6 +48,7 @@ class LoadedCase(Generic[CaseT]):
     case: CaseT
     file: str
     line: int
+    stored: str | None = None  # the case as the JSON it is stored as, when validation made it
 
 
 def _field_path(loc: Iterable[int | str]) -> str:
@@ -91,15 +92,25 @@ def validate_record(
 ) -> tuple[CaseT | None, list[tuple[str, str]]]:
     """``value`` validated by ``model`` in strict mode (no text→number/bool coercion), or its
     problems; with ``round_trip`` the case must also read back from the JSON it is stored as."""
+    case, _, problems = _validated(model, value, round_trip)
+    return case, problems
+
+
+def _validated(
+    model: type[CaseT], value: dict[str, Any], round_trip: bool
+) -> tuple[CaseT | None, str | None, list[tuple[str, str]]]:
+    """:func:`validate_record`, with the JSON the round trip read back (None without one)."""
+    stored = None
     try:
         case = model.model_validate(value, strict=True)
         if round_trip:
-            model.model_validate_json(case.model_dump_json(), strict=True)  # what run reads back
+            stored = case.model_dump_json()
+            model.model_validate_json(stored, strict=True)  # what run reads back
     except ValidationError as exc:
-        return None, [(_field_path(error["loc"]), _describe(dict(error))) for error in exc.errors()]
+        return None, None, [(_field_path(error["loc"]), _describe(dict(error))) for error in exc.errors()]
     except ValueError as exc:  # a model's own check that raised outside pydantic's wrapping
-        return None, [("(line)", str(exc))]
-    return case, []
+        return None, None, [("(line)", str(exc))]
+    return case, stored, []
 
 
 class CaseStream(Generic[CaseT]):
@@ -132,12 +143,12 @@ class CaseStream(Generic[CaseT]):
                 if not isinstance(item, JsonLine):
                     file_problems.append(CaseProblem(name, item.line, item.field, item.message))
                     continue
-                case, record_problems = validate_record(self.model, item.value, round_trip=self.round_trip)
+                case, stored, record_problems = _validated(self.model, item.value, self.round_trip)
                 file_problems += [CaseProblem(name, item.line, f, m) for f, m in record_problems]
                 if case is None:
                     continue
                 if self.id_field is None:
-                    yield LoadedCase(case, name, item.line)
+                    yield LoadedCase(case, name, item.line, stored)
                     continue
                 case_id = str(getattr(case, self.id_field))
                 here = (position << 32) | item.line
@@ -153,7 +164,7 @@ class CaseStream(Generic[CaseT]):
                         )
                     )
                     continue
-                yield LoadedCase(case, name, item.line)
+                yield LoadedCase(case, name, item.line, stored)
             self.problems += sorted(file_problems, key=lambda p: p.line)
 
     def check(self) -> None:

@@ -7,12 +7,15 @@ so a declared lane's tables are those of the code it replaced.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from pydantic import BaseModel
 
+from eval_pipeline.cases.batch import case_ids, field_values
 from eval_pipeline.lanes.declaration import (
     CaseRows,
     CaseRule,
@@ -28,8 +31,8 @@ from eval_pipeline.memo import Recent
 from eval_pipeline.predicates import PREDICATES, TurnView, Verdict, reason
 from eval_pipeline.predicates.base import TURN_VIEW_COLUMNS
 from eval_pipeline.predicates.columns import VECTORISED, TurnColumns, VerdictColumns, verdict_columns
-from eval_pipeline.predicates.rows import RowColumns, case_row, decoded_evidence, evidence_json
-from eval_pipeline.scoring import CaseSeverity, MetricValue, compare, count, predicate_rate
+from eval_pipeline.predicates.rows import case_row, decoded_evidence, evidence_json
+from eval_pipeline.scoring import MetricValue, compare, count, predicate_rate
 from eval_pipeline.tables import CASE_PREDICATES, TURN_PREDICATES, column_values, kind_columns
 
 MISSING_TURN = "turn missing from transcripts"
@@ -58,34 +61,54 @@ class DeclaredLane:
 
     def sourced_turns(self, case: Any) -> list[tuple[TurnRequest, Any]]:
         """The case's turns in sending order, each with the case item it came from."""
-        turns: list[tuple[TurnRequest, Any]] = []
-        for role, prompt, item in self.turn_sources(case):
-            index = len(turns)
-            # Prompts come from validated cases: a str needs no second validation (a million turns).
-            if isinstance(prompt, str):
-                request = TurnRequest.model_construct(turn_index=index, role=role, prompt=prompt)
-            else:
-                request = TurnRequest(turn_index=index, role=role, prompt=prompt)
-            turns.append((request, item))
-        return turns
+        # Validating constructors: pydantic builds a small model faster than model_construct.
+        return [
+            (TurnRequest(turn_index=index, role=role, prompt=prompt), item)
+            for index, (role, prompt, item) in enumerate(self.turn_sources(case))
+        ]
 
     def turn_sources(self, case: Any) -> list[tuple[str, Any, Any]]:
         """(role, prompt, case item) of each turn of the case, in sending order."""
+        return self._sources([getattr(case, source.from_) for source in self.declaration.threads.turns])
+
+    def _sources(self, values: Sequence[Any]) -> list[tuple[str, Any, Any]]:
+        """(role, prompt, item) of each turn, from the value of each turn source's case field."""
         sources: list[tuple[str, Any, Any]] = []
-        for source in self.declaration.threads.turns:
-            value = getattr(case, source.from_)
+        for source, value in zip(self.declaration.threads.turns, values, strict=True):
             for item in value if isinstance(value, list) else [value]:
-                sources.append((source.role, getattr(item, source.prompt) if source.prompt else item, item))
+                sources.append(
+                    (source.role, _item_field(item, source.prompt) if source.prompt else item, item)
+                )
         return sources
 
     def threads(self, cases: Sequence[Any], spec: LaneSpec, split: str) -> list[Thread]:
+        """Each case's thread, its prompts read from the case fields the turn sources name (a
+        batch's stored JSON: no case model is built to send it)."""
         session = f"{spec.name}/{split}" if self.declaration.threads.session == "warm" else None
+        columns = [field_values(cases, source.from_) for source in self.declaration.threads.turns]
         return [
-            Thread.model_construct(
-                case_id=case.id, turns=tuple(t for t, _ in self.sourced_turns(case)), session=session
+            Thread(
+                case_id=case_id,
+                turns=tuple(
+                    TurnRequest(turn_index=index, role=role, prompt=prompt)
+                    for index, (role, prompt, _) in enumerate(self._sources([c[position] for c in columns]))
+                ),
+                session=session,
             )
-            for case in cases
+            for position, case_id in enumerate(case_ids(cases))
         ]
+
+    def turns_sent(self, cases: Sequence[Any], spec: LaneSpec, split: str) -> list[int]:
+        """Each case's turns counted from its sources; only a prompt that is not text is built
+        into its request, which raises as :meth:`threads` would (a text prompt cannot fail)."""
+        counts: list[int] = []
+        for case in cases:
+            sources = self.turn_sources(case)
+            for index, (role, prompt, _) in enumerate(sources):
+                if not isinstance(prompt, str):
+                    TurnRequest(turn_index=index, role=role, prompt=prompt)
+            counts.append(len(sources))
+        return counts
 
     # --- turn predicates ---------------------------------------------------------------------
 
@@ -98,22 +121,28 @@ class DeclaredLane:
         """
         turns = RecordedTurns(self, cases, transcripts)
         cells = [(rule, name) for rule in self.declaration.turn_predicates for name in rule.predicates]
-        plans: dict[tuple[str, str], tuple[int, ...]] = {}
-        out_row: list[int] = []
-        out_cell: list[int] = []
-        for row, (case_id, role) in enumerate(zip(turns.case_ids, turns.roles, strict=True)):
-            plan = plans.get((case_id, role))
+        # Rules that choose their turns by role alone never read a case (its model is not built).
+        reads_case = any(rule.where or rule.only_if_listed_in for rule, _ in cells)
+        plans: dict[tuple[str | None, str], tuple[int, ...]] = {}
+        plan_of_row: list[tuple[int, ...]] = []
+        for case_id, role in zip(turns.case_ids, turns.roles, strict=True):
+            key = (case_id if reads_case else None, role)
+            plan = plans.get(key)
             if plan is None:
-                plan = plans[(case_id, role)] = self._cells_for(turns.case(case_id), role, cells)
-            for cell in plan:
-                out_row.append(row)
-                out_cell.append(cell)
+                case = turns.case(case_id) if reads_case else None
+                plan = plans[key] = self._cells_for(case, role, cells)
+            plan_of_row.append(plan)
+        counts = np.fromiter(map(len, plan_of_row), dtype=np.int64, count=len(plan_of_row))
+        out_row = np.repeat(np.arange(len(plan_of_row), dtype=np.int64), counts)
+        out_cell = np.fromiter(
+            itertools.chain.from_iterable(plan_of_row), dtype=np.int64, count=int(counts.sum())
+        )
         judged = self._judge_cells(turns, cells, out_row, out_cell)
         table = pd.DataFrame(
             {
-                "case_id": [turns.case_ids[r] for r in out_row],
-                "turn_index": [turns.turn_indexes[r] for r in out_row],
-                "predicate": [cells[c][1] for c in out_cell],
+                "case_id": _take(turns.case_ids, out_row),
+                "turn_index": _take(turns.turn_indexes, out_row),
+                "predicate": _take([name for _, name in cells], out_cell),
                 "passed": judged.passed,
                 "code": judged.code,
                 "evidence": judged.evidence,
@@ -137,38 +166,53 @@ class DeclaredLane:
         self,
         turns: RecordedTurns,
         cells: Sequence[tuple[TurnRule, str]],
-        out_row: Sequence[int],
-        out_cell: Sequence[int],
+        out_row: np.ndarray[Any, np.dtype[np.int64]],
+        out_cell: np.ndarray[Any, np.dtype[np.int64]],
     ) -> VerdictColumns:
-        """The verdict of every listed cell: a rule's ``unless`` first, then the predicate's own."""
-        passed: list[bool | None] = [None] * len(out_row)
-        code: list[str] = [""] * len(out_row)
-        evidence: list[str] = ["{}"] * len(out_row)
-        wanted: dict[str, list[int]] = {}  # predicate -> positions it judges
-        for position, (row, cell) in enumerate(zip(out_row, out_cell, strict=True)):
-            rule, name = cells[cell]
+        """The verdict of every listed cell: a rule's ``unless`` first, then the predicate's own,
+        each predicate judging every turn it applies to at once (scattered back by position)."""
+        size = len(out_row)
+        passed = np.full(size, None, dtype=object)
+        code = np.full(size, "", dtype=object)
+        evidence = np.full(size, "{}", dtype=object)
+        open_cells = np.ones(size, dtype=bool)  # not settled by an ``unless``
+        for cell, (rule, name) in enumerate(cells):
             unless = rule.unless.get(name)
-            if unless is not None and getattr(turns.item(row), unless.field) is False:
-                verdict = Verdict.not_applicable(unless.code)
-                passed[position], code[position], evidence[position] = verdict.passed, verdict.code, "{}"
-            else:
-                wanted.setdefault(name, []).append(position)
-        for name, positions in wanted.items():
-            rows = sorted({out_row[p] for p in positions})
-            judged = turns.judge(name, rows)
-            at = {row: i for i, row in enumerate(rows)}
-            for p in positions:
-                i = at[out_row[p]]
-                passed[p], code[p], evidence[p] = judged.passed[i], judged.code[i], judged.evidence[i]
-        return VerdictColumns(passed, code, evidence)
+            if unless is None:
+                continue
+            for position in np.flatnonzero(out_cell == cell).tolist():
+                if getattr(turns.item(int(out_row[position])), unless.field) is False:
+                    verdict = Verdict.not_applicable(unless.code)
+                    passed[position], code[position] = verdict.passed, verdict.code
+                    open_cells[position] = False
+        names = list(dict.fromkeys(name for _, name in cells))
+        name_of_cell = np.array([names.index(name) for _, name in cells], dtype=np.int64)
+        name_at = name_of_cell[out_cell] if size else np.zeros(0, dtype=np.int64)
+        for index, name in enumerate(names):
+            positions = np.flatnonzero((name_at == index) & open_cells)
+            if not len(positions):
+                continue
+            rows_at = out_row[positions]
+            rows = np.unique(rows_at)
+            judged = turns.judge(name, rows.tolist())
+            at = np.searchsorted(rows, rows_at)
+            passed[positions] = _objects(judged.passed)[at]
+            code[positions] = _objects(judged.code)[at]
+            evidence[positions] = _objects(judged.evidence)[at]
+        return VerdictColumns(passed.tolist(), code.tolist(), evidence.tolist())
 
     # --- case predicates ---------------------------------------------------------------------
 
     def case_predicates(
         self, cases: Sequence[Any], transcripts: pd.DataFrame, turn_predicates: pd.DataFrame
     ) -> pd.DataFrame:
-        """Per case: the scored turn's verdicts (rules with ``case_rows``), then the case rules."""
-        by_key = {
+        """Per case: the scored turn's verdicts (rules with ``case_rows``), then the case rules.
+
+        Columnar: each block of rows (one lifted predicate, one case rule) is built for every
+        case it applies to at once, each row keyed by (case position, slot in the case); the
+        blocks are merged in that order, so rows come out per case, in rule order. Only a
+        failing row's message is composed on its own (it quotes the evidence)."""
+        stored = {
             (case_id, predicate): (passed, code, evidence)
             for case_id, predicate, passed, code, evidence in zip(
                 *(
@@ -178,37 +222,83 @@ class DeclaredLane:
                 strict=True,
             )
         }
+        blocks = _CaseRowBlocks()
+        lifted: dict[str, list[Any]] = {}  # predicate -> each case's lifted verdict (passed)
+        for rule in self.declaration.turn_predicates:
+            if rule.case_rows is not None:
+                positions = _matching(cases, rule.where)
+                for name in rule.predicates:
+                    passed = self._lift(blocks, rule.case_rows, name, cases, positions, stored)
+                    column = lifted.setdefault(name, [_NOT_LIFTED] * len(cases))
+                    for position, verdict in zip(positions, passed, strict=True):
+                        column[position] = verdict
         needs_views = any(rule.predicates for rule in self.declaration.case_predicates)
         views = recorded_turns(self, cases, transcripts) if needs_views else {}
-        rows = RowColumns(kind_columns(CASE_PREDICATES))
-        for case in cases:
-            lifted: dict[str, Verdict] = {}
-            for rule in self.declaration.turn_predicates:
-                if rule.case_rows is None or not matches(case, rule.where):
-                    continue
-                for name in rule.predicates:
-                    stored = by_key.get((case.id, name))
-                    if stored is None:
-                        verdict, text = Verdict.fail(rule.case_rows.missing), None
-                    else:
-                        # Evidence is decoded only where a reason quotes it (a failure).
-                        passed, code, text = stored
-                        verdict = Verdict(passed, code, decoded_evidence(text) if passed is False else {})
-                    lifted[name] = verdict
-                    rows.add(
-                        case_row(
-                            case.id,
-                            name,
-                            verdict,
-                            severity=_severity(rule.case_rows, case, name),
-                            message=_message(rule.case_rows, name, verdict, case),
-                            evidence=text,
-                        )
+        for case_rule in self.declaration.case_predicates:
+            positions = _matching(cases, case_rule.where)
+            if case_rule.all_listed_in is not None:
+                _all_listed_rows(blocks, case_rule, case_rule.all_listed_in, cases, positions, lifted)
+                continue
+            for offset, name in enumerate(case_rule.predicates):
+                slot = blocks.next_slot + offset
+                predicate = PREDICATES.get(name)
+                for position in positions:
+                    case = cases[position]
+                    verdict = predicate.function(case, views.get(case.id, []))
+                    message = (predicate.explain or reason)(name, verdict)
+                    blocks.add(
+                        position,
+                        slot,
+                        case_row(case.id, name, verdict, severity=case_rule.severity, message=message),
                     )
-            for case_rule in self.declaration.case_predicates:
-                if matches(case, case_rule.where):
-                    rows.extend(_case_rule_rows(case_rule, case, views.get(case.id, []), lifted))
-        return rows.frame()
+            blocks.next_slot += len(case_rule.predicates)
+        return blocks.frame(kind_columns(CASE_PREDICATES))
+
+    def _lift(
+        self,
+        blocks: _CaseRowBlocks,
+        rows: CaseRows,
+        name: str,
+        cases: Sequence[Any],
+        positions: Sequence[int],
+        stored: Mapping[tuple[str, str], tuple[Any, str, Any]],
+    ) -> list[Any]:
+        """Case rows of turn predicate ``name`` for the cases at ``positions``: each case's
+        stored verdict (its last turn's), or a failure coded ``rows.missing``. Returns passed."""
+        slot = blocks.take_slot()
+        ids = case_ids(cases)
+        chosen = [ids[p] for p in positions]
+        found = [stored.get((case_id, name)) for case_id in chosen]
+        passed = [f[0] if f is not None else False for f in found]
+        codes = [f[1] if f is not None else rows.missing for f in found]
+        texts = [f[2] if f is not None else None for f in found]
+        if rows.message is None:  # a verdict that does not fail says one sentence per code
+            said = {
+                key: reason(name, Verdict(*key))
+                for key in set(zip(passed, codes, strict=True))
+                if key[0] is not False
+            }
+            messages = [said.get(key, "") for key in zip(passed, codes, strict=True)]
+            own = [i for i, verdict_passed in enumerate(passed) if verdict_passed is False]
+        else:
+            messages, own = [""] * len(positions), list(range(len(positions)))
+        for i in own:  # evidence is decoded only where a reason quotes it (a failure)
+            evidence = decoded_evidence(texts[i]) if passed[i] is False else {}
+            messages[i] = _message(rows, name, Verdict(passed[i], codes[i], evidence), cases, positions[i])
+        blocks.extend(
+            positions,
+            slot,
+            {
+                "case_id": chosen,
+                "predicate": [name] * len(positions),
+                "passed": passed,
+                "severity": _severities(rows, name, cases, positions),
+                "code": codes,
+                "message": messages,
+                "evidence": [t if t is not None else "{}" for t in texts],
+            },
+        )
+        return passed
 
     # --- metrics -----------------------------------------------------------------------------
 
@@ -246,7 +336,8 @@ class RecordedTurns:
 
     def __init__(self, lane: DeclaredLane, cases: Sequence[Any], transcripts: pd.DataFrame) -> None:
         self.lane = lane
-        self._cases = {case.id: case for case in cases}
+        self._cases = cases
+        self._by_id: dict[str, Any] | None = None  # built when a case is first asked for
         self.case_ids: list[str] = column_values(transcripts, "case_id")
         self.turn_indexes: list[int] = [int(i) for i in column_values(transcripts, "turn_index")]
         self.roles: list[str] = column_values(transcripts, "role")
@@ -256,7 +347,9 @@ class RecordedTurns:
         self._items: dict[str, list[Any]] = {}
 
     def case(self, case_id: str) -> Any:
-        return self._cases[case_id]
+        if self._by_id is None:
+            self._by_id = {case.id: case for case in self._cases}
+        return self._by_id[case_id]
 
     def item(self, row: int) -> Any:
         """The case item (e.g. a thread turn's annotations) the turn at ``row`` was sent from."""
@@ -327,6 +420,23 @@ class RecordedTurns:
         return out
 
 
+def _item_field(item: Any, name: str) -> Any:
+    """A field of a case item: a model's attribute, or a key of the item as stored (JSON)."""
+    return item[name] if isinstance(item, dict) else getattr(item, name)
+
+
+def _objects(values: Sequence[Any]) -> np.ndarray[Any, np.dtype[np.object_]]:
+    """``values`` as a one-dimensional object array (never split into a deeper one)."""
+    array = np.empty(len(values), dtype=object)
+    array[:] = values
+    return array
+
+
+def _take(values: Sequence[Any], index: np.ndarray[Any, np.dtype[np.int64]]) -> list[Any]:
+    """``values`` at ``index``, as a plain list."""
+    return list(_objects(values)[index].tolist())
+
+
 def _columns_of(verdicts: Sequence[Verdict]) -> VerdictColumns:
     return VerdictColumns(
         [v.passed for v in verdicts],
@@ -348,45 +458,123 @@ def matches(case: Any, where: Mapping[str, Sequence[str]]) -> bool:
     return all(getattr(case, field) in accepted for field, accepted in where.items())
 
 
-def _severity(rows: CaseRows, case: Any, predicate: str) -> CaseSeverity:
+def _severities(rows: CaseRows, name: str, cases: Sequence[Any], positions: Sequence[int]) -> list[str]:
     if isinstance(rows.severity, ListedSeverity):
-        return "hard" if predicate in getattr(case, rows.severity.hard_if_listed_in) else "report"
-    return rows.severity
+        listed = field_values(cases, rows.severity.hard_if_listed_in)
+        return ["hard" if name in listed[p] else "report" for p in positions]
+    return [rows.severity] * len(positions)
 
 
-def _message(rows: CaseRows, predicate: str, verdict: Verdict, case: Any) -> str:
+def _message(rows: CaseRows, predicate: str, verdict: Verdict, cases: Sequence[Any], position: int) -> str:
     if rows.message is None:
         return reason(predicate, verdict)
     template = {True: rows.message.passed, False: rows.message.failed, None: rows.message.not_applicable}
     return template[verdict.passed].format(
-        predicate=predicate, code=verdict.code, case=case, reason=reason(predicate, verdict)
+        predicate=predicate, code=verdict.code, case=cases[position], reason=reason(predicate, verdict)
     )
 
 
-def _case_rule_rows(
-    rule: CaseRule, case: Any, turns: Sequence[TurnView], lifted: Mapping[str, Verdict]
-) -> list[dict[str, Any]]:
-    if rule.all_listed_in is not None:
-        names = getattr(case, rule.all_listed_in)
+def _matching(cases: Sequence[Any], where: Mapping[str, Sequence[str]]) -> list[int]:
+    """Positions of the cases whose every named field holds one of its accepted values."""
+    values = [(field_values(cases, field), accepted) for field, accepted in where.items()]
+    return [p for p in range(len(cases)) if all(column[p] in accepted for column, accepted in values)]
+
+
+# A case a lifting rule did not apply to: naming its predicate in a listed field is an error.
+_NOT_LIFTED = object()
+
+
+def _all_listed_rows(
+    blocks: _CaseRowBlocks,
+    rule: CaseRule,
+    field: str,
+    cases: Sequence[Any],
+    positions: Sequence[int],
+    lifted: Mapping[str, Sequence[Any]],
+) -> None:
+    """One row per case listing predicates in ``field``: whether every one of them holds."""
+    slot = blocks.take_slot()
+    verdicts: dict[tuple[str, ...], tuple[Verdict, str, str]] = {}  # by the failing names
+    listing: list[int] = []
+    chosen: list[tuple[Verdict, str, str]] = []
+    ids, listed = case_ids(cases), field_values(cases, field)
+    for position in positions:
+        names = listed[position]
         if not names:
-            return []
-        failing = [n for n in names if lifted[n].passed is False]
-        verdict = Verdict.fail("contract_failed", failing=failing) if failing else Verdict.ok(failing=[])
-        message = reason(rule.all_listed_in, verdict) if failing else "Every listed predicate holds."
-        return [case_row(case.id, rule.all_listed_in, verdict, severity=rule.severity, message=message)]
-    rows = []
-    for name in rule.predicates:
-        predicate = PREDICATES.get(name)
-        verdict = predicate.function(case, turns)
-        message = (predicate.explain or reason)(name, verdict)
-        rows.append(case_row(case.id, name, verdict, severity=rule.severity, message=message))
-    return rows
+            continue
+        failing = tuple(n for n in names if _lifted(lifted, n, position, ids[position]) is False)
+        known = verdicts.get(failing)
+        if known is None:
+            verdict = (
+                Verdict.fail("contract_failed", failing=list(failing)) if failing else Verdict.ok(failing=[])
+            )
+            message = reason(field, verdict) if failing else "Every listed predicate holds."
+            known = verdicts[failing] = (verdict, message, evidence_json(verdict.evidence))
+        listing.append(position)
+        chosen.append(known)
+    blocks.extend(
+        listing,
+        slot,
+        {
+            "case_id": [ids[p] for p in listing],
+            "predicate": [field] * len(listing),
+            "passed": [verdict.passed for verdict, _, _ in chosen],
+            "severity": [rule.severity] * len(listing),
+            "code": [verdict.code for verdict, _, _ in chosen],
+            "message": [message for _, message, _ in chosen],
+            "evidence": [evidence for _, _, evidence in chosen],
+        },
+    )
+
+
+def _lifted(lifted: Mapping[str, Sequence[Any]], name: str, position: int, case_id: str) -> Any:
+    passed = lifted[name][position] if name in lifted else _NOT_LIFTED
+    if passed is _NOT_LIFTED:
+        raise KeyError(f"case {case_id!r} lists {name!r}, which no rule lifted to a case row")
+    return passed
+
+
+class _CaseRowBlocks:
+    """Rows of a case predicates table gathered block by block, each row keyed by its case's
+    position and its slot within the case; :meth:`frame` puts them in (position, slot) order."""
+
+    def __init__(self) -> None:
+        self.next_slot = 0
+        self._positions: list[int] = []
+        self._slots: list[int] = []
+        self._columns: dict[str, list[Any]] = {}
+
+    def take_slot(self) -> int:
+        self.next_slot += 1
+        return self.next_slot - 1
+
+    def extend(self, positions: Sequence[int], slot: int, columns: Mapping[str, Sequence[Any]]) -> None:
+        self._positions.extend(positions)
+        self._slots.extend([slot] * len(positions))
+        for name, values in columns.items():
+            self._columns.setdefault(name, []).extend(values)
+
+    def add(self, position: int, slot: int, row: Mapping[str, Any]) -> None:
+        self.extend([position], slot, {name: [value] for name, value in row.items()})
+
+    def frame(self, names: Sequence[str]) -> pd.DataFrame:
+        order = np.lexsort(
+            (np.asarray(self._slots, dtype=np.int64), np.asarray(self._positions, dtype=np.int64))
+        ).tolist()
+        return pd.DataFrame(
+            {
+                name: [values[i] for i in order]
+                for name, values in ((n, self._columns.get(n, [])) for n in names)
+            },
+            columns=list(names),
+        )
 
 
 def _where(table: pd.DataFrame, cases: Sequence[Any], where: Mapping[str, Sequence[str]]) -> pd.DataFrame:
     if not where:
         return table
-    ids = {str(case.id) for case in cases if matches(case, where)}
+    every = case_ids(cases)
+    ids = {str(every[p]) for p in _matching(cases, where)}
     return table[table["case_id"].astype(str).isin(ids)]
 
 

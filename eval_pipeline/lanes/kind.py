@@ -74,6 +74,12 @@ class LaneKind(Protocol):
 
     def threads(self, cases: Sequence[Any], spec: LaneSpec, split: str) -> list[Thread]: ...
 
+    def turns_sent(self, cases: Sequence[Any], spec: LaneSpec, split: str) -> list[int]:
+        """How many turns each case's threads send, in ``cases`` order; raises where
+        :meth:`threads` would (a prompt that cannot be composed). What the cases stage records;
+        :func:`turns_of_threads` counts built threads."""
+        ...
+
     def turn_predicates(self, cases: Sequence[Any], transcripts: pd.DataFrame) -> pd.DataFrame: ...
 
     def case_predicates(
@@ -87,6 +93,18 @@ class LaneKind(Protocol):
         derives from others computed again from them; the rest unchanged. The pipeline calls it
         once a run's case batches are added up: a count or a rate adds up, a derived value does not."""
         ...
+
+
+def turns_of_threads(cases: Sequence[Any], threads: Sequence[Thread]) -> list[int]:
+    """How many turns ``threads`` send for each case, in ``cases`` order (a thread of a case
+    not in ``cases`` is an error: a kind built it from nothing)."""
+    sent = {str(case.id): 0 for case in cases}
+    unknown = [t.case_id for t in threads if t.case_id not in sent]
+    if unknown:
+        raise ValueError(f"lane built threads for unknown cases: {unknown}")
+    for thread in threads:
+        sent[thread.case_id] += len(thread.turns)
+    return list(sent.values())
 
 
 # Metrics every lane emits whatever its kind (computed by the pipeline from transcripts).

@@ -83,18 +83,11 @@ def verdict_columns(name: str, turns: TurnColumns) -> VerdictColumns:
 def screened(name: str, turns: TurnColumns, certain: Sequence[bool], verdict: Verdict) -> VerdictColumns:
     """``verdict`` where ``certain`` holds, the scalar predicate everywhere else."""
     function = PREDICATES.get(name).function
-    fixed = evidence_json(verdict.evidence)
-    passed: list[bool | None] = []
-    code: list[str] = []
-    evidence: list[str] = []
-    for index, sure in enumerate(certain):
-        if sure:
-            passed.append(verdict.passed)
-            code.append(verdict.code)
-            evidence.append(fixed)
-        else:
-            found = function(turns.view(index))
-            passed.append(found.passed)
-            code.append(found.code)
-            evidence.append(evidence_json(found.evidence))
+    size = len(certain)
+    passed: list[bool | None] = [verdict.passed] * size
+    code: list[str] = [verdict.code] * size
+    evidence: list[str] = [evidence_json(verdict.evidence)] * size
+    for index in [index for index, sure in enumerate(certain) if not sure]:
+        found = function(turns.view(index))
+        passed[index], code[index], evidence[index] = found.passed, found.code, evidence_json(found.evidence)
     return VerdictColumns(passed, code, evidence)

@@ -6,12 +6,12 @@ a metadata cross-check; the contract.md of each lane records the choices made he
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import MutableMapping, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from eval_pipeline.predicates.base import TurnView, Verdict, turn_predicate
+from eval_pipeline.predicates.base import PASS, TurnView, Verdict, turn_predicate
 from eval_pipeline.predicates.columns import TurnColumns, VerdictColumns, screened, vectorised
 from eval_pipeline.predicates.explain import excerpt
 from eval_pipeline.predicates.rows import evidence_json
@@ -52,6 +52,7 @@ PROVENANCE_ONLY = re.compile(
     re.DOTALL,
 )
 _DOTTED_PATH = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+"
+_DOTTED = re.compile(_DOTTED_PATH)
 DOTTED_INVENTORY = re.compile(rf"{_DOTTED_PATH}(?:\s*;\s*{_DOTTED_PATH}){{2,}}")
 _WORD = re.compile(r"[A-Za-z]+(?:['’][A-Za-z]+)?")
 _CLAIMED_PROVENANCE = re.compile(r"\b(pack|teaching|vault|session)-grounded\b", re.IGNORECASE)
@@ -233,4 +234,64 @@ def surface_provenance_match_columns(turns: TurnColumns) -> VerdictColumns:
         out.passed.append(found[0])
         out.code.append(found[1])
         out.evidence.append(found[2])
+    return out
+
+
+# How a word counts toward a finite predicate (the rule of finite_verb_tokens): always, only
+# after a surface's first word (a third-person ``-s`` form), or never.
+_NOT_FINITE, _FINITE, _FINITE_AFTER_FIRST = 0, 1, 2
+_MAX_VERBS_SHOWN = 5  # finite_predicate_shape's evidence lists the first five
+
+
+def _word_kind(token: str) -> int:
+    lower = token.lower()
+    if lower in FINITE_VERBS or lower.endswith("n't") or _INFLECTED_ED.match(lower):
+        return _FINITE
+    if _INFLECTED_S.match(lower) and token == lower:
+        return _FINITE_AFTER_FIRST
+    return _NOT_FINITE
+
+
+def _verbs_shown(surface: str, dotted: bool, kinds: MutableMapping[str, int]) -> tuple[str, ...]:
+    """The first finite verb tokens of ``surface`` (as finite_verb_tokens finds them; ``dotted``:
+    whether it holds a dotted path to blank out), each distinct word classified once in ``kinds``."""
+    prose = _DOTTED.sub(" ", surface) if dotted else surface
+    found: list[str] = []
+    for position, token in enumerate(_WORD.findall(prose)):
+        kind = kinds.get(token)
+        if kind is None:
+            kind = kinds[token] = _word_kind(token)
+        if kind == _FINITE or (kind == _FINITE_AFTER_FIRST and position):
+            found.append(token)
+            if len(found) == _MAX_VERBS_SHOWN:
+                break
+    return tuple(found)
+
+
+@vectorised("finite_predicate_shape")
+def finite_predicate_shape_columns(turns: TurnColumns) -> VerdictColumns:
+    """The answers of a batch share their words: each distinct word is classified once, a
+    surface's verbs are then found by lookup, and each distinct evidence encoded once; only a
+    surface with a dotted path has it blanked out first. A surface without a verb is judged by
+    the scalar form (its evidence quotes it)."""
+    kinds: dict[str, int] = {}
+    encoded: dict[tuple[str, ...], str] = {}
+    # Which surfaces hold a dotted path (one Arrow regex pass; the rest need no blanking out).
+    dotted = pc.match_substring_regex(turns.surfaces, _DOTTED_PATH).to_pylist() if turns else []
+    scalar = finite_predicate_shape
+    out = VerdictColumns([], [], [])
+    for index, (surface, has_path) in enumerate(zip(turns.surface, dotted, strict=True)):
+        verbs = _verbs_shown(surface, has_path, kinds)
+        if verbs:
+            evidence = encoded.get(verbs)
+            if evidence is None:
+                evidence = encoded[verbs] = evidence_json(Verdict.ok(verbs=list(verbs)).evidence)
+            out.passed.append(True)
+            out.code.append(PASS)
+            out.evidence.append(evidence)
+        else:
+            found = scalar(turns.view(index))
+            out.passed.append(found.passed)
+            out.code.append(found.code)
+            out.evidence.append(evidence_json(found.evidence))
     return out

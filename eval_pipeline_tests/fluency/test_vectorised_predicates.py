@@ -66,9 +66,13 @@ NAMES = VECTORISED.names()
 
 
 def test_the_fluency_screens_are_registered() -> None:
-    assert {"no_placeholder", "complete_punctuation", "no_provenance_only", "no_dotted_inventory"} <= set(
-        NAMES
-    )
+    assert {
+        "no_placeholder",
+        "complete_punctuation",
+        "no_provenance_only",
+        "no_dotted_inventory",
+        "finite_predicate_shape",
+    } <= set(NAMES)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -113,6 +117,14 @@ FRAGMENTS = [
     "flows",
     "walked",
     "can't",
+    "isn’t",
+    "Walked",
+    "runs",
+    "Runs",
+    "glass",
+    "ed",
+    "meta.is.x",
+    "was.",
     ".",
     "?",
     "!",

@@ -27,7 +27,7 @@ from eval_pipeline.i18n import (
 )
 from eval_pipeline.i18n.prompts import FewShotPool, LockedSplitError, compose_prompt
 from eval_pipeline.i18n.protocol import decode_batch, expected_item_count
-from eval_pipeline.lanes.kind import LANE_KINDS, Scored, Thread, TurnRequest
+from eval_pipeline.lanes.kind import LANE_KINDS, Scored, Thread, TurnRequest, turns_of_threads
 from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.predicates.rows import evidence_json
 from eval_pipeline.scoring import MetricValue, count, rate
@@ -112,6 +112,9 @@ class I18nPrompt:
             )
             for case in cases
         ]
+
+    def turns_sent(self, cases: Sequence[Any], spec: LaneSpec, split: str) -> list[int]:
+        return turns_of_threads(cases, self.threads(cases, spec, split))  # composing checks each prompt
 
     def turn_predicates(self, cases: Sequence[Any], transcripts: pd.DataFrame) -> pd.DataFrame:
         """Nothing is scored per turn: every verdict of this lane is a case-level assertion."""

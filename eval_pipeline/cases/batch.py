@@ -1,0 +1,92 @@
+"""The cases of one batch as a stage reads them back from the cases table.
+
+The cases stage stores each validated case as canonical JSON; later stages take them back
+as a :class:`CaseBatch`: its ids and a field's values come straight from that JSON, and the
+case models are validated only when a stage reads one, once per table for all stages of a
+small run (see :data:`_HYDRATED`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator, Sequence
+from typing import Any, overload
+
+from pydantic import BaseModel
+
+from eval_pipeline.memo import Recent
+
+# Case models by (model, digest of the stored JSON): the stages of a run of one or two
+# batches hydrate the same cases table, so its cases are validated once, not once per stage.
+_HYDRATED: Recent[list[BaseModel]] = Recent(2)
+
+
+def _digest(texts: Sequence[str]) -> bytes:
+    digest = hashlib.blake2b(digest_size=16)
+    for text in texts:
+        digest.update(text.encode())
+        digest.update(b"\n")
+    return digest.digest()
+
+
+def remember_models(texts: Sequence[str], models: list[BaseModel]) -> None:
+    """The models just validated for ``texts`` (what the stages of this run will read back)."""
+    if models:
+        _HYDRATED.put((type(models[0]), _digest(texts)), models)
+
+
+class CaseBatch(Sequence[BaseModel]):
+    """The case models of a cases table, validated from their stored JSON on first use: a
+    stage that reads only how many cases there are, their ids, or a few plain fields
+    (:func:`field_values`) validates nothing."""
+
+    def __init__(self, model: type[BaseModel], ids: list[str], texts: list[str]) -> None:
+        self._model = model
+        self.ids = ids
+        self._texts = texts
+        self._models: list[BaseModel] | None = None
+        self._records: list[dict[str, Any]] | None = None
+
+    @property
+    def models(self) -> list[BaseModel]:
+        if self._models is None:
+            model, texts = self._model, self._texts
+            self._models = _HYDRATED.get(
+                (model, _digest(texts)), lambda: [model.model_validate_json(t) for t in texts]
+            )
+        return self._models
+
+    def field(self, name: str) -> list[Any]:
+        """Field ``name`` of every case as stored (a validated case's canonical JSON value)."""
+        if self._models is not None:
+            return [getattr(case, name) for case in self._models]
+        if self._records is None:
+            self._records = json.loads("[" + ",".join(self._texts) + "]")
+        return [record[name] for record in self._records]
+
+    def __len__(self) -> int:
+        return len(self._texts)
+
+    @overload
+    def __getitem__(self, index: int) -> BaseModel: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[BaseModel]: ...
+
+    def __getitem__(self, index: int | slice) -> BaseModel | list[BaseModel]:
+        return self.models[index]
+
+    def __iter__(self) -> Iterator[BaseModel]:
+        return iter(self.models)
+
+
+def case_ids(cases: Sequence[Any]) -> list[str]:
+    """Every case's id (a batch's without building its models)."""
+    return list(cases.ids) if isinstance(cases, CaseBatch) else [case.id for case in cases]
+
+
+def field_values(cases: Sequence[Any], name: str) -> list[Any]:
+    """Field ``name`` of every case: a plain value (text, number, list of texts) a rule reads,
+    from a batch's stored JSON without building its models."""
+    return cases.field(name) if isinstance(cases, CaseBatch) else [getattr(case, name) for case in cases]

@@ -1,0 +1,53 @@
+"""A lane scores a batch read back from the cases table (ids, prompts and listed fields from the
+stored JSON, models built only where a rule reads one) exactly as it scores the case models."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from eval_pipeline.cases.batch import CaseBatch, case_ids, field_values
+from eval_pipeline.lanes import find_lane
+from eval_pipeline.lanes.registry import lane_kind
+from eval_pipeline.pipeline import cases_frame, cases_from_frame, load_split, score
+from eval_pipeline.tables import TRANSCRIPTS, frame, lane_columns
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "lane_outputs"
+RECORDED = sorted(FIXTURES.glob("*.reference.json"))
+
+
+@pytest.mark.parametrize("recorded", RECORDED, ids=[path.stem for path in RECORDED])
+def test_a_lane_scores_a_case_batch_as_it_scores_the_models(recorded: Path) -> None:
+    lane, split = recorded.name.split(".")[:2]
+    spec = find_lane(lane)
+    kind = lane_kind(spec)
+    loaded = load_split(spec, split)
+    models = [item.case for item in loaded]
+    batch = cases_from_frame(kind, cases_frame(loaded, split))
+    assert isinstance(batch, CaseBatch) and len(batch) == len(models)
+    rows = [
+        {k: v for k, v in row.items() if k in TRANSCRIPTS.names}
+        for row in json.loads(recorded.read_text())["transcripts"]
+    ]
+    transcripts = frame(TRANSCRIPTS, rows)[lane_columns(TRANSCRIPTS)]
+
+    assert kind.threads(batch, spec, split) == kind.threads(models, spec, split)
+    from_models, from_batch = score(kind, models, transcripts), score(kind, batch, transcripts)
+    pd.testing.assert_frame_equal(from_batch[0], from_models[0])
+    pd.testing.assert_frame_equal(from_batch[1], from_models[1])
+    assert from_batch[2] == from_models[2]
+    assert len(from_models[1]) > 0  # every recorded split has case rows to compare
+
+
+def test_a_batch_gives_ids_and_plain_fields_as_its_models_hold_them() -> None:
+    spec = find_lane("deterministic_fluency")
+    loaded = load_split(spec, "dev")
+    models = [item.case for item in loaded]
+    batch = cases_from_frame(lane_kind(spec), cases_frame(loaded, "dev"))
+    assert case_ids(batch) == case_ids(models) == [case.id for case in models]
+    for name in ("prompt", "category", "setup", "expected_predicates", "post_gloss_predicates"):
+        assert field_values(batch, name) == field_values(models, name)
+    assert list(batch) == models  # built on first read, equal to the validated ones
