@@ -286,25 +286,34 @@ def write_cases(
     (:class:`eval_pipeline.cases.CaseFileError`) and no file is left behind."""
     kind = lane_kind(spec)
     stream = CaseStream(case_paths(spec, split, cases_path), kind.case_model)
-    budget = batch_turns()
     with StageWriter(CASES, folder) as writer:
-        pending: list[LoadedCase[Any]] = []
-        turns: list[int] = []
-        pending_turns = 0
-        written = False
-        for chunk in each_without_collector(_chunks(stream, THREAD_CHUNK)):
-            sent = kind.turns_sent([item.case for item in chunk], spec, split)
-            for item, count in zip(chunk, sent, strict=True):
-                pending.append(item)
-                turns.append(count)
-                pending_turns += count
-                if pending_turns >= budget:
-                    writer.write(cases_frame(pending, split, turns))
-                    pending, turns, pending_turns, written = [], [], 0, True
-        if pending or not written:
-            writer.write(cases_frame(pending, split, turns))
+        # The collector runs between batches, not within one (see eval_pipeline.collector).
+        for loaded, turns in each_without_collector(_case_batches(kind, stream, spec, split, batch_turns())):
+            writer.write(cases_frame(loaded, split, turns))
         stream.check()
         return writer.finish()
+
+
+def _case_batches(
+    kind: LaneKind, stream: Iterable[LoadedCase[Any]], spec: LaneSpec, split: str, budget: int
+) -> Iterator[tuple[list[LoadedCase[Any]], list[int]]]:
+    """The cases of ``stream`` cut into batches of whole cases of about ``budget`` turns, each
+    with how many turns each of its cases sends; at least one batch, empty for no cases."""
+    pending: list[LoadedCase[Any]] = []
+    turns: list[int] = []
+    pending_turns = 0
+    written = False
+    for chunk in _chunks(stream, THREAD_CHUNK):
+        sent = kind.turns_sent([item.case for item in chunk], spec, split)
+        for item, count in zip(chunk, sent, strict=True):
+            pending.append(item)
+            turns.append(count)
+            pending_turns += count
+            if pending_turns >= budget:
+                yield pending, turns
+                pending, turns, pending_turns, written = [], [], 0, True
+    if pending or not written:
+        yield pending, turns
 
 
 def prepare_cases(spec: LaneSpec, split: str, cases_path: str | Path | None = None) -> None:
