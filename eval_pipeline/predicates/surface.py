@@ -69,18 +69,27 @@ def words(surface: str) -> list[str]:
 
 def finite_verb_tokens(surface: str) -> list[str]:
     """Tokens that make a finite predicate: a closed list of auxiliaries, or an inflected form."""
-    found: list[str] = []
-    prose = re.sub(_DOTTED_PATH, " ", surface)  # a domain path like meta.x.y is not prose
-    for position, token in enumerate(words(prose)):
-        lower = token.lower()
-        if (
-            lower in FINITE_VERBS
-            or lower.endswith("n't")
-            or _INFLECTED_ED.match(lower)
-            or (position > 0 and _INFLECTED_S.match(lower) and token == lower)
-        ):
-            found.append(token)
-    return found
+    prose = _DOTTED.sub(" ", surface)  # a domain path like meta.x.y is not prose
+    return [token for position, token in enumerate(words(prose)) if _counts(_word_kind(token), position)]
+
+
+# How a word counts toward a finite predicate: always (an auxiliary, a negated or ``-ed`` form),
+# only after a surface's first word (a third-person ``-s`` form), or never.
+_NOT_FINITE, _FINITE, _FINITE_AFTER_FIRST = 0, 1, 2
+
+
+def _word_kind(token: str) -> int:
+    lower = token.lower()
+    if lower in FINITE_VERBS or lower.endswith("n't") or _INFLECTED_ED.match(lower):
+        return _FINITE
+    if _INFLECTED_S.match(lower) and token == lower:
+        return _FINITE_AFTER_FIRST
+    return _NOT_FINITE
+
+
+def _counts(kind: int, position: int) -> bool:
+    """Whether a word of ``kind`` at ``position`` in its surface is a finite verb."""
+    return kind == _FINITE or (kind == _FINITE_AFTER_FIRST and position > 0)
 
 
 @turn_predicate("no_placeholder")
@@ -237,19 +246,7 @@ def surface_provenance_match_columns(turns: TurnColumns) -> VerdictColumns:
     return out
 
 
-# How a word counts toward a finite predicate (the rule of finite_verb_tokens): always, only
-# after a surface's first word (a third-person ``-s`` form), or never.
-_NOT_FINITE, _FINITE, _FINITE_AFTER_FIRST = 0, 1, 2
 _MAX_VERBS_SHOWN = 5  # finite_predicate_shape's evidence lists the first five
-
-
-def _word_kind(token: str) -> int:
-    lower = token.lower()
-    if lower in FINITE_VERBS or lower.endswith("n't") or _INFLECTED_ED.match(lower):
-        return _FINITE
-    if _INFLECTED_S.match(lower) and token == lower:
-        return _FINITE_AFTER_FIRST
-    return _NOT_FINITE
 
 
 def _verbs_shown(surface: str, dotted: bool, kinds: MutableMapping[str, int]) -> tuple[str, ...]:
@@ -261,7 +258,7 @@ def _verbs_shown(surface: str, dotted: bool, kinds: MutableMapping[str, int]) ->
         kind = kinds.get(token)
         if kind is None:
             kind = kinds[token] = _word_kind(token)
-        if kind == _FINITE or (kind == _FINITE_AFTER_FIRST and position):
+        if _counts(kind, position):
             found.append(token)
             if len(found) == _MAX_VERBS_SHOWN:
                 break
