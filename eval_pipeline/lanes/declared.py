@@ -59,14 +59,6 @@ class DeclaredLane:
 
     # --- threads -----------------------------------------------------------------------------
 
-    def sourced_turns(self, case: Any) -> list[tuple[TurnRequest, Any]]:
-        """The case's turns in sending order, each with the case item it came from."""
-        # Validating constructors: pydantic builds a small model faster than model_construct.
-        return [
-            (TurnRequest(turn_index=index, role=role, prompt=prompt), item)
-            for index, (role, prompt, item) in enumerate(self.turn_sources(case))
-        ]
-
     def turn_sources(self, case: Any) -> list[tuple[str, Any, Any]]:
         """(role, prompt, case item) of each turn of the case, in sending order."""
         return self._sources([getattr(case, source.from_) for source in self.declaration.threads.turns])
@@ -86,6 +78,7 @@ class DeclaredLane:
         batch's stored JSON: no case model is built to send it)."""
         session = f"{spec.name}/{split}" if self.declaration.threads.session == "warm" else None
         columns = [field_values(cases, source.from_) for source in self.declaration.threads.turns]
+        # Validating constructors: pydantic builds a small model faster than model_construct.
         return [
             Thread(
                 case_id=case_id,
@@ -345,6 +338,7 @@ class RecordedTurns:
         self._views: dict[int, TurnView] = {}
         self._rows_of_case: dict[str, dict[int, int]] | None = None
         self._items: dict[str, list[Any]] = {}
+        self._threads: dict[str, list[TurnView]] = {}
 
     def case(self, case_id: str) -> Any:
         if self._by_id is None:
@@ -353,11 +347,14 @@ class RecordedTurns:
 
     def item(self, row: int) -> Any:
         """The case item (e.g. a thread turn's annotations) the turn at ``row`` was sent from."""
-        case_id = self.case_ids[row]
+        return self._items_of(self.case_ids[row])[self.turn_indexes[row]]
+
+    def _items_of(self, case_id: str) -> list[Any]:
+        """The case item each declared turn of the case is sent from, in turn order."""
         items = self._items.get(case_id)
         if items is None:
             items = self._items[case_id] = [item for _, _, item in self.lane.turn_sources(self.case(case_id))]
-        return items[self.turn_indexes[row]]
+        return items
 
     def view(self, row: int) -> TurnView:
         view = self._views.get(row)
@@ -366,18 +363,21 @@ class RecordedTurns:
         return view
 
     def thread(self, case_id: str) -> list[TurnView]:
-        """Every declared turn of the case as recorded (a missing one is a faulted stand-in)."""
+        """Every declared turn of the case as recorded (a missing one is a faulted stand-in);
+        built once per case, however many of its turns a thread-level predicate judges."""
+        found = self._threads.get(case_id)
+        if found is not None:
+            return found
         if self._rows_of_case is None:
             self._rows_of_case = {}
             for row, (case_id_of_row, index) in enumerate(zip(self.case_ids, self.turn_indexes, strict=True)):
                 self._rows_of_case.setdefault(case_id_of_row, {})[index] = row
         rows = self._rows_of_case.get(case_id, {})
-        return [
-            self.view(rows[turn.turn_index])
-            if turn.turn_index in rows
-            else TurnView(surface="", error=MISSING_TURN)
-            for turn, _ in self.lane.sourced_turns(self.case(case_id))
+        found = self._threads[case_id] = [
+            self.view(rows[index]) if index in rows else TurnView(surface="", error=MISSING_TURN)
+            for index in range(len(self._items_of(case_id)))
         ]
+        return found
 
     def judge(self, name: str, rows: Sequence[int]) -> VerdictColumns:
         """Predicate ``name`` on the turns at ``rows``: faults fail it, the rest are judged together."""
