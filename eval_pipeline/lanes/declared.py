@@ -232,8 +232,8 @@ class DeclaredLane:
             if case_rule.all_listed_in is not None:
                 _all_listed_rows(blocks, case_rule, case_rule.all_listed_in, cases, positions, lifted)
                 continue
-            for offset, name in enumerate(case_rule.predicates):
-                slot = blocks.next_slot + offset
+            for name in case_rule.predicates:
+                slot = blocks.take_slot()
                 predicate = PREDICATES.get(name)
                 for position in positions:
                     case = cases[position]
@@ -244,7 +244,6 @@ class DeclaredLane:
                         slot,
                         case_row(case.id, name, verdict, severity=case_rule.severity, message=message),
                     )
-            blocks.next_slot += len(case_rule.predicates)
         return blocks.frame(kind_columns(CASE_PREDICATES))
 
     def _lift(
@@ -539,14 +538,15 @@ class _CaseRowBlocks:
     position and its slot within the case; :meth:`frame` puts them in (position, slot) order."""
 
     def __init__(self) -> None:
-        self.next_slot = 0
+        self._next_slot = 0
         self._positions: list[int] = []
         self._slots: list[int] = []
         self._columns: dict[str, list[Any]] = {}
 
     def take_slot(self) -> int:
-        self.next_slot += 1
-        return self.next_slot - 1
+        """The slot of the next block: blocks come out of a case in the order they were taken."""
+        self._next_slot += 1
+        return self._next_slot - 1
 
     def extend(self, positions: Sequence[int], slot: int, columns: Mapping[str, Sequence[Any]]) -> None:
         self._positions.extend(positions)
