@@ -27,7 +27,12 @@ from eval_pipeline.dagster_wiring.assets import DATE_TAG
 from eval_pipeline.dagster_wiring.checks import GATE_CHECK, MEASUREMENT_CHECK
 from eval_pipeline.dagster_wiring.code_location import REPOSITORY_LABEL, build_definitions
 from eval_pipeline.dagster_wiring.io_manager import PATH_METADATA
-from eval_pipeline.dagster_wiring.partitions import custom_case_set, partition_key, register_series
+from eval_pipeline.dagster_wiring.partitions import (
+    custom_case_set,
+    partition_key,
+    partitions_remembered,
+    register_series,
+)
 from eval_pipeline.dagster_wiring.resources import HistoryResource, RuntimeResource
 from eval_pipeline.dagster_wiring.runtime_targets import observe_target
 from eval_pipeline.dagster_wiring.schedules import job_name, series_tags
@@ -284,13 +289,14 @@ def materialize_lane(
             },
             executor_name="in_process",
         )
-        in_process = definitions.resolve_job_def(job_name(spec)).execute_in_process(
-            instance=instance,
-            partition_key=key,
-            run_config=run_config,
-            raise_on_error=False,
-            tags=run_tags,
-        )
+        with partitions_remembered(instance):
+            in_process = definitions.resolve_job_def(job_name(spec)).execute_in_process(
+                instance=instance,
+                partition_key=key,
+                run_config=run_config,
+                raise_on_error=False,
+                tags=run_tags,
+            )
         return _outcome(spec, in_process, split, case_set, target.name)
 
 
