@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import gc
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -43,3 +47,21 @@ def test_a_collector_turned_off_by_its_owner_stays_off() -> None:
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_at_exit_the_heap_is_frozen_after_the_later_exit_handlers_ran(tmp_path: Path) -> None:
+    """The final collection is skipped (the heap is frozen when the interpreter exits), and exit
+    handlers registered after the hook still run before it, with the collector as usual."""
+    log = tmp_path / "exit.log"
+    script = textwrap.dedent(
+        f"""
+        import atexit, gc
+        log = open({str(log)!r}, "a", encoding="utf-8")
+        atexit.register(lambda: (log.write(f"last frozen={{gc.get_freeze_count() > 0}}\\n"), log.close()))
+        from eval_pipeline.collector import no_final_collection
+        no_final_collection()
+        atexit.register(lambda: log.write(f"later frozen={{gc.get_freeze_count() > 0}}\\n"))
+        """
+    )
+    subprocess.run([sys.executable, "-c", script], check=True)
+    assert log.read_text(encoding="utf-8").splitlines() == ["later frozen=False", "last frozen=True"]

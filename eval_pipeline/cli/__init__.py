@@ -15,6 +15,7 @@ import sys
 from typing import Any
 
 from eval_pipeline.cli import common
+from eval_pipeline.collector import no_final_collection
 
 
 def _load_commands(argv: list[str] | None = None) -> None:
@@ -26,6 +27,7 @@ def _load_commands(argv: list[str] | None = None) -> None:
 
 
 def main() -> None:
+    no_final_collection()
     _load_commands(sys.argv[1:])
     common.app()
 

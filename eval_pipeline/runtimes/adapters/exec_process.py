@@ -335,14 +335,20 @@ class ChildProcess:
             os.close(self._lifeline)
             self._lifeline = None
 
-    def close(self) -> None:
-        """Close stdin, give the child a moment to exit by itself, then kill its group."""
+    def hang_up(self) -> None:
+        """Close the child's stdin: the end of its input, its cue to exit by itself."""
         with self._lock:
             process = self._process
             if process is not None and process.stdin is not None:
                 with contextlib.suppress(OSError):
                     process.stdin.close()
-                _wait_unreaped(process, min(CLOSE_GRACE_S, self._timeout_s))
+
+    def close(self) -> None:
+        """Hang up, give the child a moment to exit by itself, then kill its group."""
+        self.hang_up()
+        with self._lock:
+            if self._process is not None:
+                _wait_unreaped(self._process, min(CLOSE_GRACE_S, self._timeout_s))
             self._discard()
 
 
@@ -463,6 +469,8 @@ class ExecRuntime:
             child.sessions -= 1
 
     def close(self) -> None:
+        for child in self._children:  # every child is told at once; then each is waited for
+            child.hang_up()
         for child in self._children:
             child.close()
 
