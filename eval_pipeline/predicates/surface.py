@@ -249,9 +249,16 @@ def surface_provenance_match_columns(turns: TurnColumns) -> VerdictColumns:
 _MAX_VERBS_SHOWN = 5  # finite_predicate_shape's evidence lists the first five
 
 
-def _verbs_shown(surface: str, dotted: bool, kinds: MutableMapping[str, int]) -> tuple[str, ...]:
-    """The first finite verb tokens of ``surface`` (as finite_verb_tokens finds them; ``dotted``:
-    whether it holds a dotted path to blank out), each distinct word classified once in ``kinds``."""
+def holds_dotted_path(turns: TurnColumns) -> list[bool]:
+    """Whether each surface holds a dotted path (one Arrow regex pass): only those need one
+    blanked out before their words are read as prose."""
+    return pc.match_substring_regex(turns.surfaces, _DOTTED_PATH).to_pylist() if turns else []
+
+
+def finite_verbs_shown(surface: str, dotted: bool, kinds: MutableMapping[str, int]) -> tuple[str, ...]:
+    """The first five finite verb tokens of ``surface`` (as finite_verb_tokens finds them; ``dotted``:
+    whether it holds a dotted path to blank out), each distinct word classified once in ``kinds``
+    (a batch's answers share their words)."""
     prose = _DOTTED.sub(" ", surface) if dotted else surface
     found: list[str] = []
     for position, token in enumerate(_WORD.findall(prose)):
@@ -273,12 +280,10 @@ def finite_predicate_shape_columns(turns: TurnColumns) -> VerdictColumns:
     the scalar form (its evidence quotes it)."""
     kinds: dict[str, int] = {}
     encoded: dict[tuple[str, ...], str] = {}
-    # Which surfaces hold a dotted path (one Arrow regex pass; the rest need no blanking out).
-    dotted = pc.match_substring_regex(turns.surfaces, _DOTTED_PATH).to_pylist() if turns else []
     scalar = finite_predicate_shape
     out = VerdictColumns([], [], [])
-    for index, (surface, has_path) in enumerate(zip(turns.surface, dotted, strict=True)):
-        verbs = _verbs_shown(surface, has_path, kinds)
+    for index, (surface, has_path) in enumerate(zip(turns.surface, holds_dotted_path(turns), strict=True)):
+        verbs = finite_verbs_shown(surface, has_path, kinds)
         if verbs:
             evidence = encoded.get(verbs)
             if evidence is None:

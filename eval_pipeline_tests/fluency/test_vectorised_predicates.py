@@ -38,11 +38,15 @@ def fixture_turns() -> TurnColumns:
 
 
 def spelled_out_surfaces() -> list[str]:
-    """Every string literal of the predicate tests (seed examples, both sides of each rule)."""
+    """Every string literal of the turn predicates' tests (seed examples, both sides of each rule)."""
     found: set[str] = set()
-    for node in ast.walk(ast.parse((TESTS / "fluency" / "test_surface_predicates.py").read_text())):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            found.add(node.value)
+    for tests in (
+        TESTS / "fluency" / "test_surface_predicates.py",
+        TESTS / "multiturn" / "test_predicates.py",
+    ):
+        for node in ast.walk(ast.parse(tests.read_text())):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                found.add(node.value)
     return sorted(found)
 
 
@@ -65,7 +69,7 @@ def assert_agree(name: str, turns: TurnColumns) -> None:
 NAMES = VECTORISED.names()
 
 
-def test_the_fluency_screens_are_registered() -> None:
+def test_the_fluency_and_thread_forms_are_registered() -> None:
     assert {
         "no_placeholder",
         "complete_punctuation",
@@ -73,6 +77,7 @@ def test_the_fluency_screens_are_registered() -> None:
         "no_dotted_inventory",
         "finite_predicate_shape",
     } <= set(NAMES)
+    assert {"is_grounded", "length_adequate", "not_walk_fragment"} <= set(NAMES)  # the thread lane's
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -137,6 +142,9 @@ FRAGMENTS = [
     "é",
     "K",
     "word",
+    "one two three four",  # the thread lane's word count and length thresholds
+    "It walked far away",
+    "exactly twenty chars",
 ]
 
 
