@@ -538,10 +538,12 @@ def _all_listed_rows(
     verdict_of_row = np.zeros(len(listing), dtype=np.int64)
     for list_index, rows in by_list:
         names = lists[list_index]
-        failing_of_row = np.column_stack([lifted.failed(name)[listing[rows]] for name in names])
-        patterns, inverse = np.unique(failing_of_row, axis=0, return_inverse=True)
-        for pattern_index, pattern in enumerate(patterns.tolist()):
-            failing = tuple(name for name, fails in zip(names, pattern, strict=True) if fails)
+        failing_of_row = [lifted.failed(name)[listing[rows]] for name in names]
+        pattern = np.zeros(len(rows), dtype=np.int64)
+        for fails in failing_of_row:  # which names fail, as one number per row (kept dense)
+            pattern = pd.factorize(pattern * 2 + fails)[0]
+        for _, same in groups(pattern):
+            failing = tuple(name for name, fails in zip(names, failing_of_row, strict=True) if fails[same[0]])
             known = verdicts.get(failing)
             if known is None:
                 verdict = (
@@ -552,7 +554,7 @@ def _all_listed_rows(
                 message = reason(field, verdict) if failing else "Every listed predicate holds."
                 distinct.append((verdict, message, evidence_json(verdict.evidence)))
                 known = verdicts[failing] = len(distinct) - 1
-            verdict_of_row[rows[inverse.reshape(-1) == pattern_index]] = known
+            verdict_of_row[rows[same]] = known
     blocks.extend(
         listing,
         slot,
