@@ -175,9 +175,8 @@ class Lifted:
 
 def groups(of_row: Positions) -> list[tuple[int, Positions]]:
     """Each distinct value of ``of_row`` with the rows holding it (in row order)."""
+    if not len(of_row):
+        return []
     order = np.argsort(of_row, kind="stable")
     values, starts = np.unique(of_row[order], return_index=True)
-    return [
-        (int(value), order[start:end])
-        for value, start, end in zip(values, starts, [*starts[1:], len(order)], strict=True)
-    ]
+    return [(int(value), rows) for value, rows in zip(values, np.split(order, starts[1:]), strict=True)]
