@@ -10,7 +10,7 @@ evidence (a failure's message).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -129,7 +129,7 @@ class ListedFields:
     """A list field of every case (e.g. its expected predicates), as the field's distinct lists
     (cases share a few) and which one each case holds; read from the cases once per field."""
 
-    def __init__(self, read: Any) -> None:
+    def __init__(self, read: Callable[[str], Sequence[Any]]) -> None:
         self._read = read  # field name -> every case's value
         self._fields: dict[str, tuple[list[tuple[Any, ...]], Positions]] = {}
 
@@ -139,8 +139,8 @@ class ListedFields:
         if known is None:
             values = self._read(field)
             index: dict[tuple[Any, ...], int] = {}
-            of_case = np.fromiter(
-                (index.setdefault(tuple(value), len(index)) for value in values),
+            of_case = np.fromiter(  # a null field lists nothing
+                (index.setdefault(tuple(value or ()), len(index)) for value in values),
                 dtype=np.int64,
                 count=len(values),
             )
