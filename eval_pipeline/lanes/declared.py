@@ -8,6 +8,7 @@ so a declared lane's tables are those of the code it replaced.
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -46,7 +47,7 @@ from eval_pipeline.predicates import PREDICATES, TurnView, Verdict, reason
 from eval_pipeline.predicates.base import TURN_VIEW_COLUMNS
 from eval_pipeline.predicates.columns import VECTORISED, TurnColumns, VerdictColumns, verdict_columns
 from eval_pipeline.predicates.rows import RowColumns, case_row, decoded_evidence, evidence_json
-from eval_pipeline.scoring import MetricValue, compare, count, predicate_rate
+from eval_pipeline.scoring import MetricValue, PredicateRates, compare, count
 from eval_pipeline.tables import CASE_PREDICATES, TURN_PREDICATES, column_values, kind_columns
 
 MISSING_TURN = "turn missing from transcripts"
@@ -329,6 +330,7 @@ class DeclaredLane:
         cases = scored.cases
         thresholds = {t.metric: t for t in self.spec.effective_thresholds}
         values: dict[str, MetricValue] = {}
+        rates: dict[tuple[str, str], PredicateRates] = {}  # by table and filter: read once
         for name, metric in self.declaration.metrics.items():
             if metric.count == "cases":
                 values[name] = count(name, len(cases))
@@ -338,8 +340,11 @@ class DeclaredLane:
                 parts = [values[part] for part in metric.all_of]
                 values[name] = all_hold(name, parts, [thresholds[part] for part in metric.all_of])
             else:
-                table = scored.case_predicates if metric.over == "cases" else scored.turn_predicates
-                values[name] = _rate(name, metric, _where(table, cases, metric.where))
+                key = (metric.over, json.dumps(metric.where, sort_keys=True))
+                if key not in rates:
+                    table = scored.case_predicates if metric.over == "cases" else scored.turn_predicates
+                    rates[key] = PredicateRates(_where(table, cases, metric.where))
+                values[name] = _rate(name, metric, rates[key])
         return list(values.values())
 
     def derive_metrics(self, values: Sequence[MetricValue]) -> list[MetricValue]:
@@ -596,9 +601,9 @@ def _where(table: pd.DataFrame, cases: Sequence[Any], where: Mapping[str, Sequen
     return table[table["case_id"].astype(str).isin(ids)]
 
 
-def _rate(name: str, metric: MetricSpec, table: pd.DataFrame) -> MetricValue:
+def _rate(name: str, metric: MetricSpec, rates: PredicateRates) -> MetricValue:
     assert metric.predicate is not None
-    held = predicate_rate(name, table, metric.predicate)
+    held = rates.rate(name, metric.predicate)
     if metric.rate is not None or held.value is None or held.numerator is None or held.denominator is None:
         return held
     failed = held.denominator - held.numerator
