@@ -10,13 +10,15 @@ evidence (a failure's message).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from eval_pipeline.cases.batch import distinct_lists
 
 Positions = np.ndarray[Any, np.dtype[np.int64]]
 Flags = np.ndarray[Any, np.dtype[np.bool_]]
@@ -129,22 +131,15 @@ class ListedFields:
     """A list field of every case (e.g. its expected predicates), as the field's distinct lists
     (cases share a few) and which one each case holds; read from the cases once per field."""
 
-    def __init__(self, read: Callable[[str], Sequence[Any]]) -> None:
-        self._read = read  # field name -> every case's value
+    def __init__(self, cases: Sequence[Any]) -> None:
+        self._cases = cases
         self._fields: dict[str, tuple[list[tuple[Any, ...]], Positions]] = {}
 
     def lists(self, field: str) -> tuple[list[tuple[Any, ...]], Positions]:
         """The distinct lists of ``field`` and the index of each case's list among them."""
         known = self._fields.get(field)
         if known is None:
-            values = self._read(field)
-            index: dict[tuple[Any, ...], int] = {}
-            of_case = np.fromiter(  # a null field lists nothing
-                (index.setdefault(tuple(value or ()), len(index)) for value in values),
-                dtype=np.int64,
-                count=len(values),
-            )
-            known = self._fields[field] = (list(index), of_case)
+            known = self._fields[field] = distinct_lists(self._cases, field)
         return known
 
     def listing(self, field: str, name: str) -> Flags:

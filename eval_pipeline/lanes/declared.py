@@ -225,7 +225,7 @@ class DeclaredLane:
         stored = StoredVerdicts(ids, [name for rule in lifting for name in rule.predicates], turn_predicates)
         blocks, listed, lifted = (
             CaseRowBlocks(ids),
-            ListedFields(lambda f: field_values(cases, f)),
+            ListedFields(cases),
             Lifted(len(ids)),
         )
         for rule in lifting:
