@@ -99,44 +99,49 @@ def field_values(cases: Sequence[Any], name: str) -> list[Any]:
 # Joins a list's texts into one while its distinct lists are found (a text holding it is read
 # the plain way).
 _SEPARATOR = "\x1f"
+DistinctLists = tuple[list[tuple[Any, ...]], np.ndarray[Any, Any]]
 
 
-def distinct_lists(cases: Sequence[Any], name: str) -> tuple[list[tuple[Any, ...]], np.ndarray[Any, Any]]:
-    """Field ``name``, a list, of every case as its distinct lists (cases share a few) and the
-    index of each case's list among them; a null field lists nothing. A batch's lists of texts
-    are read from its stored JSON by Arrow (no Python object per case); anything else, and a
-    batch whose field is not a list of texts, the plain way (:func:`field_values`)."""
-    if isinstance(cases, CaseBatch) and cases._models is None and cases._texts:
-        found = _arrow_distinct_lists(cases._texts, name)
-        if found is not None:
-            return found
-    index: dict[tuple[Any, ...], int] = {}
-    values = field_values(cases, name)
-    of_case = np.fromiter(
-        (index.setdefault(tuple(value or ()), len(index)) for value in values),
-        dtype=np.int64,
-        count=len(values),
-    )
-    return list(index), of_case
+def distinct_lists(cases: Sequence[Any], names: Sequence[str]) -> dict[str, DistinctLists]:
+    """Each field of ``names``, a list, of every case as its distinct lists (cases share a few)
+    and the index of each case's list among them; a null field lists nothing. A batch's lists
+    of texts are read from its stored JSON by Arrow, all in one pass and without a Python object
+    per case; anything else the plain way (:func:`field_values`)."""
+    found: dict[str, DistinctLists] = {}
+    if isinstance(cases, CaseBatch) and cases._models is None and cases._texts and names:
+        found = _arrow_distinct_lists(cases._texts, names)
+    for name in names:
+        if name not in found:
+            index: dict[tuple[Any, ...], int] = {}
+            values = field_values(cases, name)
+            of_case = np.fromiter(
+                (index.setdefault(tuple(value or ()), len(index)) for value in values),
+                dtype=np.int64,
+                count=len(values),
+            )
+            found[name] = (list(index), of_case)
+    return found
 
 
-def _arrow_distinct_lists(
-    texts: Sequence[str], name: str
-) -> tuple[list[tuple[Any, ...]], np.ndarray[Any, Any]] | None:
-    schema = pa.schema([(name, pa.list_(pa.string()))])
+def _arrow_distinct_lists(texts: Sequence[str], names: Sequence[str]) -> dict[str, DistinctLists]:
+    """The fields of ``names`` that every case of ``texts`` holds as a list of texts (or null)."""
+    schema = pa.schema([(name, pa.list_(pa.string())) for name in dict.fromkeys(names)])
     options = pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
     try:
-        column = pa_json.read_json(pa.py_buffer("\n".join(texts).encode()), parse_options=options)[name]
-    except pa.ArrowInvalid:  # not a list of texts in some case
-        return None
-    items = pc.list_flatten(column)
-    # A text holding the separator, or an empty text (a list of one joins as the empty list),
-    # would make two lists alike: such a batch is read the plain way.
-    if (
-        len(column) != len(texts)
-        or pc.any(pc.or_(pc.match_substring(items, _SEPARATOR), pc.equal(items, ""))).as_py()
-    ):
-        return None
-    joined = pc.binary_join(column, _SEPARATOR).fill_null("").combine_chunks().dictionary_encode()
-    lists = [tuple(text.split(_SEPARATOR)) if text else () for text in joined.dictionary.to_pylist()]
-    return lists, joined.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        table = pa_json.read_json(pa.py_buffer("\n".join(texts).encode()), parse_options=options)
+    except pa.ArrowInvalid:  # a field is not a list of texts in some case
+        return {}
+    if table.num_rows != len(texts):
+        return {}
+    found: dict[str, DistinctLists] = {}
+    for name in schema.names:
+        column = table[name]
+        items = pc.list_flatten(column)
+        # A text holding the separator, or an empty text (a list of one joins as the empty
+        # list), would make two lists alike: such a field is read the plain way.
+        if pc.any(pc.or_(pc.match_substring(items, _SEPARATOR), pc.equal(items, ""))).as_py():
+            continue
+        joined = pc.binary_join(column, _SEPARATOR).fill_null("").combine_chunks().dictionary_encode()
+        lists = [tuple(text.split(_SEPARATOR)) if text else () for text in joined.dictionary.to_pylist()]
+        found[name] = (lists, joined.indices.to_numpy(zero_copy_only=False).astype(np.int64))
+    return found

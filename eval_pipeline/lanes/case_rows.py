@@ -18,7 +18,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from eval_pipeline.cases.batch import distinct_lists
+from eval_pipeline.cases.batch import DistinctLists, distinct_lists
 
 Positions = np.ndarray[Any, np.dtype[np.int64]]
 Flags = np.ndarray[Any, np.dtype[np.bool_]]
@@ -128,19 +128,21 @@ def _indexes(values: pa.Array, of: pa.Array) -> Positions:
 
 
 class ListedFields:
-    """A list field of every case (e.g. its expected predicates), as the field's distinct lists
-    (cases share a few) and which one each case holds; read from the cases once per field."""
+    """List fields of every case (e.g. its expected predicates), each as the field's distinct
+    lists (cases share a few) and which one each case holds; read from the cases together,
+    once, when one is first asked for."""
 
-    def __init__(self, cases: Sequence[Any]) -> None:
+    def __init__(self, cases: Sequence[Any], fields: Sequence[str]) -> None:
         self._cases = cases
-        self._fields: dict[str, tuple[list[tuple[Any, ...]], Positions]] = {}
+        self._names = list(fields)
+        self._fields: dict[str, DistinctLists] | None = None
 
-    def lists(self, field: str) -> tuple[list[tuple[Any, ...]], Positions]:
-        """The distinct lists of ``field`` and the index of each case's list among them."""
-        known = self._fields.get(field)
-        if known is None:
-            known = self._fields[field] = distinct_lists(self._cases, field)
-        return known
+    def lists(self, field: str) -> DistinctLists:
+        """The distinct lists of ``field`` (one of the fields named) and the index of each
+        case's list among them."""
+        if self._fields is None:
+            self._fields = distinct_lists(self._cases, self._names)
+        return self._fields[field]
 
     def listing(self, field: str, name: str) -> Flags:
         """Whether each case lists ``name`` in ``field``."""

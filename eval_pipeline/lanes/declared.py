@@ -223,11 +223,12 @@ class DeclaredLane:
         ids = case_ids(cases)
         lifting = [rule for rule in self.declaration.turn_predicates if rule.case_rows is not None]
         stored = StoredVerdicts(ids, [name for rule in lifting for name in rule.predicates], turn_predicates)
-        blocks, listed, lifted = (
-            CaseRowBlocks(ids),
-            ListedFields(cases),
-            Lifted(len(ids)),
-        )
+        severities = [rule.case_rows.severity for rule in lifting if rule.case_rows is not None]
+        listed_in = [
+            severity.hard_if_listed_in for severity in severities if isinstance(severity, ListedSeverity)
+        ]
+        listed_in += [rule.all_listed_in for rule in self.declaration.case_predicates if rule.all_listed_in]
+        blocks, listed, lifted = CaseRowBlocks(ids), ListedFields(cases, listed_in), Lifted(len(ids))
         for rule in lifting:
             assert rule.case_rows is not None
             positions = _matching(cases, rule.where)
