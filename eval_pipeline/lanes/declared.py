@@ -274,7 +274,7 @@ class DeclaredLane:
         passed = pc.if_else(missing, False, stored.passed.take(at))
         codes = pc.if_else(missing, rows.missing, stored.code.take(at))
         evidence = stored.evidence.take(at).fill_null("{}")
-        failed: Flags = np.asarray(passed.fill_null(True).to_numpy(zero_copy_only=False) == False)  # noqa: E712
+        failed: Flags = pc.invert(passed.fill_null(True)).to_numpy(zero_copy_only=False)  # null: not failed
         messages = np.empty(len(positions), dtype=object)
         if rows.message is None:  # a verdict that does not fail says one sentence per code
             held = np.flatnonzero(~failed)
