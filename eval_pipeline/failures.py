@@ -22,6 +22,8 @@ from eval_pipeline.stage_files import StageFile, failed
 # Hard (blocking) results first: they are what a reader acts on first.
 _SEVERITY_ORDER = {"hard": 0, "error": 0, "ERROR": 0, "report": 1, "warn": 1, "WARN": 1}
 FAILING_COLUMNS = ("case_id", "predicate", "severity", "code", "reason", "evidence")
+# What the failing rows are read from in a case predicates stage file (not the run columns).
+_STORED_COLUMNS = ("case_id", "predicate", "passed", "severity", "code", "message", "evidence", SAMPLE_INDEX)
 
 
 def evidence_object(value: Any) -> dict[str, Any]:
@@ -52,7 +54,7 @@ def failing_cases(case_predicates: pd.DataFrame, samples: int | None = None) -> 
 def _failing_rows(case_predicates: pd.DataFrame, samples: int | None) -> pd.DataFrame:
     """The rows :func:`failing_cases` lists, in its order, as stored (evidence not decoded)."""
     failing = case_predicates[case_predicates["passed"].eq(False).fillna(False)].copy()
-    failing["_order"] = [_SEVERITY_ORDER.get(str(s), 2) for s in failing["severity"]]
+    failing["_order"] = failing["severity"].astype(str).map(_SEVERITY_ORDER).fillna(2).astype(int)
     samples = samples or sample_count(case_predicates)
     if samples > 1:
         failing = failing.sort_values(SAMPLE_INDEX, kind="stable")
@@ -96,7 +98,7 @@ def first_failing(case_predicates: StageFile, limit: int, samples: int = 1) -> F
     (a case's rows and samples are all in its batch, so each batch's first rows suffice)."""
     shown: list[pd.DataFrame] = []
     results = cases = 0
-    for batch in each_without_collector(case_predicates.batches(where=failed())):
+    for batch in each_without_collector(case_predicates.batches(_STORED_COLUMNS, where=failed())):
         if batch.empty:  # the table failing_cases gives a batch with no failing row
             shown.append(pd.DataFrame(columns=list(FAILING_COLUMNS)))
             continue

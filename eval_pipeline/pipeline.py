@@ -23,12 +23,12 @@ from eval_pipeline.cases.batch import CaseBatch, remember_models
 from eval_pipeline.cases.loading import CaseStream, LoadedCase, load_cases
 from eval_pipeline.collector import each_without_collector
 from eval_pipeline.drive import StartCallback, TurnCallback, drive
-from eval_pipeline.lanes.kind import LaneKind, Scored, Thread, turns_of_threads
+from eval_pipeline.lanes.kind import SCORED_COLUMNS, LaneKind, Scored, Thread, turns_of_threads
 from eval_pipeline.lanes.registry import lane_kind
 from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.memo import file_digest
 from eval_pipeline.runtimes.base import ChatRuntime
-from eval_pipeline.samples import all_samples, per_sample, pool, rows_of_sample, sample_frames
+from eval_pipeline.samples import SAMPLE_INDEX, all_samples, per_sample, pool, rows_of_sample, sample_frames
 from eval_pipeline.scoring import MetricValue, ThresholdVerdict, judge
 from eval_pipeline.stage_files import StageFile, StageWriter, aligned_batches, batch_turns
 from eval_pipeline.tables import (
@@ -463,11 +463,14 @@ def measure(
     turn_predicates: StageFile,
     case_predicates: StageFile,
 ) -> list[MetricValue]:
-    """Stage 5 over stage files: each batch measured, the batches added up, the samples pooled."""
+    """Stage 5 over stage files: each batch measured, the batches added up, the samples pooled.
+    Of the scored tables only what metrics read is read (:data:`SCORED_COLUMNS`)."""
+    tables = ("transcripts", "turn_predicates", "case_predicates")
+    columns = [["case_id", "case_json"], *([*SCORED_COLUMNS[t], SAMPLE_INDEX] for t in tables)]
     batches = [
         sample_metrics(kind, cases_from_frame(kind, case_rows), turns, verdicts, case_verdicts)
         for case_rows, turns, verdicts, case_verdicts in each_without_collector(
-            aligned_batches(cases, transcripts, turn_predicates, case_predicates)
+            aligned_batches(cases, transcripts, turn_predicates, case_predicates, columns=columns)
         )
     ]
     return pooled(kind, merge_batches(batches))

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+import numpy as np
 import pandas as pd
 
 from eval_pipeline.intervals import wilson_interval
@@ -98,17 +99,33 @@ def count(metric: str, n: int) -> MetricValue:
 def predicate_rate(metric: str, table: pd.DataFrame, predicate: str, *, key: str = "case_id") -> MetricValue:
     """Rate of one predicate over a long predicate table (turn_ or case_predicates): :func:`rate`
     as column operations (a big run's table has millions of rows)."""
-    rows = table.loc[table["predicate"] == predicate, ["passed", key]]  # not the text columns
-    passed = rows["passed"].astype("boolean")
-    applicable = passed.notna()
-    denominator = int(applicable.sum())
-    if not denominator:
-        return MetricValue(metric, None, 0.0, 0.0)
-    held = int(passed[applicable].astype(bool).sum())
-    failing = rows.loc[applicable & ~passed.fillna(True).astype(bool), key].astype(str)
-    return MetricValue(
-        metric, held / denominator, float(held), float(denominator), tuple(sorted(set(failing)))
-    )
+    return PredicateRates(table, key=key).rate(metric, predicate)
+
+
+class PredicateRates:
+    """A long predicate table's verdicts as arrays, read once for every rate taken over it."""
+
+    def __init__(self, table: pd.DataFrame, *, key: str = "case_id") -> None:
+        codes, names = pd.factorize(table["predicate"])
+        self._code_of_row = np.asarray(codes)
+        self._code_of_name = {str(name): code for code, name in enumerate(names)}
+        passed = table["passed"].astype("boolean")
+        self._applicable = passed.notna().to_numpy(dtype=bool)
+        self._held = passed.to_numpy(dtype=bool, na_value=False)
+        self._keys = table[key]
+
+    def rate(self, metric: str, predicate: str) -> MetricValue:
+        """Passed / applicable rows of ``predicate``; the keys (cases) of the failing rows."""
+        code = self._code_of_name.get(predicate, -2)  # -1 is a null predicate's code
+        applicable = (self._code_of_row == code) & self._applicable
+        denominator = int(applicable.sum())
+        if not denominator:
+            return MetricValue(metric, None, 0.0, 0.0)
+        held = int((applicable & self._held).sum())
+        failing = self._keys.iloc[np.flatnonzero(applicable & ~self._held)].astype(str)
+        return MetricValue(
+            metric, held / denominator, float(held), float(denominator), tuple(sorted(set(failing)))
+        )
 
 
 def compare(value: float | None, op: str, threshold: float) -> bool:

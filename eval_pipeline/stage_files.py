@@ -120,13 +120,17 @@ class StageFile:
         return table.to_pandas(types_mapper=nullable_types)
 
 
-def aligned_batches(*files: StageFile) -> Iterator[list[pd.DataFrame]]:
-    """Batch *j* of every file, together: the rows of the same cases in each table."""
+def aligned_batches(
+    *files: StageFile, columns: Sequence[Sequence[str] | None] = ()
+) -> Iterator[list[pd.DataFrame]]:
+    """Batch *j* of every file, together: the rows of the same cases in each table (of each
+    file, only the ``columns`` given in its place, when given)."""
     counts = {f.batch_count for f in files}
     if len(counts) > 1:
         listed = ", ".join(f"{f.path.name}: {f.batch_count}" for f in files)
         raise ValueError(f"stage files do not hold the same case batches ({listed})")
-    readers = [f.batches() for f in files]
+    chosen = [*columns, *[None] * (len(files) - len(columns))]
+    readers = [f.batches(names) for f, names in zip(files, chosen, strict=True)]
     yield from (list(parts) for parts in zip(*readers, strict=True))
 
 

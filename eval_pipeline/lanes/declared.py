@@ -8,14 +8,29 @@ so a declared lane's tables are those of the code it replaced.
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 from pydantic import BaseModel
 
 from eval_pipeline.cases.batch import case_ids, field_values
+from eval_pipeline.lanes.case_rows import (
+    TEXT,
+    CaseRowBlocks,
+    Flags,
+    Lifted,
+    ListedFields,
+    Positions,
+    StoredVerdicts,
+    chosen,
+    groups,
+    repeated,
+)
 from eval_pipeline.lanes.declaration import (
     CaseRows,
     CaseRule,
@@ -31,8 +46,8 @@ from eval_pipeline.memo import Recent
 from eval_pipeline.predicates import PREDICATES, TurnView, Verdict, reason
 from eval_pipeline.predicates.base import TURN_VIEW_COLUMNS
 from eval_pipeline.predicates.columns import VECTORISED, TurnColumns, VerdictColumns, verdict_columns
-from eval_pipeline.predicates.rows import case_row, decoded_evidence, evidence_json
-from eval_pipeline.scoring import MetricValue, compare, count, predicate_rate
+from eval_pipeline.predicates.rows import RowColumns, case_row, decoded_evidence, evidence_json
+from eval_pipeline.scoring import MetricValue, PredicateRates, compare, count
 from eval_pipeline.tables import CASE_PREDICATES, TURN_PREDICATES, column_values, kind_columns
 
 MISSING_TURN = "turn missing from transcripts"
@@ -205,92 +220,110 @@ class DeclaredLane:
         case it applies to at once, each row keyed by (case position, slot in the case); the
         blocks are merged in that order, so rows come out per case, in rule order. Only a
         failing row's message is composed on its own (it quotes the evidence)."""
-        stored = {
-            (case_id, predicate): (passed, code, evidence)
-            for case_id, predicate, passed, code, evidence in zip(
-                *(
-                    column_values(turn_predicates, c)
-                    for c in ("case_id", "predicate", "passed", "code", "evidence")
-                ),
-                strict=True,
-            )
-        }
-        blocks = _CaseRowBlocks()
-        lifted: dict[str, list[Any]] = {}  # predicate -> each case's lifted verdict (passed)
-        for rule in self.declaration.turn_predicates:
-            if rule.case_rows is not None:
-                positions = _matching(cases, rule.where)
-                for name in rule.predicates:
-                    passed = self._lift(blocks, rule.case_rows, name, cases, positions, stored)
-                    column = lifted.setdefault(name, [_NOT_LIFTED] * len(cases))
-                    for position, verdict in zip(positions, passed, strict=True):
-                        column[position] = verdict
+        ids = case_ids(cases)
+        lifting = [rule for rule in self.declaration.turn_predicates if rule.case_rows is not None]
+        stored = StoredVerdicts(ids, [name for rule in lifting for name in rule.predicates], turn_predicates)
+        severities = [rule.case_rows.severity for rule in lifting if rule.case_rows is not None]
+        listed_in = [
+            severity.hard_if_listed_in for severity in severities if isinstance(severity, ListedSeverity)
+        ]
+        listed_in += [rule.all_listed_in for rule in self.declaration.case_predicates if rule.all_listed_in]
+        blocks, listed, lifted = CaseRowBlocks(ids), ListedFields(cases, listed_in), Lifted(len(ids))
+        for rule in lifting:
+            assert rule.case_rows is not None
+            positions = _matching(cases, rule.where)
+            for name in rule.predicates:
+                failed = self._lift(blocks, rule.case_rows, name, cases, positions, stored, listed)
+                lifted.record(name, positions, failed)
         needs_views = any(rule.predicates for rule in self.declaration.case_predicates)
         views = recorded_turns(self, cases, transcripts) if needs_views else {}
         for case_rule in self.declaration.case_predicates:
             positions = _matching(cases, case_rule.where)
             if case_rule.all_listed_in is not None:
-                _all_listed_rows(blocks, case_rule, case_rule.all_listed_in, cases, positions, lifted)
+                _all_listed_rows(blocks, case_rule, case_rule.all_listed_in, ids, positions, listed, lifted)
                 continue
             for name in case_rule.predicates:
                 slot = blocks.take_slot()
                 predicate = PREDICATES.get(name)
-                for position in positions:
+                rows = RowColumns([c for c in kind_columns(CASE_PREDICATES) if c != "case_id"])
+                for position in positions.tolist():
                     case = cases[position]
                     verdict = predicate.function(case, views.get(case.id, []))
                     message = (predicate.explain or reason)(name, verdict)
-                    blocks.add(
-                        position,
-                        slot,
-                        case_row(case.id, name, verdict, severity=case_rule.severity, message=message),
-                    )
+                    rows.add(case_row(case.id, name, verdict, severity=case_rule.severity, message=message))
+                blocks.extend(positions, slot, rows.columns)
         return blocks.frame(kind_columns(CASE_PREDICATES))
 
     def _lift(
         self,
-        blocks: _CaseRowBlocks,
+        blocks: CaseRowBlocks,
         rows: CaseRows,
         name: str,
         cases: Sequence[Any],
-        positions: Sequence[int],
-        stored: Mapping[tuple[str, str], tuple[Any, str, Any]],
-    ) -> list[Any]:
+        positions: Positions,
+        stored: StoredVerdicts,
+        listed: ListedFields,
+    ) -> Flags:
         """Case rows of turn predicate ``name`` for the cases at ``positions``: each case's
-        stored verdict (its last turn's), or a failure coded ``rows.missing``. Returns passed."""
+        stored verdict (its last turn's), or a failure coded ``rows.missing``. Returns which
+        of them failed."""
         slot = blocks.take_slot()
-        ids = case_ids(cases)
-        chosen = [ids[p] for p in positions]
-        found = [stored.get((case_id, name)) for case_id in chosen]
-        passed = [f[0] if f is not None else False for f in found]
-        codes = [f[1] if f is not None else rows.missing for f in found]
-        texts = [f[2] if f is not None else None for f in found]
+        found = stored.rows(name, positions)
+        at = pa.array(found, mask=found < 0)  # null: no stored row, the case's turn is missing
+        missing = pa.array(found < 0)
+        passed = pc.if_else(missing, False, stored.passed.take(at))
+        codes = pc.if_else(missing, rows.missing, stored.code.take(at))
+        evidence = stored.evidence.take(at).fill_null("{}")
+        failed: Flags = pc.invert(passed.fill_null(True)).to_numpy(zero_copy_only=False)  # null: not failed
+        messages = np.empty(len(positions), dtype=object)
         if rows.message is None:  # a verdict that does not fail says one sentence per code
-            said = {
-                key: reason(name, Verdict(*key))
-                for key in set(zip(passed, codes, strict=True))
-                if key[0] is not False
-            }
-            messages = [said.get(key, "") for key in zip(passed, codes, strict=True)]
-            own = [i for i, verdict_passed in enumerate(passed) if verdict_passed is False]
+            held = np.flatnonzero(~failed)
+            if len(held):  # keyed by (code, whether the verdict applies)
+                code_of = codes.take(held).fill_null("").dictionary_encode()
+                open_ = passed.take(held).is_null().to_numpy(zero_copy_only=False)
+                key = code_of.indices.to_numpy(zero_copy_only=False).astype(np.int64) * 2 + open_
+                distinct, inverse = np.unique(key, return_inverse=True)
+                said = [
+                    reason(name, Verdict(None if k % 2 else True, code_of.dictionary[k // 2].as_py()))
+                    for k in distinct.tolist()
+                ]
+                messages[held] = np.array(said, dtype=object)[inverse.reshape(-1)]
+            own = np.flatnonzero(failed)
         else:
-            messages, own = [""] * len(positions), list(range(len(positions)))
-        for i in own:  # evidence is decoded only where a reason quotes it (a failure)
-            evidence = decoded_evidence(texts[i]) if passed[i] is False else {}
-            messages[i] = _message(rows, name, Verdict(passed[i], codes[i], evidence), cases, positions[i])
+            own = np.arange(len(positions))
+        # Evidence is decoded only where a reason quotes it (a failure); without a template, a
+        # message depends on the code and evidence alone, so repeated ones are composed once.
+        composed: dict[tuple[Any, Any, Any], str] = {}
+        taken = pa.array(own, pa.int64())
+        for i, verdict_passed, code, text in zip(
+            own.tolist(),
+            passed.take(taken).to_pylist(),
+            codes.take(taken).to_pylist(),
+            evidence.take(taken).to_pylist(),
+            strict=True,
+        ):
+            key = (verdict_passed, code, text)
+            message = composed.get(key) if rows.message is None else None
+            if message is None:
+                quoted = decoded_evidence(text) if verdict_passed is False else {}
+                message = _message(
+                    rows, name, Verdict(verdict_passed, code, quoted), cases, int(positions[i])
+                )
+                composed[key] = message
+            messages[i] = message
         blocks.extend(
             positions,
             slot,
             {
-                "case_id": chosen,
-                "predicate": [name] * len(positions),
+                "predicate": repeated(name, len(positions)),
                 "passed": passed,
-                "severity": _severities(rows, name, cases, positions),
+                "severity": _severities(rows, name, positions, listed),
                 "code": codes,
-                "message": messages,
-                "evidence": [t if t is not None else "{}" for t in texts],
+                "message": pa.array(messages, TEXT),
+                "evidence": evidence,
             },
         )
-        return passed
+        return failed
 
     # --- metrics -----------------------------------------------------------------------------
 
@@ -298,6 +331,7 @@ class DeclaredLane:
         cases = scored.cases
         thresholds = {t.metric: t for t in self.spec.effective_thresholds}
         values: dict[str, MetricValue] = {}
+        rates: dict[tuple[str, str], PredicateRates] = {}  # by table and filter: read once
         for name, metric in self.declaration.metrics.items():
             if metric.count == "cases":
                 values[name] = count(name, len(cases))
@@ -307,8 +341,11 @@ class DeclaredLane:
                 parts = [values[part] for part in metric.all_of]
                 values[name] = all_hold(name, parts, [thresholds[part] for part in metric.all_of])
             else:
-                table = scored.case_predicates if metric.over == "cases" else scored.turn_predicates
-                values[name] = _rate(name, metric, _where(table, cases, metric.where))
+                key = (metric.over, json.dumps(metric.where, sort_keys=True))
+                if key not in rates:
+                    table = scored.case_predicates if metric.over == "cases" else scored.turn_predicates
+                    rates[key] = PredicateRates(_where(table, cases, metric.where))
+                values[name] = _rate(name, metric, rates[key])
         return list(values.values())
 
     def derive_metrics(self, values: Sequence[MetricValue]) -> list[MetricValue]:
@@ -457,11 +494,11 @@ def matches(case: Any, where: Mapping[str, Sequence[str]]) -> bool:
     return all(getattr(case, field) in accepted for field, accepted in where.items())
 
 
-def _severities(rows: CaseRows, name: str, cases: Sequence[Any], positions: Sequence[int]) -> list[str]:
+def _severities(rows: CaseRows, name: str, positions: Positions, listed: ListedFields) -> pa.Array:
     if isinstance(rows.severity, ListedSeverity):
-        listed = field_values(cases, rows.severity.hard_if_listed_in)
-        return ["hard" if name in listed[p] else "report" for p in positions]
-    return [rows.severity] * len(positions)
+        hard = listed.listing(rows.severity.hard_if_listed_in, name)[positions]
+        return chosen(["report", "hard"], hard.astype(np.int64))
+    return repeated(rows.severity, len(positions))
 
 
 def _message(rows: CaseRows, predicate: str, verdict: Verdict, cases: Sequence[Any], position: int) -> str:
@@ -473,101 +510,88 @@ def _message(rows: CaseRows, predicate: str, verdict: Verdict, cases: Sequence[A
     )
 
 
-def _matching(cases: Sequence[Any], where: Mapping[str, Sequence[str]]) -> list[int]:
+def _matching(cases: Sequence[Any], where: Mapping[str, Sequence[str]]) -> Positions:
     """Positions of the cases whose every named field holds one of its accepted values."""
+    if not where:
+        return np.arange(len(cases), dtype=np.int64)
     values = [(field_values(cases, field), accepted) for field, accepted in where.items()]
-    return [p for p in range(len(cases)) if all(column[p] in accepted for column, accepted in values)]
-
-
-# A case a lifting rule did not apply to: naming its predicate in a listed field is an error.
-_NOT_LIFTED = object()
+    return np.array(
+        [p for p in range(len(cases)) if all(column[p] in accepted for column, accepted in values)],
+        dtype=np.int64,
+    )
 
 
 def _all_listed_rows(
-    blocks: _CaseRowBlocks,
+    blocks: CaseRowBlocks,
     rule: CaseRule,
     field: str,
-    cases: Sequence[Any],
-    positions: Sequence[int],
-    lifted: Mapping[str, Sequence[Any]],
+    ids: Sequence[str],
+    positions: Positions,
+    listed: ListedFields,
+    lifted: Lifted,
 ) -> None:
-    """One row per case listing predicates in ``field``: whether every one of them holds."""
+    """One row per case listing predicates in ``field``: whether every one of them holds.
+
+    Cases share a few distinct lists: each list's cases are judged together, and each
+    distinct set of failing names gives one verdict, message and evidence."""
     slot = blocks.take_slot()
-    verdicts: dict[tuple[str, ...], tuple[Verdict, str, str]] = {}  # by the failing names
-    listing: list[int] = []
-    chosen: list[tuple[Verdict, str, str]] = []
-    ids, listed = case_ids(cases), field_values(cases, field)
-    for position in positions:
-        names = listed[position]
-        if not names:
-            continue
-        failing = tuple(n for n in names if _lifted(lifted, n, position, ids[position]) is False)
-        known = verdicts.get(failing)
-        if known is None:
-            verdict = (
-                Verdict.fail("contract_failed", failing=list(failing)) if failing else Verdict.ok(failing=[])
-            )
-            message = reason(field, verdict) if failing else "Every listed predicate holds."
-            known = verdicts[failing] = (verdict, message, evidence_json(verdict.evidence))
-        listing.append(position)
-        chosen.append(known)
+    lists, list_of_case = listed.lists(field)
+    listing = positions[np.array([bool(names) for names in lists], dtype=bool)[list_of_case[positions]]]
+    by_list = groups(list_of_case[listing])
+    _check_lifted(ids, listing, by_list, lists, lifted)
+    verdicts: dict[tuple[str, ...], int] = {}  # the failing names -> their verdict's index
+    distinct: list[tuple[Verdict, str, str]] = []
+    verdict_of_row = np.zeros(len(listing), dtype=np.int64)
+    for list_index, rows in by_list:
+        names = lists[list_index]
+        failing_of_row = [lifted.failed(name)[listing[rows]] for name in names]
+        pattern = np.zeros(len(rows), dtype=np.int64)
+        for fails in failing_of_row:  # which names fail, as one number per row (kept dense)
+            pattern = pd.factorize(pattern * 2 + fails)[0]
+        for _, same in groups(pattern):
+            failing = tuple(name for name, fails in zip(names, failing_of_row, strict=True) if fails[same[0]])
+            known = verdicts.get(failing)
+            if known is None:
+                verdict = (
+                    Verdict.fail("contract_failed", failing=list(failing))
+                    if failing
+                    else Verdict.ok(failing=[])
+                )
+                message = reason(field, verdict) if failing else "Every listed predicate holds."
+                distinct.append((verdict, message, evidence_json(verdict.evidence)))
+                known = verdicts[failing] = len(distinct) - 1
+            verdict_of_row[rows[same]] = known
     blocks.extend(
         listing,
         slot,
         {
-            "case_id": [ids[p] for p in listing],
-            "predicate": [field] * len(listing),
-            "passed": [verdict.passed for verdict, _, _ in chosen],
-            "severity": [rule.severity] * len(listing),
-            "code": [verdict.code for verdict, _, _ in chosen],
-            "message": [message for _, message, _ in chosen],
-            "evidence": [evidence for _, _, evidence in chosen],
+            "predicate": repeated(field, len(listing)),
+            "passed": chosen([verdict.passed for verdict, _, _ in distinct], verdict_of_row, pa.bool_()),
+            "severity": repeated(rule.severity, len(listing)),
+            "code": chosen([verdict.code for verdict, _, _ in distinct], verdict_of_row),
+            "message": chosen([message for _, message, _ in distinct], verdict_of_row),
+            "evidence": chosen([evidence for _, _, evidence in distinct], verdict_of_row),
         },
     )
 
 
-def _lifted(lifted: Mapping[str, Sequence[Any]], name: str, position: int, case_id: str) -> Any:
-    passed = lifted[name][position] if name in lifted else _NOT_LIFTED
-    if passed is _NOT_LIFTED:
-        raise KeyError(f"case {case_id!r} lists {name!r}, which no rule lifted to a case row")
-    return passed
-
-
-class _CaseRowBlocks:
-    """Rows of a case predicates table gathered block by block, each row keyed by its case's
-    position and its slot within the case; :meth:`frame` puts them in (position, slot) order."""
-
-    def __init__(self) -> None:
-        self._next_slot = 0
-        self._positions: list[int] = []
-        self._slots: list[int] = []
-        self._columns: dict[str, list[Any]] = {}
-
-    def take_slot(self) -> int:
-        """The slot of the next block: blocks come out of a case in the order they were taken."""
-        self._next_slot += 1
-        return self._next_slot - 1
-
-    def extend(self, positions: Sequence[int], slot: int, columns: Mapping[str, Sequence[Any]]) -> None:
-        self._positions.extend(positions)
-        self._slots.extend([slot] * len(positions))
-        for name, values in columns.items():
-            self._columns.setdefault(name, []).extend(values)
-
-    def add(self, position: int, slot: int, row: Mapping[str, Any]) -> None:
-        self.extend([position], slot, {name: [value] for name, value in row.items()})
-
-    def frame(self, names: Sequence[str]) -> pd.DataFrame:
-        order = np.lexsort(
-            (np.asarray(self._slots, dtype=np.int64), np.asarray(self._positions, dtype=np.int64))
-        ).tolist()
-        return pd.DataFrame(
-            {
-                name: [values[i] for i in order]
-                for name, values in ((n, self._columns.get(n, [])) for n in names)
-            },
-            columns=list(names),
-        )
+def _check_lifted(
+    ids: Sequence[str],
+    listing: Positions,
+    by_list: Sequence[tuple[int, Positions]],
+    lists: Sequence[tuple[Any, ...]],
+    lifted: Lifted,
+) -> None:
+    """Raise for the first case (and its first listed name) that no rule lifted to a case row."""
+    unlifted: list[tuple[int, int, str]] = []  # (case position, the name's place in its list, name)
+    for list_index, rows in by_list:
+        for name_index, name in enumerate(lists[list_index]):
+            missed = listing[rows][~lifted.covered(name)[listing[rows]]]
+            if len(missed):
+                unlifted.append((int(missed.min()), name_index, name))
+    if unlifted:
+        position, _, name = min(unlifted)
+        raise KeyError(f"case {ids[position]!r} lists {name!r}, which no rule lifted to a case row")
 
 
 def _where(table: pd.DataFrame, cases: Sequence[Any], where: Mapping[str, Sequence[str]]) -> pd.DataFrame:
@@ -578,9 +602,9 @@ def _where(table: pd.DataFrame, cases: Sequence[Any], where: Mapping[str, Sequen
     return table[table["case_id"].astype(str).isin(ids)]
 
 
-def _rate(name: str, metric: MetricSpec, table: pd.DataFrame) -> MetricValue:
+def _rate(name: str, metric: MetricSpec, rates: PredicateRates) -> MetricValue:
     assert metric.predicate is not None
-    held = predicate_rate(name, table, metric.predicate)
+    held = rates.rate(name, metric.predicate)
     if metric.rate is not None or held.value is None or held.numerator is None or held.denominator is None:
         return held
     failed = held.denominator - held.numerator

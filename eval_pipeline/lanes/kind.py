@@ -48,9 +48,19 @@ class Thread(BaseModel):
     session: str | None = None
 
 
+# The columns of each table a lane's metrics read (and, with ``sample_index``, all the metrics
+# stage reads): a big run's prompts, surfaces, evidence and messages stay on disk.
+SCORED_COLUMNS: dict[str, tuple[str, ...]] = {
+    "transcripts": ("case_id", "turn_index", "role", "error"),
+    "turn_predicates": ("case_id", "turn_index", "predicate", "passed", "code"),
+    "case_predicates": ("case_id", "predicate", "passed", "severity", "code"),
+}
+
+
 @dataclass(frozen=True)
 class Scored:
-    """What a lane's metrics are computed from: its cases and the tables scored so far."""
+    """What a lane's metrics are computed from: its cases and the tables scored so far (at
+    least their :data:`SCORED_COLUMNS`)."""
 
     cases: Sequence[Any]
     transcripts: pd.DataFrame
@@ -62,8 +72,9 @@ class LaneKind(Protocol):
     """The contract every lane kind implements.
 
     DataFrames passed in carry at least the lane columns of the matching table in
-    :mod:`eval_pipeline.tables`; returned DataFrames carry exactly those lane columns
-    (the wiring adds run_id, lane, split, runtime).
+    :mod:`eval_pipeline.tables` (to :meth:`metrics`, at least :data:`SCORED_COLUMNS`);
+    returned DataFrames carry exactly those lane columns (the wiring adds run_id, lane,
+    split, runtime).
     """
 
     @property

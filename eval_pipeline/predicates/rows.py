@@ -63,5 +63,9 @@ class RowColumns:
         for row in rows:
             self.add(row)
 
+    @property
+    def columns(self) -> dict[str, list[Any]]:
+        return self._columns
+
     def frame(self) -> pd.DataFrame:
         return pd.DataFrame(self._columns, columns=list(self._columns))

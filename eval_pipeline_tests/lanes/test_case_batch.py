@@ -9,11 +9,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from eval_pipeline.cases.batch import CaseBatch, case_ids, field_values
+from eval_pipeline.cases.batch import CaseBatch, _arrow_distinct_lists, case_ids, distinct_lists, field_values
 from eval_pipeline.lanes import find_lane
 from eval_pipeline.lanes.registry import lane_kind
 from eval_pipeline.pipeline import cases_frame, cases_from_frame, load_split, score
-from eval_pipeline.tables import TRANSCRIPTS, frame, lane_columns
+from eval_pipeline.tables import TRANSCRIPTS, column_values, frame, lane_columns
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "lane_outputs"
 RECORDED = sorted(FIXTURES.glob("*.reference.json"))
@@ -51,3 +51,35 @@ def test_a_batch_gives_ids_and_plain_fields_as_its_models_hold_them() -> None:
     for name in ("prompt", "category", "setup", "expected_predicates", "post_gloss_predicates"):
         assert field_values(batch, name) == field_values(models, name)
     assert list(batch) == models  # built on first read, equal to the validated ones
+
+
+@pytest.mark.parametrize("recorded", RECORDED, ids=[path.stem for path in RECORDED])
+def test_a_batch_reads_its_lists_of_texts_as_the_models_hold_them(recorded: Path) -> None:
+    """Arrow's reading of every list field of the stored JSON agrees with the plain one."""
+    lane, split = recorded.name.split(".")[:2]
+    spec = find_lane(lane)
+    loaded = load_split(spec, split)
+    models = [item.case for item in loaded]
+    texts = column_values(cases_frame(loaded, split), "case_json")
+    names = [name for name in type(models[0]).model_fields if isinstance(getattr(models[0], name), list)]
+    texts_only = [
+        name
+        for name in names
+        if all(isinstance(item, str) and item for case in models for item in getattr(case, name))
+    ]
+    for name in names:
+        found = _arrow_distinct_lists(texts, [name]).get(name)
+        if name not in texts_only:
+            assert found is None  # not a list of (non-empty) texts: a batch reads it the plain way
+            continue
+        assert found is not None
+        lists, of_case = found
+        assert [lists[i] for i in of_case] == [tuple(getattr(case, name)) for case in models]
+        plain_lists, plain_of_case = distinct_lists(models, [name])[name]
+        assert (lists, of_case.tolist()) == (plain_lists, plain_of_case.tolist())
+    # Read together (one pass over the JSON), each field as read alone.
+    together = _arrow_distinct_lists(texts, texts_only)
+    assert {name: (lists, of_case.tolist()) for name, (lists, of_case) in together.items()} == {
+        name: (lists, of_case.tolist())
+        for name, (lists, of_case) in distinct_lists(models, texts_only).items()
+    }
