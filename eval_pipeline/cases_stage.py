@@ -20,7 +20,6 @@ from typing import Any, Protocol, Self, TypeVar
 
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from eval_pipeline.cases.batch import remember_models
 from eval_pipeline.cases.jsonl import LineRange, line_ranges
@@ -30,7 +29,7 @@ from eval_pipeline.lanes.kind import LaneKind
 from eval_pipeline.lanes.registry import lane_kind
 from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.stage_files import StageFile, StageWriter, batch_turns
-from eval_pipeline.tables import CASES
+from eval_pipeline.tables import CASES, to_arrow
 
 # Cases whose turns are counted together while the cases stage cuts its batches.
 THREAD_CHUNK = 1_000
@@ -64,12 +63,17 @@ def case_workers() -> int:
 
 
 def cases_frame(
-    loaded: Sequence[LoadedCase[Any]], split: str, turns: Sequence[int] | None = None
+    loaded: Sequence[LoadedCase[Any]],
+    split: str,
+    turns: Sequence[int] | None = None,
+    *,
+    remember: bool = True,
 ) -> pd.DataFrame:
     """Cases as a table: one row per case, the validated case as canonical JSON, and how many
-    turns its thread sends (``turns``, one per case, when known)."""
+    turns its thread sends (``turns``, one per case, when known). ``remember``: the stages of
+    this process will read these cases back (a worker's cases are read by another)."""
     texts = [item.stored if item.stored is not None else item.case.model_dump_json() for item in loaded]
-    if loaded:  # the stages of this run read these cases back: they get these models
+    if loaded and remember:  # the stages of this run read these cases back: they get these models
         remember_models(texts, [item.case for item in loaded])
     return pd.DataFrame(
         {
@@ -205,13 +209,17 @@ def _write_range(
     spec: LaneSpec, split: str, path: Path, lines: LineRange | None, folder: str, budget: int
 ) -> tuple[Path, list[CaseProblem]]:
     """In a worker: the valid cases of ``lines`` of ``path`` (all of it for None), ids unchecked,
-    written to a file in ``folder``; and the range's problems."""
+    written to an Arrow file in ``folder`` (read once, at once, so not Parquet); and the range's
+    problems."""
     kind = lane_kind(spec)
     stream = CaseStream([path], kind.case_model, id_field=None, lines=lines)
-    with StageWriter(CASES, folder) as writer:
+    handle, name = tempfile.mkstemp(dir=folder, suffix=".arrow")
+    os.close(handle)
+    with pa.ipc.new_file(name, CASES) as out:
         for loaded, turns in each_without_collector(_case_batches(kind, stream, spec, split, budget)):
-            writer.write(cases_frame([case for part in loaded for case in part], split, turns))
-        return writer.finish().path, stream.problems
+            flat = [case for part in loaded for case in part]
+            out.write_table(to_arrow(CASES, cases_frame(flat, split, turns, remember=False)))
+    return Path(name), stream.problems
 
 
 def _checked_pieces(
@@ -219,22 +227,22 @@ def _checked_pieces(
     uses: FirstUses,
     found: list[list[CaseProblem]],
 ) -> Iterator[tuple[pa.Table, list[int]]]:
-    """The rows the workers wrote, in file order, without the later uses of an id (each a
-    problem in ``found``, as :class:`CaseStream` reports it), with each case's turns."""
+    """The rows the workers wrote, a range at a time in file order, without the later uses of an
+    id (each a problem in ``found``, as :class:`CaseStream` reports it), with each case's turns."""
     for position, task in tasks:
         part, problems = task.result()
         found[position] += problems
-        file = pq.ParquetFile(part)
-        for index in range(file.metadata.num_row_groups):
-            table = file.read_row_group(index)
-            ids, lines = table.column("case_id").to_pylist(), table.column("line").to_pylist()
-            keep = [True] * len(ids)
-            for row, (case_id, line) in enumerate(zip(ids, lines, strict=True)):
-                duplicate = uses.duplicate(case_id, position, line)
-                if duplicate is not None:
-                    found[position].append(CaseProblem(str(uses.paths[position]), line, "id", duplicate))
-                    keep[row] = False
-            if not all(keep):
-                table = table.filter(pa.array(keep))
-            yield table, table.column("turns").to_pylist()
+        with pa.OSFile(str(part)) as source:
+            table = pa.ipc.open_file(source).read_all()
         part.unlink()
+        keep = [True] * table.num_rows
+        for row, (case_id, line) in enumerate(
+            zip(table.column("case_id").to_pylist(), table.column("line").to_pylist(), strict=True)
+        ):
+            duplicate = uses.duplicate(case_id, position, line)
+            if duplicate is not None:
+                found[position].append(CaseProblem(str(uses.paths[position]), line, "id", duplicate))
+                keep[row] = False
+        if not all(keep):
+            table = table.filter(pa.array(keep))
+        yield table, table.column("turns").to_pylist()
