@@ -29,7 +29,7 @@ from eval_pipeline.lanes.kind import LaneKind
 from eval_pipeline.lanes.registry import lane_kind
 from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.stage_files import StageFile, StageWriter, batch_turns
-from eval_pipeline.tables import CASES, to_arrow
+from eval_pipeline.tables import CASES
 
 # Cases whose turns are counted together while the cases stage cuts its batches.
 THREAD_CHUNK = 1_000
@@ -63,29 +63,37 @@ def case_workers() -> int:
 
 
 def cases_frame(
-    loaded: Sequence[LoadedCase[Any]],
-    split: str,
-    turns: Sequence[int] | None = None,
-    *,
-    remember: bool = True,
+    loaded: Sequence[LoadedCase[Any]], split: str, turns: Sequence[int] | None = None
 ) -> pd.DataFrame:
     """Cases as a table: one row per case, the validated case as canonical JSON, and how many
-    turns its thread sends (``turns``, one per case, when known). ``remember``: the stages of
-    this process will read these cases back (a worker's cases are read by another)."""
+    turns its thread sends (``turns``, one per case, when known)."""
+    columns = _case_columns(loaded, split, turns, remember=True)
+    return pd.DataFrame({**columns, "turns": pd.array(columns["turns"], dtype="Int64")}, columns=CASES.names)
+
+
+def _case_table(
+    loaded: Sequence[LoadedCase[Any]], split: str, turns: Sequence[int], *, remember: bool
+) -> pa.Table:
+    """:func:`cases_frame` as the Arrow table the cases stage writes (no DataFrame between)."""
+    return pa.table(_case_columns(loaded, split, turns, remember=remember), schema=CASES)
+
+
+def _case_columns(
+    loaded: Sequence[LoadedCase[Any]], split: str, turns: Sequence[int] | None, *, remember: bool
+) -> dict[str, list[Any]]:
+    """The columns of the cases table; ``remember``: the stages of this process will read these
+    cases back, so they get these models (a worker's cases are read by another process)."""
     texts = [item.stored if item.stored is not None else item.case.model_dump_json() for item in loaded]
-    if loaded and remember:  # the stages of this run read these cases back: they get these models
+    if loaded and remember:
         remember_models(texts, [item.case for item in loaded])
-    return pd.DataFrame(
-        {
-            "case_id": [str(item.case.id) for item in loaded],
-            "split": [split] * len(loaded),
-            "file": [item.file for item in loaded],
-            "line": [item.line for item in loaded],
-            "case_json": texts,
-            "turns": pd.array(list(turns) if turns is not None else [None] * len(loaded), dtype="Int64"),
-        },
-        columns=CASES.names,
-    )
+    return {
+        "case_id": [str(item.case.id) for item in loaded],
+        "split": [split] * len(loaded),
+        "file": [item.file for item in loaded],
+        "line": [item.line for item in loaded],
+        "case_json": texts,
+        "turns": list(turns) if turns is not None else [None] * len(loaded),
+    }
 
 
 def write_cases(
@@ -107,7 +115,9 @@ def write_cases(
             stream = CaseStream(paths, kind.case_model)
             # The collector runs between batches, not within one (see eval_pipeline.collector).
             for loaded, turns in each_without_collector(_case_batches(kind, stream, spec, split, budget)):
-                writer.write(cases_frame([case for part in loaded for case in part], split, turns))
+                writer.write_table(
+                    _case_table([case for part in loaded for case in part], split, turns, remember=True)
+                )
             problems = stream.problems
         if problems:
             raise CaseFileError(problems)
@@ -217,8 +227,9 @@ def _write_range(
     os.close(handle)
     with pa.ipc.new_file(name, CASES) as out:
         for loaded, turns in each_without_collector(_case_batches(kind, stream, spec, split, budget)):
-            flat = [case for part in loaded for case in part]
-            out.write_table(to_arrow(CASES, cases_frame(flat, split, turns, remember=False)))
+            out.write_table(
+                _case_table([case for part in loaded for case in part], split, turns, remember=False)
+            )
     return Path(name), stream.problems
 
 
