@@ -14,7 +14,7 @@ import os
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
-from multiprocessing import get_context
+from multiprocessing import current_process, get_context
 from pathlib import Path
 from typing import Any, Protocol, Self, TypeVar
 
@@ -49,17 +49,19 @@ def case_paths(spec: LaneSpec, split: str, cases_path: str | Path | None = None)
 
 def case_workers() -> int:
     """Processes that validate a big case file: ``EVAL_PIPELINE_CASE_WORKERS``, else the CPUs
-    this process may use (1: it validates every file itself)."""
+    this process may use (1: it validates every file itself, as a daemonic process, which may
+    not start any, always does)."""
     text = os.environ.get(CASE_WORKERS_ENV, "").strip()
     if not text:
-        return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise ValueError(f"{CASE_WORKERS_ENV} must be a whole number of processes >= 1, got {text!r}")
-    return value
+        value = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    else:
+        try:
+            value = int(text)
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise ValueError(f"{CASE_WORKERS_ENV} must be a whole number of processes >= 1, got {text!r}")
+    return 1 if current_process().daemon else value
 
 
 def cases_frame(
