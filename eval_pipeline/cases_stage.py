@@ -117,9 +117,7 @@ def write_cases(
             stream = CaseStream(paths, kind.case_model)
             # The collector runs between batches, not within one (see eval_pipeline.collector).
             for loaded, turns in each_without_collector(_case_batches(kind, stream, spec, split, budget)):
-                writer.write_table(
-                    _case_table([case for part in loaded for case in part], split, turns, remember=True)
-                )
+                writer.write_table(_case_table(loaded, split, turns, remember=True))
             problems = stream.problems
         if problems:
             raise CaseFileError(problems)
@@ -137,12 +135,12 @@ def _ranges_of(path: Path, workers: int) -> list[LineRange]:
 
 def _case_batches(
     kind: LaneKind, stream: Iterable[LoadedCase[Any]], spec: LaneSpec, split: str, budget: int
-) -> Iterator[tuple[list[list[LoadedCase[Any]]], list[int]]]:
+) -> Iterator[tuple[list[LoadedCase[Any]], list[int]]]:
     """The cases of ``stream`` in batches (see :func:`_batches`), with how many turns each sends."""
     chunks = _chunks(stream, THREAD_CHUNK)
-    return _batches(
-        ((chunk, kind.turns_sent([item.case for item in chunk], spec, split)) for chunk in chunks), budget
-    )
+    sent = ((chunk, kind.turns_sent([item.case for item in chunk], spec, split)) for chunk in chunks)
+    for parts, turns in _batches(sent, budget):
+        yield [case for part in parts for case in part], turns
 
 
 class _Sliceable(Protocol):
@@ -200,10 +198,10 @@ def _write_from_workers(
     """Write the cases of ``paths`` validated by worker processes, a range (or a small file) each;
     their problems, and duplicate ids across all of them, in the order one process reports them."""
     found: list[list[CaseProblem]] = [[] for _ in paths]
-    # Spawned, not forked: this process may hold Dagster's threads and locks.
-    pool = ProcessPoolExecutor(workers, mp_context=get_context("spawn"))
-    try:
-        with tempfile.TemporaryDirectory(prefix=".cases.", dir=writer.path.parent) as scratch:
+    with tempfile.TemporaryDirectory(prefix=".cases.", dir=writer.path.parent) as scratch:
+        # Spawned, not forked: this process may hold Dagster's threads and locks.
+        pool = ProcessPoolExecutor(workers, mp_context=get_context("spawn"))
+        try:
             tasks = [
                 (position, pool.submit(_write_range, spec, split, path, part, scratch, budget))
                 for position, path in enumerate(paths)
@@ -212,8 +210,8 @@ def _write_from_workers(
             pieces = _checked_pieces(tasks, FirstUses(paths), found)
             for tables, _ in each_without_collector(_batches(pieces, budget)):
                 writer.write_table(pa.concat_tables(tables) if tables else CASES.empty_table())
-    finally:
-        pool.shutdown(cancel_futures=True)
+        finally:  # on an error too, no worker is left writing when the scratch folder goes
+            pool.shutdown(cancel_futures=True)
     return [problem for problems in found for problem in sorted(problems, key=lambda p: p.line)]
 
 
@@ -229,9 +227,7 @@ def _write_range(
     os.close(handle)
     with pa.ipc.new_file(name, CASES) as out:
         for loaded, turns in each_without_collector(_case_batches(kind, stream, spec, split, budget)):
-            out.write_table(
-                _case_table([case for part in loaded for case in part], split, turns, remember=False)
-            )
+            out.write_table(_case_table(loaded, split, turns, remember=False))
     return Path(name), stream.problems
 
 
