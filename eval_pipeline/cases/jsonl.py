@@ -152,7 +152,7 @@ def line_ranges(path: Path, parts: int, min_lines: int) -> list[LineRange]:
     starts with a byte-order mark (which only the whole file's reader judges: a range after
     line 1 of a UTF-16 file, or of a blank file, would report what the whole file does not)."""
     size = path.stat().st_size
-    if parts < 2 or size < min_lines:  # every line takes at least one byte
+    if parts < 2 or size < max(min_lines, 1):  # every line takes at least one byte
         return []
     with path.open("rb") as handle:
         first = handle.readline()
