@@ -34,9 +34,10 @@ from eval_pipeline.tables import CASES
 # Cases whose turns are counted together while the cases stage cuts its batches.
 THREAD_CHUNK = 1_000
 CASE_WORKERS_ENV = "EVAL_PIPELINE_CASE_WORKERS"
-# A file this long is validated in line ranges side by side: below it, starting worker
-# processes (about a second) costs more than it saves.
-PARALLEL_MIN_LINES = 50_000
+# A file this long is validated in line ranges side by side. Starting two workers takes about
+# a second (1.7 s of CPU): on two idle cores 50,000 fluency lines took 1.7 s that way against
+# 1.45 s in one process, 100,000 took 2.5 s against 2.9 s; later still when a core is shared.
+PARALLEL_MIN_LINES = 100_000
 # Bytes per line range: several ranges per worker, so this process merges the ranges that are
 # done while the workers validate the rest, and little is left to merge after the last one.
 RANGE_BYTES = 16 << 20

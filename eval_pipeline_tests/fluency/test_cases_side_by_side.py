@@ -15,7 +15,7 @@ import pytest
 from eval_pipeline import cases_stage
 from eval_pipeline.cases import CaseFileError, JsonLine, LineRange, line_ranges
 from eval_pipeline.cases.jsonl import iter_jsonl
-from eval_pipeline.cases_stage import CASE_WORKERS_ENV, PARALLEL_MIN_LINES, write_cases
+from eval_pipeline.cases_stage import CASE_WORKERS_ENV, write_cases
 from eval_pipeline.lanes import LaneSpec, find_lane
 from eval_pipeline.stage_files import BATCH_TURNS_ENV
 
@@ -131,18 +131,18 @@ def test_problems_in_different_ranges_are_reported_as_one_process_reports_them(
 
 def test_a_file_is_cut_into_ranges_at_line_starts_that_read_as_the_whole(tmp_path: Path) -> None:
     path = tmp_path / "cases.jsonl"
-    lines = [_case(i) for i in range(PARALLEL_MIN_LINES)]
-    lines[7], lines[30_001] = "not json", ""
+    lines = [_case(i) for i in range(20_000)]
+    lines[7], lines[12_001] = "not json", ""
     path.write_text("\r\n".join(lines), encoding="utf-8")  # CRLF, and no \n after the last line
-    ranges = line_ranges(path, 4, PARALLEL_MIN_LINES)
+    ranges = line_ranges(path, 4, 20_000)
     assert len(ranges) == 4 and ranges[0] == LineRange(0, 1, ranges[1].first_line - 1)
     assert [r.count for r in ranges[:-1]] == [
         b.first_line - a.first_line for a, b in itertools.pairwise(ranges)
     ]
     whole = list(iter_jsonl(path))
     assert [item for part in ranges for item in iter_jsonl(path, part)] == whole
-    assert sum(isinstance(item, JsonLine) for item in whole) == PARALLEL_MIN_LINES - 2
-    assert line_ranges(path, 4, PARALLEL_MIN_LINES + 1) == []  # too few lines: read whole
+    assert sum(isinstance(item, JsonLine) for item in whole) == 20_000 - 2
+    assert line_ranges(path, 4, 20_001) == []  # too few lines: read whole
     assert line_ranges(path, 1, 1) == []
 
 
