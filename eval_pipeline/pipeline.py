@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import atexit
 import hashlib
-import itertools
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,8 +18,9 @@ import pandas as pd
 import pyarrow as pa
 from pydantic import BaseModel
 
-from eval_pipeline.cases.batch import CaseBatch, remember_models
-from eval_pipeline.cases.loading import CaseStream, LoadedCase, load_cases
+from eval_pipeline.cases.batch import CaseBatch
+from eval_pipeline.cases.loading import LoadedCase, load_cases
+from eval_pipeline.cases_stage import case_paths, cases_frame, write_cases
 from eval_pipeline.collector import each_without_collector
 from eval_pipeline.drive import StartCallback, TurnCallback, drive
 from eval_pipeline.lanes.kind import SCORED_COLUMNS, LaneKind, Scored, Thread, turns_of_threads
@@ -33,7 +33,6 @@ from eval_pipeline.scoring import MetricValue, ThresholdVerdict, judge
 from eval_pipeline.stage_files import StageFile, StageWriter, aligned_batches, batch_turns
 from eval_pipeline.tables import (
     CASE_PREDICATES,
-    CASES,
     METRICS,
     TRANSCRIPTS,
     TURN_PREDICATES,
@@ -41,14 +40,6 @@ from eval_pipeline.tables import (
     frame,
     lane_columns,
 )
-
-# Cases whose turns are counted together while the cases stage cuts its batches.
-THREAD_CHUNK = 1_000
-
-
-def case_paths(spec: LaneSpec, split: str, cases_path: str | Path | None = None) -> list[Path]:
-    """The files a split evaluates: the lane's own, or one given file judged by the lane's contract."""
-    return [Path(cases_path)] if cases_path else spec.case_files(split)
 
 
 def load_split(spec: LaneSpec, split: str, cases_path: str | Path | None = None) -> list[LoadedCase[Any]]:
@@ -62,27 +53,6 @@ def cases_sha256(paths: Sequence[Path]) -> str:
     for path in paths:
         digest.update(path.read_bytes())
     return digest.hexdigest()
-
-
-def cases_frame(
-    loaded: Sequence[LoadedCase[Any]], split: str, turns: Sequence[int] | None = None
-) -> pd.DataFrame:
-    """Cases as a table: one row per case, the validated case as canonical JSON, and how many
-    turns its thread sends (``turns``, one per case, when known)."""
-    texts = [item.stored if item.stored is not None else item.case.model_dump_json() for item in loaded]
-    if loaded:  # the stages of this run read these cases back: they get these models
-        remember_models(texts, [item.case for item in loaded])
-    return pd.DataFrame(
-        {
-            "case_id": [str(item.case.id) for item in loaded],
-            "split": [split] * len(loaded),
-            "file": [item.file for item in loaded],
-            "line": [item.line for item in loaded],
-            "case_json": texts,
-            "turns": pd.array(list(turns) if turns is not None else [None] * len(loaded), dtype="Int64"),
-        },
-        columns=CASES.names,
-    )
 
 
 def cases_from_frame(kind: LaneKind, cases: pd.DataFrame) -> CaseBatch:
@@ -276,46 +246,6 @@ def error_rate(transcripts: pd.DataFrame) -> MetricValue:
 # --- the stages over stage files, one case batch at a time (what the Dagster assets run) ------
 
 
-def write_cases(
-    spec: LaneSpec, split: str, cases_path: str | Path | None = None, folder: str | Path | None = None
-) -> StageFile:
-    """Stage 1: the split's validated cases, in batches of about :func:`batch_turns` turns.
-
-    Every case is validated and the turns its threads send counted (so a prompt that cannot be
-    composed fails here, before anything is sent); every problem of every file is raised at once
-    (:class:`eval_pipeline.cases.CaseFileError`) and no file is left behind."""
-    kind = lane_kind(spec)
-    stream = CaseStream(case_paths(spec, split, cases_path), kind.case_model)
-    with StageWriter(CASES, folder) as writer:
-        # The collector runs between batches, not within one (see eval_pipeline.collector).
-        for loaded, turns in each_without_collector(_case_batches(kind, stream, spec, split, batch_turns())):
-            writer.write(cases_frame(loaded, split, turns))
-        stream.check()
-        return writer.finish()
-
-
-def _case_batches(
-    kind: LaneKind, stream: Iterable[LoadedCase[Any]], spec: LaneSpec, split: str, budget: int
-) -> Iterator[tuple[list[LoadedCase[Any]], list[int]]]:
-    """The cases of ``stream`` cut into batches of whole cases of about ``budget`` turns, each
-    with how many turns each of its cases sends; at least one batch, empty for no cases."""
-    pending: list[LoadedCase[Any]] = []
-    turns: list[int] = []
-    pending_turns = 0
-    written = False
-    for chunk in _chunks(stream, THREAD_CHUNK):
-        sent = kind.turns_sent([item.case for item in chunk], spec, split)
-        for item, count in zip(chunk, sent, strict=True):
-            pending.append(item)
-            turns.append(count)
-            pending_turns += count
-            if pending_turns >= budget:
-                yield pending, turns
-                pending, turns, pending_turns, written = [], [], 0, True
-    if pending or not written:
-        yield pending, turns
-
-
 def prepare_cases(spec: LaneSpec, split: str, cases_path: str | Path | None = None) -> None:
     """Write the cases stage of a run about to start (what ``run`` checks before anything runs);
     the run's cases stage takes the file instead of validating the same files again."""
@@ -356,12 +286,6 @@ _PREPARED: dict[tuple[Any, ...], StageFile] = {}
 def _remove_untaken() -> None:
     for prepared in _PREPARED.values():
         prepared.path.unlink(missing_ok=True)
-
-
-def _chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
-    iterator = iter(items)
-    while chunk := list(itertools.islice(iterator, size)):
-        yield chunk
 
 
 def drive_cases(

@@ -150,9 +150,12 @@ class StageWriter:
     def write(self, rows: pd.DataFrame, **constants: Any) -> None:
         """Write one batch as one row group (an empty batch too: batches stay aligned);
         ``constants`` fill whole columns (the run columns)."""
+        self.write_table(to_arrow(self.schema, rows.assign(**constants) if constants else rows))
+
+    def write_table(self, table: pa.Table) -> None:
+        """Write one batch, already a table of the stage's schema, as one row group."""
         if self._writer is None:
             raise ValueError("the stage file is already finished")
-        table = to_arrow(self.schema, rows.assign(**constants) if constants else rows)
         self._writer.write_table(table, row_group_size=max(len(table), 1))
 
     def finish(self) -> StageFile:

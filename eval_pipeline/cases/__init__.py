@@ -1,10 +1,11 @@
 """Case files: loading, validation and the problems they can have."""
 
-from eval_pipeline.cases.jsonl import JsonLine, LineProblem, parse_jsonl, read_jsonl
+from eval_pipeline.cases.jsonl import JsonLine, LineProblem, LineRange, line_ranges, parse_jsonl, read_jsonl
 from eval_pipeline.cases.loading import (
     CaseFileError,
     CaseProblem,
     CaseStream,
+    FirstUses,
     LoadedCase,
     load_cases,
     parse_case_file,
@@ -15,9 +16,12 @@ __all__ = [
     "CaseFileError",
     "CaseProblem",
     "CaseStream",
+    "FirstUses",
     "JsonLine",
     "LineProblem",
+    "LineRange",
     "LoadedCase",
+    "line_ranges",
     "load_cases",
     "parse_case_file",
     "parse_jsonl",

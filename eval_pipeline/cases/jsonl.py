@@ -21,8 +21,9 @@ import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 MAX_DEPTH = 64
 BLANK = frozenset(b" \t\r")  # JSON whitespace; a line of only these holds no record
@@ -62,13 +63,25 @@ class _Rejected(ValueError):
         self.field = field
 
 
+@dataclass(frozen=True)
+class LineRange:
+    """Consecutive lines of a file: from byte ``start`` (where a line starts), ``count`` lines
+    (None: to the end), the first of them numbered ``first_line``."""
+
+    start: int
+    first_line: int
+    count: int | None
+
+
 def read_jsonl(path: Path) -> tuple[list[JsonLine], list[LineProblem]]:
     """Every record of the file at ``path`` and every problem, in line order. Never raises on content."""
     return _collect(iter_jsonl(path))
 
 
-def iter_jsonl(path: Path) -> Iterator[JsonLine | LineProblem]:
-    """:func:`read_jsonl` one line at a time (a big file is never held whole), in line order."""
+def iter_jsonl(path: Path, lines: LineRange | None = None) -> Iterator[JsonLine | LineProblem]:
+    """:func:`read_jsonl` one line at a time (a big file is never held whole), in line order;
+    with ``lines``, only those (one of :func:`line_ranges`: whether the file holds a record at
+    all is the whole file's question, not a range's)."""
     try:
         handle = path.open("rb")
     except FileNotFoundError:
@@ -82,7 +95,12 @@ def iter_jsonl(path: Path) -> Iterator[JsonLine | LineProblem]:
         return
     with handle:
         try:
-            yield from _lines_of(enumerate(handle, start=1))
+            if lines is None:
+                yield from _lines_of(enumerate(handle, start=1))
+            else:
+                handle.seek(lines.start)
+                numbered = islice(enumerate(handle, start=lines.first_line), lines.count)
+                yield from _lines_of(numbered, whole=False)
         except OSError as exc:
             yield LineProblem(0, "(file)", f"cannot be read: {exc.strerror or exc}")
 
@@ -100,8 +118,9 @@ def _collect(items: Iterator[JsonLine | LineProblem]) -> tuple[list[JsonLine], l
     return records, problems
 
 
-def _lines_of(numbered: Iterator[tuple[int, bytes]]) -> Iterator[JsonLine | LineProblem]:
-    """Records and problems of physical lines split on ``\\n`` (each may keep its ``\\n``)."""
+def _lines_of(numbered: Iterator[tuple[int, bytes]], whole: bool = True) -> Iterator[JsonLine | LineProblem]:
+    """Records and problems of physical lines split on ``\\n`` (each may keep its ``\\n``);
+    ``whole``: they are a whole file's (one without a record is a problem)."""
     found = False
     for number, line in numbered:
         raw = line[:-1] if line.endswith(b"\n") else line
@@ -122,8 +141,56 @@ def _lines_of(numbered: Iterator[tuple[int, bytes]]) -> Iterator[JsonLine | Line
             if isinstance(value, LineProblem)
             else JsonLine(number, value)
         )
-    if not found:
+    if whole and not found:
         yield LineProblem(0, "(file)", "file holds no records (it is empty or blank)")
+
+
+def line_ranges(path: Path, parts: int, min_lines: int) -> list[LineRange]:
+    """The file at ``path`` cut at line starts into at most ``parts`` ranges of about equal
+    bytes, each with the number of its first line, to be read side by side; ``[]`` when the
+    file is better read whole: fewer than ``min_lines`` lines, or a first line that is blank or
+    starts with a byte-order mark (which only the whole file's reader judges: a range after
+    line 1 of a UTF-16 file, or of a blank file, would report what the whole file does not)."""
+    size = path.stat().st_size
+    if parts < 2 or size < max(min_lines, 1):  # every line takes at least one byte
+        return []
+    with path.open("rb") as handle:
+        first = handle.readline()
+        if not first.strip(_BLANK_BYTES + b"\n") or first.startswith((_UTF8_BOM, *_WIDE_BOMS)):
+            return []
+        starts = [0]
+        for part in range(1, parts):
+            handle.seek(max(size * part // parts - 1, 0))
+            handle.readline()  # to the start of the next line
+            if starts[-1] < handle.tell() < size:
+                starts.append(handle.tell())
+        counts = [
+            _newlines(handle, start, end) for start, end in zip(starts, [*starts[1:], size], strict=True)
+        ]
+        handle.seek(size - 1)
+        unterminated = handle.read(1) != b"\n"  # a last line without its \n is a line too
+    if len(starts) < 2 or sum(counts) + unterminated < min_lines:
+        return []
+    first_lines = [1 + sum(counts[:index]) for index in range(len(starts))]
+    return [
+        LineRange(start, first_line, count if index < len(starts) - 1 else None)
+        for index, (start, first_line, count) in enumerate(zip(starts, first_lines, counts, strict=True))
+    ]
+
+
+def _newlines(handle: BinaryIO, start: int, end: int) -> int:
+    handle.seek(start)
+    count = 0
+    while start < end:
+        chunk = handle.read(min(_CHUNK, end - start))
+        if not chunk:
+            break
+        count += chunk.count(b"\n")
+        start += len(chunk)
+    return count
+
+
+_CHUNK = 1 << 24
 
 
 def parse_json_line(raw: bytes) -> dict[str, Any] | LineProblem:

@@ -14,7 +14,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from eval_pipeline.cases.jsonl import JsonLine, iter_jsonl
+from eval_pipeline.cases.jsonl import JsonLine, LineRange, iter_jsonl
 
 CaseT = TypeVar("CaseT", bound=BaseModel)
 
@@ -113,6 +113,25 @@ def _validated(
     return case, stored, []
 
 
+class FirstUses:
+    """Where each case id of some files was first used, so that a later use is reported as a
+    duplicate with where the first one is (one int per id, not a record per case)."""
+
+    def __init__(self, paths: Sequence[Path]) -> None:
+        self.paths = list(paths)
+        self._first: dict[str, int] = {}  # id -> (file's position << 32) | line
+
+    def duplicate(self, case_id: str, position: int, line: int) -> str | None:
+        """Why the case at (file ``position``, ``line``) is a duplicate, or None: it is the first."""
+        here = (position << 32) | line
+        origin = self._first.setdefault(case_id, here)
+        if origin == here:
+            return None
+        return (
+            f"duplicate case id {case_id!r} (first used at {self.paths[origin >> 32]}:{origin & 0xFFFFFFFF})"
+        )
+
+
 class CaseStream(Generic[CaseT]):
     """The validated cases of files, one at a time, never all held at once (a million-case file).
 
@@ -127,43 +146,35 @@ class CaseStream(Generic[CaseT]):
         id_field: str | None = "id",
         *,
         round_trip: bool = True,
+        lines: LineRange | None = None,
     ) -> None:
+        if lines is not None and len(paths) != 1:
+            raise ValueError("a range of lines is read from one file")
         self.paths = list(paths)
         self.model = model
         self.id_field = id_field  # None: ids are not checked (a recording's rows repeat the case)
         self.round_trip = round_trip  # False: records never stored as JSON and read back
+        self.lines = lines  # only these lines of the one file (see eval_pipeline.cases.jsonl.line_ranges)
         self.problems: list[CaseProblem] = []
 
     def __iter__(self) -> Iterator[LoadedCase[CaseT]]:
-        first_seen: dict[str, int] = {}  # id -> where it was first used: (file's position << 32) | line
+        uses = FirstUses(self.paths)
         for position, path in enumerate(self.paths):
             name = str(path)
             file_problems: list[CaseProblem] = []
-            for item in iter_jsonl(path):
+            for item in iter_jsonl(path, self.lines):
                 if not isinstance(item, JsonLine):
                     file_problems.append(CaseProblem(name, item.line, item.field, item.message))
                     continue
                 case, stored, record_problems = _validated(self.model, item.value, self.round_trip)
-                file_problems += [CaseProblem(name, item.line, f, m) for f, m in record_problems]
                 if case is None:
+                    file_problems += [CaseProblem(name, item.line, f, m) for f, m in record_problems]
                     continue
-                if self.id_field is None:
-                    yield LoadedCase(case, name, item.line, stored)
-                    continue
-                case_id = str(getattr(case, self.id_field))
-                here = (position << 32) | item.line
-                origin = first_seen.setdefault(case_id, here)
-                if origin != here:
-                    used = f"{self.paths[origin >> 32]}:{origin & 0xFFFFFFFF}"
-                    file_problems.append(
-                        CaseProblem(
-                            name,
-                            item.line,
-                            self.id_field,
-                            f"duplicate case id {case_id!r} (first used at {used})",
-                        )
-                    )
-                    continue
+                if self.id_field is not None:
+                    duplicate = uses.duplicate(str(getattr(case, self.id_field)), position, item.line)
+                    if duplicate is not None:
+                        file_problems.append(CaseProblem(name, item.line, self.id_field, duplicate))
+                        continue
                 yield LoadedCase(case, name, item.line, stored)
             self.problems += sorted(file_problems, key=lambda p: p.line)
 

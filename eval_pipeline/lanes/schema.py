@@ -84,8 +84,17 @@ def _field_validators(specs: dict[str, FieldSpec]) -> dict[str, Any]:
 
 
 def _alias_mapper(aliases: dict[str, str]) -> Any:
+    spellings = aliases.keys()
+
     def canonical(cls: type[BaseModel], value: Any) -> Any:
         if isinstance(value, list):
+            # Most lists hold no alias (and a stored case never does): one test in C, no copy.
+            # Keys are text, so only a text item can be one; an unhashable item takes the long way.
+            try:
+                if spellings.isdisjoint(value):
+                    return value
+            except TypeError:
+                pass
             return [aliases.get(v, v) if isinstance(v, str) else v for v in value]
         return aliases.get(value, value) if isinstance(value, str) else value
 
