@@ -28,6 +28,7 @@ from eval_pipeline.collector import each_without_collector
 from eval_pipeline.lanes.kind import LaneKind
 from eval_pipeline.lanes.registry import lane_kind
 from eval_pipeline.lanes.spec import LaneSpec
+from eval_pipeline.settings import whole_number_env
 from eval_pipeline.stage_files import StageFile, StageWriter, batch_turns
 from eval_pipeline.tables import CASES
 
@@ -52,16 +53,9 @@ def case_workers() -> int:
     """Processes that validate a big case file: ``EVAL_PIPELINE_CASE_WORKERS``, else the CPUs
     this process may use (1: it validates every file itself, as a daemonic process, which may
     not start any, always does)."""
-    text = os.environ.get(CASE_WORKERS_ENV, "").strip()
-    if not text:
-        value = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    else:
-        try:
-            value = int(text)
-        except ValueError:
-            value = 0
-        if value < 1:
-            raise ValueError(f"{CASE_WORKERS_ENV} must be a whole number of processes >= 1, got {text!r}")
+    value = whole_number_env(CASE_WORKERS_ENV, "processes") or (
+        len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    )
     return 1 if current_process().daemon else value
 
 

@@ -59,3 +59,18 @@ def celery_broker() -> str:
 def celery_backend() -> str:
     """The Celery result backend URL: its own variable, else the broker."""
     return os.environ.get(CELERY_BACKEND_ENV) or celery_broker()
+
+
+def whole_number_env(name: str, unit: str) -> int | None:
+    """The whole number >= 1 the environment variable ``name`` sets (None: unset or blank);
+    anything else is bad input, named with what it counts (``unit``)."""
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ValueError(f"{name} must be a whole number of {unit} >= 1, got {text!r}")
+    return value

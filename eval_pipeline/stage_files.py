@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from eval_pipeline.settings import whole_number_env
 from eval_pipeline.tables import nullable_types, to_arrow
 
 BATCH_TURNS_ENV = "EVAL_PIPELINE_BATCH_TURNS"
@@ -34,16 +35,7 @@ DEFAULT_BATCH_TURNS = 20_000
 
 def batch_turns() -> int:
     """Turns per batch: ``EVAL_PIPELINE_BATCH_TURNS``, else 20,000 (a few hundred MB at most)."""
-    text = os.environ.get(BATCH_TURNS_ENV, "").strip()
-    if not text:
-        return DEFAULT_BATCH_TURNS
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise ValueError(f"{BATCH_TURNS_ENV} must be a whole number of turns >= 1, got {text!r}")
-    return value
+    return whole_number_env(BATCH_TURNS_ENV, "turns") or DEFAULT_BATCH_TURNS
 
 
 @dataclass(frozen=True)
