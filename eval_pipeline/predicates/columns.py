@@ -13,7 +13,7 @@ scalar guard does.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -91,3 +91,21 @@ def screened(name: str, turns: TurnColumns, certain: Sequence[bool], verdict: Ve
         found = function(turns.view(index))
         passed[index], code[index], evidence[index] = found.passed, found.code, evidence_json(found.evidence)
     return VerdictColumns(passed, code, evidence)
+
+
+def once_per_key(name: str, turns: TurnColumns, keys: Sequence[Hashable]) -> VerdictColumns:
+    """The scalar predicate on the first turn of each distinct key, its verdict repeated for the
+    other turns with that key: for keys that determine the verdict (the answers of a batch
+    share a few; a turn whose verdict quotes it gets a key of its own)."""
+    function = PREDICATES.get(name).function
+    judged: dict[Hashable, tuple[bool | None, str, str]] = {}
+    out = VerdictColumns([], [], [])
+    for index, key in enumerate(keys):
+        found = judged.get(key)
+        if found is None:
+            verdict = function(turns.view(index))
+            found = judged[key] = (verdict.passed, verdict.code, evidence_json(verdict.evidence))
+        out.passed.append(found[0])
+        out.code.append(found[1])
+        out.evidence.append(found[2])
+    return out

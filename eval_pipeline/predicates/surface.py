@@ -11,8 +11,8 @@ from collections.abc import MutableMapping, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from eval_pipeline.predicates.base import PASS, TurnView, Verdict, turn_predicate
-from eval_pipeline.predicates.columns import TurnColumns, VerdictColumns, screened, vectorised
+from eval_pipeline.predicates.base import TurnView, Verdict, turn_predicate
+from eval_pipeline.predicates.columns import TurnColumns, VerdictColumns, once_per_key, screened, vectorised
 from eval_pipeline.predicates.explain import excerpt
 from eval_pipeline.predicates.rows import evidence_json
 
@@ -274,26 +274,13 @@ def finite_verbs_shown(surface: str, dotted: bool, kinds: MutableMapping[str, in
 
 @vectorised("finite_predicate_shape")
 def finite_predicate_shape_columns(turns: TurnColumns) -> VerdictColumns:
-    """The answers of a batch share their words: each distinct word is classified once, a
-    surface's verbs are then found by lookup, and each distinct evidence encoded once; only a
-    surface with a dotted path has it blanked out first. A surface without a verb is judged by
-    the scalar form (its evidence quotes it)."""
+    """The answers of a batch share their words: each distinct word is classified once, and a
+    surface's verbs are then found by lookup (only a surface with a dotted path has it blanked
+    out first). The verbs shown determine a passing verdict: it is made once per distinct
+    verbs; a surface without a verb has its own (its evidence quotes it)."""
     kinds: dict[str, int] = {}
-    encoded: dict[tuple[str, ...], str] = {}
-    scalar = finite_predicate_shape
-    out = VerdictColumns([], [], [])
-    for index, (surface, has_path) in enumerate(zip(turns.surface, holds_dotted_path(turns), strict=True)):
-        verbs = finite_verbs_shown(surface, has_path, kinds)
-        if verbs:
-            evidence = encoded.get(verbs)
-            if evidence is None:
-                evidence = encoded[verbs] = evidence_json(Verdict.ok(verbs=list(verbs)).evidence)
-            out.passed.append(True)
-            out.code.append(PASS)
-            out.evidence.append(evidence)
-        else:
-            found = scalar(turns.view(index))
-            out.passed.append(found.passed)
-            out.code.append(found.code)
-            out.evidence.append(evidence_json(found.evidence))
-    return out
+    keys = [
+        finite_verbs_shown(surface, dotted, kinds) or -index - 1
+        for index, (surface, dotted) in enumerate(zip(turns.surface, holds_dotted_path(turns), strict=True))
+    ]
+    return once_per_key("finite_predicate_shape", turns, keys)

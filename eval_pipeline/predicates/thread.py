@@ -9,12 +9,11 @@ recorded in evals/conversational_thread_coherence/contract.md.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from eval_pipeline.predicates.base import (
-    PASS,
     TURN_ERROR,
     TurnView,
     Verdict,
@@ -22,9 +21,8 @@ from eval_pipeline.predicates.base import (
     case_predicate,
     turn_predicate,
 )
-from eval_pipeline.predicates.columns import TurnColumns, VerdictColumns, vectorised
+from eval_pipeline.predicates.columns import TurnColumns, VerdictColumns, once_per_key, vectorised
 from eval_pipeline.predicates.explain import excerpt
-from eval_pipeline.predicates.rows import evidence_json
 from eval_pipeline.predicates.surface import finite_verb_tokens, finite_verbs_shown, holds_dotted_path, words
 
 GROUNDED_SOURCES: frozenset[str] = frozenset({"pack", "teaching", "vault", "oov", "partial"})
@@ -104,65 +102,34 @@ def length_adequate(turn: TurnView) -> Verdict:
 # --- the same three over a batch of answered turns (the scalar forms above are the reference) ---
 
 
+# --- the same three over a batch of answered turns (the scalar forms above are the reference) ---
+
+
 @vectorised("is_grounded")
 def is_grounded_columns(turns: TurnColumns) -> VerdictColumns:
-    """A run's answers name few grounding sources: each one's verdict is made once."""
-    return _once_per_key(turns, turns.grounding_source, is_grounded)
+    """A run's answers name few grounding sources, and the source decides the verdict."""
+    return once_per_key("is_grounded", turns, turns.grounding_source)
 
 
 @vectorised("length_adequate")
 def length_adequate_columns(turns: TurnColumns) -> VerdictColumns:
-    """Lengths repeat across a batch: a passing length's verdict is made once (a short surface's
-    evidence quotes it, so it is judged on its own)."""
+    """A passing length decides the verdict (a short surface's evidence quotes it)."""
     lengths = [len(surface.strip()) for surface in turns.surface]
     keys = [length if length >= MIN_SURFACE_CHARS else -index - 1 for index, length in enumerate(lengths)]
-    return _once_per_key(turns, keys, length_adequate)
+    return once_per_key("length_adequate", turns, keys)
 
 
 @vectorised("not_walk_fragment")
 def not_walk_fragment_columns(turns: TurnColumns) -> VerdictColumns:
-    """Each distinct word classified once per batch (finite_predicate_shape's form does the
-    same) and a passing verdict's evidence encoded once per (word count, verbs); a fragment's
-    evidence quotes it, so it is judged by the scalar form."""
+    """Each distinct word classified once per batch, as finite_predicate_shape's form does; the
+    word count and the verbs shown decide a passing verdict (a fragment's evidence quotes it)."""
     kinds: dict[str, int] = {}
-    encoded: dict[tuple[int, tuple[str, ...]], str] = {}
-    out = VerdictColumns([], [], [])
+    keys: list[Hashable] = []
     for index, (surface, dotted) in enumerate(zip(turns.surface, holds_dotted_path(turns), strict=True)):
         count = len(words(surface))
         verbs = finite_verbs_shown(surface, dotted, kinds) if count >= MIN_ALPHA_TOKENS else ()
-        if verbs:
-            evidence = encoded.get((count, verbs))
-            if evidence is None:
-                evidence = encoded[(count, verbs)] = evidence_json(
-                    Verdict.ok(words=count, verbs=list(verbs)).evidence
-                )
-            out.passed.append(True)
-            out.code.append(PASS)
-            out.evidence.append(evidence)
-        else:
-            found = not_walk_fragment(turns.view(index))
-            out.passed.append(found.passed)
-            out.code.append(found.code)
-            out.evidence.append(evidence_json(found.evidence))
-    return out
-
-
-def _once_per_key(
-    turns: TurnColumns, keys: Sequence[Any], predicate: Callable[[TurnView], Verdict]
-) -> VerdictColumns:
-    """``predicate`` on the first turn of each distinct key, its verdict repeated for the rest:
-    for predicates whose verdict depends on the key alone."""
-    judged: dict[Any, tuple[bool | None, str, str]] = {}
-    out = VerdictColumns([], [], [])
-    for index, key in enumerate(keys):
-        found = judged.get(key)
-        if found is None:
-            verdict = predicate(turns.view(index))
-            found = judged[key] = (verdict.passed, verdict.code, evidence_json(verdict.evidence))
-        out.passed.append(found[0])
-        out.code.append(found[1])
-        out.evidence.append(found[2])
-    return out
+        keys.append((count, verbs) if verbs else -index - 1)
+    return once_per_key("not_walk_fragment", turns, keys)
 
 
 @dataclass(frozen=True)
