@@ -502,6 +502,8 @@ def _severities(rows: CaseRows, name: str, positions: Positions, listed: ListedF
 
 
 def _message(rows: CaseRows, predicate: str, verdict: Verdict, cases: Sequence[Any], position: int) -> str:
+    """A case row's message: the reason, or the rule's template, which alone reads the case
+    (so a batch's case model is built only for a template that quotes it)."""
     if rows.message is None:
         return reason(predicate, verdict)
     template = {True: rows.message.passed, False: rows.message.failed, None: rows.message.not_applicable}
