@@ -24,12 +24,14 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from eval_pipeline.lanes.kind import Thread, TurnRequest
 from eval_pipeline.runtimes.base import ChatRuntime, ChatSession, RuntimeSpecError, TurnResponse
 from eval_pipeline.runtimes.faults import NO_RETRY, RetryPolicy, is_transient
 from eval_pipeline.samples import derive_seed
-from eval_pipeline.tables import TRANSCRIPTS, frame, lane_columns
+from eval_pipeline.tables import TRANSCRIPTS, frame, lane_columns, nullable_types
 
 TurnCallback = Callable[[dict[str, Any]], None]
 StartCallback = Callable[[int], None]
@@ -111,9 +113,6 @@ def run_session(
         return rows
     try:
         for thread in threads:
-            begin_case = getattr(session, "begin_case", None)
-            if callable(begin_case):  # a session that answers per case (replay) is told which case
-                begin_case(thread.case_id, sample_index)
             for turn in thread.turns:
                 record(_send(session, thread.case_id, turn, retry))
     finally:
@@ -188,6 +187,9 @@ def drive(
         raise ValueError("repeat must be at least 1")
     if on_start:
         on_start(repeat * sum(len(t.turns) for t in threads))
+    recorded_answers = getattr(runtime, "recorded_answers", None)
+    if callable(recorded_answers):
+        return _replayed(recorded_answers, threads, on_turn, repeat=repeat, seed=seed)
 
     def run(sample: tuple[list[Thread], int]) -> list[dict[str, Any]]:
         session, sample_index = sample
@@ -204,6 +206,76 @@ def drive(
     rows = [row for result in results for row in result]
     rows.sort(key=lambda r: (r["case_id"], r["sample_index"], r["turn_index"]))
     return frame(TRANSCRIPTS, rows)[TRANSCRIPT_COLUMNS]
+
+
+def _replayed(
+    recorded_answers: Callable[[pa.Table], pa.Table],
+    threads: Sequence[Thread],
+    on_turn: TurnCallback | None,
+    *,
+    repeat: int,
+    seed: int | None,
+) -> pd.DataFrame:
+    """The transcripts of a recording (replay, history), every turn answered by one call: the
+    turns as :func:`drive` would send them, joined to the answers recorded for them. Nothing is
+    sent, so nothing is timed: ``latency_ms`` is null."""
+    asked: dict[str, list[Any]] = {
+        name: [] for name in ("case_id", "sample_index", "turn_index", "role", "prompt")
+    }
+    seeds: list[int | None] = []
+    for sample_index in range(repeat):
+        for session in sessions_of(threads):
+            key = session[0].session or session[0].case_id
+            session_seed = None if seed is None else derive_seed(seed, key, sample_index)
+            for thread in session:
+                for turn in thread.turns:
+                    asked["case_id"].append(thread.case_id)
+                    asked["sample_index"].append(sample_index)
+                    asked["turn_index"].append(turn.turn_index)
+                    asked["role"].append(turn.role)
+                    asked["prompt"].append(turn.prompt)
+                    seeds.append(session_seed)
+    requests = pa.table(asked, schema=_REQUESTS)
+    answers = recorded_answers(requests)
+    table = pa.table(
+        {
+            **{name: requests[name] for name in ("case_id", "turn_index", "role", "prompt")},
+            **{
+                name: answers[name]
+                for name in ("surface", "grounding_source", "surface_tag", "epistemic_status")
+            },
+            "latency_ms": pa.nulls(requests.num_rows, pa.float64()),
+            "attempts": answers["attempts"],
+            "error": answers["error"],
+            "raw": answers["raw"],
+            "sample_index": requests["sample_index"],
+            "seed": pc.coalesce(answers["seed"], pa.array(seeds, pa.int64())),
+        }
+    )
+    table = table.sort_by(
+        [("case_id", "ascending"), ("sample_index", "ascending"), ("turn_index", "ascending")]
+    )
+    transcripts = table.cast(_TRANSCRIPT_LANE).to_pandas(types_mapper=nullable_types)
+    if on_turn:
+        add_turns = getattr(on_turn, "add_turns", None)  # a progress observer takes them at once
+        if callable(add_turns):
+            add_turns(len(transcripts), int(transcripts["error"].notna().sum()))
+        else:
+            for row in table.to_pylist():
+                on_turn(row)
+    return transcripts
+
+
+_REQUESTS = pa.schema(
+    [
+        ("case_id", pa.string()),
+        ("sample_index", pa.int64()),
+        ("turn_index", pa.int64()),
+        ("role", pa.string()),
+        ("prompt", pa.string()),
+    ]
+)
+_TRANSCRIPT_LANE = pa.schema([TRANSCRIPTS.field(name) for name in TRANSCRIPT_COLUMNS])
 
 
 def _row(

@@ -1,8 +1,9 @@
 """Progress of a long run: a rich progress bar for the CLI, periodic log lines for Dagster.
 
 Both are ``on_turn`` callbacks for :func:`eval_pipeline.drive.drive` (called from worker
-threads, hence the lock) with a ``start(total_turns)`` for its ``on_start``. They share one
-tally, :class:`TurnTally`.
+threads, hence the lock) with a ``start(total_turns)`` for its ``on_start``, and take many
+turns at once through ``add_turns`` (a recording answers all of its turns in one call). They
+share one tally, :class:`TurnTally`.
 """
 
 from __future__ import annotations
@@ -29,11 +30,10 @@ class TurnTally:
     started: float = field(default_factory=time.monotonic)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def add(self, row: dict[str, Any]) -> None:
+    def add_turns(self, turns: int, errors: int) -> None:
         with self._lock:
-            self.done += 1
-            if row.get("error") is not None:
-                self.errors += 1
+            self.done += turns
+            self.errors += errors
 
     @property
     def rate(self) -> float:
@@ -82,7 +82,10 @@ class LogProgress:
         self._logger.info(f"{self._label}driving {total} turns")
 
     def __call__(self, row: dict[str, Any]) -> None:
-        self.tally.add(row)
+        self.add_turns(1, int(row.get("error") is not None))
+
+    def add_turns(self, turns: int, errors: int) -> None:
+        self.tally.add_turns(turns, errors)
         if self._throttle.due(self.tally):
             self._logger.info(self._label + self.tally.summary())
 
@@ -105,7 +108,10 @@ class RichProgress:
         self._progress.update(self._task, total=total, completed=0)
 
     def __call__(self, row: dict[str, Any]) -> None:
-        self.tally.add(row)
+        self.add_turns(1, int(row.get("error") is not None))
+
+    def add_turns(self, turns: int, errors: int) -> None:
+        self.tally.add_turns(turns, errors)
         if self._throttle.due(self.tally):
             self._progress.update(
                 self._task, completed=self.tally.done, errors=self.tally.errors, rate=self.tally.rate
@@ -132,6 +138,11 @@ class ProgressObserver(Protocol):
 
     def __call__(self, row: dict[str, Any]) -> None: ...
 
+    def add_turns(self, turns: int, errors: int) -> None:
+        """Many turns done at once, ``errors`` of them faulted (a recording answers every turn
+        in one call: a row each would cost more than the answers)."""
+        ...
+
 
 class FanOut:
     """One ``on_turn``/``on_start`` pair that forwards to several observers."""
@@ -147,6 +158,10 @@ class FanOut:
         for observer in self._observers:
             observer(row)
 
+    def add_turns(self, turns: int, errors: int) -> None:
+        for observer in self._observers:
+            observer.add_turns(turns, errors)
+
 
 class NoProgress:
     """The observer of a run nobody watches (the UI and the schedule: Dagster logs suffice)."""
@@ -155,4 +170,7 @@ class NoProgress:
         pass
 
     def __call__(self, row: dict[str, Any]) -> None:
+        pass
+
+    def add_turns(self, turns: int, errors: int) -> None:
         pass

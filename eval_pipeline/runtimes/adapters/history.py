@@ -13,15 +13,10 @@ from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
 from pydantic import BaseModel, ConfigDict
 
-from eval_pipeline.runtimes.adapters.replay import (
-    RecordedTurn,
-    Recording,
-    ReplayRuntime,
-    recorded_turns,
-    rows_to_turns,
-)
+from eval_pipeline.runtimes.adapters.replay import RecordedTurn, ReplayRuntime, recorded_turns, rows_to_turns
 from eval_pipeline.runtimes.base import RuntimeSpecError
 from eval_pipeline.runtimes.options import validate_options
 from eval_pipeline.runtimes.registry import register_runtime
@@ -38,8 +33,8 @@ class HistoryOptions(BaseModel):
 class RecordedRun(ReplayRuntime):
     """A committed run's transcripts, replayed; it knows which run and series it replays."""
 
-    def __init__(self, run_id: str, series: Mapping[str, str], turns: dict[tuple[str, int, int], Recording]):
-        super().__init__(f"history run {run_id}", turns, spec=f"history:{run_id}")
+    def __init__(self, run_id: str, series: Mapping[str, str], recording: pa.Table):
+        super().__init__(f"history run {run_id}", recording, spec=f"history:{run_id}")
         self.run_id = run_id
         self.series = dict(series)
 

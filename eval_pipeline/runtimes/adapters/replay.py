@@ -6,28 +6,52 @@ PATH is a JSONL or Parquet file of recorded turns, one per row, in the transcrip
 ``case_id``, ``text``, ``raw_response``) are accepted too: ``text`` is the surface, the
 turn index defaults to 0 and ``raw_response`` travels in ``raw``.
 
-Replay is strict: a recorded prompt that differs from the case's prompt, or a turn the
-file does not hold, is bad input (RuntimeSpecError), not a runtime fault.
+A recording answers every turn of a run at once (:meth:`ReplayRuntime.recorded_answers`, one
+join of the turns to send with the turns recorded): no session is opened and nothing is timed,
+so a million recorded turns replay in about a second. Replay is strict: a recorded prompt
+that differs from the case's prompt, or a turn the file does not hold, is bad input
+(RuntimeSpecError), not a runtime fault.
 """
 
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
+from eval_pipeline.cases.flat_jsonl import read_flat_jsonl
 from eval_pipeline.cases.loading import CaseFileError, CaseProblem, CaseStream, validate_record
 from eval_pipeline.collector import collector_paused
 from eval_pipeline.memo import Recent, file_digest
 from eval_pipeline.runtimes.base import ChatSession, RuntimeSpecError, TurnResponse
 from eval_pipeline.runtimes.options import NoOptions, validate_options
 from eval_pipeline.runtimes.registry import register_runtime
+from eval_pipeline.tables import TRANSCRIPTS
+
+# What a recorded turn's ``raw`` may say about the turn itself: the pipeline reads these back
+# out of it (a transcript's ``raw`` never holds them; a hand-written recording may).
+_TURN_KEYS_IN_RAW = ("attempts", "seed")
+
+
+def said(raw: str) -> dict[str, Any]:
+    """What a recorded ``raw`` says: the JSON text of an object whose ``attempts`` and ``seed``,
+    if it holds them, are whole numbers (ValueError otherwise)."""
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        value = None
+    if not isinstance(value, dict):
+        raise ValueError("expected the JSON text of an object (what a transcript's raw holds)")
+    for key in _TURN_KEYS_IN_RAW:
+        if key in value and (not isinstance(value[key], int) or isinstance(value[key], bool)):
+            raise ValueError(f"its {key!r} must be a whole number (got {value[key]!r})")
+    return value
 
 
 class RecordedTurn(BaseModel):
@@ -49,6 +73,13 @@ class RecordedTurn(BaseModel):
     epistemic_status: str | None = None
     error: str | None = None
 
+    @field_validator("raw")
+    @classmethod
+    def _raw_is_an_object(cls, raw: str | None) -> str | None:
+        if raw is not None:
+            said(raw)
+        return raw
+
     @model_validator(mode="after")
     def _has_answer(self) -> RecordedTurn:
         if self.surface is None and self.text is None and self.error is None:
@@ -56,84 +87,134 @@ class RecordedTurn(BaseModel):
         return self
 
 
-class Recording(NamedTuple):
-    """What a replay keeps of a recorded turn: the answer, compactly (a million of them)."""
-
-    prompt: str | None
-    surface: str | None
-    text: str | None
-    raw_response: str | None
-    grounding_source: str | None
-    surface_tag: str | None
-    epistemic_status: str | None
-    error: str | None
-    raw: str | None
-    seed: int | None
-
-    @classmethod
-    def of(cls, turn: RecordedTurn) -> Recording:
-        # Tags repeat on every turn: one string object each, not one per turn.
-        return cls(
-            turn.prompt,
-            turn.surface,
-            turn.text,
-            turn.raw_response,
-            _shared(turn.grounding_source),
-            _shared(turn.surface_tag),
-            _shared(turn.epistemic_status),
-            turn.error,
-            turn.raw,
-            turn.seed,
-        )
-
-
-def _shared(tag: str | None) -> str | None:
-    return sys.intern(tag) if tag is not None and len(tag) <= 64 else tag
+RECORDED_FIELDS = pa.schema(
+    [
+        ("case_id", pa.string()),
+        ("turn_index", pa.int64()),
+        ("sample_index", pa.int64()),
+        ("seed", pa.int64()),
+        ("raw", pa.string()),
+        ("prompt", pa.string()),
+        ("surface", pa.string()),
+        ("text", pa.string()),
+        ("raw_response", pa.string()),
+        ("grounding_source", pa.string()),
+        ("surface_tag", pa.string()),
+        ("epistemic_status", pa.string()),
+        ("error", pa.string()),
+    ]
+)
+KEY = ["case_id", "sample_index", "turn_index"]
+# A recording's answers, as a transcript row holds them (see recording_table).
+ANSWERS = [
+    "surface",
+    "grounding_source",
+    "surface_tag",
+    "epistemic_status",
+    "attempts",
+    "error",
+    "raw",
+    "seed",
+]
 
 
 class RecordedFault(RuntimeError):
     """A turn that failed when it was recorded; replayed as the same fault."""
 
 
+def recording_table(turns: pa.Table) -> pa.Table:
+    """Recorded turns (columns of :data:`RECORDED_FIELDS`, validated) as a transcript holds their
+    answers, by :data:`KEY`, plus each recorded prompt (``recorded_prompt``).
+
+    A recorded fault is ``error`` "RecordedFault: <what was recorded>" with no answer (the
+    seed of its sample is the run's). An answer's surface is its ``surface``, else a
+    candidate's ``text``; its ``raw`` is the recorded ``raw`` with the candidate's
+    ``raw_response`` and the recorded seed merged in, then the turn's own ``attempts`` and
+    ``seed`` read back out of it, as a live turn's would be."""
+    faulted = pc.is_valid(turns["error"])
+    answered = pc.invert(faulted)
+
+    def answer(column: pa.ChunkedArray) -> pa.ChunkedArray:
+        return pc.if_else(faulted, pa.nulls(len(column), column.type), column)
+
+    surface = pc.coalesce(turns["surface"], turns["text"], pa.scalar(""))
+    attempts, raw, seed = _raw_and_turn_keys(turns, answered)
+    return pa.table(
+        {
+            "case_id": turns["case_id"],
+            "sample_index": turns["sample_index"],
+            "turn_index": turns["turn_index"],
+            "recorded_prompt": turns["prompt"],
+            "surface": answer(surface),
+            "grounding_source": answer(turns["grounding_source"]),
+            "surface_tag": answer(turns["surface_tag"]),
+            "epistemic_status": answer(turns["epistemic_status"]),
+            "attempts": attempts,
+            "error": pc.binary_join_element_wise(pa.scalar("RecordedFault: "), turns["error"], ""),
+            "raw": raw,
+            "seed": seed,
+        }
+    )
+
+
+def _raw_and_turn_keys(turns: pa.Table, answered: pa.ChunkedArray) -> tuple[pa.Array, pa.Array, pa.Array]:
+    """Each answered turn's attempts, raw JSON text and seed (a fault: 1, null, null). Only a
+    turn that recorded a ``raw`` or a ``raw_response`` is looked at in Python; a ``raw`` that
+    is not what :func:`said` reads raises ValueError."""
+    seeds = pc.if_else(answered, turns["seed"], pa.nulls(turns.num_rows, pa.int64())).to_pylist()
+    attempts = [1] * turns.num_rows
+    raws: list[str | None] = [None] * turns.num_rows
+    carries = pc.and_(answered, pc.or_(pc.is_valid(turns["raw"]), pc.is_valid(turns["raw_response"])))
+    rows = pc.indices_nonzero(carries.combine_chunks() if isinstance(carries, pa.ChunkedArray) else carries)
+    if len(rows):
+        picked = turns.select(["raw", "raw_response"]).take(rows).to_pylist()
+        for row, recorded in zip(rows.to_pylist(), picked, strict=True):
+            merged = said(recorded["raw"]) if recorded["raw"] else {}
+            if recorded["raw_response"] is not None:
+                merged["raw_response"] = recorded["raw_response"]
+            if seeds[row] is not None:
+                merged["seed"] = seeds[row]
+            attempts[row] = int(merged.pop("attempts", 1))
+            seed = merged.pop("seed", None)
+            seeds[row] = int(seed) if seed is not None else None
+            raws[row] = (
+                json.dumps(merged, sort_keys=True, ensure_ascii=False, default=str) if merged else None
+            )
+    return pa.array(attempts, pa.int64()), pa.array(raws, pa.string()), pa.array(seeds, pa.int64())
+
+
 class ReplaySession:
+    """One case's recorded turns, in order, through the session protocol (a caller that sends
+    turn by turn; :func:`eval_pipeline.drive.drive` asks :meth:`ReplayRuntime.recorded_answers`)."""
+
     def __init__(self, runtime: ReplayRuntime, case_id: str) -> None:
         self._runtime = runtime
         self._case_id = case_id
-        self._sample_index = 0
-        self._next_turn = 0
-
-    def begin_case(self, case_id: str, sample_index: int = 0) -> None:
-        """The next turns are this case's (this sample's), from its turn 0 (a warm session plays several cases)."""
-        self._case_id = case_id
-        self._sample_index = sample_index
         self._next_turn = 0
 
     def send(self, prompt: str) -> TurnResponse:
-        turn_index = self._next_turn
+        request = pa.table(
+            {
+                "case_id": [self._case_id],
+                "sample_index": pa.array([0], pa.int64()),
+                "turn_index": pa.array([self._next_turn], pa.int64()),
+                "prompt": [prompt],
+            }
+        )
         self._next_turn += 1
-        recorded = self._runtime.turns.get((self._case_id, self._sample_index, turn_index))
-        if recorded is None:
-            sample = f" sample {self._sample_index}" if self._sample_index else ""
-            raise RuntimeSpecError(
-                f"{self._runtime.path}: no recorded turn {turn_index} for case {self._case_id!r}{sample}"
-            )
-        if recorded.prompt is not None and recorded.prompt != prompt:
-            raise RuntimeSpecError(
-                f"{self._runtime.path}: case {self._case_id!r} turn {turn_index}: recorded prompt "
-                f"{recorded.prompt!r} differs from the case's prompt {prompt!r}"
-            )
-        if recorded.error is not None:
-            raise RecordedFault(recorded.error)
-        raw: dict[str, Any] = json.loads(recorded.raw) if recorded.raw else {}
-        if recorded.raw_response is not None:
-            raw["raw_response"] = recorded.raw_response
-        if recorded.seed is not None:
-            raw["seed"] = recorded.seed
+        answer = self._runtime.recorded_answers(request).to_pylist()[0]
+        if answer["error"] is not None:
+            raise RecordedFault(answer["error"].removeprefix("RecordedFault: "))
+        raw = json.loads(answer["raw"]) if answer["raw"] else {}
+        if answer["seed"] is not None:
+            raw["seed"] = answer["seed"]
+        if answer["attempts"] != 1:
+            raw["attempts"] = answer["attempts"]
         return TurnResponse(
-            surface=recorded.surface if recorded.surface is not None else recorded.text or "",
-            grounding_source=recorded.grounding_source,
-            surface_tag=recorded.surface_tag,
-            epistemic_status=recorded.epistemic_status,
+            surface=answer["surface"],
+            grounding_source=answer["grounding_source"],
+            surface_tag=answer["surface_tag"],
+            epistemic_status=answer["epistemic_status"],
             raw=raw,
         )
 
@@ -142,13 +223,12 @@ class ReplaySession:
 
 
 class ReplayRuntime:
-    """Recorded turns by (case, sample, turn). ``path`` names where they came from in messages."""
+    """Recorded turns (a :func:`recording_table`). ``path`` names where they came from in messages."""
 
-    def __init__(
-        self, path: Path | str, turns: dict[tuple[str, int, int], Recording], spec: str = ""
-    ) -> None:
+    def __init__(self, path: Path | str, recording: pa.Table, spec: str = "") -> None:
         self.path = path
-        self.turns = turns
+        self.recording = recording
+        self._found = recording.append_column("found", pa.repeat(True, recording.num_rows))
         self._spec = spec or f"replay:{path}"
 
     @property
@@ -158,10 +238,39 @@ class ReplayRuntime:
     @property
     def recorded_samples(self) -> int:
         """How many samples per case the recording holds: a replay plays every one of them."""
-        return 1 + max((sample for _, sample, _ in self.turns), default=0)
+        most = pc.max(self.recording["sample_index"]).as_py()
+        return 1 + (most or 0)
 
     def open_session(self, session_id: str) -> ChatSession:
         return ReplaySession(self, session_id)
+
+    def recorded_answers(self, requests: pa.Table) -> pa.Table:
+        """The recorded answer (columns :data:`ANSWERS`) to each turn of ``requests`` (columns
+        ``case_id``, ``sample_index``, ``turn_index``, ``prompt``), row for row.
+
+        Raises RuntimeSpecError for the first turn, in ``requests`` order, that the file does
+        not hold or that it recorded with another prompt."""
+        position = pa.array(range(requests.num_rows), pa.int64())
+        asked = requests.select([*KEY, "prompt"]).append_column("position", position)
+        # The hash table is built on the right side: the turns asked (a batch), not the recording.
+        joined = self._found.join(asked, keys=KEY, join_type="right outer").sort_by("position")
+        # A recorded prompt (when the file holds one) must be the prompt sent; null compares as no.
+        differs = pc.fill_null(pc.not_equal(joined["recorded_prompt"], joined["prompt"]), False)
+        bad = pc.or_(pc.is_null(joined["found"]), differs)
+        if pc.any(bad).as_py():
+            first = joined.filter(bad).slice(0, 1).to_pylist()[0]
+            raise RuntimeSpecError(self._refusal(first))
+        return joined.select(ANSWERS)
+
+    def _refusal(self, turn: dict[str, Any]) -> str:
+        case, index = turn["case_id"], turn["turn_index"]
+        if turn["found"] is None:
+            sample = f" sample {turn['sample_index']}" if turn["sample_index"] else ""
+            return f"{self.path}: no recorded turn {index} for case {case!r}{sample}"
+        return (
+            f"{self.path}: case {case!r} turn {index}: recorded prompt "
+            f"{turn['recorded_prompt']!r} differs from the case's prompt {turn['prompt']!r}"
+        )
 
     def close(self) -> None:
         pass
@@ -169,39 +278,81 @@ class ReplayRuntime:
 
 def recorded_turns(
     name: str, located: Iterable[tuple[RecordedTurn, int]], problems: list[CaseProblem]
-) -> dict[tuple[str, int, int], Recording]:
-    """Recorded turns by (case, sample, turn); a turn recorded twice, or any problem, is bad input.
+) -> pa.Table:
+    """Validated recorded turns as a :func:`recording_table`; a turn recorded twice, or any
+    problem, is bad input.
 
     ``problems`` is read once ``located`` is spent (a stream adds to it as it goes)."""
-    turns: dict[tuple[str, int, int], Recording] = {}
+    first_line: dict[tuple[str, int, int], int] = {}
+    tables: list[pa.Table] = []
+    rows: list[dict[str, Any]] = []
     for record, line in located:
         key = (record.case_id, record.sample_index, record.turn_index)
-        if key in turns:
+        if first_line.setdefault(key, line) != line:
             sample = f" sample {key[1]}" if key[1] else ""
             problems.append(
                 CaseProblem(
                     name, line, "turn_index", f"turn {key[2]} of case {key[0]!r}{sample} recorded twice"
                 )
             )
-        turns[key] = Recording.of(record)
+        rows.append(record.model_dump())
+        if len(rows) == _ROWS_AT_ONCE:  # a million dicts at once would be a gigabyte
+            tables.append(pa.Table.from_pylist(rows, schema=RECORDED_FIELDS))
+            rows = []
     if problems:
         raise RuntimeSpecError(str(CaseFileError(problems)))
-    return turns
+    tables.append(pa.Table.from_pylist(rows, schema=RECORDED_FIELDS))
+    return recording_table(pa.concat_tables(tables))
+
+
+_ROWS_AT_ONCE = 50_000
+
+
+def flat_recording(path: Path) -> pa.Table | None:
+    """The recording of a JSONL file Arrow can read as the strict reader would (see
+    :mod:`eval_pipeline.cases.flat_jsonl`) and that holds no problem, else None: the strict
+    reader reads it, and says what is wrong."""
+    turns = read_flat_jsonl(path, _FLAT_FIELDS, required=["case_id"], defaults=_DEFAULTS)
+    if turns is None:
+        return None
+    turns = turns.select(RECORDED_FIELDS.names)
+    answered = pc.or_(
+        pc.or_(pc.is_valid(turns["surface"]), pc.is_valid(turns["text"])), pc.is_valid(turns["error"])
+    )
+    if not pc.all(answered).as_py():
+        return None
+    if turns.group_by(KEY).aggregate([]).num_rows != turns.num_rows:  # a turn recorded twice
+        return None
+    try:
+        return recording_table(turns)
+    except ValueError:  # a raw that is not an object's JSON text
+        return None
+
+
+# The columns a flat recording may hold: the recorded turn's, and a transcript's others (a
+# transcript written out as JSONL is a recording; what replay does not read, it ignores).
+_FLAT_FIELDS = pa.schema(
+    [
+        *RECORDED_FIELDS,
+        *(field for field in TRANSCRIPTS if field.name not in RECORDED_FIELDS.names),
+    ]
+)
+_DEFAULTS = {"turn_index": 0, "sample_index": 0}
 
 
 # Replay files loaded lately, by content: `run` checks the file before the run starts, and the
 # run's transcripts stage replays the same file; it is read and validated once.
-_LOADED: Recent[dict[tuple[str, int, int], Recording]] = Recent(2)
+_LOADED: Recent[pa.Table] = Recent(2)
 
 
-def _load_once(path: Path) -> dict[tuple[str, int, int], Recording]:
+def _load_once(path: Path) -> pa.Table:
     if not path.is_file():
         return _load(path)  # says what is wrong with the path
     key = (str(path), file_digest(path))
     return _LOADED.get(key, lambda: _load(path))
 
 
-def _load(path: Path) -> dict[tuple[str, int, int], Recording]:
+def _load(path: Path) -> pa.Table:
     """Every recorded turn of a JSONL or Parquet file; any bad row is bad input naming file:row: field."""
     if not path.is_file():
         raise RuntimeSpecError(
@@ -213,9 +364,16 @@ def _load(path: Path) -> dict[tuple[str, int, int], Recording]:
         if path.suffix == ".parquet":
             located, problems = _parquet_turns(path)
             return recorded_turns(str(path), located, problems)
-        # A recording is never stored as JSON and read back: no round trip to check.
-        stream = CaseStream([path], RecordedTurn, id_field=None, round_trip=False)
-        return recorded_turns(str(path), ((item.case, item.line) for item in stream), stream.problems)
+        flat = flat_recording(path)
+        return flat if flat is not None else strict_recording(path)
+
+
+def strict_recording(path: Path) -> pa.Table:
+    """The recording of a JSONL file read by the strict reader, line by line (every problem
+    is reported at its line)."""
+    # A recording is never stored as JSON and read back: no round trip to check.
+    stream = CaseStream([path], RecordedTurn, id_field=None, round_trip=False)
+    return recorded_turns(str(path), ((item.case, item.line) for item in stream), stream.problems)
 
 
 def rows_to_turns(
