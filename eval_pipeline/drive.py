@@ -12,6 +12,10 @@ whatever the completion order, so a concurrent run's table equals a serial run's
 With ``repeat`` N every session is played N times, each sample in a fresh session; with a
 run ``seed``, sample i of a session is sent with the seed derived from (run seed, case or
 session, i) to a runtime that takes one (``accepts_seed``), and the seed is recorded per turn.
+
+A recording (``replay:``, ``history:``) is not sent anything: it answers every turn at once
+(its ``recorded_answers``), the turns joined to what was recorded for them, and since no call
+is made no latency is measured (``latency_ms`` is null).
 """
 
 from __future__ import annotations

@@ -12,7 +12,15 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from eval_pipeline.runtimes.adapters.replay import RecordedTurn, flat_recording, strict_recording
+from eval_pipeline.runtimes.adapters.replay import (
+    RECORDED_FIELDS,
+    RecordedTurn,
+    flat_recording,
+    recorded_turns,
+    rows_to_turns,
+    strict_recording,
+    typed_recording,
+)
 from eval_pipeline.runtimes.base import RuntimeSpecError
 from eval_pipeline_tests.fuzz import mutations
 
@@ -153,3 +161,39 @@ def test_a_transcript_written_as_jsonl_is_read_flat(tmp_path: Path) -> None:
     path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
     flat = assert_agree(path)
     assert flat is not None and flat.num_rows == 8
+
+
+def strict_rows(table: pa.Table) -> pa.Table:
+    """What a Parquet file of ``table`` reads as, row by row (a null is given, not missing)."""
+    return recorded_turns("t", *rows_to_turns("t", table.to_pylist()))
+
+
+def test_a_typed_table_is_taken_as_it_is_and_equals_its_rows_validated_one_by_one() -> None:
+    rows = [{"turn_index": 0, **turn(i)} for i in range(30)]
+    held = pa.schema([field for field in RECORDED_FIELDS if any(field.name in row for row in rows)])
+    table = pa.Table.from_pylist(rows, schema=held)
+    assert {"raw", "seed", "error"} <= set(held.names)
+    typed = typed_recording(table)
+    assert typed is not None and typed.equals(strict_rows(table))
+    # without a turn_index column every turn is turn 0, as a row without the key is
+    single = pa.table({"case_id": ["a", "b"], "text": ["x.", "y."]})
+    assert typed_recording(single).equals(strict_rows(single))  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    "columns",
+    [
+        {"case_id": ["a"], "turn_index": pa.array([0.0]), "surface": ["x"]},  # a float is no turn index
+        {"case_id": ["a"], "turn_index": pa.array([None], pa.int64()), "surface": ["x"]},
+        {"case_id": pa.array([None], pa.string()), "surface": ["x"]},
+        {"case_id": ["a"], "surface": pa.array([1])},
+        {"case_id": ["a"], "surface": ["x"], "raw": ["not json"]},
+        {"case_id": ["a", "a"], "surface": ["x", "y"]},  # recorded twice
+        {"surface": ["x"]},
+    ],
+)
+def test_a_table_that_is_not_typed_as_recorded_turns_is_validated_row_by_row(columns: dict[str, Any]) -> None:
+    table = pa.table(columns)
+    assert typed_recording(table) is None
+    with pytest.raises(RuntimeSpecError, match=r"\n  t:[12]: "):
+        strict_rows(table)

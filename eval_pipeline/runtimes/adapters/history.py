@@ -12,11 +12,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import pandas as pd
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict
 
-from eval_pipeline.runtimes.adapters.replay import RecordedTurn, ReplayRuntime, recorded_turns, rows_to_turns
+from eval_pipeline.runtimes.adapters.replay import (
+    RecordedTurn,
+    ReplayRuntime,
+    recorded_turns,
+    rows_to_turns,
+    typed_recording,
+)
 from eval_pipeline.runtimes.base import RuntimeSpecError
 from eval_pipeline.runtimes.options import validate_options
 from eval_pipeline.runtimes.registry import register_runtime
@@ -53,20 +58,21 @@ def read_recorded_run(root: str, run_id_or_prefix: str) -> RecordedRun:
     runs = con.execute(
         "SELECT lane, split, runtime, case_set FROM runs WHERE run_id = ?", [run_id]
     ).fetchall()
-    rows = con.execute("SELECT * FROM transcripts WHERE run_id = ?", [run_id]).df().to_dict("records")
-    if not rows:
+    kept = con.sql("SELECT * FROM transcripts WHERE run_id = ?", params=[run_id]).to_arrow_table()
+    if not kept.num_rows:
         raise RuntimeSpecError(
             f"history:{run_id_or_prefix}: run {run_id} kept no transcripts (the history resource's "
             "keep_transcripts was off), so it cannot be re-scored"
         )
-    recorded = [
-        {k: _plain(v) for k, v in row.items() if k in RECORDED_FIELDS and not _missing(v)} for row in rows
-    ]
     name = f"history run {run_id}"
-    located, problems = rows_to_turns(name, recorded)
+    recording = typed_recording(kept)
+    if recording is None:  # rows validated one by one: each problem named at its row
+        rows = kept.to_pylist()
+        recorded = [{k: v for k, v in row.items() if k in RECORDED_FIELDS and v is not None} for row in rows]
+        recording = recorded_turns(name, *rows_to_turns(name, recorded))
     lane, split, runtime, case_set = runs[0]
     series = {"lane": lane, "split": split, "runtime": runtime, "case_set": case_set}
-    return RecordedRun(run_id, series, recorded_turns(name, located, problems))
+    return RecordedRun(run_id, series, recording)
 
 
 @register_runtime("history")
@@ -79,12 +85,3 @@ def history_runtime(argument: str, options: Mapping[str, Any]) -> RecordedRun:
     from eval_pipeline.settings import history_root
 
     return read_recorded_run(config.root or history_root(), argument.strip())
-
-
-def _missing(value: Any) -> bool:
-    return value is None or (not isinstance(value, str | bytes) and bool(pd.isna(value)))
-
-
-def _plain(value: Any) -> Any:
-    """A DataFrame cell as the plain Python value a strict model reads (numpy ints become int)."""
-    return value.item() if hasattr(value, "item") else value

@@ -313,9 +313,39 @@ def flat_recording(path: Path) -> pa.Table | None:
     :mod:`eval_pipeline.cases.flat_jsonl`) and that holds no problem, else None: the strict
     reader reads it, and says what is wrong."""
     turns = read_flat_jsonl(path, _FLAT_FIELDS, required=["case_id"], defaults=_DEFAULTS)
-    if turns is None:
-        return None
-    turns = turns.select(RECORDED_FIELDS.names)
+    return _recording_if_sound(turns.select(RECORDED_FIELDS.names)) if turns is not None else None
+
+
+def typed_recording(table: pa.Table) -> pa.Table | None:
+    """The recording of a table (a Parquet file's, a history query's) whose columns hold what a
+    recorded turn's fields take (text as text, whole numbers as integers, no null where the field
+    takes none) and that holds no problem, else None: its rows are validated one by one, and
+    each problem reported at its row."""
+    columns: dict[str, pa.ChunkedArray | pa.Array] = {}
+    for field in RECORDED_FIELDS:
+        if field.name not in table.column_names:
+            if field.name == "case_id":
+                return None
+            absent = pa.scalar(_DEFAULTS.get(field.name), field.type)
+            columns[field.name] = pa.repeat(absent, table.num_rows)
+            continue
+        column = table[field.name]
+        texts = pa.types.is_string(column.type) or pa.types.is_large_string(column.type)
+        fits = texts if pa.types.is_string(field.type) else pa.types.is_integer(column.type)
+        if not (fits or pa.types.is_null(column.type)):
+            return None
+        if column.null_count and (field.name == "case_id" or field.name in _DEFAULTS):
+            return None
+        try:
+            columns[field.name] = column.cast(field.type)
+        except pa.ArrowInvalid:  # a whole number too big for the column
+            return None
+    return _recording_if_sound(pa.table(columns, schema=RECORDED_FIELDS))
+
+
+def _recording_if_sound(turns: pa.Table) -> pa.Table | None:
+    """The :func:`recording_table` of typed recorded turns, or None when one of them has no
+    answer, is recorded twice or carries a ``raw`` that :func:`said` refuses."""
     answered = pc.or_(
         pc.or_(pc.is_valid(turns["surface"]), pc.is_valid(turns["text"])), pc.is_valid(turns["error"])
     )
@@ -362,8 +392,7 @@ def _load(path: Path) -> pa.Table:
     # collector would walk them all again and again while they are read (about a tenth of the load).
     with collector_paused():
         if path.suffix == ".parquet":
-            located, problems = _parquet_turns(path)
-            return recorded_turns(str(path), located, problems)
+            return _parquet_recording(path)
         flat = flat_recording(path)
         return flat if flat is not None else strict_recording(path)
 
@@ -390,16 +419,23 @@ def rows_to_turns(
     return located, problems
 
 
-def _parquet_turns(path: Path) -> tuple[list[tuple[RecordedTurn, int]], list[CaseProblem]]:
-    """Rows of a Parquet file (row n is reported as line n), validated like JSONL records."""
+def _parquet_recording(path: Path) -> pa.Table:
+    """The recording of a Parquet file: its columns as they are when they hold what recorded
+    turns take (:func:`typed_recording`), else its rows validated like JSONL records (row n is
+    reported as line n)."""
     name = str(path)
     try:
-        rows = pq.read_table(path).to_pylist()
+        table = pq.read_table(path)
     except (pa.ArrowException, OSError, ValueError) as exc:
-        return [], [CaseProblem(name, 0, "(file)", f"not a readable Parquet file: {exc}")]
-    if not rows:
-        return [], [CaseProblem(name, 0, "(file)", "file holds no rows")]
-    return rows_to_turns(name, rows)
+        return recorded_turns(
+            name, [], [CaseProblem(name, 0, "(file)", f"not a readable Parquet file: {exc}")]
+        )
+    if not table.num_rows:
+        return recorded_turns(name, [], [CaseProblem(name, 0, "(file)", "file holds no rows")])
+    typed = typed_recording(table)
+    if typed is not None:
+        return typed
+    return recorded_turns(name, *rows_to_turns(name, table.to_pylist()))
 
 
 @register_runtime("replay")
