@@ -90,35 +90,62 @@ def _block_table(
     if any(word in block for word in _NOT_JSON_NUMBERS):
         return None
     block.decode("utf-8")  # Arrow does not check: raises on bytes that are not UTF-8
-    lines: list[bytes] = []  # the lines that hold something, without their JSON whitespace
-    for line in block.split(b"\n"):
-        held = line.strip(_BLANK)
-        if held:
-            if held[0] != 0x7B or held[-1] != 0x7D:  # { … }
-                return None
-            lines.append(held)
+    lines = _record_lines(block)
+    if lines is None:
+        return None
     if not lines:
         return options.explicit_schema.empty_table()
     table = pa_json.read_json(pa.py_buffer(block), parse_options=options)
-    if table.num_rows != len(lines):
-        return None
-    if any(table[name].null_count for name in required):
+    if table.num_rows != len(lines) or any(table[name].null_count for name in required):
         return None
     for name, default in defaults.items():
         column = table[name]
         if column.null_count:
-            nulls = pc.indices_nonzero(pc.is_null(column.combine_chunks())).to_pylist()
-            if any(_names(lines[row], name) for row in nulls):
+            if _gives_null(block, lines, column, name):
                 return None
             filled = pc.fill_null(column, pa.scalar(default, column.type))
             table = table.set_column(table.schema.get_field_index(name), name, filled)
     return table
 
 
-def _names(line: bytes, key: str) -> bool:
-    """Whether the record on ``line`` gives ``key`` (a null), or might: only a line that spells
-    the key, or holds a ``\\u`` escape that could, is parsed to tell."""
-    if f'"{key}"'.encode() not in line and b"\\u" not in line:
+def _record_lines(block: bytes) -> list[bytes] | None:
+    """The lines of ``block`` that hold something, without their JSON whitespace, when each is
+    one ``{…}``; None when one is not."""
+    lines = block.split(b"\n")
+    if not lines[-1]:
+        lines.pop()  # the block ends with a line's end
+    # The common file, told at C speed: no blank line, no whitespace around a record (a \n
+    # cannot occur inside a JSON string, so each "}\n" and "\n{" is a record's end and start).
+    if (
+        block[:1] == b"{"
+        and lines[-1][-1:] == b"}"
+        and block.count(b"\n{") == len(lines) - 1
+        and block.count(b"}\n") == block.count(b"\n")
+    ):
+        return lines
+    held: list[bytes] = []
+    for line in lines:
+        line = line.strip(_BLANK)
+        if line:
+            if line[0] != 0x7B or line[-1] != 0x7D:  # { … }
+                return None
+            held.append(line)
+    return held
+
+
+def _gives_null(block: bytes, lines: list[bytes], column: pa.ChunkedArray, key: str) -> bool:
+    """Whether a record of ``lines`` whose ``column`` is null gives ``key`` (as null), or might:
+    only a line that spells the key, or holds a ``\\u`` escape that could, is parsed to tell."""
+    spelt = f'"{key}"'
+    if spelt.encode() not in block and _ESCAPE not in block:
         return False
-    record = parse_json_line(line)
-    return not isinstance(record, dict) or key in record
+    held = pa.array(lines, pa.binary())
+    may_name = pc.or_(pc.match_substring(held, spelt), pc.match_substring(held, _ESCAPE.decode()))
+    for row in pc.indices_nonzero(pc.and_(pc.is_null(column.combine_chunks()), may_name)).to_pylist():
+        record = parse_json_line(lines[row])
+        if not isinstance(record, dict) or key in record:
+            return True
+    return False
+
+
+_ESCAPE = b"\\u"  # a \uXXXX escape may spell any character of a key
