@@ -23,7 +23,14 @@ from eval_pipeline.predicates.base import (
 )
 from eval_pipeline.predicates.columns import TurnColumns, VerdictColumns, once_per_key, vectorised
 from eval_pipeline.predicates.explain import excerpt
-from eval_pipeline.predicates.surface import finite_verb_tokens, finite_verbs_shown, holds_dotted_path, words
+from eval_pipeline.predicates.surface import (
+    WordKinds,
+    finite_verb_tokens,
+    finite_verbs_shown,
+    holds_dotted_path,
+    prose_words,
+    words,
+)
 
 GROUNDED_SOURCES: frozenset[str] = frozenset({"pack", "teaching", "vault", "oov", "partial"})
 # Sources after which a turn on the same prompt-subject must not fall back to `none`.
@@ -122,13 +129,17 @@ def length_adequate_columns(turns: TurnColumns) -> VerdictColumns:
 @vectorised("not_walk_fragment")
 def not_walk_fragment_columns(turns: TurnColumns) -> VerdictColumns:
     """Each distinct word classified once per batch, as finite_predicate_shape's form does; the
-    word count and the verbs shown decide a passing verdict (a fragment's evidence quotes it)."""
-    kinds: dict[str, int] = {}
+    word count and the verbs shown decide a passing verdict (a fragment's evidence quotes it).
+    A surface without a dotted path reads its verbs from the words it counts."""
+    kinds = WordKinds()
     keys: list[Hashable] = []
-    for index, (surface, dotted) in enumerate(zip(turns.surface, holds_dotted_path(turns), strict=True)):
-        count = len(words(surface))
-        verbs = finite_verbs_shown(surface, dotted, kinds) if count >= MIN_ALPHA_TOKENS else ()
-        keys.append((count, verbs) if verbs else -index - 1)
+    for index, (surface, dotted) in enumerate(
+        zip(turns.surface, holds_dotted_path(turns).tolist(), strict=True)
+    ):
+        counted = words(surface)
+        prose = prose_words(surface, dotted) if dotted else counted
+        verbs = finite_verbs_shown(prose, kinds) if len(counted) >= MIN_ALPHA_TOKENS else ()
+        keys.append((len(counted), verbs) if verbs else -index - 1)
     return once_per_key("not_walk_fragment", turns, keys)
 
 
