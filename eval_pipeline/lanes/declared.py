@@ -381,6 +381,7 @@ class RecordedTurns:
         self.roles: list[str] = column_values(transcripts, "role")
         self._columns: dict[str, list[Any]] = {}
         self._views: dict[int, TurnView] = {}
+        self._every_view: list[TurnView] | None = None
         self._rows_of_case: dict[str, dict[int, int]] | None = None
         self._items: dict[str, list[Any]] | None = None
         self._threads: dict[str, list[TurnView]] = {}
@@ -419,11 +420,33 @@ class RecordedTurns:
         return self._items[case_id]
 
     def view(self, row: int) -> TurnView:
+        if self._every_view is not None:
+            return self._every_view[row]
         view = self._views.get(row)
         if view is None:
             fields = {name: self.values(name)[row] for name in TURN_VIEW_COLUMNS}
             view = self._views[row] = TurnView.from_values(**fields)
         return view
+
+    def _view_every_row(self) -> None:
+        """Build every row's view at once (a thread reads all its turns, and cases are read
+        together), walking the columns side by side."""
+        if self._every_view is None:
+            columns = (
+                self.values(name)
+                for name in ("surface", "grounding_source", "surface_tag", "error", "prompt", "raw")
+            )
+            self._every_view = [
+                TurnView.from_values(
+                    surface=surface,
+                    grounding_source=source,
+                    surface_tag=tag,
+                    error=error,
+                    prompt=prompt,
+                    raw=raw,
+                )
+                for surface, source, tag, error, prompt, raw in zip(*columns, strict=True)
+            ]
 
     def thread(self, case_id: str) -> list[TurnView]:
         """Every declared turn of the case as recorded (a missing one is a faulted stand-in);
@@ -432,6 +455,7 @@ class RecordedTurns:
         if found is not None:
             return found
         if self._rows_of_case is None:
+            self._view_every_row()
             self._rows_of_case = {}
             for row, (case_id_of_row, index) in enumerate(zip(self.case_ids, self.turn_indexes, strict=True)):
                 self._rows_of_case.setdefault(case_id_of_row, {})[index] = row

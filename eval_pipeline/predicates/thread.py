@@ -254,11 +254,13 @@ def case_no_topic_drift_to_none(case: Any, turns: Sequence[TurnView]) -> Verdict
 def annotations_point_backwards(turns: list[Any]) -> list[Any]:
     """Anchors name an earlier subject; replays point at an earlier, original turn on the same subject."""
     problems: list[str] = []
+    earlier: set[Any] = set()  # the subject lemmas of the turns before this one
     for index, turn in enumerate(turns):
-        earlier = turns[:index]
+        if index:
+            earlier.add(turns[index - 1].subject_lemma)
         anchor = turn.anaphora_anchor_to
         if anchor is not None:
-            if anchor not in {t.subject_lemma for t in earlier}:
+            if anchor not in earlier:
                 problems.append(
                     f"turns[{index}].anaphora_anchor_to: {anchor!r} is not the subject_lemma of an earlier turn"
                 )
