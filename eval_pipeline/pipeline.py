@@ -34,6 +34,7 @@ from eval_pipeline.stage_files import StageFile, StageWriter, aligned_batches, b
 from eval_pipeline.tables import (
     CASE_PREDICATES,
     METRICS,
+    RUN_COLUMN_NAMES,
     TRANSCRIPTS,
     TURN_PREDICATES,
     column_values,
@@ -373,11 +374,18 @@ def _score_batches(
     folder: str | Path | None,
 ) -> StageFile:
     """A stage file of ``score(case models, the other inputs' rows)`` for each case batch of
-    ``inputs`` (the cases first)."""
+    ``inputs`` (the cases first). Of each input only what a stage function is given is read:
+    the cases' ids and JSON, the other tables' lane columns (as :func:`evaluate_lane` has them)."""
+    columns = [["case_id", "case_json"], *(_lane_columns_of(table) for table in inputs[1:])]
     with StageWriter(schema, folder) as writer:
-        for case_rows, *tables in each_without_collector(aligned_batches(*inputs)):
+        for case_rows, *tables in each_without_collector(aligned_batches(*inputs, columns=columns)):
             writer.write(score(cases_from_frame(kind, case_rows), tables), **(run_columns or {}))
         return writer.finish()
+
+
+def _lane_columns_of(table: StageFile) -> list[str]:
+    """The columns of a stage file but the run columns (which a stage writes, never reads)."""
+    return [name for name in table.schema.names if name not in RUN_COLUMN_NAMES]
 
 
 def measure(
