@@ -432,20 +432,10 @@ class RecordedTurns:
         """Build every row's view at once (a thread reads all its turns, and cases are read
         together), walking the columns side by side."""
         if self._every_view is None:
-            columns = (
-                self.values(name)
-                for name in ("surface", "grounding_source", "surface_tag", "error", "prompt", "raw")
-            )
+            columns = zip(*(self.values(name) for name in TURN_VIEW_COLUMNS), strict=True)
             self._every_view = [
-                TurnView.from_values(
-                    surface=surface,
-                    grounding_source=source,
-                    surface_tag=tag,
-                    error=error,
-                    prompt=prompt,
-                    raw=raw,
-                )
-                for surface, source, tag, error, prompt, raw in zip(*columns, strict=True)
+                TurnView.from_values(**dict(zip(TURN_VIEW_COLUMNS, values, strict=True)))
+                for values in columns
             ]
 
     def thread(self, case_id: str) -> list[TurnView]:
