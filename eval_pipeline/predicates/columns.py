@@ -26,6 +26,19 @@ from eval_pipeline.predicates.rows import evidence_json
 from eval_pipeline.registry import Registry
 
 Flags = np.ndarray[Any, np.dtype[np.bool_]]  # one per turn
+Numbers = np.ndarray[Any, np.dtype[np.int64]]
+
+
+def flags(column: pa.Array) -> Flags:
+    """A boolean Arrow column without nulls as a NumPy array."""
+    found: Flags = np.asarray(column.to_numpy(zero_copy_only=False), dtype=bool)
+    return found
+
+
+def numbers(column: pa.Array) -> Numbers:
+    """An integer Arrow column without nulls as a NumPy array of int64."""
+    found: Numbers = np.asarray(column.to_numpy(zero_copy_only=False), dtype=np.int64)
+    return found
 
 
 @dataclass(frozen=True)

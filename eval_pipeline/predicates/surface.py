@@ -17,6 +17,7 @@ from eval_pipeline.predicates.columns import (
     Flags,
     TurnColumns,
     VerdictColumns,
+    flags,
     once_per_key,
     screened,
     vectorised,
@@ -193,20 +194,14 @@ def _none_of(surfaces: pa.Array, needles: Sequence[str]) -> Flags:
     found = pc.match_substring(surfaces, needles[0])
     for needle in needles[1:]:
         found = pc.or_(found, pc.match_substring(surfaces, needle))
-    return _flags(pc.invert(found))
+    return flags(pc.invert(found))
 
 
 def _any_end(surfaces: pa.Array, endings: Sequence[str]) -> Flags:
     ends = pc.ends_with(surfaces, endings[0])
     for ending in endings[1:]:
         ends = pc.or_(ends, pc.ends_with(surfaces, ending))
-    return _flags(ends)
-
-
-def _flags(column: pa.Array) -> Flags:
-    """A boolean Arrow column (no nulls: every surface is text) as a NumPy array."""
-    flags: Flags = np.asarray(column.to_numpy(zero_copy_only=False), dtype=bool)
-    return flags
+    return flags(ends)
 
 
 @vectorised("no_placeholder")
@@ -233,7 +228,7 @@ def no_provenance_only_columns(turns: TurnColumns) -> VerdictColumns:
 @vectorised("no_dotted_inventory")
 def no_dotted_inventory_columns(turns: TurnColumns) -> VerdictColumns:
     """An inventory joins three paths with two ``;``: a surface with fewer passes."""
-    certain = _flags(pc.less(pc.count_substring(turns.surfaces, ";"), 2))
+    certain = flags(pc.less(pc.count_substring(turns.surfaces, ";"), 2))
     return screened("no_dotted_inventory", turns, certain, Verdict.ok())
 
 
@@ -242,7 +237,7 @@ def surface_provenance_match_columns(turns: TurnColumns) -> VerdictColumns:
     """The text's claim found where a surface says ``-grounded`` in any case (one regex search
     each); the verdict and its evidence once per distinct (source, tag, claim): a run has few
     of those."""
-    phrased = _flags(pc.match_substring(turns.surfaces, "-grounded", ignore_case=True))
+    phrased = flags(pc.match_substring(turns.surfaces, "-grounded", ignore_case=True))
     claims: list[str | None] = [None] * len(turns)  # no such phrase, no claim
     for index in np.flatnonzero(phrased).tolist():
         claims[index] = _text_claim(turns.surface[index])
@@ -250,13 +245,18 @@ def surface_provenance_match_columns(turns: TurnColumns) -> VerdictColumns:
     return once_per_key("surface_provenance_match", turns, keys)
 
 
-_MAX_VERBS_SHOWN = 5  # finite_predicate_shape's evidence lists the first five
+MAX_VERBS_SHOWN = 5  # finite_predicate_shape's evidence lists the first five
 
 
 def holds_dotted_path(turns: TurnColumns) -> Flags:
     """Whether each surface holds a dotted path (one Arrow regex pass): only those need one
     blanked out before their words are read as prose."""
-    return _flags(pc.match_substring_regex(turns.surfaces, _DOTTED_PATH))
+    return flags(pc.match_substring_regex(turns.surfaces, _DOTTED_PATH))
+
+
+def blank_dotted_paths(surfaces: pa.Array) -> pa.Array:
+    """Each surface with its dotted paths blanked out, as :func:`prose_words` reads it (one Arrow pass)."""
+    return pc.replace_substring_regex(surfaces, _DOTTED_PATH, " ")
 
 
 def prose_words(surface: str, dotted: bool) -> list[str]:
@@ -281,20 +281,10 @@ def finite_verbs_shown(prose: Sequence[str], kinds: WordKinds) -> tuple[str, ...
         return ()
     first = [prose[0]] if kinds[prose[0]] == _FINITE else []
     later = [token for token in prose[1:] if kinds[token] != _NOT_FINITE]
-    return tuple(first + later[: _MAX_VERBS_SHOWN - len(first)])
+    return tuple(first + later[: MAX_VERBS_SHOWN - len(first)])
 
 
-@vectorised("finite_predicate_shape")
-def finite_predicate_shape_columns(turns: TurnColumns) -> VerdictColumns:
-    """The answers of a batch share their words: each distinct word is classified once, and a
-    surface's verbs are then found by lookup (only a surface with a dotted path has it blanked
-    out first). The verbs shown determine a passing verdict: it is made once per distinct
-    verbs; a surface without a verb has its own (its evidence quotes it)."""
-    kinds = WordKinds()
-    keys = (
-        finite_verbs_shown(prose_words(surface, dotted), kinds) or -index - 1
-        for index, (surface, dotted) in enumerate(
-            zip(turns.surface, holds_dotted_path(turns).tolist(), strict=True)
-        )
-    )
-    return once_per_key("finite_predicate_shape", turns, keys)
+def counts_as_verb(token: str, kinds: WordKinds) -> tuple[bool, bool]:
+    """Whether a word counts toward a finite predicate as a surface's first word, and after it."""
+    kind = kinds[token]
+    return kind == _FINITE, kind != _NOT_FINITE

@@ -9,7 +9,7 @@ recorded in evals/conversational_thread_coherence/contract.md.
 from __future__ import annotations
 
 import re
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,11 +24,7 @@ from eval_pipeline.predicates.base import (
 from eval_pipeline.predicates.columns import TurnColumns, VerdictColumns, once_per_key, vectorised
 from eval_pipeline.predicates.explain import excerpt
 from eval_pipeline.predicates.surface import (
-    WordKinds,
     finite_verb_tokens,
-    finite_verbs_shown,
-    holds_dotted_path,
-    prose_words,
     words,
 )
 
@@ -106,10 +102,8 @@ def length_adequate(turn: TurnView) -> Verdict:
     )
 
 
-# --- the same three over a batch of answered turns (the scalar forms above are the reference) ---
-
-
-# --- the same three over a batch of answered turns (the scalar forms above are the reference) ---
+# --- two of them over a batch of answered turns (the scalar forms above are the reference;
+# not_walk_fragment's is in word_columns, with finite_predicate_shape's) ---
 
 
 @vectorised("is_grounded")
@@ -124,23 +118,6 @@ def length_adequate_columns(turns: TurnColumns) -> VerdictColumns:
     lengths = [len(surface.strip()) for surface in turns.surface]
     keys = [length if length >= MIN_SURFACE_CHARS else -index - 1 for index, length in enumerate(lengths)]
     return once_per_key("length_adequate", turns, keys)
-
-
-@vectorised("not_walk_fragment")
-def not_walk_fragment_columns(turns: TurnColumns) -> VerdictColumns:
-    """Each distinct word classified once per batch, as finite_predicate_shape's form does; the
-    word count and the verbs shown decide a passing verdict (a fragment's evidence quotes it).
-    A surface without a dotted path reads its verbs from the words it counts."""
-    kinds = WordKinds()
-    keys: list[Hashable] = []
-    for index, (surface, dotted) in enumerate(
-        zip(turns.surface, holds_dotted_path(turns).tolist(), strict=True)
-    ):
-        counted = words(surface)
-        prose = prose_words(surface, dotted) if dotted else counted
-        verbs = finite_verbs_shown(prose, kinds) if len(counted) >= MIN_ALPHA_TOKENS else ()
-        keys.append((len(counted), verbs) if verbs else -index - 1)
-    return once_per_key("not_walk_fragment", turns, keys)
 
 
 @dataclass(frozen=True)
