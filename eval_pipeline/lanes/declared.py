@@ -125,6 +125,15 @@ class DeclaredLane:
             counts.append(len(sources))
         return counts
 
+    def _turn_counts(self, cases: Sequence[Any]) -> list[int]:
+        """How many turns each case's thread sends (as :meth:`_sources` lists them), from the
+        case fields the turn sources name (a batch's stored JSON: no case model is built)."""
+        columns = [field_values(cases, source.from_) for source in self.declaration.threads.turns]
+        return [
+            sum(len(value) if isinstance(value, list) else 1 for value in values)
+            for values in zip(*columns, strict=True)
+        ]
+
     def case_items(self, cases: Sequence[Any]) -> list[list[Any]]:
         """The case item each declared turn of each case is sent from, in turn order (a
         batch's stored JSON: no case model is built for them)."""
@@ -344,7 +353,7 @@ class DeclaredLane:
             if metric.count == "cases":
                 values[name] = count(name, len(cases))
             elif metric.count == "turns":
-                values[name] = count(name, sum(len(self.turn_sources(case)) for case in cases))
+                values[name] = count(name, sum(self._turn_counts(cases)))
             elif metric.all_of is not None:
                 parts = [values[part] for part in metric.all_of]
                 values[name] = all_hold(name, parts, [thresholds[part] for part in metric.all_of])
