@@ -190,10 +190,9 @@ def provenance_verdict(
 
 
 def _none_of(surfaces: pa.Array, needles: Sequence[str]) -> Flags:
-    """Per surface: contains none of ``needles`` (plain substrings, as ``in`` finds them)."""
-    found = pc.match_substring(surfaces, needles[0])
-    for needle in needles[1:]:
-        found = pc.or_(found, pc.match_substring(surfaces, needle))
+    """Per surface: contains none of ``needles`` (plain substrings, as ``in`` finds them), in one
+    regex pass over the surfaces (faster than a substring search per needle)."""
+    found = pc.match_substring_regex(surfaces, "|".join(re.escape(needle) for needle in needles))
     return flags(pc.invert(found))
 
 
