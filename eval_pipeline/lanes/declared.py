@@ -413,20 +413,29 @@ class RecordedTurns:
         """A text column of the transcripts as one Arrow array."""
         return arrow_column(self._transcripts, name, TEXT)
 
-    def item(self, row: int) -> Any:
-        """The case item (e.g. a thread turn's annotations) the turn at ``row`` was sent from."""
-        return self._items_of(self.case_ids[row])[self.turn_indexes[row]]
-
     def item_is_false(self, field: str, rows: Positions) -> Flags:
-        """Whether the case item of each turn at ``rows`` holds ``field`` false."""
-        return np.array([_item_field(self.item(row), field) is False for row in rows.tolist()], dtype=bool)
+        """Whether the case item of each turn at ``rows`` holds ``field`` false (each case's
+        items are read once, then each turn looks its own up)."""
+        items = self._case_items()
+        false = {
+            case_id: [_item_field(item, field) is False for item in of_case]
+            for case_id, of_case in items.items()
+        }
+        ids, indexes = self.case_ids, self.turn_indexes
+        return np.fromiter(
+            (false[ids[row]][indexes[row]] for row in rows.tolist()), dtype=bool, count=len(rows)
+        )
 
     def _items_of(self, case_id: str) -> list[Any]:
-        """The case item each declared turn of the case is sent from, in turn order (read from
-        a batch's stored JSON, for every case at once: no case model is built for them)."""
+        """The case item each declared turn of the case is sent from, in turn order."""
+        return self._case_items()[case_id]
+
+    def _case_items(self) -> dict[str, list[Any]]:
+        """Every case's items (read from a batch's stored JSON, for every case at once: no case
+        model is built for them)."""
         if self._items is None:
             self._items = dict(zip(case_ids(self._cases), self.lane.case_items(self._cases), strict=True))
-        return self._items[case_id]
+        return self._items
 
     def view(self, row: int) -> TurnView:
         if self._every_view is not None:
