@@ -110,8 +110,12 @@ class DeclaredLane:
     def _sources_of(self, cases: Sequence[Any]) -> Iterator[list[tuple[str, Any, Any]]]:
         """(role, prompt, item) of each turn of each case, read from the case fields the turn
         sources name (a batch's stored JSON: no case model is built to read them)."""
-        columns = [field_values(cases, source.from_) for source in self.declaration.threads.turns]
+        columns = self._source_values(cases)
         return (self._sources([column[position] for column in columns]) for position in range(len(cases)))
+
+    def _source_values(self, cases: Sequence[Any]) -> list[list[Any]]:
+        """Each turn source's case field, of every case (a batch's from its stored JSON)."""
+        return [field_values(cases, source.from_) for source in self.declaration.threads.turns]
 
     def turns_sent(self, cases: Sequence[Any], spec: LaneSpec, split: str) -> list[int]:
         """Each case's turns counted from its sources; only a prompt that is not text is built
@@ -128,10 +132,9 @@ class DeclaredLane:
     def _turn_counts(self, cases: Sequence[Any]) -> list[int]:
         """How many turns each case's thread sends (as :meth:`_sources` lists them), from the
         case fields the turn sources name (a batch's stored JSON: no case model is built)."""
-        columns = [field_values(cases, source.from_) for source in self.declaration.threads.turns]
         return [
             sum(len(value) if isinstance(value, list) else 1 for value in values)
-            for values in zip(*columns, strict=True)
+            for values in zip(*self._source_values(cases), strict=True)
         ]
 
     def case_items(self, cases: Sequence[Any]) -> list[list[Any]]:

@@ -131,7 +131,7 @@ def once_per_key(name: str, turns: TurnColumns, keys: Iterable[Hashable]) -> Ver
     )
 
 
-def _spread(values: Sequence[Any], at: np.ndarray[Any, np.dtype[np.int64]]) -> list[Any]:
+def _spread(values: Sequence[Any], at: Numbers) -> list[Any]:
     """``values[at[i]]`` for every i, as a plain list."""
     array = np.empty(len(values), dtype=object)
     array[:] = values
