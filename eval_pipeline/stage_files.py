@@ -147,7 +147,7 @@ class StageWriter:
     def write(self, rows: pd.DataFrame, **constants: Any) -> None:
         """Write one batch as one row group (an empty batch too: batches stay aligned);
         ``constants`` fill whole columns (the run columns)."""
-        self.write_table(to_arrow(self.schema, rows.assign(**constants) if constants else rows))
+        self.write_table(to_arrow(self.schema, rows, **constants))
 
     def write_table(self, table: pa.Table) -> None:
         """Write one batch, already a table of the stage's schema, as one row group."""
