@@ -34,6 +34,7 @@ from eval_pipeline.stage_files import StageFile, StageWriter, aligned_batches, b
 from eval_pipeline.tables import (
     CASE_PREDICATES,
     METRICS,
+    RUN_COLUMN_NAMES,
     TRANSCRIPTS,
     TURN_PREDICATES,
     column_values,
@@ -58,6 +59,16 @@ def cases_sha256(paths: Sequence[Path]) -> str:
 def cases_from_frame(kind: LaneKind, cases: pd.DataFrame) -> CaseBatch:
     """The case models a cases table holds (already validated upstream), hydrated when first read."""
     return CaseBatch(kind.case_model, column_values(cases, "case_id"), column_values(cases, "case_json"))
+
+
+def cases_of_batch(kind: LaneKind, cases: StageFile, index: int, case_ids: pd.DataFrame) -> CaseBatch:
+    """The cases of batch ``index`` of a cases stage file, given their ids (``case_ids``):
+    their JSON is read from the file only when a stage first reads a field or a model."""
+    return CaseBatch(
+        kind.case_model,
+        column_values(case_ids, "case_id"),
+        lambda: column_values(cases.batch(index, ["case_json"]), "case_json"),
+    )
 
 
 def lane_threads(spec: LaneSpec, split: str, cases: Sequence[BaseModel]) -> list[Thread]:
@@ -373,11 +384,22 @@ def _score_batches(
     folder: str | Path | None,
 ) -> StageFile:
     """A stage file of ``score(case models, the other inputs' rows)`` for each case batch of
-    ``inputs`` (the cases first)."""
+    ``inputs`` (the cases first). Of each input only what a stage function is given is read:
+    the cases' ids (their JSON when a stage reads a field), the other tables' lane columns (as
+    :func:`evaluate_lane` has them)."""
+    columns = [["case_id"], *(_lane_columns_of(table) for table in inputs[1:])]
+    batches = enumerate(aligned_batches(*inputs, columns=columns))
     with StageWriter(schema, folder) as writer:
-        for case_rows, *tables in each_without_collector(aligned_batches(*inputs)):
-            writer.write(score(cases_from_frame(kind, case_rows), tables), **(run_columns or {}))
+        for index, (case_ids, *tables) in each_without_collector(batches):
+            writer.write(
+                score(cases_of_batch(kind, inputs[0], index, case_ids), tables), **(run_columns or {})
+            )
         return writer.finish()
+
+
+def _lane_columns_of(table: StageFile) -> list[str]:
+    """The columns of a stage file but the run columns (which a stage writes, never reads)."""
+    return [name for name in table.schema.names if name not in RUN_COLUMN_NAMES]
 
 
 def measure(
@@ -388,14 +410,14 @@ def measure(
     case_predicates: StageFile,
 ) -> list[MetricValue]:
     """Stage 5 over stage files: each batch measured, the batches added up, the samples pooled.
-    Of the scored tables only what metrics read is read (:data:`SCORED_COLUMNS`)."""
+    Of the scored tables only what metrics read is read (:data:`SCORED_COLUMNS`), of the cases
+    their ids (their JSON when the kind reads a field)."""
     tables = ("transcripts", "turn_predicates", "case_predicates")
-    columns = [["case_id", "case_json"], *([*SCORED_COLUMNS[t], SAMPLE_INDEX] for t in tables)]
+    columns = [["case_id"], *([*SCORED_COLUMNS[t], SAMPLE_INDEX] for t in tables)]
+    read = aligned_batches(cases, transcripts, turn_predicates, case_predicates, columns=columns)
     batches = [
-        sample_metrics(kind, cases_from_frame(kind, case_rows), turns, verdicts, case_verdicts)
-        for case_rows, turns, verdicts, case_verdicts in each_without_collector(
-            aligned_batches(cases, transcripts, turn_predicates, case_predicates, columns=columns)
-        )
+        sample_metrics(kind, cases_of_batch(kind, cases, index, case_ids), turns, verdicts, case_verdicts)
+        for index, (case_ids, turns, verdicts, case_verdicts) in each_without_collector(enumerate(read))
     ]
     return pooled(kind, merge_batches(batches))
 

@@ -123,8 +123,9 @@ class PredicateRates:
             return MetricValue(metric, None, 0.0, 0.0)
         held = int((applicable & self._held).sum())
         failing = self._keys.iloc[np.flatnonzero(applicable & ~self._held)].astype(str)
+        distinct: list[str] = pd.unique(failing).tolist()  # each failing key once (hashed in pandas)
         return MetricValue(
-            metric, held / denominator, float(held), float(denominator), tuple(sorted(set(failing)))
+            metric, held / denominator, float(held), float(denominator), tuple(sorted(distinct))
         )
 
 

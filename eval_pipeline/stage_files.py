@@ -95,6 +95,11 @@ class StageFile:
                 group = group.filter(where)
             yield group.to_pandas(types_mapper=nullable_types)
 
+    def batch(self, index: int, columns: Sequence[str] | None = None) -> pd.DataFrame:
+        """Batch ``index`` alone, as :meth:`batches` gives it."""
+        group = self._file.read_row_group(index, columns=list(columns) if columns else None)
+        return group.to_pandas(types_mapper=nullable_types)
+
     def read(self, columns: Sequence[str] | None = None, where: pc.Expression | None = None) -> pd.DataFrame:
         """The rows that match ``where`` (all rows without it), read a batch at a time."""
         file = self._file
@@ -142,7 +147,7 @@ class StageWriter:
     def write(self, rows: pd.DataFrame, **constants: Any) -> None:
         """Write one batch as one row group (an empty batch too: batches stay aligned);
         ``constants`` fill whole columns (the run columns)."""
-        self.write_table(to_arrow(self.schema, rows.assign(**constants) if constants else rows))
+        self.write_table(to_arrow(self.schema, rows, **constants))
 
     def write_table(self, table: pa.Table) -> None:
         """Write one batch, already a table of the stage's schema, as one row group."""

@@ -229,12 +229,25 @@ def frame(schema: pa.Schema, rows: Iterable[Mapping[str, Any]], **constants: Any
     return table.to_pandas(types_mapper=nullable_types)
 
 
-def to_arrow(schema: pa.Schema, df: pd.DataFrame) -> pa.Table:
-    """Convert a stage DataFrame to an Arrow table of ``schema`` (column order and types enforced)."""
-    missing = [name for name in schema.names if name not in df.columns]
+def to_arrow(schema: pa.Schema, df: pd.DataFrame, **constants: Any) -> pa.Table:
+    """Convert a stage DataFrame to an Arrow table of ``schema`` (column order and types enforced);
+    ``constants`` fill whole columns (made in Arrow, not in the DataFrame)."""
+    missing = [name for name in schema.names if name not in df.columns and name not in constants]
     if missing:
         raise ValueError(f"table is missing contract columns: {missing}")
-    return pa.Table.from_pandas(df[schema.names], schema=schema, preserve_index=False)
+    if not constants:
+        return pa.Table.from_pandas(df[schema.names], schema=schema, preserve_index=False)
+    given = [field for field in schema if field.name not in constants]
+    table = pa.Table.from_pandas(
+        df[[field.name for field in given]], schema=pa.schema(given), preserve_index=False
+    )
+    columns = {
+        field.name: pa.repeat(pa.scalar(constants[field.name], field.type), len(df))
+        if field.name in constants
+        else table[field.name]
+        for field in schema
+    }
+    return pa.table(columns, schema=schema)
 
 
 def with_run_columns(df: pd.DataFrame, schema: pa.Schema, **run_values: str) -> pd.DataFrame:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, overload
 
 import numpy as np
@@ -43,14 +43,26 @@ def remember_models(texts: Sequence[str], models: list[BaseModel]) -> None:
 class CaseBatch(Sequence[BaseModel]):
     """The case models of a cases table, validated from their stored JSON on first use: a
     stage that reads only how many cases there are, their ids, or a few plain fields
-    (:func:`field_values`) validates nothing."""
+    (:func:`field_values`) validates nothing. ``texts`` may be a function that reads the JSON:
+    a stage that reads only ids and counts then never reads it."""
 
-    def __init__(self, model: type[BaseModel], ids: list[str], texts: list[str]) -> None:
+    def __init__(
+        self, model: type[BaseModel], ids: list[str], texts: list[str] | Callable[[], list[str]]
+    ) -> None:
         self._model = model
         self.ids = ids
-        self._texts = texts
+        self._read_texts = texts if callable(texts) else None  # the stored JSON, read when first needed
+        self._text_list = None if callable(texts) else texts
         self._models: list[BaseModel] | None = None
         self._records: list[dict[str, Any]] | None = None
+
+    @property
+    def _texts(self) -> list[str]:
+        """Each case's stored JSON (read now, when the batch was given how to read it)."""
+        if self._text_list is None:
+            assert self._read_texts is not None
+            self._text_list = self._read_texts()
+        return self._text_list
 
     @property
     def models(self) -> list[BaseModel]:
@@ -70,7 +82,7 @@ class CaseBatch(Sequence[BaseModel]):
         return [record[name] for record in self._records]
 
     def __len__(self) -> int:
-        return len(self._texts)
+        return len(self.ids)
 
     @overload
     def __getitem__(self, index: int) -> BaseModel: ...

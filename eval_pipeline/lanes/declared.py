@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -27,6 +28,7 @@ from eval_pipeline.lanes.case_rows import (
     ListedFields,
     Positions,
     StoredVerdicts,
+    arrow_column,
     chosen,
     groups,
     repeated,
@@ -92,19 +94,28 @@ class DeclaredLane:
         """Each case's thread, its prompts read from the case fields the turn sources name (a
         batch's stored JSON: no case model is built to send it)."""
         session = f"{spec.name}/{split}" if self.declaration.threads.session == "warm" else None
-        columns = [field_values(cases, source.from_) for source in self.declaration.threads.turns]
         # Validating constructors: pydantic builds a small model faster than model_construct.
         return [
             Thread(
                 case_id=case_id,
                 turns=tuple(
                     TurnRequest(turn_index=index, role=role, prompt=prompt)
-                    for index, (role, prompt, _) in enumerate(self._sources([c[position] for c in columns]))
+                    for index, (role, prompt, _) in enumerate(sources)
                 ),
                 session=session,
             )
-            for position, case_id in enumerate(case_ids(cases))
+            for case_id, sources in zip(case_ids(cases), self._sources_of(cases), strict=True)
         ]
+
+    def _sources_of(self, cases: Sequence[Any]) -> Iterator[list[tuple[str, Any, Any]]]:
+        """(role, prompt, item) of each turn of each case, read from the case fields the turn
+        sources name (a batch's stored JSON: no case model is built to read them)."""
+        columns = self._source_values(cases)
+        return (self._sources([column[position] for column in columns]) for position in range(len(cases)))
+
+    def _source_values(self, cases: Sequence[Any]) -> list[list[Any]]:
+        """Each turn source's case field, of every case (a batch's from its stored JSON)."""
+        return [field_values(cases, source.from_) for source in self.declaration.threads.turns]
 
     def turns_sent(self, cases: Sequence[Any], spec: LaneSpec, split: str) -> list[int]:
         """Each case's turns counted from its sources; only a prompt that is not text is built
@@ -117,6 +128,19 @@ class DeclaredLane:
                     TurnRequest(turn_index=index, role=role, prompt=prompt)
             counts.append(len(sources))
         return counts
+
+    def _turn_counts(self, cases: Sequence[Any]) -> list[int]:
+        """How many turns each case's thread sends (as :meth:`_sources` lists them), from the
+        case fields the turn sources name (a batch's stored JSON: no case model is built)."""
+        return [
+            sum(len(value) if isinstance(value, list) else 1 for value in values)
+            for values in zip(*self._source_values(cases), strict=True)
+        ]
+
+    def case_items(self, cases: Sequence[Any]) -> list[list[Any]]:
+        """The case item each declared turn of each case is sent from, in turn order (a
+        batch's stored JSON: no case model is built for them)."""
+        return [[item for _, _, item in sources] for sources in self._sources_of(cases)]
 
     # --- turn predicates ---------------------------------------------------------------------
 
@@ -146,18 +170,16 @@ class DeclaredLane:
             itertools.chain.from_iterable(plan_of_row), dtype=np.int64, count=int(counts.sum())
         )
         judged = self._judge_cells(turns, cells, out_row, out_cell)
-        table = pd.DataFrame(
-            {
-                "case_id": _take(turns.case_ids, out_row),
-                "turn_index": _take(turns.turn_indexes, out_row),
-                "predicate": _take([name for _, name in cells], out_cell),
-                "passed": judged.passed,
-                "code": judged.code,
-                "evidence": judged.evidence,
-            },
-            columns=kind_columns(TURN_PREDICATES),
-        )
-        return table
+        rows, names = pa.array(out_row, pa.int64()), [name for _, name in cells]
+        columns = {
+            "case_id": turns.column("case_id").take(rows),
+            "turn_index": pa.array(np.asarray(turns.turn_indexes, dtype=np.int64)[out_row], pa.int64()),
+            "predicate": chosen(names, out_cell),
+            "passed": judged.passed,
+            "code": judged.code,
+            "evidence": judged.evidence,
+        }
+        return pa.table({name: columns[name] for name in kind_columns(TURN_PREDICATES)}).to_pandas()
 
     def _cells_for(self, case: Any, role: str, cells: Sequence[tuple[TurnRule, str]]) -> tuple[int, ...]:
         """Which (rule, predicate) cells apply to a turn of ``role`` in ``case``, in rule order."""
@@ -174,40 +196,38 @@ class DeclaredLane:
         self,
         turns: RecordedTurns,
         cells: Sequence[tuple[TurnRule, str]],
-        out_row: np.ndarray[Any, np.dtype[np.int64]],
-        out_cell: np.ndarray[Any, np.dtype[np.int64]],
-    ) -> VerdictColumns:
+        out_row: Positions,
+        out_cell: Positions,
+    ) -> ArrowVerdicts:
         """The verdict of every listed cell: a rule's ``unless`` first, then the predicate's own,
-        each predicate judging every turn it applies to at once (scattered back by position)."""
+        each predicate judging every turn it applies to at once. The verdicts are gathered
+        in one list, and each cell takes its own from it by position."""
         size = len(out_row)
-        passed = np.full(size, None, dtype=object)
-        code = np.full(size, "", dtype=object)
-        evidence = np.full(size, "{}", dtype=object)
-        open_cells = np.ones(size, dtype=bool)  # not settled by an ``unless``
+        gathered = VerdictColumns([], [], [])
+        source = np.full(size, -1, dtype=np.int64)  # each cell's place in ``gathered``
         for cell, (rule, name) in enumerate(cells):
             unless = rule.unless.get(name)
             if unless is None:
                 continue
-            for position in np.flatnonzero(out_cell == cell).tolist():
-                if getattr(turns.item(int(out_row[position])), unless.field) is False:
-                    verdict = Verdict.not_applicable(unless.code)
-                    passed[position], code[position] = verdict.passed, verdict.code
-                    open_cells[position] = False
+            positions = np.flatnonzero(out_cell == cell)
+            off = positions[turns.item_is_false(unless.field, out_row[positions])]
+            source[off] = _gather(gathered, _columns_of([Verdict.not_applicable(unless.code)]))
         names = list(dict.fromkeys(name for _, name in cells))
         name_of_cell = np.array([names.index(name) for _, name in cells], dtype=np.int64)
         name_at = name_of_cell[out_cell] if size else np.zeros(0, dtype=np.int64)
         for index, name in enumerate(names):
-            positions = np.flatnonzero((name_at == index) & open_cells)
+            positions = np.flatnonzero((name_at == index) & (source < 0))
             if not len(positions):
                 continue
             rows_at = out_row[positions]
-            rows = np.unique(rows_at)
-            judged = turns.judge(name, rows.tolist())
-            at = np.searchsorted(rows, rows_at)
-            passed[positions] = _objects(judged.passed)[at]
-            code[positions] = _objects(judged.code)[at]
-            evidence[positions] = _objects(judged.evidence)[at]
-        return VerdictColumns(passed.tolist(), code.tolist(), evidence.tolist())
+            rows = rows_at if bool(np.all(np.diff(rows_at) > 0)) else np.unique(rows_at)
+            source[positions] = _gather(gathered, turns.judge(name, rows)) + np.searchsorted(rows, rows_at)
+        at = pa.array(source, pa.int64())
+        return ArrowVerdicts(
+            pa.array(gathered.passed, pa.bool_()).take(at),
+            pa.array(gathered.code, TEXT).take(at),
+            pa.array(gathered.evidence, TEXT).take(at),
+        )
 
     # --- case predicates ---------------------------------------------------------------------
 
@@ -336,7 +356,7 @@ class DeclaredLane:
             if metric.count == "cases":
                 values[name] = count(name, len(cases))
             elif metric.count == "turns":
-                values[name] = count(name, sum(len(self.turn_sources(case)) for case in cases))
+                values[name] = count(name, sum(self._turn_counts(cases)))
             elif metric.all_of is not None:
                 parts = [values[part] for part in metric.all_of]
                 values[name] = all_hold(name, parts, [thresholds[part] for part in metric.all_of])
@@ -366,37 +386,78 @@ class RecordedTurns:
     def __init__(self, lane: DeclaredLane, cases: Sequence[Any], transcripts: pd.DataFrame) -> None:
         self.lane = lane
         self._cases = cases
+        self._transcripts = transcripts
         self._by_id: dict[str, Any] | None = None  # built when a case is first asked for
         self.case_ids: list[str] = column_values(transcripts, "case_id")
         self.turn_indexes: list[int] = [int(i) for i in column_values(transcripts, "turn_index")]
         self.roles: list[str] = column_values(transcripts, "role")
-        self._columns = {name: column_values(transcripts, name) for name in TURN_VIEW_COLUMNS}
+        self._columns: dict[str, list[Any]] = {}
         self._views: dict[int, TurnView] = {}
+        self._every_view: list[TurnView] | None = None
         self._rows_of_case: dict[str, dict[int, int]] | None = None
-        self._items: dict[str, list[Any]] = {}
+        self._items: dict[str, list[Any]] | None = None
         self._threads: dict[str, list[TurnView]] = {}
+        self._answered: Flags | None = None
+        self._turn_columns: dict[bytes, TurnColumns] = {}
 
     def case(self, case_id: str) -> Any:
         if self._by_id is None:
             self._by_id = {case.id: case for case in self._cases}
         return self._by_id[case_id]
 
-    def item(self, row: int) -> Any:
-        """The case item (e.g. a thread turn's annotations) the turn at ``row`` was sent from."""
-        return self._items_of(self.case_ids[row])[self.turn_indexes[row]]
+    def values(self, name: str) -> list[Any]:
+        """A transcript column as a plain list (read when first asked for)."""
+        found = self._columns.get(name)
+        if found is None:
+            found = self._columns[name] = column_values(self._transcripts, name)
+        return found
+
+    def column(self, name: str) -> pa.Array:
+        """A text column of the transcripts as one Arrow array."""
+        return arrow_column(self._transcripts, name, TEXT)
+
+    def item_is_false(self, field: str, rows: Positions) -> Flags:
+        """Whether the case item of each turn at ``rows`` holds ``field`` false (each case's
+        items are read once, then each turn looks its own up)."""
+        items = self._case_items()
+        false = {
+            case_id: [_item_field(item, field) is False for item in of_case]
+            for case_id, of_case in items.items()
+        }
+        ids, indexes = self.case_ids, self.turn_indexes
+        return np.fromiter(
+            (false[ids[row]][indexes[row]] for row in rows.tolist()), dtype=bool, count=len(rows)
+        )
 
     def _items_of(self, case_id: str) -> list[Any]:
         """The case item each declared turn of the case is sent from, in turn order."""
-        items = self._items.get(case_id)
-        if items is None:
-            items = self._items[case_id] = [item for _, _, item in self.lane.turn_sources(self.case(case_id))]
-        return items
+        return self._case_items()[case_id]
+
+    def _case_items(self) -> dict[str, list[Any]]:
+        """Every case's items (read from a batch's stored JSON, for every case at once: no case
+        model is built for them)."""
+        if self._items is None:
+            self._items = dict(zip(case_ids(self._cases), self.lane.case_items(self._cases), strict=True))
+        return self._items
 
     def view(self, row: int) -> TurnView:
+        if self._every_view is not None:
+            return self._every_view[row]
         view = self._views.get(row)
         if view is None:
-            view = self._views[row] = TurnView.from_values(**{k: v[row] for k, v in self._columns.items()})
+            fields = {name: self.values(name)[row] for name in TURN_VIEW_COLUMNS}
+            view = self._views[row] = TurnView.from_values(**fields)
         return view
+
+    def _view_every_row(self) -> None:
+        """Build every row's view at once (a thread reads all its turns, and cases are read
+        together), walking the columns side by side."""
+        if self._every_view is None:
+            columns = zip(*(self.values(name) for name in TURN_VIEW_COLUMNS), strict=True)
+            self._every_view = [
+                TurnView.from_values(**dict(zip(TURN_VIEW_COLUMNS, values, strict=True)))
+                for values in columns
+            ]
 
     def thread(self, case_id: str) -> list[TurnView]:
         """Every declared turn of the case as recorded (a missing one is a faulted stand-in);
@@ -405,6 +466,7 @@ class RecordedTurns:
         if found is not None:
             return found
         if self._rows_of_case is None:
+            self._view_every_row()
             self._rows_of_case = {}
             for row, (case_id_of_row, index) in enumerate(zip(self.case_ids, self.turn_indexes, strict=True)):
                 self._rows_of_case.setdefault(case_id_of_row, {})[index] = row
@@ -415,45 +477,81 @@ class RecordedTurns:
         ]
         return found
 
-    def judge(self, name: str, rows: Sequence[int]) -> VerdictColumns:
+    def turn_columns(self, rows: Positions) -> TurnColumns:
+        """The columns vectorised forms read, of the turns at ``rows`` (built once per set of
+        rows: the forms of a rule share them, and their surfaces as one Arrow array)."""
+        key = rows.tobytes()
+        found = self._turn_columns.get(key)
+        if found is None:
+            every = len(rows) == len(self.case_ids) and bool(np.all(rows == np.arange(len(rows))))
+            at = pa.array(rows, pa.int64())
+
+            def taken(name: str) -> list[Any]:
+                return self.values(name) if every else _objects(self.values(name))[rows].tolist()
+
+            surfaces = self.column("surface").take(at).fill_null("")
+            found = self._turn_columns[key] = TurnColumns(
+                [surface or "" for surface in taken("surface")],
+                taken("grounding_source"),
+                taken("surface_tag"),
+                arrow_surface=surfaces,
+            )
+        return found
+
+    def judge(self, name: str, rows: Positions) -> VerdictColumns:
         """Predicate ``name`` on the turns at ``rows``: faults fail it, the rest are judged together."""
         predicate = PREDICATES.get(name)
         if predicate.level != "turn":
             verdicts = [
-                predicate.on_turn(self.thread(self.case_ids[row]), self.turn_indexes[row]) for row in rows
+                predicate.on_turn(self.thread(self.case_ids[row]), self.turn_indexes[row])
+                for row in rows.tolist()
             ]
             return _columns_of(verdicts)
-        errors = self._columns["error"]
-        answered = [row for row in rows if errors[row] is None]
+        if self._answered is None:
+            self._answered = np.array([error is None for error in self.values("error")], dtype=bool)
+        answering = self._answered[rows]
+        answered = rows[answering]
         if name in VECTORISED:
-            surface, grounding, tag = (
-                self._columns[c] for c in ("surface", "grounding_source", "surface_tag")
-            )
-            judged = verdict_columns(
-                name,
-                TurnColumns(
-                    [surface[r] or "" for r in answered],
-                    [grounding[r] for r in answered],
-                    [tag[r] for r in answered],
-                ),
-            )
+            judged = verdict_columns(name, self.turn_columns(answered))
         else:
-            judged = _columns_of([predicate.function(self.view(row)) for row in answered])
-        if len(answered) == len(rows):
+            judged = _columns_of([predicate.function(self.view(row)) for row in answered.tolist()])
+        if bool(answering.all()):
             return judged
-        by_row = dict(
-            zip(answered, zip(judged.passed, judged.code, judged.evidence, strict=True), strict=True)
+        # the guard fails each faulted turn with turn_error and the fault
+        faults = _columns_of([predicate.function(self.view(row)) for row in rows[~answering].tolist()])
+        return VerdictColumns(
+            _merged(answering, judged.passed, faults.passed),
+            _merged(answering, judged.code, faults.code),
+            _merged(answering, judged.evidence, faults.evidence),
         )
-        out = VerdictColumns([], [], [])
-        for row in rows:
-            found = by_row.get(row)
-            if found is None:
-                fault = predicate.function(self.view(row))  # the guard: turn_error with the fault
-                found = (fault.passed, fault.code, evidence_json(fault.evidence))
-            out.passed.append(found[0])
-            out.code.append(found[1])
-            out.evidence.append(found[2])
-        return out
+
+
+def _merged(chosen: Flags, where_chosen: Sequence[Any], elsewhere: Sequence[Any]) -> list[Any]:
+    """One list of ``where_chosen``'s values, in order, where ``chosen`` holds, and of
+    ``elsewhere``'s everywhere else."""
+    merged = np.empty(len(chosen), dtype=object)
+    merged[chosen] = _objects(where_chosen)
+    merged[~chosen] = _objects(elsewhere)
+    values: list[Any] = merged.tolist()
+    return values
+
+
+@dataclass(frozen=True)
+class ArrowVerdicts:
+    """One verdict per cell, as the columns of a turn predicates table."""
+
+    passed: pa.Array
+    code: pa.Array
+    evidence: pa.Array
+
+
+def _gather(gathered: VerdictColumns, part: VerdictColumns) -> int:
+    """Append ``part``'s verdicts to ``gathered``; returns where they start."""
+    start = len(gathered.passed)
+    gathered.passed.extend(part.passed)
+    gathered.code.extend(part.code)
+    gathered.evidence.extend(part.evidence)
+    return start
 
 
 def _item_field(item: Any, name: str) -> Any:
@@ -466,11 +564,6 @@ def _objects(values: Sequence[Any]) -> np.ndarray[Any, np.dtype[np.object_]]:
     array = np.empty(len(values), dtype=object)
     array[:] = values
     return array
-
-
-def _take(values: Sequence[Any], index: np.ndarray[Any, np.dtype[np.int64]]) -> list[Any]:
-    """``values`` at ``index``, as a plain list."""
-    return list(_objects(values)[index].tolist())
 
 
 def _columns_of(verdicts: Sequence[Verdict]) -> VerdictColumns:

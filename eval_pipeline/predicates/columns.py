@@ -13,15 +13,32 @@ scalar guard does.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from eval_pipeline.predicates.base import PREDICATES, TurnView, Verdict
 from eval_pipeline.predicates.rows import evidence_json
 from eval_pipeline.registry import Registry
+
+Flags = np.ndarray[Any, np.dtype[np.bool_]]  # one per turn
+Numbers = np.ndarray[Any, np.dtype[np.int64]]
+
+
+def flags(column: pa.Array) -> Flags:
+    """A boolean Arrow column without nulls as a NumPy array."""
+    found: Flags = np.asarray(column.to_numpy(zero_copy_only=False), dtype=bool)
+    return found
+
+
+def numbers(column: pa.Array) -> Numbers:
+    """An integer Arrow column without nulls as a NumPy array of int64."""
+    found: Numbers = np.asarray(column.to_numpy(zero_copy_only=False), dtype=np.int64)
+    return found
 
 
 @dataclass(frozen=True)
@@ -31,6 +48,7 @@ class TurnColumns:
     surface: Sequence[str]
     grounding_source: Sequence[str | None]
     surface_tag: Sequence[str | None]
+    arrow_surface: pa.Array | None = field(default=None, repr=False, compare=False)  # when at hand
 
     def __len__(self) -> int:
         return len(self.surface)
@@ -40,7 +58,9 @@ class TurnColumns:
 
     @cached_property
     def surfaces(self) -> pa.Array:
-        """The surfaces as one Arrow array (built once, shared by every form)."""
+        """The surfaces as one Arrow array (``arrow_surface``, else built once; shared by every form)."""
+        if self.arrow_surface is not None:
+            return self.arrow_surface
         return pa.array(self.surface, type=pa.string())
 
 
@@ -80,32 +100,40 @@ def verdict_columns(name: str, turns: TurnColumns) -> VerdictColumns:
     return scalar_columns(name, turns)
 
 
-def screened(name: str, turns: TurnColumns, certain: Sequence[bool], verdict: Verdict) -> VerdictColumns:
+def screened(name: str, turns: TurnColumns, certain: Flags, verdict: Verdict) -> VerdictColumns:
     """``verdict`` where ``certain`` holds, the scalar predicate everywhere else."""
     function = PREDICATES.get(name).function
     size = len(certain)
     passed: list[bool | None] = [verdict.passed] * size
     code: list[str] = [verdict.code] * size
     evidence: list[str] = [evidence_json(verdict.evidence)] * size
-    for index in [index for index, sure in enumerate(certain) if not sure]:
+    for index in np.flatnonzero(~certain).tolist():
         found = function(turns.view(index))
         passed[index], code[index], evidence[index] = found.passed, found.code, evidence_json(found.evidence)
     return VerdictColumns(passed, code, evidence)
 
 
-def once_per_key(name: str, turns: TurnColumns, keys: Sequence[Hashable]) -> VerdictColumns:
+def once_per_key(name: str, turns: TurnColumns, keys: Iterable[Hashable]) -> VerdictColumns:
     """The scalar predicate on the first turn of each distinct key, its verdict repeated for the
     other turns with that key: for keys that determine the verdict (the answers of a batch
     share a few; a turn whose verdict quotes it gets a key of its own)."""
     function = PREDICATES.get(name).function
-    judged: dict[Hashable, tuple[bool | None, str, str]] = {}
-    out = VerdictColumns([], [], [])
-    for index, key in enumerate(keys):
-        found = judged.get(key)
-        if found is None:
-            verdict = function(turns.view(index))
-            found = judged[key] = (verdict.passed, verdict.code, evidence_json(verdict.evidence))
-        out.passed.append(found[0])
-        out.code.append(found[1])
-        out.evidence.append(found[2])
-    return out
+    index: dict[Hashable, int] = {}  # each distinct key, numbered in order of first appearance
+    of_turn = np.fromiter((index.setdefault(key, len(index)) for key in keys), dtype=np.int64)
+    if not len(of_turn):
+        return VerdictColumns([], [], [])
+    first = np.unique(of_turn, return_index=True)[1]  # the first turn of each key, by number
+    verdicts = [function(turns.view(turn)) for turn in first.tolist()]
+    return VerdictColumns(
+        _spread([v.passed for v in verdicts], of_turn),
+        _spread([v.code for v in verdicts], of_turn),
+        _spread([evidence_json(v.evidence) for v in verdicts], of_turn),
+    )
+
+
+def _spread(values: Sequence[Any], at: Numbers) -> list[Any]:
+    """``values[at[i]]`` for every i, as a plain list."""
+    array = np.empty(len(values), dtype=object)
+    array[:] = values
+    spread: list[Any] = array[at].tolist()
+    return spread

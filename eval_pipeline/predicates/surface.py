@@ -6,15 +6,23 @@ a metadata cross-check; the contract.md of each lane records the choices made he
 from __future__ import annotations
 
 import re
-from collections.abc import MutableMapping, Sequence
+from collections.abc import Sequence
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from eval_pipeline.predicates.base import TurnView, Verdict, turn_predicate
-from eval_pipeline.predicates.columns import TurnColumns, VerdictColumns, once_per_key, screened, vectorised
+from eval_pipeline.predicates.columns import (
+    Flags,
+    TurnColumns,
+    VerdictColumns,
+    flags,
+    once_per_key,
+    screened,
+    vectorised,
+)
 from eval_pipeline.predicates.explain import excerpt
-from eval_pipeline.predicates.rows import evidence_json
 
 PLACEHOLDERS: tuple[str, ...] = ("...", "…", "<pending>", "<prior>", "<empty>")
 TERMINALS: tuple[str, ...] = (".", "?", "!", ";")
@@ -181,106 +189,101 @@ def provenance_verdict(
 # --- vectorised forms (the scalar functions above are the reference) ---------------------------
 
 
-def _none_of(surfaces: pa.Array, needles: Sequence[str]) -> list[bool]:
-    """Per surface: contains none of ``needles`` (plain substrings, as ``in`` finds them)."""
-    found = pc.match_substring(surfaces, needles[0])
-    for needle in needles[1:]:
-        found = pc.or_(found, pc.match_substring(surfaces, needle))
-    return pc.invert(found).to_pylist()
+def _none_of(surfaces: pa.Array, needles: Sequence[str]) -> Flags:
+    """Per surface: contains none of ``needles`` (plain substrings, as ``in`` finds them), in one
+    regex pass over the surfaces (faster than a substring search per needle)."""
+    found = pc.match_substring_regex(surfaces, "|".join(re.escape(needle) for needle in needles))
+    return flags(pc.invert(found))
 
 
-def _any_end(surfaces: pa.Array, endings: Sequence[str]) -> list[bool]:
+def _any_end(surfaces: pa.Array, endings: Sequence[str]) -> Flags:
     ends = pc.ends_with(surfaces, endings[0])
     for ending in endings[1:]:
         ends = pc.or_(ends, pc.ends_with(surfaces, ending))
-    return ends.to_pylist()
+    return flags(ends)
 
 
 @vectorised("no_placeholder")
 def no_placeholder_columns(turns: TurnColumns) -> VerdictColumns:
     """No marker substring: passes; the rest are judged one by one (their evidence quotes them)."""
-    certain = _none_of(turns.surfaces, PLACEHOLDERS) if turns else []
+    certain = _none_of(turns.surfaces, PLACEHOLDERS)
     return screened("no_placeholder", turns, certain, Verdict.ok())
 
 
 @vectorised("complete_punctuation")
 def complete_punctuation_columns(turns: TurnColumns) -> VerdictColumns:
     """A surface ending on a terminal (no trailing whitespace to strip) passes."""
-    ends = _any_end(turns.surfaces, TERMINALS) if turns else []
+    ends = _any_end(turns.surfaces, TERMINALS)
     return screened("complete_punctuation", turns, ends, Verdict.ok())
 
 
 @vectorised("no_provenance_only")
 def no_provenance_only_columns(turns: TurnColumns) -> VerdictColumns:
     """A bare disclosure always says `` pack-grounded (``: a surface without it passes."""
-    certain = _none_of(turns.surfaces, [" pack-grounded ("]) if turns else []
+    certain = _none_of(turns.surfaces, [" pack-grounded ("])
     return screened("no_provenance_only", turns, certain, Verdict.ok())
 
 
 @vectorised("no_dotted_inventory")
 def no_dotted_inventory_columns(turns: TurnColumns) -> VerdictColumns:
     """An inventory joins three paths with two ``;``: a surface with fewer passes."""
-    certain = (pc.less(pc.count_substring(turns.surfaces, ";"), 2).to_pylist()) if turns else []
+    certain = flags(pc.less(pc.count_substring(turns.surfaces, ";"), 2))
     return screened("no_dotted_inventory", turns, certain, Verdict.ok())
 
 
 @vectorised("surface_provenance_match")
 def surface_provenance_match_columns(turns: TurnColumns) -> VerdictColumns:
-    """The text's claim found per turn (one regex search); the verdict and its evidence once
-    per distinct (source, tag, claim): a run has few of those."""
-    lowered = pc.utf8_lower(turns.surfaces).to_pylist() if turns else []
-    judged: dict[tuple[str | None, str | None, str | None], tuple[bool | None, str, str]] = {}
-    out = VerdictColumns([], [], [])
-    for surface, low, source, tag in zip(
-        turns.surface, lowered, turns.grounding_source, turns.surface_tag, strict=True
-    ):
-        claim = _text_claim(surface) if "-grounded" in low else None  # no such phrase, no claim
-        key = (source, tag, claim)
-        found = judged.get(key)
-        if found is None:
-            verdict = provenance_verdict(source, tag, claim)
-            found = judged[key] = (verdict.passed, verdict.code, evidence_json(verdict.evidence))
-        out.passed.append(found[0])
-        out.code.append(found[1])
-        out.evidence.append(found[2])
-    return out
+    """The text's claim found where a surface says ``-grounded`` in any case (one regex search
+    each); the verdict and its evidence once per distinct (source, tag, claim): a run has few
+    of those."""
+    phrased = flags(pc.match_substring(turns.surfaces, "-grounded", ignore_case=True))
+    claims: list[str | None] = [None] * len(turns)  # no such phrase, no claim
+    for index in np.flatnonzero(phrased).tolist():
+        claims[index] = _text_claim(turns.surface[index])
+    keys = zip(turns.grounding_source, turns.surface_tag, claims, strict=True)
+    return once_per_key("surface_provenance_match", turns, keys)
 
 
-_MAX_VERBS_SHOWN = 5  # finite_predicate_shape's evidence lists the first five
+MAX_VERBS_SHOWN = 5  # finite_predicate_shape's evidence lists the first five
 
 
-def holds_dotted_path(turns: TurnColumns) -> list[bool]:
+def holds_dotted_path(turns: TurnColumns) -> Flags:
     """Whether each surface holds a dotted path (one Arrow regex pass): only those need one
     blanked out before their words are read as prose."""
-    return pc.match_substring_regex(turns.surfaces, _DOTTED_PATH).to_pylist() if turns else []
+    return flags(pc.match_substring_regex(turns.surfaces, _DOTTED_PATH))
 
 
-def finite_verbs_shown(surface: str, dotted: bool, kinds: MutableMapping[str, int]) -> tuple[str, ...]:
-    """The first five finite verb tokens of ``surface`` (as finite_verb_tokens finds them; ``dotted``:
-    whether it holds a dotted path to blank out), each distinct word classified once in ``kinds``
-    (a batch's answers share their words)."""
-    prose = _DOTTED.sub(" ", surface) if dotted else surface
-    found: list[str] = []
-    for position, token in enumerate(_WORD.findall(prose)):
-        kind = kinds.get(token)
-        if kind is None:
-            kind = kinds[token] = _word_kind(token)
-        if _counts(kind, position):
-            found.append(token)
-            if len(found) == _MAX_VERBS_SHOWN:
-                break
-    return tuple(found)
+def blank_dotted_paths(surfaces: pa.Array) -> pa.Array:
+    """Each surface with its dotted paths blanked out, as :func:`prose_words` reads it (one Arrow pass)."""
+    return pc.replace_substring_regex(surfaces, _DOTTED_PATH, " ")
 
 
-@vectorised("finite_predicate_shape")
-def finite_predicate_shape_columns(turns: TurnColumns) -> VerdictColumns:
-    """The answers of a batch share their words: each distinct word is classified once, and a
-    surface's verbs are then found by lookup (only a surface with a dotted path has it blanked
-    out first). The verbs shown determine a passing verdict: it is made once per distinct
-    verbs; a surface without a verb has its own (its evidence quotes it)."""
-    kinds: dict[str, int] = {}
-    keys = [
-        finite_verbs_shown(surface, dotted, kinds) or -index - 1
-        for index, (surface, dotted) in enumerate(zip(turns.surface, holds_dotted_path(turns), strict=True))
-    ]
-    return once_per_key("finite_predicate_shape", turns, keys)
+def prose_words(surface: str, dotted: bool) -> list[str]:
+    """The words finite verbs are read from (as finite_verb_tokens reads them): ``dotted``, whether
+    the surface holds a dotted path, which is blanked out first."""
+    return words(_DOTTED.sub(" ", surface) if dotted else surface)
+
+
+class WordKinds(dict[str, int]):
+    """How each word counts toward a finite predicate, classified when first looked up (a
+    batch's answers share their words)."""
+
+    def __missing__(self, token: str) -> int:
+        kind = self[token] = _word_kind(token)
+        return kind
+
+
+def finite_verbs_shown(prose: Sequence[str], kinds: WordKinds) -> tuple[str, ...]:
+    """The first five finite verbs among a surface's ``prose`` words (:func:`prose_words`): any
+    word but the first that counts at all, and the first only when it counts wherever it stands."""
+    if not prose:
+        return ()
+    first = [prose[0]] if kinds[prose[0]] == _FINITE else []
+    later = [token for token in prose[1:] if kinds[token] != _NOT_FINITE]
+    return tuple(first + later[: MAX_VERBS_SHOWN - len(first)])
+
+
+def counts_as_verb(token: str, kinds: WordKinds) -> tuple[bool, bool]:
+    """Whether a word counts toward a finite predicate as a surface's first word, and after it."""
+    kind = kinds[token]
+    return kind == _FINITE, kind != _NOT_FINITE

@@ -9,7 +9,7 @@ recorded in evals/conversational_thread_coherence/contract.md.
 from __future__ import annotations
 
 import re
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +23,10 @@ from eval_pipeline.predicates.base import (
 )
 from eval_pipeline.predicates.columns import TurnColumns, VerdictColumns, once_per_key, vectorised
 from eval_pipeline.predicates.explain import excerpt
-from eval_pipeline.predicates.surface import finite_verb_tokens, finite_verbs_shown, holds_dotted_path, words
+from eval_pipeline.predicates.surface import (
+    finite_verb_tokens,
+    words,
+)
 
 GROUNDED_SOURCES: frozenset[str] = frozenset({"pack", "teaching", "vault", "oov", "partial"})
 # Sources after which a turn on the same prompt-subject must not fall back to `none`.
@@ -99,10 +102,8 @@ def length_adequate(turn: TurnView) -> Verdict:
     )
 
 
-# --- the same three over a batch of answered turns (the scalar forms above are the reference) ---
-
-
-# --- the same three over a batch of answered turns (the scalar forms above are the reference) ---
+# --- two of them over a batch of answered turns (the scalar forms above are the reference;
+# not_walk_fragment's is in word_columns, with finite_predicate_shape's) ---
 
 
 @vectorised("is_grounded")
@@ -117,19 +118,6 @@ def length_adequate_columns(turns: TurnColumns) -> VerdictColumns:
     lengths = [len(surface.strip()) for surface in turns.surface]
     keys = [length if length >= MIN_SURFACE_CHARS else -index - 1 for index, length in enumerate(lengths)]
     return once_per_key("length_adequate", turns, keys)
-
-
-@vectorised("not_walk_fragment")
-def not_walk_fragment_columns(turns: TurnColumns) -> VerdictColumns:
-    """Each distinct word classified once per batch, as finite_predicate_shape's form does; the
-    word count and the verbs shown decide a passing verdict (a fragment's evidence quotes it)."""
-    kinds: dict[str, int] = {}
-    keys: list[Hashable] = []
-    for index, (surface, dotted) in enumerate(zip(turns.surface, holds_dotted_path(turns), strict=True)):
-        count = len(words(surface))
-        verbs = finite_verbs_shown(surface, dotted, kinds) if count >= MIN_ALPHA_TOKENS else ()
-        keys.append((count, verbs) if verbs else -index - 1)
-    return once_per_key("not_walk_fragment", turns, keys)
 
 
 @dataclass(frozen=True)
@@ -243,11 +231,13 @@ def case_no_topic_drift_to_none(case: Any, turns: Sequence[TurnView]) -> Verdict
 def annotations_point_backwards(turns: list[Any]) -> list[Any]:
     """Anchors name an earlier subject; replays point at an earlier, original turn on the same subject."""
     problems: list[str] = []
+    earlier: set[Any] = set()  # the subject lemmas of the turns before this one
     for index, turn in enumerate(turns):
-        earlier = turns[:index]
+        if index:
+            earlier.add(turns[index - 1].subject_lemma)
         anchor = turn.anaphora_anchor_to
         if anchor is not None:
-            if anchor not in {t.subject_lemma for t in earlier}:
+            if anchor not in earlier:
                 problems.append(
                     f"turns[{index}].anaphora_anchor_to: {anchor!r} is not the subject_lemma of an earlier turn"
                 )

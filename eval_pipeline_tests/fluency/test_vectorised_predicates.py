@@ -123,6 +123,11 @@ FRAGMENTS = [
     "walked",
     "can't",
     "isn’t",
+    "it's",
+    "'",
+    "’",
+    "'quoted'",
+    "rock'n'roll",  # two apostrophes in one run of letters: words cut it after the first
     "Walked",
     "runs",
     "Runs",

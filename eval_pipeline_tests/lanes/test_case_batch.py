@@ -83,3 +83,20 @@ def test_a_batch_reads_its_lists_of_texts_as_the_models_hold_them(recorded: Path
         name: (lists, of_case.tolist())
         for name, (lists, of_case) in distinct_lists(models, texts_only).items()
     }
+
+
+def test_a_batch_given_how_to_read_its_json_reads_it_once_and_only_for_a_field_or_a_model() -> None:
+    spec = find_lane("deterministic_fluency")
+    loaded = load_split(spec, "dev")
+    table = cases_frame(loaded, "dev")
+    reads: list[int] = []
+
+    def read() -> list[str]:
+        reads.append(1)
+        return column_values(table, "case_json")
+
+    batch = CaseBatch(lane_kind(spec).case_model, column_values(table, "case_id"), read)
+    assert (len(batch), case_ids(batch), reads) == (len(loaded), [item.case.id for item in loaded], [])
+    assert field_values(batch, "prompt") == [item.case.prompt for item in loaded]
+    assert list(batch) == [item.case for item in loaded]
+    assert reads == [1]
