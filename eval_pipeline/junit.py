@@ -60,7 +60,8 @@ def suite_element(run: SuiteRun) -> ET.Element:
     counts = {"failures": 0, "errors": 0}
     total_s = 0.0
     for case_id in run.case_ids:
-        seconds = float(latency.get(case_id, 0.0) or 0.0) / 1000.0
+        measured = latency.get(case_id)  # null: no call was timed (a recording answered)
+        seconds = 0.0 if measured is None or pd.isna(measured) else float(measured) / 1000.0
         total_s += seconds
         case = ET.SubElement(suite, "testcase", name=_text(case_id), classname=_text(run.name))
         case.set("time", f"{seconds:.3f}")

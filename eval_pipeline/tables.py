@@ -162,7 +162,7 @@ COLUMN_DESCRIPTIONS: Mapping[str, str] = {
     "grounding_source": "Where the runtime says the answer came from (pack, teaching, vault, none, …).",
     "surface_tag": "The runtime's own provenance tag for the surface, if any.",
     "epistemic_status": "The runtime's stated status of the claim (e.g. SPECULATIVE), if any.",
-    "latency_ms": "Wall time of the runtime call, in milliseconds.",
+    "latency_ms": "Wall time of the runtime call, in milliseconds (null: no call, a recording answered).",
     "attempts": "Calls made for the turn (retries of transient faults included).",
     "error": "The fault that failed the turn (null when the runtime answered).",
     "raw": "JSON text of whatever else the runtime returned (response id, usage, call ids).",

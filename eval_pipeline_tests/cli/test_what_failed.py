@@ -137,3 +137,23 @@ def test_a_runtime_that_is_down_is_a_void_measurement_exit_4(tmp_path: Path) -> 
     assert {"void"} <= {row["verdict"] for row in json.loads(recorded.stdout)}
     assert all(isinstance(row["evidence"], dict) for row in lane["case_predicates"])
     assert lane["case_predicates"][0]["evidence"]["error"].startswith("TurnFault: connection failed")
+
+
+def test_a_replayed_run_has_no_latency_and_its_junit_times_are_zero(tmp_path: Path) -> None:
+    recorded = tmp_path / "turns.jsonl"
+    recorded.write_text(
+        json.dumps({"case_id": "fluency_dev_time_001", "surface": "Time is the order of events."})
+        + "\n"
+        + json.dumps({"case_id": "fluency_dev_oov_zorblat_002", "surface": "I do not know that word."})
+        + "\n",
+        encoding="utf-8",
+    )
+    junit = tmp_path / "junit.xml"
+    result = cli(
+        "run", "--lane", "deterministic_fluency", "--split", "dev", "--runtime", f"replay:{recorded}",
+        "--junit", str(junit),
+    )  # fmt: skip
+    assert result.returncode in (EXIT_OK, 1), result.stdout + result.stderr
+    xmlschema.XMLSchema(str(JUNIT_XSD)).validate(str(junit))
+    (suite,) = list(junitparser.JUnitXml.fromfile(str(junit)))
+    assert suite.tests == 2 and {case.time for case in suite} == {0.0}
