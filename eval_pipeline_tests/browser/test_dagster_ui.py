@@ -3,7 +3,6 @@ check, its failing case ids and the table of their reasons (a real webserver, a 
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import subprocess
@@ -20,6 +19,7 @@ from eval_pipeline.dagster_wiring.launch import ensure_instance, materialize_lan
 from eval_pipeline.lanes import find_lane
 from eval_pipeline.runtimes.targets import find_target
 from eval_pipeline.settings import PROJECT_ROOT
+from eval_pipeline_tests.runtimes.helpers import write_recording
 
 from .chromium import browser_page, needs_chromium
 
@@ -77,13 +77,12 @@ def webserver(isolated_state: Path) -> Iterator[str]:
 
 
 def _failing_run(tmp_path: Path) -> str:
-    recorded = tmp_path / "turns.jsonl"
-    recorded.write_text(
-        json.dumps({"case_id": "fluency_dev_time_001", "surface": "Time is <pending>."})
-        + "\n"
-        + json.dumps({"case_id": "fluency_dev_oov_zorblat_002", "surface": "I do not know that word yet"})
-        + "\n",
-        encoding="utf-8",
+    recorded = write_recording(
+        tmp_path / "turns.jsonl",
+        [
+            {"case_id": "fluency_dev_time_001", "surface": "Time is <pending>."},
+            {"case_id": "fluency_dev_oov_zorblat_002", "surface": "I do not know that word yet"},
+        ],
     )
     outcome = materialize_lane(
         find_lane("deterministic_fluency"),

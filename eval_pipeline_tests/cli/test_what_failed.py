@@ -18,6 +18,7 @@ import xmlschema
 
 from eval_pipeline.cli.common import EXIT_OK, EXIT_VOID
 from eval_pipeline.settings import PROJECT_ROOT
+from eval_pipeline_tests.runtimes.helpers import write_recording
 
 pytestmark = pytest.mark.slow
 
@@ -140,13 +141,12 @@ def test_a_runtime_that_is_down_is_a_void_measurement_exit_4(tmp_path: Path) -> 
 
 
 def test_a_replayed_run_has_no_latency_and_its_junit_times_are_zero(tmp_path: Path) -> None:
-    recorded = tmp_path / "turns.jsonl"
-    recorded.write_text(
-        json.dumps({"case_id": "fluency_dev_time_001", "surface": "Time is the order of events."})
-        + "\n"
-        + json.dumps({"case_id": "fluency_dev_oov_zorblat_002", "surface": "I do not know that word."})
-        + "\n",
-        encoding="utf-8",
+    recorded = write_recording(
+        tmp_path / "turns.jsonl",
+        [
+            {"case_id": "fluency_dev_time_001", "surface": "Time is the order of events."},
+            {"case_id": "fluency_dev_oov_zorblat_002", "surface": "I do not know that word."},
+        ],
     )
     junit = tmp_path / "junit.xml"
     result = cli(

@@ -16,6 +16,7 @@ from eval_pipeline.pipeline import evaluate_lane
 from eval_pipeline.runtimes import build_runtime
 from eval_pipeline.runtimes.targets import find_target
 from eval_pipeline.settings import history_root
+from eval_pipeline_tests.runtimes.helpers import write_recording
 
 pytestmark = pytest.mark.slow
 
@@ -77,13 +78,12 @@ def test_materialization_records_metrics_as_numeric_metadata_and_history_per_tab
 
 
 def test_a_failing_blocking_check_is_reported_with_its_cases(tmp_path: Path) -> None:
-    recorded = tmp_path / "turns.jsonl"
-    recorded.write_text(
-        json.dumps({"case_id": "fluency_dev_time_001", "surface": "Time is <pending>."})
-        + "\n"
-        + json.dumps({"case_id": "fluency_dev_oov_zorblat_002", "surface": "I do not know that word yet"})
-        + "\n",
-        encoding="utf-8",
+    recorded = write_recording(
+        tmp_path / "turns.jsonl",
+        [
+            {"case_id": "fluency_dev_time_001", "surface": "Time is <pending>."},
+            {"case_id": "fluency_dev_oov_zorblat_002", "surface": "I do not know that word yet"},
+        ],
     )
     outcome = run(f"replay:{recorded}", split="dev")
     assert outcome.failure is None  # the run did its job: it measured and found failures

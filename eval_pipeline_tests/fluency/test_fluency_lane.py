@@ -12,6 +12,7 @@ from eval_pipeline.lanes import LaneSpec, find_lane
 from eval_pipeline.pipeline import LaneRun, evaluate_lane
 from eval_pipeline.runtimes import RuntimeSpecError, build_runtime
 from eval_pipeline.scoring import rate
+from eval_pipeline_tests.runtimes.helpers import write_recording
 
 
 @pytest.fixture(scope="module")
@@ -103,13 +104,12 @@ def test_replay_missing_a_turn_is_an_error(spec: LaneSpec, tmp_path: Path) -> No
 def test_a_recorded_fault_fails_every_predicate_and_counts_in_error_rate(
     spec: LaneSpec, tmp_path: Path
 ) -> None:
-    recorded = tmp_path / "turns.jsonl"
-    recorded.write_text(
-        json.dumps({"case_id": "fluency_dev_time_001", "surface": "Time is the order of events."})
-        + "\n"
-        + json.dumps({"case_id": "fluency_dev_oov_zorblat_002", "error": "TimeoutError: no answer in 30 s"})
-        + "\n",
-        encoding="utf-8",
+    recorded = write_recording(
+        tmp_path / "turns.jsonl",
+        [
+            {"case_id": "fluency_dev_time_001", "surface": "Time is the order of events."},
+            {"case_id": "fluency_dev_oov_zorblat_002", "error": "TimeoutError: no answer in 30 s"},
+        ],
     )
     run = evaluate_lane(spec, "dev", build_runtime(f"replay:{recorded}"))
     faulted = run.transcripts[run.transcripts["case_id"] == "fluency_dev_oov_zorblat_002"]

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -24,6 +27,12 @@ ANSWER_COLUMNS = [
     "epistemic_status",
     "error",
 ]
+
+
+def write_recording(path: Path, turns: Iterable[dict[str, Any]]) -> Path:
+    """A replay file at ``path``: one recorded turn per line."""
+    path.write_text("".join(json.dumps(turn) + "\n" for turn in turns), encoding="utf-8")
+    return path
 
 
 def lanes() -> list[LaneSpec]:
