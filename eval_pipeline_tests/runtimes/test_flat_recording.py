@@ -57,6 +57,8 @@ def turn(i: int) -> dict[str, Any]:
         record["raw"] = json.dumps({"usage": {"tokens": i}, "attempts": 2})
     if i % 5 == 2:
         record["seed"] = i
+    if i % 9 == 4:
+        record["raw"] = ""  # says nothing
     if i % 7 == 3:
         record = {"case_id": f"case_{i}", "error": "TimeoutError: no answer"}
     return record

@@ -76,7 +76,7 @@ class RecordedTurn(BaseModel):
     @field_validator("raw")
     @classmethod
     def _raw_is_an_object(cls, raw: str | None) -> str | None:
-        if raw is not None:
+        if raw:  # an empty raw says nothing
             said(raw)
         return raw
 
