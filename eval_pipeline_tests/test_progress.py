@@ -1,13 +1,20 @@
-"""The progress observers: throttled updates still end on the final tally."""
+"""The progress observers: throttled updates still end on the final tally, and a recording's
+turns, answered at once, are counted at once."""
 
 from __future__ import annotations
 
 import io
+from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.progress import Progress
 
+from eval_pipeline.drive import drive
+from eval_pipeline.lanes.kind import Thread, TurnRequest
 from eval_pipeline.progress import RichProgress
+from eval_pipeline.runtimes.registry import build_runtime
+from eval_pipeline_tests.runtimes.helpers import write_recording
 
 
 def test_a_throttled_bar_still_shows_every_turn_once_the_last_is_in() -> None:
@@ -21,3 +28,28 @@ def test_a_throttled_bar_still_shows_every_turn_once_the_last_is_in() -> None:
         task = progress.tasks[0]
         assert task.completed == 1000
         assert task.fields["errors"] == 100
+
+
+def test_a_recording_reports_its_turns_at_once_to_an_observer_and_row_by_row_to_a_callback(
+    tmp_path: Path,
+) -> None:
+    threads = [
+        Thread(case_id=f"c{i}", turns=(TurnRequest(turn_index=0, role="turn", prompt="p"),)) for i in range(3)
+    ]
+    recorded = write_recording(
+        tmp_path / "turns.jsonl",
+        [
+            {"case_id": "c0", "surface": "a."},
+            {"case_id": "c1", "error": "TimeoutError: late"},
+            {"case_id": "c2", "surface": "b."},
+        ],
+    )
+    runtime = build_runtime(f"replay:{recorded}")
+    with Progress(console=Console(file=io.StringIO())) as progress:
+        bar = RichProgress(progress, "lane", every_s=3600.0)
+        drive(runtime, threads, on_turn=bar, on_start=bar.start)
+        assert (progress.tasks[0].completed, progress.tasks[0].fields["errors"]) == (3, 1)
+    rows: list[dict[str, Any]] = []
+    transcripts = drive(runtime, threads, on_turn=rows.append)
+    assert [row["case_id"] for row in rows] == ["c0", "c1", "c2"]
+    assert transcripts["latency_ms"].isna().all() and transcripts["error"].notna().sum() == 1
