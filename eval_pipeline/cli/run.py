@@ -390,7 +390,7 @@ def run(
             )
     instance = ensure_instance()
     batch_id = uuid.uuid4().hex
-    outcomes = []
+    outcomes: list[LaneOutcome] = []
     for spec, s in pairs:
         with rich_progress(f"{spec.name} [{s}] · {target.name}", console=err()) as bar:
             outcome = materialize_lane(
@@ -408,6 +408,7 @@ def run(
                 tags={"eval_pipeline/batch_id": batch_id, "eval_pipeline/source": "cli"},
                 log_level="DEBUG" if verbose else "CRITICAL",  # failures are reported below, once
                 executor=chosen.value,
+                observe=not outcomes,  # the target's version, once for the whole invocation
             )
         outcomes.append(outcome)
         if not as_json:

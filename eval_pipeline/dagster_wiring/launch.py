@@ -225,9 +225,14 @@ def materialize_lane(
     tags: dict[str, str] | None = None,
     log_level: str = "INFO",
     executor: str = "in_process",
+    observe: bool = True,
 ) -> LaneOutcome:
     """Run the lane's job for one series (split or custom case file × runtime target) and read
     the results back. The run is tagged with its lane, series and night.
+
+    ``observe``: a declared target's runtime version is observed first, so the transcripts
+    record the version they were measured against; a caller running several lanes of one
+    target in one go observes it before the first only.
 
     ``executor`` ``in_process`` runs every step in this process; ``celery`` runs the code
     location's job (``eval_pipeline.definitions``) with its steps on Celery workers, which
@@ -235,7 +240,8 @@ def materialize_lane(
     case_set = custom_case_set(cases_path) if cases_path else split
     with instance_lock(Path(instance.root_directory)):
         register_series(instance, spec.name, [case_set], [target.name])
-    observe_target(instance, target, {HOST_TAG: socket.gethostname(), **(tags or {})})
+    if observe:
+        observe_target(instance, target, {HOST_TAG: socket.gethostname(), **(tags or {})})
     runtime_config: dict[str, Any] = {
         "spec": "" if target.declared else target.spec,
         "options": {} if target.declared else dict(target.options),

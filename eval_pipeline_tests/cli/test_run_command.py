@@ -116,3 +116,20 @@ def test_metric_values_print_counts_whole_and_rates_to_four_figures() -> None:
         "1",
         "0.3333",
     ]
+
+
+@pytest.mark.slow
+def test_a_run_of_several_lanes_observes_its_target_once_before_the_first() -> None:
+    from eval_pipeline.dagster_wiring.launch import ensure_instance
+    from eval_pipeline.dagster_wiring.runtime_targets import OBSERVE_JOB
+
+    code, out, _ = invoke(
+        "run", "--split", "dev", "--lane", "deterministic_fluency", "--lane", "articulation_of_status"
+    )
+    assert code == EXIT_OK, out
+    runs = ensure_instance().get_runs()  # newest first
+    assert [run.job_name for run in reversed(runs)] == [
+        OBSERVE_JOB,
+        "deterministic_fluency_job",
+        "articulation_of_status_job",
+    ]
