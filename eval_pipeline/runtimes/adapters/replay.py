@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -87,23 +87,20 @@ class RecordedTurn(BaseModel):
         return self
 
 
+# The recorded turn's fields as Arrow columns (whole numbers as int64, the rest text), which of
+# them a turn must give, and the defaults of those it may leave out that are not null.
 RECORDED_FIELDS = pa.schema(
     [
-        ("case_id", pa.string()),
-        ("turn_index", pa.int64()),
-        ("sample_index", pa.int64()),
-        ("seed", pa.int64()),
-        ("raw", pa.string()),
-        ("prompt", pa.string()),
-        ("surface", pa.string()),
-        ("text", pa.string()),
-        ("raw_response", pa.string()),
-        ("grounding_source", pa.string()),
-        ("surface_tag", pa.string()),
-        ("epistemic_status", pa.string()),
-        ("error", pa.string()),
+        (name, pa.int64() if int in (field.annotation, *get_args(field.annotation)) else pa.string())
+        for name, field in RecordedTurn.model_fields.items()
     ]
 )
+_REQUIRED = [name for name, field in RecordedTurn.model_fields.items() if field.is_required()]
+_DEFAULTS = {
+    name: field.default
+    for name, field in RecordedTurn.model_fields.items()
+    if not field.is_required() and field.default is not None
+}
 KEY = ["case_id", "sample_index", "turn_index"]
 # A recording's answers, as a transcript row holds them (see recording_table).
 ANSWERS = [
@@ -312,7 +309,7 @@ def flat_recording(path: Path) -> pa.Table | None:
     """The recording of a JSONL file Arrow can read as the strict reader would (see
     :mod:`eval_pipeline.cases.flat_jsonl`) and that holds no problem, else None: the strict
     reader reads it, and says what is wrong."""
-    turns = read_flat_jsonl(path, _FLAT_FIELDS, required=["case_id"], defaults=_DEFAULTS)
+    turns = read_flat_jsonl(path, _FLAT_FIELDS, required=_REQUIRED, defaults=_DEFAULTS)
     return _recording_if_sound(turns.select(RECORDED_FIELDS.names)) if turns is not None else None
 
 
@@ -324,7 +321,7 @@ def typed_recording(table: pa.Table) -> pa.Table | None:
     columns: dict[str, pa.ChunkedArray | pa.Array] = {}
     for field in RECORDED_FIELDS:
         if field.name not in table.column_names:
-            if field.name == "case_id":
+            if field.name in _REQUIRED:
                 return None
             absent = pa.scalar(_DEFAULTS.get(field.name), field.type)
             columns[field.name] = pa.repeat(absent, table.num_rows)
@@ -334,7 +331,7 @@ def typed_recording(table: pa.Table) -> pa.Table | None:
         fits = texts if pa.types.is_string(field.type) else pa.types.is_integer(column.type)
         if not (fits or pa.types.is_null(column.type)):
             return None
-        if column.null_count and (field.name == "case_id" or field.name in _DEFAULTS):
+        if column.null_count and (field.name in _REQUIRED or field.name in _DEFAULTS):
             return None
         try:
             columns[field.name] = column.cast(field.type)
@@ -367,7 +364,6 @@ _FLAT_FIELDS = pa.schema(
         *(field for field in TRANSCRIPTS if field.name not in RECORDED_FIELDS.names),
     ]
 )
-_DEFAULTS = {"turn_index": 0, "sample_index": 0}
 
 
 # Replay files loaded lately, by content: `run` checks the file before the run starts, and the
