@@ -27,11 +27,12 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from eval_pipeline.lanes.kind import Thread, TurnRequest
+from eval_pipeline.lanes.kind import Thread, TurnRequest, requests_of_threads
 from eval_pipeline.runtimes.base import ChatRuntime, ChatSession, RuntimeSpecError, TurnResponse
 from eval_pipeline.runtimes.faults import NO_RETRY, RetryPolicy, is_transient
 from eval_pipeline.samples import derive_seed
@@ -193,7 +194,8 @@ def drive(
         on_start(repeat * sum(len(t.turns) for t in threads))
     recorded_answers = getattr(runtime, "recorded_answers", None)
     if callable(recorded_answers):
-        return _replayed(recorded_answers, threads, on_turn, repeat=repeat, seed=seed)
+        table = replayed(recorded_answers, requests_of_threads(threads), on_turn, repeat=repeat, seed=seed)
+        return table.to_pandas(types_mapper=nullable_types)
 
     def run(sample: tuple[list[Thread], int]) -> list[dict[str, Any]]:
         session, sample_index = sample
@@ -212,62 +214,79 @@ def drive(
     return frame(TRANSCRIPTS, rows)[TRANSCRIPT_COLUMNS]
 
 
-def _replayed(
+def replayed(
     recorded_answers: Callable[[pa.Table], pa.Table],
-    threads: Sequence[Thread],
-    on_turn: TurnCallback | None,
+    requests: pa.Table,
+    on_turn: TurnCallback | None = None,
     *,
-    repeat: int,
-    seed: int | None,
-) -> pd.DataFrame:
-    """The transcripts of a recording (replay, history), every turn answered by one call: the
-    turns as :func:`drive` would send them, joined to the answers recorded for them. Nothing is
-    sent, so nothing is timed: ``latency_ms`` is null."""
-    asked: dict[str, list[Any]] = {
-        name: [] for name in ("case_id", "sample_index", "turn_index", "role", "prompt")
-    }
-    seeds: list[int | None] = []
-    for sample_index in range(repeat):
-        for session in sessions_of(threads):
-            key = session[0].session or session[0].case_id
-            session_seed = None if seed is None else derive_seed(seed, key, sample_index)
-            for thread in session:
-                for turn in thread.turns:
-                    asked["case_id"].append(thread.case_id)
-                    asked["sample_index"].append(sample_index)
-                    asked["turn_index"].append(turn.turn_index)
-                    asked["role"].append(turn.role)
-                    asked["prompt"].append(turn.prompt)
-                    seeds.append(session_seed)
-    requests = pa.table(asked, schema=_REQUESTS)
-    answers = recorded_answers(requests)
+    repeat: int = 1,
+    seed: int | None = None,
+) -> pa.Table:
+    """The transcripts (lane columns) of a recording (replay, history), every turn answered by
+    one call: the turns of ``requests`` (:data:`TURN_REQUESTS`), ``repeat`` samples of each,
+    asked as :func:`drive` would send them and joined to the answers recorded for them. Nothing
+    is sent, so nothing is timed: ``latency_ms`` is null."""
+    order = _sending_order(requests)
+    sessions = pc.coalesce(requests["session"], requests["case_id"])  # what a session's seed derives from
+    asked = pa.concat_tables(
+        requests.select(["case_id", "turn_index", "role", "prompt"])
+        .add_column(1, "sample_index", pa.repeat(pa.scalar(sample_index, pa.int64()), requests.num_rows))
+        .append_column("seed", _seeds(sessions, sample_index, seed))
+        .take(order)
+        for sample_index in range(repeat)
+    )
+    answers = recorded_answers(asked.select(_REQUESTS.names))
     table = pa.table(
         {
-            **{name: requests[name] for name in ("case_id", "turn_index", "role", "prompt")},
+            **{name: asked[name] for name in ("case_id", "turn_index", "role", "prompt")},
             **{
                 name: answers[name]
                 for name in ("surface", "grounding_source", "surface_tag", "epistemic_status")
             },
-            "latency_ms": pa.nulls(requests.num_rows, pa.float64()),
+            "latency_ms": pa.nulls(asked.num_rows, pa.float64()),
             "attempts": answers["attempts"],
             "error": answers["error"],
             "raw": answers["raw"],
-            "sample_index": requests["sample_index"],
-            "seed": pc.coalesce(answers["seed"], pa.array(seeds, pa.int64())),
+            "sample_index": asked["sample_index"],
+            "seed": pc.coalesce(answers["seed"], asked["seed"]),
         }
     )
     table = table.sort_by(
         [("case_id", "ascending"), ("sample_index", "ascending"), ("turn_index", "ascending")]
-    )
-    transcripts = table.cast(_TRANSCRIPT_LANE).to_pandas(types_mapper=nullable_types)
+    ).cast(_TRANSCRIPT_LANE)
     if on_turn:
         add_turns = getattr(on_turn, "add_turns", None)  # a progress observer takes them at once
         if callable(add_turns):
-            add_turns(len(transcripts), int(transcripts["error"].notna().sum()))
+            add_turns(table.num_rows, table.num_rows - table["error"].null_count)
         else:
             for row in table.to_pylist():
                 on_turn(row)
-    return transcripts
+    return table
+
+
+def _sending_order(requests: pa.Table) -> pa.Array:
+    """The rows of ``requests`` in the order :func:`drive` sends them: session by session in
+    order of first appearance (as :func:`sessions_of` groups threads), a turn without a session
+    where it stands."""
+    sessions = requests["session"]
+    if sessions.null_count == len(sessions):
+        return pa.array(range(len(sessions)), pa.int64())
+    first: dict[Any, int] = {}
+    rank = [
+        first.setdefault(("", position) if session is None else session, len(first))
+        for position, session in enumerate(sessions.to_pylist())
+    ]
+    return pa.array(np.argsort(np.asarray(rank, dtype=np.int64), kind="stable"))
+
+
+def _seeds(sessions: pa.ChunkedArray, sample_index: int, seed: int | None) -> pa.Array:
+    """Each turn's seed in sample ``sample_index``: derived from (run seed, its session, sample)."""
+    if seed is None:
+        return pa.nulls(len(sessions), pa.int64())
+    derived: dict[str, int] = {}
+    for key in sessions.unique().to_pylist():
+        derived[key] = derive_seed(seed, key, sample_index)
+    return pa.array([derived[key] for key in sessions.to_pylist()], pa.int64())
 
 
 _REQUESTS = pa.schema(

@@ -22,8 +22,8 @@ from eval_pipeline.cases.batch import CaseBatch
 from eval_pipeline.cases.loading import LoadedCase, load_cases
 from eval_pipeline.cases_stage import case_paths, cases_frame, write_cases
 from eval_pipeline.collector import each_without_collector
-from eval_pipeline.drive import StartCallback, TurnCallback, drive
-from eval_pipeline.lanes.kind import SCORED_COLUMNS, LaneKind, Scored, Thread, turns_of_threads
+from eval_pipeline.drive import StartCallback, TurnCallback, drive, replayed
+from eval_pipeline.lanes.kind import SCORED_COLUMNS, LaneKind, Scored, Thread, turn_requests, turns_of_threads
 from eval_pipeline.lanes.registry import lane_kind
 from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.memo import file_digest
@@ -316,12 +316,21 @@ def drive_cases(
     """Stage 2: the transcripts of every case batch, driven and written batch by batch.
 
     A lane whose threads share a session (a warm session plays every case) is driven in one
-    piece, its rows then written in the cases' batches: the session cannot be cut."""
+    piece, its rows then written in the cases' batches: the session cannot be cut. A recording
+    answers each batch's turns at once (:func:`eval_pipeline.drive.replayed`), session or not."""
     kind = lane_kind(spec)
     if on_start:
         on_start(repeat * int(cases.read(["turns"])["turns"].fillna(0).sum()))
-    batches = ((rows, cases_from_frame(kind, rows)) for rows in each_without_collector(cases.batches()))
+    read = each_without_collector(cases.batches(["case_id", "case_json"]))
+    batches = ((rows, cases_from_frame(kind, rows)) for rows in read)
+    recorded_answers = getattr(runtime, "recorded_answers", None)
     with StageWriter(TRANSCRIPTS, folder) as writer:
+        if callable(recorded_answers):
+            for _, models in batches:
+                requests = turn_requests(kind, models, spec, split)
+                table = replayed(recorded_answers, requests, on_turn, repeat=repeat, seed=seed)
+                writer.write_table(table, **(run_columns or {}))
+            return writer.finish()
         held: list[tuple[list[str], list[Thread]]] = []
         for case_rows, models in batches:
             threads = kind.threads(models, spec, split)

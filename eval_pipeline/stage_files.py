@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from eval_pipeline.settings import whole_number_env
-from eval_pipeline.tables import nullable_types, to_arrow
+from eval_pipeline.tables import filled, nullable_types, to_arrow
 
 BATCH_TURNS_ENV = "EVAL_PIPELINE_BATCH_TURNS"
 DEFAULT_BATCH_TURNS = 20_000
@@ -149,8 +149,11 @@ class StageWriter:
         ``constants`` fill whole columns (the run columns)."""
         self.write_table(to_arrow(self.schema, rows, **constants))
 
-    def write_table(self, table: pa.Table) -> None:
-        """Write one batch, already a table of the stage's schema, as one row group."""
+    def write_table(self, table: pa.Table, **constants: Any) -> None:
+        """Write one batch, a table of the stage's schema (but ``constants``, which fill whole
+        columns), as one row group."""
+        if constants:
+            table = filled(self.schema, table, **constants)
         if self._writer is None:
             raise ValueError("the stage file is already finished")
         self._writer.write_table(table, row_group_size=max(len(table), 1))

@@ -241,8 +241,14 @@ def to_arrow(schema: pa.Schema, df: pd.DataFrame, **constants: Any) -> pa.Table:
     table = pa.Table.from_pandas(
         df[[field.name for field in given]], schema=pa.schema(given), preserve_index=False
     )
+    return filled(schema, table, **constants)
+
+
+def filled(schema: pa.Schema, table: pa.Table, **constants: Any) -> pa.Table:
+    """``table`` as a table of ``schema``: its columns of that name (already of their type)
+    and ``constants`` filling whole columns (the run columns)."""
     columns = {
-        field.name: pa.repeat(pa.scalar(constants[field.name], field.type), len(df))
+        field.name: pa.repeat(pa.scalar(constants[field.name], field.type), table.num_rows)
         if field.name in constants
         else table[field.name]
         for field in schema

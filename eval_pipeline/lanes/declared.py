@@ -41,7 +41,7 @@ from eval_pipeline.lanes.declaration import (
     MetricSpec,
     TurnRule,
 )
-from eval_pipeline.lanes.kind import Scored, Thread, TurnRequest
+from eval_pipeline.lanes.kind import TURN_REQUESTS, Scored, Thread, TurnRequest
 from eval_pipeline.lanes.schema import case_model
 from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.memo import Recent
@@ -106,6 +106,25 @@ class DeclaredLane:
             )
             for case_id, sources in zip(case_ids(cases), self._sources_of(cases), strict=True)
         ]
+
+    def turn_table(self, cases: Sequence[Any], spec: LaneSpec, split: str) -> pa.Table | None:
+        """:meth:`threads` as a table of their turns (:data:`TURN_REQUESTS`), built without a
+        model per turn; None when a prompt is not text (building the threads says why)."""
+        session = f"{spec.name}/{split}" if self.declaration.threads.session == "warm" else None
+        ids: list[str] = []
+        indexes: list[int] = []
+        roles: list[str] = []
+        prompts: list[str] = []
+        for case_id, sources in zip(case_ids(cases), self._sources_of(cases), strict=True):
+            for index, (role, prompt, _) in enumerate(sources):
+                if type(prompt) is not str:
+                    return None
+                ids.append(case_id)
+                indexes.append(index)
+                roles.append(role)
+                prompts.append(prompt)
+        sessions = pa.repeat(pa.scalar(session, pa.string()), len(ids))
+        return pa.table([ids, indexes, roles, prompts, sessions], schema=TURN_REQUESTS)
 
     def _sources_of(self, cases: Sequence[Any]) -> Iterator[list[tuple[str, Any, Any]]]:
         """(role, prompt, item) of each turn of each case, read from the case fields the turn

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 import pandas as pd
+import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field
 
 from eval_pipeline.registry import Registry
@@ -45,7 +46,37 @@ class Thread(BaseModel):
 
     case_id: str
     turns: tuple[TurnRequest, ...]
-    session: str | None = None
+    session: str | None = Field(default=None, min_length=1)
+
+
+# The turns of threads as a table, a row per turn in thread order (see :func:`turn_requests`).
+TURN_REQUESTS = pa.schema(
+    [
+        ("case_id", pa.string()),
+        ("turn_index", pa.int64()),
+        ("role", pa.string()),
+        ("prompt", pa.string()),
+        ("session", pa.string()),
+    ]
+)
+
+
+def requests_of_threads(threads: Sequence[Thread]) -> pa.Table:
+    """The turns of ``threads`` as a :data:`TURN_REQUESTS` table, in order."""
+    rows = [
+        (t.case_id, turn.turn_index, turn.role, turn.prompt, t.session) for t in threads for turn in t.turns
+    ]
+    columns = [list(column) for column in zip(*rows, strict=True)] if rows else [[] for _ in TURN_REQUESTS]
+    return pa.table(dict(zip(TURN_REQUESTS.names, columns, strict=True)), schema=TURN_REQUESTS)
+
+
+def turn_requests(kind: LaneKind, cases: Sequence[Any], spec: LaneSpec, split: str) -> pa.Table:
+    """The turns ``kind`` sends for ``cases`` as a :data:`TURN_REQUESTS` table: what a recording
+    answers. A kind may build it itself (``turn_table``, the same rows as its threads' without
+    a model per turn; None where it would not equal them), else it is read off its threads."""
+    own = getattr(kind, "turn_table", None)
+    table = own(cases, spec, split) if callable(own) else None
+    return table if table is not None else requests_of_threads(kind.threads(cases, spec, split))
 
 
 # The columns of each table a lane's metrics read (and, with ``sample_index``, all the metrics

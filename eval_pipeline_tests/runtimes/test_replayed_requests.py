@@ -1,0 +1,104 @@
+"""A recording is asked the turns a lane's threads send, as a table: a kind that builds that
+table itself (a declared lane, without a model per turn) gives exactly its threads' turns,
+and a recording is asked them in the order drive sends them, each with the seed drive derives."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from pydantic import ValidationError
+
+from eval_pipeline.drive import replayed, sessions_of
+from eval_pipeline.lanes.declared import DeclaredLane
+from eval_pipeline.lanes.kind import Thread, TurnRequest, requests_of_threads, turn_requests
+from eval_pipeline.lanes.registry import discover_lanes, lane_kind
+from eval_pipeline.lanes.spec import LaneSpec
+from eval_pipeline.pipeline import cases_frame, cases_from_frame, load_split
+from eval_pipeline.runtimes.adapters.replay import ANSWERS
+from eval_pipeline.samples import derive_seed
+
+
+@pytest.mark.parametrize("spec", discover_lanes(), ids=lambda s: s.name)
+def test_a_kinds_turn_table_is_its_threads_turns(spec: LaneSpec) -> None:
+    kind = lane_kind(spec)
+    for split in spec.splits:
+        loaded = load_split(spec, split)
+        models = [item.case for item in loaded]
+        expected = requests_of_threads(kind.threads(models, spec, split))
+        assert expected.num_rows > 0
+        batch = cases_from_frame(kind, cases_frame(loaded, split))
+        for cases in (models, batch):
+            assert turn_requests(kind, cases, spec, split).equals(expected), (spec.name, split)
+        if isinstance(kind, DeclaredLane):  # every shipped prompt is text: no thread is built
+            assert kind.turn_table(batch, spec, split) is not None
+
+
+def test_a_prompt_that_is_not_text_is_refused_as_building_its_thread_refuses_it() -> None:
+    spec = next(s for s in discover_lanes() if s.name == "deterministic_fluency")
+    kind = lane_kind(spec)
+    assert isinstance(kind, DeclaredLane)
+    case = load_split(spec, "public")[0].case
+    cases = [case, SimpleNamespace(**{**dict(case), "id": "b", "prompt": 5})]  # a case of no schema
+    assert kind.turn_table(cases, spec, "public") is None
+    with pytest.raises(ValidationError, match="prompt"):
+        turn_requests(kind, cases, spec, "public")
+
+
+def _threads() -> list[Thread]:
+    """Threads of fresh sessions and of two warm ones, interleaved."""
+
+    def thread(case_id: str, session: str | None, turns: int) -> Thread:
+        asked = tuple(TurnRequest(turn_index=i, role="turn", prompt=f"{case_id}:{i}") for i in range(turns))
+        return Thread(case_id=case_id, turns=asked, session=session)
+
+    return [
+        thread("e", None, 2),
+        thread("b", "warm-1", 1),
+        thread("a", None, 1),
+        thread("d", "warm-2", 2),
+        thread("c", "warm-1", 2),
+    ]
+
+
+def _answering(asked: list[pa.Table]) -> Any:
+    """A recording that answers every turn with its prompt and records nothing else, and keeps
+    what it was asked."""
+
+    def recorded_answers(requests: pa.Table) -> pa.Table:
+        asked.append(requests)
+        n = requests.num_rows
+        columns: dict[str, Any] = {name: pa.nulls(n, pa.string()) for name in ANSWERS}
+        columns.update(surface=requests["prompt"], attempts=pa.repeat(1, n), seed=pa.nulls(n, pa.int64()))
+        return pa.table(columns)
+
+    return recorded_answers
+
+
+@pytest.mark.parametrize("seed", [None, 7])
+def test_a_recording_is_asked_in_sending_order_with_the_seeds_drive_derives(seed: int | None) -> None:
+    threads = _threads()
+    asked: list[pa.Table] = []
+    transcripts = replayed(_answering(asked), requests_of_threads(threads), repeat=2, seed=seed)
+
+    sent = [
+        (thread.case_id, sample, turn.turn_index)
+        for sample in range(2)
+        for session in sessions_of(threads)
+        for thread in session
+        for turn in thread.turns
+    ]
+    (request,) = asked
+    key = request.select(["case_id", "sample_index", "turn_index"]).to_pylist()
+    assert [tuple(row.values()) for row in key] == sent
+
+    rows = transcripts.to_pylist()
+    assert [(r["case_id"], r["sample_index"], r["turn_index"]) for r in rows] == sorted(sent)
+    assert all(r["surface"] == f"{r['case_id']}:{r['turn_index']}" for r in rows)
+    assert all(r["latency_ms"] is None for r in rows)
+    session_of = {t.case_id: t.session or t.case_id for t in threads}
+    assert [r["seed"] for r in rows] == [
+        None if seed is None else derive_seed(seed, session_of[r["case_id"]], r["sample_index"]) for r in rows
+    ]
