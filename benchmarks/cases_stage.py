@@ -3,7 +3,7 @@
 
 For each size it writes N single-turn fluency cases (as ``scale.py`` does; or takes
 ``--cases``), then, in a fresh child process per measurement, times ``write_cases`` with
-``EVAL_PIPELINE_CASE_WORKERS`` set to each of ``--workers`` (``auto``: unset, the usable CPUs),
+``EVAL_PIPELINE_WORKERS`` set to each of ``--workers`` (``auto``: unset, the usable CPUs),
 the settings taking turns ``--repeat`` times. Prints the stage's wall time (worker start-up
 included), the CPU seconds of the process and of its workers, and the peak RSS of the process
 and its workers together (sampled from /proc). Prints figures; asserts nothing.
@@ -58,9 +58,9 @@ def tree_rss_mb(pid: int) -> float:
 
 def measure(cases: Path, workers: str) -> tuple[float, float, float, float]:
     """(stage seconds, process CPU s, workers' CPU s, peak RSS MB) of one child run."""
-    env = {k: v for k, v in os.environ.items() if k != "EVAL_PIPELINE_CASE_WORKERS"}
+    env = {k: v for k, v in os.environ.items() if k != "EVAL_PIPELINE_WORKERS"}
     if workers != "auto":
-        env["EVAL_PIPELINE_CASE_WORKERS"] = workers
+        env["EVAL_PIPELINE_WORKERS"] = workers
     with tempfile.TemporaryDirectory() as state:
         env["EVAL_PIPELINE_STATE"] = state
         command = [sys.executable, __file__, "--child", str(cases)]
@@ -81,7 +81,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="100000,1000000", help="cases per file, comma-separated")
     parser.add_argument("--cases", type=Path, help="measure this fluency case file instead")
-    parser.add_argument("--workers", default="1,auto", help="EVAL_PIPELINE_CASE_WORKERS values to compare")
+    parser.add_argument("--workers", default="1,auto", help="EVAL_PIPELINE_WORKERS values to compare")
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()

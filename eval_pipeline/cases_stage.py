@@ -1,8 +1,8 @@
 """Stage 1, the cases: a split's case files validated and written as the cases table.
 
 A big file (:data:`PARALLEL_MIN_LINES` lines or more) is cut into line ranges validated side
-by side in worker processes (``EVAL_PIPELINE_CASE_WORKERS``, default: the CPUs this process
-may use), each writing its ranges' cases to a file of its own. This process takes those files
+by side by the worker processes (:mod:`eval_pipeline.workers`), each writing its ranges' cases
+to a file of its own. This process takes those files
 in file order, checks ids across ranges and files, cuts the batches the way one process
 would, and writes the stage file: the table, and every problem, are the same either way.
 """
@@ -13,8 +13,8 @@ import itertools
 import os
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
-from multiprocessing import current_process, get_context
+from contextlib import closing
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol, Self, TypeVar
 
@@ -28,13 +28,12 @@ from eval_pipeline.collector import each_without_collector
 from eval_pipeline.lanes.kind import LaneKind
 from eval_pipeline.lanes.registry import lane_kind
 from eval_pipeline.lanes.spec import LaneSpec
-from eval_pipeline.settings import whole_number_env
 from eval_pipeline.stage_files import StageFile, StageWriter, batch_turns
 from eval_pipeline.tables import CASES
+from eval_pipeline.workers import in_order, worker_count
 
 # Cases whose turns are counted together while the cases stage cuts its batches.
 THREAD_CHUNK = 1_000
-CASE_WORKERS_ENV = "EVAL_PIPELINE_CASE_WORKERS"
 # A file this long is validated in line ranges side by side. Starting two workers takes about
 # a second (1.7 s of CPU): on two idle cores 50,000 fluency lines took 1.7 s that way against
 # 1.45 s in one process, 100,000 took 2.5 s against 2.9 s; later still when a core is shared.
@@ -47,16 +46,6 @@ RANGE_BYTES = 16 << 20
 def case_paths(spec: LaneSpec, split: str, cases_path: str | Path | None = None) -> list[Path]:
     """The files a split evaluates: the lane's own, or one given file judged by the lane's contract."""
     return [Path(cases_path)] if cases_path else spec.case_files(split)
-
-
-def case_workers() -> int:
-    """Processes that validate a big case file: ``EVAL_PIPELINE_CASE_WORKERS``, else the CPUs
-    this process may use (1: it validates every file itself, as a daemonic process, which may
-    not start any, always does)."""
-    value = whole_number_env(CASE_WORKERS_ENV, "processes") or (
-        len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    )
-    return 1 if current_process().daemon else value
 
 
 def cases_frame(
@@ -102,7 +91,7 @@ def write_cases(
     composed fails here, before anything is sent); every problem of every file is raised at once
     (:class:`eval_pipeline.cases.CaseFileError`) and no file is left behind."""
     paths = case_paths(spec, split, cases_path)
-    budget, workers = batch_turns(), case_workers()
+    budget, workers = batch_turns(), worker_count()
     ranges = [_ranges_of(path, workers) for path in paths]
     with StageWriter(CASES, folder) as writer:
         if any(ranges):
@@ -194,19 +183,17 @@ def _write_from_workers(
     their problems, and duplicate ids across all of them, in the order one process reports them."""
     found: list[list[CaseProblem]] = [[] for _ in paths]
     with tempfile.TemporaryDirectory(prefix=".cases.", dir=writer.path.parent) as scratch:
-        # Spawned, not forked: this process may hold Dagster's threads and locks.
-        pool = ProcessPoolExecutor(workers, mp_context=get_context("spawn"))
-        try:
-            tasks = [
-                (position, pool.submit(_write_range, spec, split, path, part, scratch, budget))
-                for position, path in enumerate(paths)
-                for part in ranges[position] or (None,)
-            ]
-            pieces = _checked_pieces(tasks, FirstUses(paths), found)
+        tasks = [
+            (position, partial(_write_range, spec, split, path, part, scratch, budget))
+            for position, path in enumerate(paths)
+            for part in ranges[position] or (None,)
+        ]
+        # Closed before the scratch folder goes: on an error too, no worker is left writing there.
+        with closing(in_order([task for _, task in tasks], workers)) as written:
+            done = zip([position for position, _ in tasks], written, strict=True)
+            pieces = _checked_pieces(done, FirstUses(paths), found)
             for tables, _ in each_without_collector(_batches(pieces, budget)):
                 writer.write_table(pa.concat_tables(tables) if tables else CASES.empty_table())
-        finally:  # on an error too, no worker is left writing when the scratch folder goes
-            pool.shutdown(cancel_futures=True)
     return [problem for problems in found for problem in sorted(problems, key=lambda p: p.line)]
 
 
@@ -227,14 +214,14 @@ def _write_range(
 
 
 def _checked_pieces(
-    tasks: Sequence[tuple[int, Future[tuple[Path, list[CaseProblem]]]]],
+    written: Iterable[tuple[int, tuple[Path, list[CaseProblem]]]],
     uses: FirstUses,
     found: list[list[CaseProblem]],
 ) -> Iterator[tuple[pa.Table, list[int]]]:
-    """The rows the workers wrote, a range at a time in file order, without the later uses of an
-    id (each a problem in ``found``, as :class:`CaseStream` reports it), with each case's turns."""
-    for position, task in tasks:
-        part, problems = task.result()
+    """The rows the workers wrote, a range at a time in file order (with the position of its
+    file), without the later uses of an id (each a problem in ``found``, as :class:`CaseStream`
+    reports it), with each case's turns."""
+    for position, (part, problems) in written:
         found[position] += problems
         with pa.OSFile(str(part)) as source:
             table = pa.ipc.open_file(source).read_all()

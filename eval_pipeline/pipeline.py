@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import atexit
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pandas as pd
 import pyarrow as pa
@@ -21,16 +22,16 @@ from pydantic import BaseModel
 from eval_pipeline.cases.batch import CaseBatch
 from eval_pipeline.cases.loading import LoadedCase, load_cases
 from eval_pipeline.cases_stage import case_paths, cases_frame, write_cases
-from eval_pipeline.collector import each_without_collector
+from eval_pipeline.collector import collector_paused, each_without_collector
 from eval_pipeline.drive import StartCallback, TurnCallback, drive, replayed
 from eval_pipeline.lanes.kind import SCORED_COLUMNS, LaneKind, Scored, Thread, turn_requests, turns_of_threads
 from eval_pipeline.lanes.registry import lane_kind
 from eval_pipeline.lanes.spec import LaneSpec
-from eval_pipeline.memo import file_digest
+from eval_pipeline.memo import Recent, file_digest
 from eval_pipeline.runtimes.base import ChatRuntime
 from eval_pipeline.samples import SAMPLE_INDEX, all_samples, per_sample, pool, rows_of_sample, sample_frames
 from eval_pipeline.scoring import MetricValue, ThresholdVerdict, judge
-from eval_pipeline.stage_files import StageFile, StageWriter, aligned_batches, batch_turns
+from eval_pipeline.stage_files import StageFile, StageWriter, aligned_batch, aligned_count, batch_turns
 from eval_pipeline.tables import (
     CASE_PREDICATES,
     METRICS,
@@ -40,7 +41,11 @@ from eval_pipeline.tables import (
     column_values,
     frame,
     lane_columns,
+    to_arrow,
 )
+from eval_pipeline.workers import in_order, worker_count
+
+T = TypeVar("T")
 
 
 def load_split(spec: LaneSpec, split: str, cases_path: str | Path | None = None) -> list[LoadedCase[Any]]:
@@ -348,7 +353,7 @@ def drive_cases(
 
 
 def score_turns(
-    kind: LaneKind,
+    spec: LaneSpec,
     cases: StageFile,
     transcripts: StageFile,
     run_columns: dict[str, str] | None = None,
@@ -356,17 +361,12 @@ def score_turns(
 ) -> StageFile:
     """Stage 3 over stage files: each batch's turn predicates."""
     return _score_batches(
-        kind,
-        TURN_PREDICATES,
-        lambda models, tables: turn_predicate_table(kind, models, *tables),
-        [cases, transcripts],
-        run_columns,
-        folder,
+        spec, TURN_PREDICATES, turn_predicate_table, [cases, transcripts], run_columns, folder
     )
 
 
 def score_cases(
-    kind: LaneKind,
+    spec: LaneSpec,
     cases: StageFile,
     transcripts: StageFile,
     turn_predicates: StageFile,
@@ -374,36 +374,82 @@ def score_cases(
     folder: str | Path | None = None,
 ) -> StageFile:
     """Stage 4 over stage files: each batch's case predicates."""
-    return _score_batches(
-        kind,
-        CASE_PREDICATES,
-        lambda models, tables: case_predicate_table(kind, models, *tables),
-        [cases, transcripts, turn_predicates],
-        run_columns,
-        folder,
-    )
+    inputs = [cases, transcripts, turn_predicates]
+    return _score_batches(spec, CASE_PREDICATES, case_predicate_table, inputs, run_columns, folder)
+
+
+# A stage of this many case batches or more is worked on by the worker processes, a batch
+# each (starting them costs about a second of CPU each; a batch about a quarter of one).
+PARALLEL_MIN_BATCHES = 4
+
+# What a scoring stage computes of one batch: (kind, the batch's cases, its rows of each other input).
+BatchScore = Callable[..., pd.DataFrame]
 
 
 def _score_batches(
-    kind: LaneKind,
+    spec: LaneSpec,
     schema: pa.Schema,
-    score: Callable[[Sequence[BaseModel], list[pd.DataFrame]], pd.DataFrame],
+    score: BatchScore,
     inputs: Sequence[StageFile],
     run_columns: dict[str, str] | None,
     folder: str | Path | None,
 ) -> StageFile:
-    """A stage file of ``score(case models, the other inputs' rows)`` for each case batch of
-    ``inputs`` (the cases first). Of each input only what a stage function is given is read:
-    the cases' ids (their JSON when a stage reads a field), the other tables' lane columns (as
-    :func:`evaluate_lane` has them)."""
+    """A stage file of ``score`` of each case batch of ``inputs`` (the cases first), batch by
+    batch in order (:func:`_by_batch`). Of each input only what a stage function is given is
+    read: the cases' ids (their JSON when a stage reads a field), the other tables' lane
+    columns (as :func:`evaluate_lane` has them)."""
     columns = [["case_id"], *(_lane_columns_of(table) for table in inputs[1:])]
-    batches = enumerate(aligned_batches(*inputs, columns=columns))
+    scored = partial(_scored_batch, spec, schema, score, inputs, columns, run_columns or {})
     with StageWriter(schema, folder) as writer:
-        for index, (case_ids, *tables) in each_without_collector(batches):
-            writer.write(
-                score(cases_of_batch(kind, inputs[0], index, case_ids), tables), **(run_columns or {})
-            )
+        for table in _by_batch(scored, aligned_count(*inputs)):
+            writer.write_table(table)
         return writer.finish()
+
+
+def _scored_batch(
+    spec: LaneSpec,
+    schema: pa.Schema,
+    score: BatchScore,
+    inputs: Sequence[StageFile],
+    columns: Sequence[Sequence[str]],
+    run_columns: dict[str, str],
+    index: int,
+) -> pa.Table:
+    """Batch ``index`` of ``inputs`` scored, as rows of ``schema`` (of the run ``run_columns``)."""
+    with collector_paused():
+        kind = _kind(spec)
+        case_ids, *tables = aligned_batch(inputs, index, columns)
+        rows = score(kind, cases_of_batch(kind, inputs[0], index, case_ids), *tables)
+        return to_arrow(schema, rows, **run_columns)
+
+
+def _measured_batch(spec: LaneSpec, inputs: Sequence[StageFile], index: int) -> SampleMetrics:
+    """Batch ``index`` measured: of the scored tables only what metrics read
+    (:data:`SCORED_COLUMNS`), of the cases their ids (their JSON when the kind reads a field)."""
+    tables = ("transcripts", "turn_predicates", "case_predicates")
+    columns = [["case_id"], *([*SCORED_COLUMNS[t], SAMPLE_INDEX] for t in tables)]
+    with collector_paused():
+        kind = _kind(spec)
+        case_ids, *scored = aligned_batch(inputs, index, columns)
+        return sample_metrics(kind, cases_of_batch(kind, inputs[0], index, case_ids), *scored)
+
+
+def _by_batch(work: Callable[[int], T], count: int) -> Iterator[T]:
+    """``work`` of batches ``0 .. count - 1``, in order: by the worker processes when there are
+    :data:`PARALLEL_MIN_BATCHES` or more and more than one worker (a few batches ahead of the
+    one taken, so memory stays bounded by a few batches), else in this process."""
+    workers = worker_count()
+    if workers > 1 and count >= PARALLEL_MIN_BATCHES:
+        return in_order((partial(work, index) for index in range(count)), workers, ahead=2 * workers)
+    return (work(index) for index in range(count))
+
+
+# Lane kinds by spec, in a worker (which is handed specs: a kind holds models made at run time).
+_KINDS: Recent[LaneKind] = Recent(4)
+
+
+def _kind(spec: LaneSpec) -> LaneKind:
+    return _KINDS.get(spec.model_dump_json(), lambda: lane_kind(spec))
 
 
 def _lane_columns_of(table: StageFile) -> list[str]:
@@ -412,23 +458,16 @@ def _lane_columns_of(table: StageFile) -> list[str]:
 
 
 def measure(
-    kind: LaneKind,
+    spec: LaneSpec,
     cases: StageFile,
     transcripts: StageFile,
     turn_predicates: StageFile,
     case_predicates: StageFile,
 ) -> list[MetricValue]:
-    """Stage 5 over stage files: each batch measured, the batches added up, the samples pooled.
-    Of the scored tables only what metrics read is read (:data:`SCORED_COLUMNS`), of the cases
-    their ids (their JSON when the kind reads a field)."""
-    tables = ("transcripts", "turn_predicates", "case_predicates")
-    columns = [["case_id"], *([*SCORED_COLUMNS[t], SAMPLE_INDEX] for t in tables)]
-    read = aligned_batches(cases, transcripts, turn_predicates, case_predicates, columns=columns)
-    batches = [
-        sample_metrics(kind, cases_of_batch(kind, cases, index, case_ids), turns, verdicts, case_verdicts)
-        for index, (case_ids, turns, verdicts, case_verdicts) in each_without_collector(enumerate(read))
-    ]
-    return pooled(kind, merge_batches(batches))
+    """Stage 5 over stage files: each batch measured, the batches added up, the samples pooled."""
+    inputs = [cases, transcripts, turn_predicates, case_predicates]
+    batches = list(_by_batch(partial(_measured_batch, spec, inputs), aligned_count(*inputs)))
+    return pooled(_kind(spec), merge_batches(batches))
 
 
 def evaluate_lane(

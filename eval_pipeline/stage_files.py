@@ -117,18 +117,21 @@ class StageFile:
         return table.to_pandas(types_mapper=nullable_types)
 
 
-def aligned_batches(
-    *files: StageFile, columns: Sequence[Sequence[str] | None] = ()
-) -> Iterator[list[pd.DataFrame]]:
-    """Batch *j* of every file, together: the rows of the same cases in each table (of each
-    file, only the ``columns`` given in its place, when given)."""
+def aligned_count(*files: StageFile) -> int:
+    """How many case batches the files hold, the same number in each (else ValueError)."""
     counts = {f.batch_count for f in files}
     if len(counts) > 1:
         listed = ", ".join(f"{f.path.name}: {f.batch_count}" for f in files)
         raise ValueError(f"stage files do not hold the same case batches ({listed})")
+    return counts.pop() if counts else 0
+
+
+def aligned_batch(
+    files: Sequence[StageFile], index: int, columns: Sequence[Sequence[str] | None] = ()
+) -> list[pd.DataFrame]:
+    """Batch ``index`` alone of every file, as :func:`aligned_batches` gives it."""
     chosen = [*columns, *[None] * (len(files) - len(columns))]
-    readers = [f.batches(names) for f, names in zip(files, chosen, strict=True)]
-    yield from (list(parts) for parts in zip(*readers, strict=True))
+    return [f.batch(index, names) for f, names in zip(files, chosen, strict=True)]
 
 
 class StageWriter:

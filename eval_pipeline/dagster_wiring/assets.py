@@ -39,7 +39,6 @@ from eval_pipeline.dagster_wiring.runtime_targets import runtime_pool_slot, tran
 from eval_pipeline.drive import samples_to_drive
 from eval_pipeline.failures import FirstFailing, first_failing
 from eval_pipeline.history import append_run, commit_run, find_regressions, lane_chart_markdown
-from eval_pipeline.lanes.registry import lane_kind
 from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.pipeline import (
     cases_sha256,
@@ -161,7 +160,6 @@ def _case_files(spec: LaneSpec, case_set: str, config: CasesConfig) -> tuple[str
 
 def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
     """The asset group of one lane (key prefix and group name = the lane's name)."""
-    kind = lane_kind(spec)
     partitions = lane_partitions(spec)
     prefix = [spec.name]
     keys = {stage: dg.AssetKey([*prefix, stage]) for stage in STAGES}
@@ -255,7 +253,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
     def turn_predicates(
         context: dg.AssetExecutionContext, cases: StageFile, transcripts: StageFile
     ) -> dg.Output[StageFile]:
-        table = score_turns(kind, cases, transcripts, _run_columns(context, spec, cases))
+        table = score_turns(spec, cases, transcripts, _run_columns(context, spec, cases))
         return dg.Output(table, metadata={"dagster/row_count": table.row_count})
 
     @dg.asset(
@@ -276,7 +274,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
         transcripts: StageFile,
         turn_predicates: StageFile,
     ) -> dg.Output[StageFile]:
-        table = score_cases(kind, cases, transcripts, turn_predicates, _run_columns(context, spec, cases))
+        table = score_cases(spec, cases, transcripts, turn_predicates, _run_columns(context, spec, cases))
         return dg.Output(
             table,
             metadata={
@@ -313,7 +311,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
         turn_predicates: StageFile,
         case_predicates: StageFile,
     ) -> Iterator[dg.Output[pd.DataFrame] | dg.AssetCheckResult]:
-        values = measure(kind, cases, transcripts, turn_predicates, case_predicates)
+        values = measure(spec, cases, transcripts, turn_predicates, case_predicates)
         run_columns = _run_columns(context, spec, cases)
         budget = runtime.target(run_columns["runtime"]).error_budget(spec.max_error_rate)
         measured = measurement(values, budget)

@@ -16,7 +16,7 @@ from eval_pipeline.lanes import discover_lanes, find_lane
 from eval_pipeline.pipeline import evaluate_lane, write_cases
 from eval_pipeline.runtimes import build_runtime
 from eval_pipeline.runtimes.targets import find_target
-from eval_pipeline.stage_files import BATCH_TURNS_ENV, StageWriter, aligned_batches, batch_turns
+from eval_pipeline.stage_files import BATCH_TURNS_ENV, StageWriter, aligned_count, batch_turns
 from eval_pipeline.tables import CASE_PREDICATES, TURN_PREDICATES, lane_columns
 
 SEED = 11
@@ -130,7 +130,7 @@ def test_stage_files_must_hold_the_same_batches(tmp_path: Path) -> None:
     assert [pq.ParquetFile(f.path).metadata.num_row_groups for f in files] == [3, 2]
     assert [len(b) for b in files[0].batches()] == [0, 1, 1]  # an empty batch stays a batch
     with pytest.raises(ValueError, match="do not hold the same case batches"):
-        list(aligned_batches(*files))
+        aligned_count(*files)
 
 
 def test_a_column_maximum_comes_from_statistics_or_the_values(tmp_path: Path) -> None:

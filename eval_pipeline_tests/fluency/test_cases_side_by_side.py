@@ -15,9 +15,10 @@ import pytest
 from eval_pipeline import cases_stage
 from eval_pipeline.cases import CaseFileError, JsonLine, LineRange, line_ranges
 from eval_pipeline.cases.jsonl import iter_jsonl
-from eval_pipeline.cases_stage import CASE_WORKERS_ENV, write_cases
+from eval_pipeline.cases_stage import write_cases
 from eval_pipeline.lanes import LaneSpec, find_lane
 from eval_pipeline.stage_files import BATCH_TURNS_ENV
+from eval_pipeline.workers import WORKERS_ENV
 
 FLUENCY = find_lane("deterministic_fluency")
 GOOD = [json.loads(line) for line in FLUENCY.case_files("public")[0].read_text().splitlines() if line]
@@ -52,7 +53,7 @@ def _split(tmp_path: Path, files: dict[str, list[str] | None]) -> LaneSpec:
 
 
 def _written(spec: LaneSpec, workers: int, monkeypatch: pytest.MonkeyPatch) -> tuple[pa.Table, list[int]]:
-    monkeypatch.setenv(CASE_WORKERS_ENV, str(workers))
+    monkeypatch.setenv(WORKERS_ENV, str(workers))
     stage = write_cases(spec, "big")
     try:
         file = pq.ParquetFile(stage.path)
@@ -62,7 +63,7 @@ def _written(spec: LaneSpec, workers: int, monkeypatch: pytest.MonkeyPatch) -> t
 
 
 def _problems(spec: LaneSpec, workers: int, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    monkeypatch.setenv(CASE_WORKERS_ENV, str(workers))
+    monkeypatch.setenv(WORKERS_ENV, str(workers))
     with pytest.raises(CaseFileError) as raised:
         write_cases(spec, "big")
     return [str(problem) for problem in raised.value.problems]
@@ -158,8 +159,6 @@ def test_a_file_whose_first_line_only_the_whole_file_judges_is_read_whole(
 
 
 def test_a_bad_worker_count_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(CASE_WORKERS_ENV, "0")
-    with pytest.raises(
-        ValueError, match=f"{CASE_WORKERS_ENV} must be a whole number of processes >= 1, got '0'"
-    ):
+    monkeypatch.setenv(WORKERS_ENV, "0")
+    with pytest.raises(ValueError, match=f"{WORKERS_ENV} must be a whole number of processes >= 1, got '0'"):
         write_cases(FLUENCY, "public")
