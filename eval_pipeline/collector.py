@@ -1,4 +1,4 @@
-"""Batches worked on with Python's cyclic garbage collector paused.
+"""Batches worked on with Python's cyclic garbage collector paused, memory handed back between.
 
 Scoring a batch builds hundreds of thousands of short-lived objects (case models, verdict
 columns, table rows). Reference counting frees them; the cyclic collector, triggered by their
@@ -15,6 +15,8 @@ import gc
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
+
+import pyarrow as pa
 
 T = TypeVar("T")
 
@@ -33,7 +35,7 @@ def collector_paused() -> Iterator[None]:
 
 def each_without_collector(items: Iterable[T]) -> Iterator[T]:
     """``items`` one by one, the collector paused while each is made and while the caller works
-    on it, and running between them."""
+    on it, and running between them, when the memory Arrow freed is handed back too."""
     iterator = iter(items)
     while True:
         with collector_paused():
@@ -42,6 +44,13 @@ def each_without_collector(items: Iterable[T]) -> Iterator[T]:
             except StopIteration:
                 return
             yield item
+        return_arrow_memory()
+
+
+def return_arrow_memory() -> None:
+    """Hand the memory Arrow's allocator freed back to the system: it keeps it for reuse, so a
+    process would otherwise hold, between batches, the most any batch took."""
+    pa.default_memory_pool().release_unused()
 
 
 def no_final_collection() -> None:

@@ -57,7 +57,9 @@ def cases_sha256(paths: Sequence[Path]) -> str:
     """Hash of the case files' bytes, in order: which cases a metric was measured on."""
     digest = hashlib.sha256()
     for path in paths:
-        digest.update(path.read_bytes())
+        with path.open("rb") as handle:  # a block at a time: a big file is never held whole
+            while block := handle.read(1 << 20):
+                digest.update(block)
     return digest.hexdigest()
 
 
@@ -440,7 +442,7 @@ def _by_batch(work: Callable[[int], T], count: int) -> Iterator[T]:
     one taken, so memory stays bounded by a few batches), else in this process."""
     workers = worker_count()
     if workers > 1 and count >= PARALLEL_MIN_BATCHES:
-        return in_order((partial(work, index) for index in range(count)), workers, ahead=2 * workers)
+        return in_order((partial(work, index) for index in range(count)), workers, ahead=workers + 1)
     return (work(index) for index in range(count))
 
 

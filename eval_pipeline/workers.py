@@ -21,6 +21,7 @@ from concurrent.futures.process import BrokenProcessPool
 from multiprocessing import current_process, get_context
 from typing import TypeVar
 
+from eval_pipeline.collector import return_arrow_memory
 from eval_pipeline.settings import whole_number_env
 
 T = TypeVar("T")
@@ -74,7 +75,7 @@ def in_order(
     pending: deque[Future[T]] = deque()
     try:
         for call in calls:
-            pending.append(pool.submit(call))
+            pending.append(pool.submit(_returning_memory, call))
             if ahead is not None and len(pending) >= ahead:
                 yield pending.popleft().result()
         while pending:
@@ -86,3 +87,13 @@ def in_order(
         for future in pending:
             future.cancel()
         wait(pending)
+
+
+def _returning_memory(call: Callable[[], T]) -> T:
+    """In a worker: ``call``, then the memory its Arrow buffers took handed back to the system
+    (Arrow's allocator keeps freed memory for reuse: a worker between calls would hold the
+    most any call took)."""
+    try:
+        return call()
+    finally:
+        return_arrow_memory()
