@@ -5,8 +5,9 @@ For each N it writes N single-turn fluency cases and N/10 ten-turn thread cases,
 replay file of recorded surfaces (about one in twenty fails a predicate; every surface carries
 its case number, so no two are alike), then runs ``eval-pipeline run --cases … --runtime
 replay:…`` in a child process and, in another, the lane's predicates in a plain Python loop
-over the same recorded turns. Each child's wall time and peak RSS (``wait4``) are printed
-side by side. Prints figures; asserts nothing.
+over the same recorded turns. Each child's wall time, its own peak RSS (``wait4``) and the
+peak of it and its worker processes together (``all MB``, sampled ten times a second: see
+:func:`_tree_peak`) are printed side by side. Prints figures; asserts nothing.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -120,10 +122,54 @@ def write_thread(folder: Path, n_cases: int) -> tuple[Path, Path]:
 @dataclass(frozen=True)
 class Measured:
     wall_s: float
-    cpu_s: float  # user + system: less at the mercy of other processes on a shared machine
-    peak_rss_mb: float
+    cpu_s: float  # user + system, its worker processes' too: less at the mercy of other processes
+    peak_rss_mb: float  # of the child process itself (exact)
+    peak_tree_mb: float  # of the child and its worker processes together (sampled, see _tree_peak)
     returncode: int
     stdout: str
+
+
+def _descendants(pid: int) -> list[int]:
+    found = [pid]
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as children:
+                for child in children.read().split():
+                    found += _descendants(int(child))
+    except OSError:  # gone meanwhile
+        pass
+    return found
+
+
+def _memory_kb(pid: int) -> tuple[int, int]:
+    """A process's private memory (anonymous and shared-memory pages) and its file-backed pages
+    (the libraries it maps), in KB, from ``/proc/PID/status`` (cheap to read, unlike ``smaps``)."""
+    found = {"RssAnon:": 0, "RssShmem:": 0, "RssFile:": 0}
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                key = line.split(maxsplit=1)[0] if line.strip() else ""
+                if key in found:
+                    found[key] = int(line.split()[1])
+    except OSError:  # gone meanwhile
+        pass
+    return found["RssAnon:"] + found["RssShmem:"], found["RssFile:"]
+
+
+def _tree_peak(pid: int, done: threading.Event, every_s: float = 0.1) -> list[int]:
+    """Sample the memory ``pid`` and its descendants take together until ``done``: their private
+    pages summed, plus the file pages of the one that maps the most (spawned workers share no
+    private pages with their parent; the libraries they map are mostly the same, counted once).
+    The peak, in KB, in a list."""
+    peak = [0]
+
+    def sample() -> None:
+        while not done.wait(every_s):
+            private, files = zip(*(_memory_kb(p) for p in _descendants(pid)), strict=True)
+            peak[0] = max(peak[0], sum(private) + max(files))
+
+    threading.Thread(target=sample, daemon=True).start()
+    return peak
 
 
 def measure(command: list[str], env: dict[str, str], max_gb: float = 0.0) -> Measured:
@@ -144,12 +190,16 @@ def measure(command: list[str], env: dict[str, str], max_gb: float = 0.0) -> Mea
         child = subprocess.Popen(
             command, env=env, cwd=tempfile.gettempdir(), stdout=out, stderr=subprocess.STDOUT, preexec_fn=cap
         )
+        done = threading.Event()
+        tree = _tree_peak(child.pid, done) if sys.platform == "linux" else [0]
         _, status, usage = os.wait4(child.pid, 0)
+        done.set()
         wall = time.perf_counter() - started
         child.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         text = out.read().decode(errors="replace")
-    return Measured(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, child.returncode, text)
+    cpu = usage.ru_utime + usage.ru_stime
+    return Measured(wall, cpu, usage.ru_maxrss / 1024, tree[0] / 1024, child.returncode, text)
 
 
 def stage_seconds(dagster_home: Path) -> list[tuple[str, float]]:
@@ -237,9 +287,14 @@ def pipeline_command(lane: str, cases: Path, replay: Path, history: Path) -> lis
     ]
 
 
-def row(label: str, turns: int, wall: float, rss: float, cpu: float | None = None) -> str:
-    shown = f"{cpu:>8.1f}" if cpu is not None else f"{'':>8}"
-    return f"  {label:<26} {turns:>9,} {wall:>9.1f} {shown} {turns / wall:>10,.0f} {rss:>9,.0f}"
+def row(label: str, turns: int, wall: float, run: Measured, cpu: bool = True) -> str:
+    """A figures row: its wall seconds (the bare loop's: the loop's own), and of ``run`` the
+    CPU seconds (``cpu``), peak RSS of the process and peak PSS of all its processes."""
+    shown = f"{run.cpu_s:>8.1f}" if cpu else f"{'':>8}"
+    return (
+        f"  {label:<26} {turns:>9,} {wall:>9.1f} {shown} {turns / wall:>10,.0f}"
+        f" {run.peak_rss_mb:>9,.0f} {run.peak_tree_mb:>9,.0f}"
+    )
 
 
 def run_size(
@@ -253,6 +308,7 @@ def run_size(
     for lane in lanes:
         count = n if lane == FLUENCY else n // 10
         cases, replay = writer[lane](folder, count)
+        os.sync()  # written out now, not while the runs below are timed
         env = {
             **os.environ,
             "DAGSTER_HOME": str(folder / f"dagster_{lane}_{n}"),
@@ -275,15 +331,13 @@ def run_size(
             else float("nan")
         )
         print(f"{lane}, {count:,} cases, {n:,} turns (pipeline exit {pipeline.returncode})")
-        print(f"  {'':<26} {'turns':>9} {'wall s':>9} {'cpu s':>8} {'turns/s':>10} {'peak MB':>9}")
-        print(row("pipeline (CLI, end to end)", n, pipeline.wall_s, pipeline.peak_rss_mb, pipeline.cpu_s))
+        print(
+            f"  {'':<26} {'turns':>9} {'wall s':>9} {'cpu s':>8} {'turns/s':>10} {'peak MB':>9} {'all MB':>9}"
+        )
+        print(row("pipeline (CLI, end to end)", n, pipeline.wall_s, pipeline))
         if before is not None:
-            print(
-                row(
-                    f"baseline (exit {before.returncode})", n, before.wall_s, before.peak_rss_mb, before.cpu_s
-                )
-            )
-        print(row("bare scalar loop", n, loop_s, bare.peak_rss_mb))
+            print(row(f"baseline (exit {before.returncode})", n, before.wall_s, before))
+        print(row("bare scalar loop", n, loop_s, bare, cpu=False))
         print(f"  {'ratio pipeline / loop':<26} {'':>9} {pipeline.wall_s / loop_s:>9.2f}")
         stages = stage_seconds(Path(env["DAGSTER_HOME"]))
         if stages:  # the CLI's own part: imports, replay file and case pre-check, printing
@@ -363,11 +417,12 @@ def cpu_figures(folder: Path, repeat: int, workers: int, start_s: float, turn_ms
         f"CPU-bound bot ({start_s:g} s import start-up, {turn_ms:g} ms CPU per turn), {len(CPU_LANES)} lanes, "
         f"{turns} turns (pipeline exit {pipeline.returncode})"
     )
-    print(f"  {'':<34} {'wall s':>8} {'peak MB':>9}")
-    print(f"  {'serial loop (one process)':<34} {serial.wall_s:>8.1f} {serial.peak_rss_mb:>9,.0f}")
-    print(
-        f"  {f'pipeline, {workers} workers, one pool':<34} {pipeline.wall_s:>8.1f} {pipeline.peak_rss_mb:>9,.0f}"
-    )
+    print(f"  {'':<34} {'wall s':>8} {'peak MB':>9} {'all MB':>9}")
+    for label, run in (
+        ("serial loop (one process)", serial),
+        (f"pipeline, {workers} workers, one pool", pipeline),
+    ):
+        print(f"  {label:<34} {run.wall_s:>8.1f} {run.peak_rss_mb:>9,.0f} {run.peak_tree_mb:>9,.0f}")
     print(f"  {'ratio pipeline / serial':<34} {pipeline.wall_s / serial.wall_s:>8.2f}")
     if pipeline.returncode not in (0, 1):
         print("  pipeline output (tail):\n" + "\n".join(pipeline.stdout.splitlines()[-15:]))

@@ -325,19 +325,19 @@ def drive_cases(
     A lane whose threads share a session (a warm session plays every case) is driven in one
     piece, its rows then written in the cases' batches: the session cannot be cut. A recording
     answers each batch's turns at once (:func:`eval_pipeline.drive.replayed`), session or not."""
-    kind = lane_kind(spec)
     if on_start:
         on_start(repeat * int(cases.read(["turns"])["turns"].fillna(0).sum()))
-    read = each_without_collector(cases.batches(["case_id", "case_json"]))
-    batches = ((rows, cases_from_frame(kind, rows)) for rows in read)
     recorded_answers = getattr(runtime, "recorded_answers", None)
     with StageWriter(TRANSCRIPTS, folder) as writer:
         if callable(recorded_answers):
-            for _, models in batches:
-                requests = turn_requests(kind, models, spec, split)
+            asked = _by_batch(partial(_requests_of_batch, spec, split, cases), cases.batch_count)
+            for requests in asked:
                 table = replayed(recorded_answers, requests, on_turn, repeat=repeat, seed=seed)
                 writer.write_table(table, **(run_columns or {}))
             return writer.finish()
+        kind = lane_kind(spec)
+        read = each_without_collector(cases.batches(["case_id", "case_json"]))
+        batches = ((rows, cases_from_frame(kind, rows)) for rows in read)
         held: list[tuple[list[str], list[Thread]]] = []
         for case_rows, models in batches:
             threads = kind.threads(models, spec, split)
@@ -352,6 +352,15 @@ def drive_cases(
             for case_ids, _ in held:
                 writer.write(rows[rows["case_id"].isin(case_ids)], **(run_columns or {}))
         return writer.finish()
+
+
+def _requests_of_batch(spec: LaneSpec, split: str, cases: StageFile, index: int) -> pa.Table:
+    """The turns the lane sends for case batch ``index`` (:func:`turn_requests`)."""
+    with collector_paused():
+        kind = _kind(spec)
+        return turn_requests(
+            kind, cases_from_frame(kind, cases.batch(index, ["case_id", "case_json"])), spec, split
+        )
 
 
 def score_turns(
@@ -401,28 +410,28 @@ def _score_batches(
     read: the cases' ids (their JSON when a stage reads a field), the other tables' lane
     columns (as :func:`evaluate_lane` has them)."""
     columns = [["case_id"], *(_lane_columns_of(table) for table in inputs[1:])]
-    scored = partial(_scored_batch, spec, schema, score, inputs, columns, run_columns or {})
+    lane = pa.schema([schema.field(name) for name in lane_columns(schema)])
+    scored = partial(_scored_batch, spec, lane, score, inputs, columns)
     with StageWriter(schema, folder) as writer:
         for table in _by_batch(scored, aligned_count(*inputs)):
-            writer.write_table(table)
+            writer.write_table(table, **(run_columns or {}))
         return writer.finish()
 
 
 def _scored_batch(
     spec: LaneSpec,
-    schema: pa.Schema,
+    lane: pa.Schema,
     score: BatchScore,
     inputs: Sequence[StageFile],
     columns: Sequence[Sequence[str]],
-    run_columns: dict[str, str],
     index: int,
 ) -> pa.Table:
-    """Batch ``index`` of ``inputs`` scored, as rows of ``schema`` (of the run ``run_columns``)."""
+    """Batch ``index`` of ``inputs`` scored, as rows of ``lane`` (the stage's lane columns: the
+    run columns, one value each, are added as the batch is written, not sent by a worker)."""
     with collector_paused():
         kind = _kind(spec)
         case_ids, *tables = aligned_batch(inputs, index, columns)
-        rows = score(kind, cases_of_batch(kind, inputs[0], index, case_ids), *tables)
-        return to_arrow(schema, rows, **run_columns)
+        return to_arrow(lane, score(kind, cases_of_batch(kind, inputs[0], index, case_ids), *tables))
 
 
 def _measured_batch(spec: LaneSpec, inputs: Sequence[StageFile], index: int) -> SampleMetrics:

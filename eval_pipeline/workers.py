@@ -46,7 +46,12 @@ def _worker_pool(workers: int) -> ProcessPoolExecutor:
     global _pool, _pool_size
     if _pool is None or _pool_size != workers:
         close_workers()
-        _pool, _pool_size = ProcessPoolExecutor(workers, mp_context=get_context("spawn")), workers
+        # Below this process in priority: it takes their results in order and writes them, so
+        # every worker waits on it; it should not wait for a core behind them.
+        pool = ProcessPoolExecutor(
+            workers, mp_context=get_context("spawn"), initializer=os.nice, initargs=(5,)
+        )
+        _pool, _pool_size = pool, workers
     return _pool
 
 

@@ -27,6 +27,7 @@ Why the two agree when :func:`read_flat_jsonl` returns a table:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -135,12 +136,14 @@ def _record_lines(block: bytes) -> list[bytes] | None:
 
 def _gives_null(block: bytes, lines: list[bytes], column: pa.ChunkedArray, key: str) -> bool:
     """Whether a record of ``lines`` whose ``column`` is null gives ``key`` (as null), or might:
-    only a line that spells the key, or holds a ``\\u`` escape that could, is parsed to tell."""
+    only a line that spells the key, or holds an escape that could spell a character of it, is
+    parsed to tell."""
     spelt = f'"{key}"'
-    if spelt.encode() not in block and _ESCAPE not in block:
+    escape = _ASCII_ESCAPE if key.isascii() and key.isidentifier() else _ANY_ESCAPE
+    if spelt.encode() not in block and not re.search(escape.encode(), block):
         return False
     held = pa.array(lines, pa.binary())
-    may_name = pc.or_(pc.match_substring(held, spelt), pc.match_substring(held, _ESCAPE.decode()))
+    may_name = pc.or_(pc.match_substring(held, spelt), pc.match_substring_regex(held, escape))
     for row in pc.indices_nonzero(pc.and_(pc.is_null(column.combine_chunks()), may_name)).to_pylist():
         record = parse_json_line(lines[row])
         if not isinstance(record, dict) or key in record:
@@ -148,4 +151,8 @@ def _gives_null(block: bytes, lines: list[bytes], column: pa.ChunkedArray, key: 
     return False
 
 
-_ESCAPE = b"\\u"  # a \uXXXX escape may spell any character of a key
+# An escape that may spell a character of a key: any, or for a key of ASCII letters, digits and
+# underscores (which no short escape such as \/ spells) only a \uXXXX of U+0020 to U+007F: most
+# escapes in a file are of other characters (a dash, an accented letter).
+_ANY_ESCAPE = r"\\"
+_ASCII_ESCAPE = r"\\u00[2-7][0-9A-Fa-f]"

@@ -90,6 +90,17 @@ def test_a_clean_file_is_read_flat_and_equals_the_strict_reading(tmp_path: Path)
     assert flat is not None and flat.num_rows == 40
 
 
+def test_escapes_that_cannot_spell_a_key_leave_a_file_to_the_flat_reader(tmp_path: Path) -> None:
+    """A dash or an accented letter escaped (``ensure_ascii``) on lines that leave out the
+    defaulted keys: no line needs parsing to tell a missing key from a null."""
+    path = tmp_path / "turns.jsonl"
+    turns = [{"case_id": f"c{i}", "surface": f"caf\u00e9 \u2014 {i}"} for i in range(30)]
+    path.write_text("".join(json.dumps(t) + "\n" for t in turns), encoding="utf-8")
+    assert "\\u2014" in path.read_text()
+    flat = assert_agree(path)
+    assert flat is not None and flat.column("turn_index").to_pylist() == [0] * 30
+
+
 @pytest.mark.parametrize("seed", range(100))
 def test_mutated_files_are_read_flat_only_as_the_strict_reader_reads_them(seed: int, tmp_path: Path) -> None:
     rng = random.Random(seed)
@@ -114,6 +125,7 @@ def test_mutated_files_are_read_flat_only_as_the_strict_reader_reads_them(seed: 
     [
         '{"case_id": "a", "turn_index": null, "surface": "x"}',  # a null is not a missing key
         '{"case_id": "a", "turn_\\u0069ndex": null, "surface": "x"}',  # nor when escaped
+        '{"case_id": "a", "turn_i\\u006Edex": null, "surface": "x \\u2014 y"}',  # in capitals too
         '{"case_id": "a", "surface": "x", "latency_ms": NaN}',  # NaN: not JSON
         '{"case_id": "a", "surface": "x", "raw": "[1, 2]"}',  # raw is an object's JSON text
         '{"case_id": "a", "surface": "x", "raw": "{\\"attempts\\": \\"2\\"}"}',
