@@ -23,7 +23,8 @@ from eval_pipeline.stage_files import StageFile, failed
 _SEVERITY_ORDER = {"hard": 0, "error": 0, "ERROR": 0, "report": 1, "warn": 1, "WARN": 1}
 FAILING_COLUMNS = ("case_id", "predicate", "severity", "code", "reason", "evidence")
 # What the failing rows are read from in a case predicates stage file (not the run columns).
-_STORED_COLUMNS = ("case_id", "predicate", "passed", "severity", "code", "message", "evidence", SAMPLE_INDEX)
+_ORDER_COLUMNS = ("case_id", "predicate", "passed", "severity", "code", SAMPLE_INDEX)
+_LONG_COLUMNS = ("message", "evidence")
 
 
 def evidence_object(value: Any) -> dict[str, Any]:
@@ -52,29 +53,31 @@ def failing_cases(case_predicates: pd.DataFrame, samples: int | None = None) -> 
 
 
 def _failing_rows(case_predicates: pd.DataFrame, samples: int | None) -> pd.DataFrame:
-    """The rows :func:`failing_cases` lists, in its order, as stored (evidence not decoded)."""
+    """The rows :func:`failing_cases` lists, in its order, as stored (evidence not decoded;
+    ``_failed_in``: in how many of ``samples`` samples, when there are several). Reads no
+    ``message`` or ``evidence``: only the rows shown need them."""
     failing = case_predicates[case_predicates["passed"].eq(False).fillna(False)].copy()
     failing["_order"] = failing["severity"].astype(str).map(_SEVERITY_ORDER).fillna(2).astype(int)
     samples = samples or sample_count(case_predicates)
     if samples > 1:
         failing = failing.sort_values(SAMPLE_INDEX, kind="stable")
         failed_in = failing.groupby(["case_id", "predicate"], sort=False)["passed"].transform("size")
-        failing["message"] = [
-            f"In {n} of {samples} samples: {message}"
-            for message, n in zip(failing["message"].astype(str), failed_in, strict=True)
-        ]
+        failing["_failed_in"] = [f"In {n} of {samples} samples: " for n in failed_in]
         failing = failing.drop_duplicates(["case_id", "predicate"])
     return failing.sort_values(["_order", "case_id", "predicate"], kind="stable")
 
 
 def _as_failing(failing: pd.DataFrame) -> pd.DataFrame:
+    reasons = failing["message"].astype(str)
+    if "_failed_in" in failing:
+        reasons = failing["_failed_in"] + reasons
     return pd.DataFrame(
         {
             "case_id": failing["case_id"].astype(str).tolist(),
             "predicate": failing["predicate"].astype(str).tolist(),
             "severity": failing["severity"].astype(str).tolist(),
             "code": failing["code"].astype(str).tolist(),
-            "reason": failing["message"].astype(str).tolist(),
+            "reason": reasons.tolist(),
             "evidence": [
                 evidence_object(e) for e in failing.get("evidence", pd.Series([None] * len(failing)))
             ],
@@ -95,23 +98,29 @@ class FirstFailing:
 
 def first_failing(case_predicates: StageFile, limit: int, samples: int = 1) -> FirstFailing:
     """:func:`failing_cases` of a stage file, its first ``limit`` rows, read batch by batch
-    (a case's rows and samples are all in its batch, so each batch's first rows suffice)."""
-    shown: list[pd.DataFrame] = []
+    (a case's rows and samples are all in its batch, so each batch's first rows suffice). The
+    long columns (``message``, ``evidence``) are read only of the batches that hold a row shown."""
+    heads: list[pd.DataFrame] = []
     results = cases = 0
-    for batch in each_without_collector(case_predicates.batches(_STORED_COLUMNS, where=failed())):
-        if batch.empty:  # the table failing_cases gives a batch with no failing row
-            shown.append(pd.DataFrame(columns=list(FAILING_COLUMNS)))
-            continue
-        failing = _failing_rows(batch, samples)  # evidence decoded only for the rows shown
+    read = case_predicates.batches(_ORDER_COLUMNS, where=failed(), row_column="_row")
+    for index, batch in enumerate(each_without_collector(read)):
+        failing = _failing_rows(batch.assign(_batch=index), samples)
         results += len(failing)
         cases += failing["case_id"].nunique()
-        shown.append(_as_failing(failing.head(limit)))
-    rows = pd.concat(shown, ignore_index=True) if shown else pd.DataFrame(columns=list(FAILING_COLUMNS))
-    if len(shown) > 1:
-        order = rows["severity"].map(lambda s: _SEVERITY_ORDER.get(str(s), 2))
-        rows = rows.assign(_order=order).sort_values(["_order", "case_id", "predicate"], kind="stable")
-        rows = rows.drop(columns="_order").reset_index(drop=True)
-    return FirstFailing(rows.head(limit), results, cases)
+        heads.append(failing.head(limit))
+    chosen = [head for head in heads if len(head)]
+    if not chosen:
+        return FirstFailing(pd.DataFrame(columns=list(FAILING_COLUMNS)), results, cases)
+    rows = pd.concat(chosen, ignore_index=True)
+    if len(heads) > 1:  # each batch is in order; together they are put in order again
+        rows = rows.sort_values(["_order", "case_id", "predicate"], kind="stable")
+    rows = rows.head(limit)
+    long = {int(b): case_predicates.batch(int(b), list(_LONG_COLUMNS)) for b in rows["_batch"].unique()}
+    for name in _LONG_COLUMNS:
+        rows[name] = [
+            long[int(b)][name].iloc[int(r)] for b, r in zip(rows["_batch"], rows["_row"], strict=True)
+        ]
+    return FirstFailing(_as_failing(rows), results, cases)
 
 
 def failing_rows_for_metric(

@@ -84,13 +84,21 @@ class StageFile:
         return found
 
     def batches(
-        self, columns: Sequence[str] | None = None, where: pc.Expression | None = None
+        self,
+        columns: Sequence[str] | None = None,
+        where: pc.Expression | None = None,
+        *,
+        row_column: str | None = None,
     ) -> Iterator[pd.DataFrame]:
         """The table's batches in order, as DataFrames (nullable dtypes, like every stage table);
-        with ``where``, only each batch's rows that match it (a batch may come out empty)."""
+        with ``where``, only each batch's rows that match it (a batch may come out empty); with
+        ``row_column``, each row's position in its batch in a column of that name (see
+        :meth:`batch` to read more of those rows later)."""
         file = self._file
         for index in range(file.metadata.num_row_groups):
             group = file.read_row_group(index, columns=list(columns) if columns else None)
+            if row_column is not None:
+                group = group.append_column(row_column, pa.array(range(group.num_rows), pa.int64()))
             if where is not None:
                 group = group.filter(where)
             yield group.to_pandas(types_mapper=nullable_types)

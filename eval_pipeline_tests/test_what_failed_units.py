@@ -271,23 +271,27 @@ def test_a_case_failing_in_several_samples_is_listed_once_with_its_sample_count(
     assert one_sample[["case_id", "reason"]].values.tolist() == [["b", "dotted paths in sample 0"]]
 
 
-def test_the_first_failing_rows_of_a_stage_file_are_those_of_the_whole_table(tmp_path: Path) -> None:
-    """Read batch by batch (one batch without a failing row, one empty), with evidence decoded
-    only for the rows shown: the same rows, counts and evidence as the whole table's."""
+@pytest.mark.parametrize("samples", [1, 3])
+def test_the_first_failing_rows_of_a_stage_file_are_those_of_the_whole_table(
+    tmp_path: Path, samples: int
+) -> None:
+    """Read batch by batch (one batch without a failing row, one empty), with the long columns
+    read and evidence decoded only for the rows shown: the same rows, counts, reasons and
+    evidence as the whole table's, with one sample per case or several."""
 
     def rows(first: int, count: int, fail_every: int) -> pd.DataFrame:
-        ids = [f"c{i:03d}" for i in range(first, first + count) for _ in range(2)]
-        failing = [fail_every and i % fail_every == 0 for i in range(len(ids))]
+        ids = [f"c{i:03d}" for i in range(first, first + count) for _ in range(2 * samples)]
+        failing = [fail_every and (i // samples + i % samples) % fail_every == 0 for i in range(len(ids))]
         return pd.DataFrame(
             {
                 "case_id": ids,
-                "predicate": ["p", "q"] * count,
+                "predicate": [p for p in "pq" for _ in range(samples)] * count,
                 "passed": [not f for f in failing],
-                "severity": ["report" if i % 3 else "hard" for i in range(len(ids))],
+                "severity": ["report" if (i // samples) % 3 else "hard" for i in range(len(ids))],
                 "code": ["bad" if f else "ok" for f in failing],
                 "message": [f"m{i}" for i in range(len(ids))],
                 "evidence": [f'{{"at": {i}}}' if f else "{}" for i, f in enumerate(failing)],
-                "sample_index": 0,
+                "sample_index": [i % samples for i in range(len(ids))],
             }
         )
 
@@ -296,8 +300,9 @@ def test_the_first_failing_rows_of_a_stage_file_are_those_of_the_whole_table(tmp
         for batch in batches:
             writer.write(batch, run_id="r", lane="l", split="s", runtime="t", case_set="c")
         stored = writer.finish()
-    whole = failing_cases(pd.concat(batches, ignore_index=True))
+    whole = failing_cases(pd.concat(batches, ignore_index=True), samples)
+    assert whole["reason"].str.startswith("In ").all() == (samples > 1)
     for limit in (1, 5, 1000):
-        shown = first_failing(stored, limit)
+        shown = first_failing(stored, limit, samples)
         assert (shown.results, shown.cases) == (len(whole), whole["case_id"].nunique())
         assert shown.rows.to_dict("records") == whole.head(limit).to_dict("records")
