@@ -109,19 +109,32 @@ class StageFile:
         return group.to_pandas(types_mapper=nullable_types)
 
     def read(self, columns: Sequence[str] | None = None, where: pc.Expression | None = None) -> pd.DataFrame:
-        """The rows that match ``where`` (all rows without it), read a batch at a time."""
+        """The rows that match ``where`` (all rows without it), read a batch at a time; of each
+        batch only ``columns`` are read (all without them), so ``where`` names only those."""
         file = self._file
         names = list(columns) if columns else None
         parts: list[pa.Table] = []
         for index in range(file.metadata.num_row_groups):
-            group = file.read_row_group(index, columns=names if where is None else None)
+            group = file.read_row_group(index, columns=names)
             if where is not None:
                 group = group.filter(where)
-                if names:
-                    group = group.select(names)
             parts.append(group)
         schema = self.schema if not names else pa.schema([self.schema.field(n) for n in names])
         table = pa.concat_tables(parts) if parts else schema.empty_table()
+        return table.to_pandas(types_mapper=nullable_types)
+
+    def read_cases(self, case_ids: Sequence[str], where: pc.Expression | None = None) -> pd.DataFrame:
+        """Every column of the rows of ``case_ids`` that match ``where``: a batch is read whole
+        only when its ``case_id`` column holds one of them (a case's rows are all in one batch)."""
+        file = self._file
+        ids = pa.array(list(case_ids), pa.string())
+        wanted = in_cases(case_ids) if where is None else in_cases(case_ids) & where
+        parts: list[pa.Table] = []
+        for index in range(file.metadata.num_row_groups):
+            held = file.read_row_group(index, columns=["case_id"])["case_id"]
+            if pc.any(pc.is_in(held, ids)).as_py():
+                parts.append(file.read_row_group(index).filter(wanted))
+        table = pa.concat_tables(parts) if parts else self.schema.empty_table()
         return table.to_pandas(types_mapper=nullable_types)
 
 

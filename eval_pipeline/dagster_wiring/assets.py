@@ -54,7 +54,7 @@ from eval_pipeline.runtimes.base import RuntimeSpecError
 from eval_pipeline.runtimes.registry import build_runtime
 from eval_pipeline.samples import flaky_in, samples_in
 from eval_pipeline.scoring import judge, measurement
-from eval_pipeline.stage_files import StageFile, failed, faulted, in_cases
+from eval_pipeline.stage_files import StageFile, failed, faulted
 from eval_pipeline.tables import (
     CASE_PREDICATES,
     CASES,
@@ -230,7 +230,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
                 )
             finally:
                 chat_runtime.close()
-        errors = table.read(["case_id"], where=faulted())
+        errors = table.read(["case_id", "error"], where=faulted())
         return dg.Output(
             table,
             metadata={
@@ -340,7 +340,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
         # What the checks show: the failing rows and the faulted turns, never the whole tables.
         faults = transcripts.read(["case_id", "error"], where=faulted())
         shown = {case for m in values for case in m.failing_case_ids[:MAX_CASES_SHOWN]}
-        failing = case_predicates.read(where=failed() & in_cases(sorted(shown)))
+        failing = case_predicates.read_cases(sorted(shown), where=failed())
         yield measurement_check_result(measured, faults)
         yield from threshold_check_results(
             verdicts,

@@ -16,7 +16,7 @@ from eval_pipeline.lanes import discover_lanes, find_lane
 from eval_pipeline.pipeline import evaluate_lane, write_cases
 from eval_pipeline.runtimes import build_runtime
 from eval_pipeline.runtimes.targets import find_target
-from eval_pipeline.stage_files import BATCH_TURNS_ENV, StageWriter, aligned_count, batch_turns
+from eval_pipeline.stage_files import BATCH_TURNS_ENV, StageWriter, aligned_count, batch_turns, failed
 from eval_pipeline.tables import CASE_PREDICATES, TURN_PREDICATES, lane_columns
 
 SEED = 11
@@ -141,3 +141,28 @@ def test_a_column_maximum_comes_from_statistics_or_the_values(tmp_path: Path) ->
         stored = writer.finish()
     assert stored.column_max("sample_index") == 3
     assert stored.column_max("absent") is None
+
+
+def test_rows_of_some_cases_are_read_from_the_batches_that_hold_them(tmp_path: Path) -> None:
+    schema = pa.schema([("case_id", pa.string()), ("passed", pa.bool_()), ("message", pa.string())])
+    batches = [
+        pd.DataFrame(
+            {"case_id": [f"c{b}{i}" for i in range(3)], "passed": [False, True, None], "message": "m"}
+        )
+        for b in range(3)
+    ]
+    with StageWriter(schema, tmp_path) as writer:
+        for batch in batches:
+            writer.write(batch)
+        stored = writer.finish()
+    whole = pd.concat(batches, ignore_index=True)
+
+    chosen = stored.read_cases(["c10", "c11", "c20", "nowhere"], where=failed())
+    assert chosen.to_dict("records") == [
+        {"case_id": case, "passed": False, "message": "m"} for case in ("c10", "c20")
+    ]
+    assert len(stored.read_cases(["c11", "c12"])) == 2 and stored.read_cases(["nowhere"]).empty
+
+    narrow = stored.read(["case_id", "passed"], where=failed())
+    assert list(narrow.columns) == ["case_id", "passed"]
+    assert narrow["case_id"].tolist() == whole[whole["passed"].eq(False).fillna(False)]["case_id"].tolist()
