@@ -1,5 +1,5 @@
-"""A few recent results kept by key: what lets one run read a replay file once, and hydrate a
-small run's cases once for all its stages.
+"""A few recent results kept by key: what lets one run read a replay file once, hash its case
+files once, and hydrate a small run's cases once for all its stages.
 
 The CLI builds the runtime before a run starts (a replay file is read and validated then),
 and the run's transcripts stage builds it again; each stage of a lane also needs the case
@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from pathlib import Path
 from typing import Generic, TypeVar
 
@@ -48,7 +48,27 @@ class Recent(Generic[V]):
             self._values.clear()
 
 
-def file_digest(path: Path) -> bytes:
-    """A digest of the file's bytes, read a block at a time (a big file is never held whole)."""
-    with path.open("rb") as handle:
-        return hashlib.file_digest(handle, lambda: hashlib.blake2b(digest_size=16)).digest()
+def content_sha256(paths: Sequence[Path]) -> str:
+    """The SHA-256 of the files' bytes, one after another, read a block at a time (a big file is
+    never held whole). Kept for the files as they are on disk (device, inode, size, modification
+    time to the nanosecond): the several parts of one run that ask (a replay file read once, the
+    cases stage taken by the run, the case set's key, the metrics' ``cases_sha256``) hash a
+    million-case file once, and a file written since is hashed again."""
+    stats = [path.stat() for path in paths]
+    key = tuple(
+        (str(p.resolve()), s.st_dev, s.st_ino, s.st_size, s.st_mtime_ns)
+        for p, s in zip(paths, stats, strict=True)
+    )
+    return _DIGESTS.get(key, lambda: _sha256(paths))
+
+
+def _sha256(paths: Sequence[Path]) -> str:
+    digest = hashlib.sha256()
+    for path in paths:
+        with path.open("rb") as handle:
+            while block := handle.read(1 << 20):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+_DIGESTS: Recent[str] = Recent(16)

@@ -8,7 +8,6 @@ the same way wherever it runs.
 from __future__ import annotations
 
 import atexit
-import hashlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -27,7 +26,7 @@ from eval_pipeline.drive import StartCallback, TurnCallback, drive, replayed
 from eval_pipeline.lanes.kind import SCORED_COLUMNS, LaneKind, Scored, Thread, turn_requests, turns_of_threads
 from eval_pipeline.lanes.registry import lane_kind
 from eval_pipeline.lanes.spec import LaneSpec
-from eval_pipeline.memo import Recent, file_digest
+from eval_pipeline.memo import Recent, content_sha256
 from eval_pipeline.runtimes.base import ChatRuntime
 from eval_pipeline.samples import SAMPLE_INDEX, all_samples, per_sample, pool, rows_of_sample, sample_frames
 from eval_pipeline.scoring import MetricValue, ThresholdVerdict, judge
@@ -55,12 +54,7 @@ def load_split(spec: LaneSpec, split: str, cases_path: str | Path | None = None)
 
 def cases_sha256(paths: Sequence[Path]) -> str:
     """Hash of the case files' bytes, in order: which cases a metric was measured on."""
-    digest = hashlib.sha256()
-    for path in paths:
-        with path.open("rb") as handle:  # a block at a time: a big file is never held whole
-            while block := handle.read(1 << 20):
-                digest.update(block)
-    return digest.hexdigest()
+    return content_sha256(paths)
 
 
 def cases_from_frame(kind: LaneKind, cases: pd.DataFrame) -> CaseBatch:
@@ -288,9 +282,9 @@ def _prepared_key(spec: LaneSpec, split: str, cases_path: str | Path | None) -> 
     files = []
     for path in case_paths(spec, split, cases_path):
         try:
-            digest = file_digest(path)
+            digest = content_sha256([path])
         except OSError:
-            digest = b""  # writing the cases says what is wrong with the path
+            digest = ""  # writing the cases says what is wrong with the path
         files.append((str(path.resolve()), digest))
     return (spec.name, spec.version, split, tuple(files), batch_turns())
 

@@ -123,6 +123,16 @@ class StageFile:
         table = pa.concat_tables(parts) if parts else schema.empty_table()
         return table.to_pandas(types_mapper=nullable_types)
 
+    def distinct(self, column: str) -> list[Any]:
+        """The column's distinct values but null, in the order they first occur, read a batch at
+        a time (a million cases from a few files: a few values, not a million)."""
+        file = self._file
+        found: dict[Any, None] = {}
+        for index in range(file.metadata.num_row_groups):
+            values = pc.unique(file.read_row_group(index, columns=[column])[column]).drop_null()
+            found.update(dict.fromkeys(values.to_pylist()))
+        return list(found)
+
     def read_cases(self, case_ids: Sequence[str], where: pc.Expression | None = None) -> pd.DataFrame:
         """Every column of the rows of ``case_ids`` that match ``where``: a batch is read whole
         only when its ``case_id`` column holds one of them (a case's rows are all in one batch)."""

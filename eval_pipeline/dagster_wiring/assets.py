@@ -113,7 +113,7 @@ def failing_cases_markdown(failing: FirstFailing) -> str:
 def _run_columns(context: dg.AssetExecutionContext, spec: LaneSpec, cases: StageFile) -> dict[str, str]:
     """run_id and the series of this run: lane, split (from the cases), runtime, case set."""
     case_set, runtime = series_of(context.partition_key)
-    splits = cases.read(["split"])["split"].dropna().unique()
+    splits = cases.distinct("split")
     return {
         "run_id": context.run.run_id,
         "lane": spec.name,
@@ -186,7 +186,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
             metadata={
                 "dagster/row_count": table.row_count,
                 "batches": table.batch_count,
-                "files": dg.MetadataValue.json(sorted(set(table.read(["file"])["file"]))),
+                "files": dg.MetadataValue.json(sorted(table.distinct("file"))),
             },
         )
 
@@ -322,7 +322,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
             **run_columns,
             partition_date=_night(context),
             started_at=_run_started_at(context),
-            cases_sha256=cases_sha256([Path(f) for f in dict.fromkeys(cases.read(["file"])["file"])]),
+            cases_sha256=cases_sha256([Path(f) for f in cases.distinct("file")]),
             pipeline_version=__version__,
         )
         numeric = {m.metric: dg.MetadataValue.float(rounded(m.value)) for m in values if m.value is not None}

@@ -166,3 +166,12 @@ def test_rows_of_some_cases_are_read_from_the_batches_that_hold_them(tmp_path: P
     narrow = stored.read(["case_id", "passed"], where=failed())
     assert list(narrow.columns) == ["case_id", "passed"]
     assert narrow["case_id"].tolist() == whole[whole["passed"].eq(False).fillna(False)]["case_id"].tolist()
+
+
+def test_distinct_values_come_in_the_order_they_first_occur(tmp_path: Path) -> None:
+    schema = pa.schema([("file", pa.string())])
+    with StageWriter(schema, tmp_path) as writer:
+        for files in (["b", "a", "b"], [None], ["c", "a", None]):
+            writer.write(pd.DataFrame({"file": pd.array(files, dtype="string")}))
+        stored = writer.finish()
+    assert stored.distinct("file") == ["b", "a", "c"]

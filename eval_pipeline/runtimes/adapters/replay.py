@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 from eval_pipeline.cases.flat_jsonl import read_flat_jsonl
 from eval_pipeline.cases.loading import CaseFileError, CaseProblem, CaseStream, validate_record
 from eval_pipeline.collector import collector_paused
-from eval_pipeline.memo import Recent, file_digest
+from eval_pipeline.memo import Recent, content_sha256
 from eval_pipeline.runtimes.base import ChatSession, RuntimeSpecError, TurnResponse
 from eval_pipeline.runtimes.options import NoOptions, validate_options
 from eval_pipeline.runtimes.registry import register_runtime
@@ -374,7 +374,7 @@ _LOADED: Recent[pa.Table] = Recent(2)
 def _load_once(path: Path) -> pa.Table:
     if not path.is_file():
         return _load(path)  # says what is wrong with the path
-    key = (str(path), file_digest(path))
+    key = (str(path), content_sha256([path]))
     return _LOADED.get(key, lambda: _load(path))
 
 
