@@ -81,6 +81,17 @@ class CaseBatch(Sequence[BaseModel]):
             self._records = json.loads("[" + ",".join(self._texts) + "]")
         return [record[name] for record in self._records]
 
+    def stored_columns(self, schema: pa.Schema) -> pa.Table | None:
+        """The fields of ``schema`` of every case, read by Arrow from the stored JSON (each a
+        validated case's canonical value); None when some case does not hold a field as the
+        type ``schema`` gives it (Arrow does not read it so)."""
+        options = pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
+        try:
+            table = pa_json.read_json(pa.py_buffer("\n".join(self._texts).encode()), parse_options=options)
+        except pa.ArrowInvalid:
+            return None
+        return table if table.num_rows == len(self.ids) else None
+
     def __len__(self) -> int:
         return len(self.ids)
 
@@ -120,8 +131,8 @@ def distinct_lists(cases: Sequence[Any], names: Sequence[str]) -> dict[str, Dist
     of texts are read from its stored JSON by Arrow, all in one pass and without a Python object
     per case; anything else the plain way (:func:`field_values`)."""
     found: dict[str, DistinctLists] = {}
-    if isinstance(cases, CaseBatch) and cases._models is None and cases._texts and names:
-        found = _arrow_distinct_lists(cases._texts, names)
+    if isinstance(cases, CaseBatch) and cases._models is None and cases.ids and names:
+        found = _arrow_distinct_lists(cases, names)
     for name in names:
         if name not in found:
             index: dict[tuple[Any, ...], int] = {}
@@ -135,15 +146,11 @@ def distinct_lists(cases: Sequence[Any], names: Sequence[str]) -> dict[str, Dist
     return found
 
 
-def _arrow_distinct_lists(texts: Sequence[str], names: Sequence[str]) -> dict[str, DistinctLists]:
-    """The fields of ``names`` that every case of ``texts`` holds as a list of texts (or null)."""
+def _arrow_distinct_lists(cases: CaseBatch, names: Sequence[str]) -> dict[str, DistinctLists]:
+    """The fields of ``names`` that every case of ``cases`` holds as a list of texts (or null)."""
     schema = pa.schema([(name, pa.list_(pa.string())) for name in dict.fromkeys(names)])
-    options = pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
-    try:
-        table = pa_json.read_json(pa.py_buffer("\n".join(texts).encode()), parse_options=options)
-    except pa.ArrowInvalid:  # a field is not a list of texts in some case
-        return {}
-    if table.num_rows != len(texts):
+    table = cases.stored_columns(schema)
+    if table is None:  # a field is not a list of texts in some case
         return {}
     found: dict[str, DistinctLists] = {}
     for name in schema.names:

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import BaseModel
 
-from eval_pipeline.cases.batch import case_ids, field_values
+from eval_pipeline.cases.batch import CaseBatch, case_ids, field_values
 from eval_pipeline.lanes.case_rows import (
     TEXT,
     CaseRowBlocks,
@@ -37,6 +37,7 @@ from eval_pipeline.lanes.declaration import (
     CaseRows,
     CaseRule,
     Declaration,
+    FieldSpec,
     ListedSeverity,
     MetricSpec,
     TurnRule,
@@ -109,8 +110,12 @@ class DeclaredLane:
 
     def turn_table(self, cases: Sequence[Any], spec: LaneSpec, split: str) -> pa.Table | None:
         """:meth:`threads` as a table of their turns (:data:`TURN_REQUESTS`), built without a
-        model per turn; None when a prompt is not text (building the threads says why)."""
+        model per turn (by Arrow from a batch's stored JSON, see :meth:`_stored_turn_table`);
+        None when a prompt is not text (building the threads says why)."""
         session = f"{spec.name}/{split}" if self.declaration.threads.session == "warm" else None
+        stored = self._stored_turn_table(cases, session) if isinstance(cases, CaseBatch) else None
+        if stored is not None:
+            return stored
         ids: list[str] = []
         indexes: list[int] = []
         roles: list[str] = []
@@ -125,6 +130,56 @@ class DeclaredLane:
                 prompts.append(prompt)
         sessions = pa.repeat(pa.scalar(session, pa.string()), len(ids))
         return pa.table([ids, indexes, roles, prompts, sessions], schema=TURN_REQUESTS)
+
+    def _stored_turn_table(self, cases: CaseBatch, session: str | None) -> pa.Table | None:
+        """The turn table of a batch read by Arrow from its stored JSON, when the schema types
+        every turn source as text, or an object whose prompt field is text, or a list of either
+        (a validated case holds just that there): each value, or each item in order, is a turn,
+        source after source, as :meth:`_sources` lists them. None otherwise, where a value is
+        null (the model's way says why), or when Arrow does not read the JSON as those types."""
+        sources = self.declaration.threads.turns
+        fields = self.declaration.case_schema.fields
+        types = [_stored_type(fields.get(s.from_), s.prompt) for s in sources]
+        if any(t is None for t in types) or not cases.ids:
+            return None
+        stored = cases.stored_columns(pa.schema([(s.from_, t) for s, t in zip(sources, types, strict=True)]))
+        if stored is None:
+            return None
+        positions: list[np.ndarray[Any, Any]] = []
+        prompts: list[pa.Array] = []
+        for source in sources:
+            column = stored[source.from_].combine_chunks()
+            position = np.arange(len(column))
+            if pa.types.is_list(column.type):
+                if column.null_count:
+                    return None
+                position = pc.list_parent_indices(column).to_numpy()
+                column = pc.list_flatten(column)
+            if pa.types.is_struct(column.type):
+                if column.null_count:
+                    return None
+                column = column.field(0)
+            if column.null_count:
+                return None
+            positions.append(position)
+            prompts.append(column)
+        case_of = np.concatenate(positions)
+        source_of = np.concatenate([np.full(len(p), i) for i, p in enumerate(positions)])
+        order = np.lexsort((source_of, case_of))  # stable: a list's items keep their order
+        case_of = case_of[order]
+        counts = np.bincount(case_of, minlength=len(cases.ids))
+        turn_index = np.arange(len(case_of)) - np.repeat(np.cumsum(counts) - counts, counts)
+        roles = pa.array([s.role for s in sources], pa.string()).take(pa.array(source_of[order]))
+        return pa.table(
+            [
+                pa.array(cases.ids, pa.string()).take(pa.array(case_of)),
+                pa.array(turn_index, pa.int64()),
+                roles,
+                pa.concat_arrays(prompts).take(pa.array(order)),
+                pa.repeat(pa.scalar(session, pa.string()), len(order)),
+            ],
+            schema=TURN_REQUESTS,
+        )
 
     def _sources_of(self, cases: Sequence[Any]) -> Iterator[list[tuple[str, Any, Any]]]:
         """(role, prompt, item) of each turn of each case, read from the case fields the turn
@@ -571,6 +626,22 @@ def _gather(gathered: VerdictColumns, part: VerdictColumns) -> int:
     gathered.code.extend(part.code)
     gathered.evidence.extend(part.evidence)
     return start
+
+
+def _stored_type(spec: FieldSpec | None, prompt: str | None) -> pa.DataType | None:
+    """The Arrow type a turn source's field is read as from a validated case's JSON: text, or
+    (with ``prompt``) an object of that one text field, or a list of either; None for any other
+    field (or none)."""
+    if spec is None:
+        return None
+    if spec.type == "list":
+        item = _stored_type(spec.items, prompt)
+        return pa.list_(item) if item is not None else None
+    if prompt is None:
+        return pa.string() if spec.enum is not None or spec.type == "str" else None
+    if spec.type == "object" and _stored_type((spec.fields or {}).get(prompt), None) is not None:
+        return pa.struct([(prompt, pa.string())])
+    return None
 
 
 def _item_field(item: Any, name: str) -> Any:

@@ -60,7 +60,8 @@ def test_a_batch_reads_its_lists_of_texts_as_the_models_hold_them(recorded: Path
     spec = find_lane(lane)
     loaded = load_split(spec, split)
     models = [item.case for item in loaded]
-    texts = column_values(cases_frame(loaded, split), "case_json")
+    table = cases_frame(loaded, split)
+    texts = CaseBatch(type(models[0]), column_values(table, "case_id"), column_values(table, "case_json"))
     names = [name for name in type(models[0]).model_fields if isinstance(getattr(models[0], name), list)]
     texts_only = [
         name

@@ -4,6 +4,8 @@ and a recording is asked them in the order drive sends them, each with the seed 
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -32,8 +34,41 @@ def test_a_kinds_turn_table_is_its_threads_turns(spec: LaneSpec) -> None:
         batch = cases_from_frame(kind, cases_frame(loaded, split))
         for cases in (models, batch):
             assert turn_requests(kind, cases, spec, split).equals(expected), (spec.name, split)
-        if isinstance(kind, DeclaredLane):  # every shipped prompt is text: no thread is built
-            assert kind.turn_table(batch, spec, split) is not None
+        if isinstance(kind, DeclaredLane):  # every shipped source is text: Arrow reads the batch
+            session = f"{spec.name}/{split}" if kind.declaration.threads.session == "warm" else None
+            assert kind._stored_turn_table(batch, session) is not None
+
+
+TRICKY = ["Qu'est-ce que \u00e9?", 'a "quoted" \\ back', "emoji \U0001f600 and \u2028 sep", "tab\tnew"]
+
+
+@pytest.mark.parametrize("lane", ["deterministic_fluency", "conversational_thread_coherence"])
+def test_turns_read_by_arrow_are_the_turns_of_the_threads(lane: str, tmp_path: Path) -> None:
+    """Cases of every shape a source takes (no set-up, several, a list of turn objects of any
+    length) with texts JSON escapes: Arrow's reading of the stored JSON gives the threads' turns."""
+    spec = next(s for s in discover_lanes() if s.name == lane)
+    kind = lane_kind(spec)
+    assert isinstance(kind, DeclaredLane)
+    model = load_split(spec, "public")[0].case
+    lines = []
+    for i in range(60):
+        case = {**model.model_dump(mode="json"), "id": f"case_{i:03d}"}
+        text = f"{TRICKY[i % len(TRICKY)]} {i}"
+        if lane == "deterministic_fluency":
+            case.update(prompt=text, setup=[f"{TRICKY[j % 4]} set-up {j}" for j in range(i % 4)])
+        else:
+            turns = case["turns"]
+            case["turns"] = [
+                {**turns[j % len(turns)], "prompt": f"{text} turn {j}"} for j in range(8 + i % 5)
+            ]
+        lines.append(json.dumps(case, ensure_ascii=i % 2 == 0))
+    path = tmp_path / "cases.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    loaded = load_split(spec, "public", path)
+    batch = cases_from_frame(kind, cases_frame(loaded, "public"))
+    read = kind._stored_turn_table(batch, None)
+    assert read is not None
+    assert read.equals(requests_of_threads(kind.threads([item.case for item in loaded], spec, "public")))
 
 
 def test_a_prompt_that_is_not_text_is_refused_as_building_its_thread_refuses_it() -> None:
