@@ -21,6 +21,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -98,7 +99,7 @@ class StageFile:
         for index in range(file.metadata.num_row_groups):
             group = file.read_row_group(index, columns=list(columns) if columns else None)
             if row_column is not None:
-                group = group.append_column(row_column, pa.array(range(group.num_rows), pa.int64()))
+                group = group.append_column(row_column, pa.array(np.arange(group.num_rows, dtype=np.int64)))
             if where is not None:
                 group = group.filter(where)
             yield group.to_pandas(types_mapper=nullable_types)

@@ -11,7 +11,7 @@ import itertools
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -57,6 +57,15 @@ MISSING_TURN = "turn missing from transcripts"
 # One model class per declared schema: every stage of a run builds the lane's kind, and its
 # cases (hydrated once per run, see pipeline.cases_from_frame) must be of one class.
 _CASE_MODELS: Recent[type[BaseModel]] = Recent(64)
+
+
+class _StoredTurns(NamedTuple):
+    """The turns of a batch, in order (see :meth:`DeclaredLane._stored_turns`)."""
+
+    case_of: np.ndarray[Any, Any]  # the position of each turn's case in the batch
+    turn_index: np.ndarray[Any, Any]
+    roles: pa.Array
+    prompts: pa.Array
 
 
 class DeclaredLane:
@@ -132,11 +141,28 @@ class DeclaredLane:
         return pa.table([ids, indexes, roles, prompts, sessions], schema=TURN_REQUESTS)
 
     def _stored_turn_table(self, cases: CaseBatch, session: str | None) -> pa.Table | None:
-        """The turn table of a batch read by Arrow from its stored JSON, when the schema types
-        every turn source as text, or an object whose prompt field is text, or a list of either
-        (a validated case holds just that there): each value, or each item in order, is a turn,
-        source after source, as :meth:`_sources` lists them. None otherwise, where a value is
-        null (the model's way says why), or when Arrow does not read the JSON as those types."""
+        """The turn table of a batch read by Arrow from its stored JSON (see :meth:`_stored_turns`)."""
+        turns = self._stored_turns(cases)
+        if turns is None:
+            return None
+        return pa.table(
+            [
+                pa.array(cases.ids, pa.string()).take(pa.array(turns.case_of)),
+                pa.array(turns.turn_index, pa.int64()),
+                turns.roles,
+                turns.prompts,
+                pa.repeat(pa.scalar(session, pa.string()), len(turns.case_of)),
+            ],
+            schema=TURN_REQUESTS,
+        )
+
+    def _stored_turns(self, cases: CaseBatch) -> _StoredTurns | None:
+        """Each turn of a batch, read by Arrow from its stored JSON when the schema types every
+        turn source as text, or an object whose prompt field is text, or a list of either (a
+        validated case holds just that there): each value, or each item in order, is a turn,
+        source after source, as :meth:`_sources` lists them. As (the position of its case,
+        its turn index, its role, its prompt), in order; None for other sources, where a value
+        is null (the model's way says why), or when Arrow does not read the JSON as those types."""
         sources = self.declaration.threads.turns
         fields = self.declaration.case_schema.fields
         types = [_stored_type(fields.get(s.from_), s.prompt) for s in sources]
@@ -170,16 +196,7 @@ class DeclaredLane:
         counts = np.bincount(case_of, minlength=len(cases.ids))
         turn_index = np.arange(len(case_of)) - np.repeat(np.cumsum(counts) - counts, counts)
         roles = pa.array([s.role for s in sources], pa.string()).take(pa.array(source_of[order]))
-        return pa.table(
-            [
-                pa.array(cases.ids, pa.string()).take(pa.array(case_of)),
-                pa.array(turn_index, pa.int64()),
-                roles,
-                pa.concat_arrays(prompts).take(pa.array(order)),
-                pa.repeat(pa.scalar(session, pa.string()), len(order)),
-            ],
-            schema=TURN_REQUESTS,
-        )
+        return _StoredTurns(case_of, turn_index, roles, pa.concat_arrays(prompts).take(pa.array(order)))
 
     def _sources_of(self, cases: Sequence[Any]) -> Iterator[list[tuple[str, Any, Any]]]:
         """(role, prompt, item) of each turn of each case, read from the case fields the turn
@@ -193,7 +210,12 @@ class DeclaredLane:
 
     def turns_sent(self, cases: Sequence[Any], spec: LaneSpec, split: str) -> list[int]:
         """Each case's turns counted from its sources; only a prompt that is not text is built
-        into its request, which raises as :meth:`threads` would (a text prompt cannot fail)."""
+        into its request, which raises as :meth:`threads` would (a text prompt cannot fail).
+        A batch whose turns Arrow reads (:meth:`_stored_turns`: text by the schema) is counted
+        from them."""
+        stored = self._stored_turns(cases) if isinstance(cases, CaseBatch) else None
+        if stored is not None:
+            return [int(n) for n in np.bincount(stored.case_of, minlength=len(cases))]
         counts: list[int] = []
         for case in cases:
             sources = self.turn_sources(case)
