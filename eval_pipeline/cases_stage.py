@@ -21,7 +21,7 @@ from typing import Any, Protocol, Self, TypeVar
 import pandas as pd
 import pyarrow as pa
 
-from eval_pipeline.cases.batch import CaseBatch, remember_models
+from eval_pipeline.cases.batch import remember_models
 from eval_pipeline.cases.jsonl import LineRange, line_ranges
 from eval_pipeline.cases.loading import CaseFileError, CaseProblem, CaseStream, FirstUses, LoadedCase
 from eval_pipeline.collector import each_without_collector
@@ -57,17 +57,6 @@ def cases_frame(
     return pd.DataFrame({**columns, "turns": pd.array(columns["turns"], dtype="Int64")}, columns=CASES.names)
 
 
-def _case_batch(kind: LaneKind, loaded: Sequence[LoadedCase[Any]]) -> CaseBatch:
-    """Validated cases as a batch of their models and the JSON they are stored as (a kind may
-    read either)."""
-    cases = [item.case for item in loaded]
-    return CaseBatch(kind.case_model, [str(c.id) for c in cases], _stored_texts(loaded), cases)
-
-
-def _stored_texts(loaded: Sequence[LoadedCase[Any]]) -> list[str]:
-    return [item.stored if item.stored is not None else item.case.model_dump_json() for item in loaded]
-
-
 def _case_table(
     loaded: Sequence[LoadedCase[Any]], split: str, turns: Sequence[int], *, remember: bool
 ) -> pa.Table:
@@ -80,7 +69,7 @@ def _case_columns(
 ) -> dict[str, list[Any]]:
     """The columns of the cases table; ``remember``: the stages of this process will read these
     cases back, so they get these models (a worker's cases are read by another process)."""
-    texts = _stored_texts(loaded)
+    texts = [item.stored if item.stored is not None else item.case.model_dump_json() for item in loaded]
     if loaded and remember:
         remember_models(texts, [item.case for item in loaded])
     return {
@@ -133,7 +122,7 @@ def _case_batches(
 ) -> Iterator[tuple[list[LoadedCase[Any]], list[int]]]:
     """The cases of ``stream`` in batches (see :func:`_batches`), with how many turns each sends."""
     chunks = _chunks(stream, THREAD_CHUNK)
-    sent = ((chunk, kind.turns_sent(_case_batch(kind, chunk), spec, split)) for chunk in chunks)
+    sent = ((chunk, kind.turns_sent([item.case for item in chunk], spec, split)) for chunk in chunks)
     for parts, turns in _batches(sent, budget):
         yield [case for part in parts for case in part], turns
 

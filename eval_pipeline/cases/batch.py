@@ -47,17 +47,13 @@ class CaseBatch(Sequence[BaseModel]):
     a stage that reads only ids and counts then never reads it."""
 
     def __init__(
-        self,
-        model: type[BaseModel],
-        ids: list[str],
-        texts: list[str] | Callable[[], list[str]],
-        models: list[BaseModel] | None = None,
+        self, model: type[BaseModel], ids: list[str], texts: list[str] | Callable[[], list[str]]
     ) -> None:
         self._model = model
         self.ids = ids
         self._read_texts = texts if callable(texts) else None  # the stored JSON, read when first needed
         self._text_list = None if callable(texts) else texts
-        self._models = models  # the models of ``texts``, when the caller has them already
+        self._models: list[BaseModel] | None = None
         self._records: list[dict[str, Any]] | None = None
 
     @property

@@ -210,12 +210,7 @@ class DeclaredLane:
 
     def turns_sent(self, cases: Sequence[Any], spec: LaneSpec, split: str) -> list[int]:
         """Each case's turns counted from its sources; only a prompt that is not text is built
-        into its request, which raises as :meth:`threads` would (a text prompt cannot fail).
-        A batch whose turns Arrow reads (:meth:`_stored_turns`: text by the schema) is counted
-        from them."""
-        stored = self._stored_turns(cases) if isinstance(cases, CaseBatch) else None
-        if stored is not None:
-            return [int(n) for n in np.bincount(stored.case_of, minlength=len(cases))]
+        into its request, which raises as :meth:`threads` would (a text prompt cannot fail)."""
         counts: list[int] = []
         for case in cases:
             sources = self.turn_sources(case)
