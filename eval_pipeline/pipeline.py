@@ -446,10 +446,11 @@ def _by_batch(work: Callable[[int], T], count: int) -> Iterator[T]:
     workers = worker_count()
     if workers > 1 and count >= PARALLEL_MIN_BATCHES:
         return in_order((partial(work, index) for index in range(count)), workers, ahead=workers + 1)
-    return (work(index) for index in range(count))
+    return each_without_collector(work(index) for index in range(count))
 
 
-# Lane kinds by spec, in a worker (which is handed specs: a kind holds models made at run time).
+# Lane kinds by spec, each built once per process: a worker is handed the spec, since a kind
+# holds case models made at run time, which do not pickle.
 _KINDS: Recent[LaneKind] = Recent(4)
 
 
