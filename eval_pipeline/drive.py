@@ -235,7 +235,7 @@ def replayed(
         .take(order)
         for sample_index in range(repeat)
     )
-    answers = recorded_answers(asked.select(_REQUESTS.names))
+    answers = recorded_answers(asked.select(list(_ASKED)))
     table = pa.table(
         {
             **{name: asked[name] for name in ("case_id", "turn_index", "role", "prompt")},
@@ -289,15 +289,8 @@ def _seeds(sessions: pa.ChunkedArray, sample_index: int, seed: int | None) -> pa
     return pa.array([derived[key] for key in sessions.to_pylist()], pa.int64())
 
 
-_REQUESTS = pa.schema(
-    [
-        ("case_id", pa.string()),
-        ("sample_index", pa.int64()),
-        ("turn_index", pa.int64()),
-        ("role", pa.string()),
-        ("prompt", pa.string()),
-    ]
-)
+# What a recording is asked of each turn (see ReplayRuntime.recorded_answers).
+_ASKED = ("case_id", "sample_index", "turn_index", "role", "prompt")
 _TRANSCRIPT_LANE = pa.schema([TRANSCRIPTS.field(name) for name in TRANSCRIPT_COLUMNS])
 
 
