@@ -46,12 +46,7 @@ def _worker_pool(workers: int) -> ProcessPoolExecutor:
     global _pool, _pool_size
     if _pool is None or _pool_size != workers:
         close_workers()
-        # Below this process in priority: it takes their results in order and writes them, so
-        # every worker waits on it; it should not wait for a core behind them.
-        pool = ProcessPoolExecutor(
-            workers, mp_context=get_context("spawn"), initializer=os.nice, initargs=(5,)
-        )
-        _pool, _pool_size = pool, workers
+        _pool, _pool_size = ProcessPoolExecutor(workers, mp_context=get_context("spawn")), workers
     return _pool
 
 
