@@ -270,7 +270,7 @@ def _sending_order(requests: pa.Table) -> pa.Array:
     where it stands."""
     sessions = requests["session"]
     if sessions.null_count == len(sessions):
-        return pa.array(range(len(sessions)), pa.int64())
+        return pa.array(np.arange(len(sessions), dtype=np.int64))
     first: dict[Any, int] = {}
     rank = [
         first.setdefault(("", position) if session is None else session, len(first))

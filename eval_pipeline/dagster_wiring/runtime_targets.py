@@ -11,7 +11,8 @@ set × target T record T's data version when they are materialized, and Dagster 
 Observation runs on the ``runtime_targets_observe`` schedule (hourly, and just before the
 nightly runs), from the UI ("Observe sources"), and before each ``eval-pipeline run`` of a
 declared target, once before its first lane (so the transcripts record the version they were
-measured against). Ad-hoc targets (derived names) are not observed: their name already pins their spec and options.
+measured against). Ad-hoc targets (derived names) are not observed: their name already pins
+their spec and options.
 
 A target's ``pool_limit`` caps the lane runs that drive it at once, across all lanes: the
 transcripts step takes a slot of the Dagster concurrency pool ``runtime-<name>`` (its limit

@@ -651,9 +651,9 @@ def _stored_type(spec: FieldSpec | None, prompt: str | None) -> pa.DataType | No
     field (or none)."""
     if spec is None:
         return None
-    if spec.type == "list":
+    if spec.type == "list":  # of texts or objects: a list of lists is a prompt that is not text
         item = _stored_type(spec.items, prompt)
-        return pa.list_(item) if item is not None else None
+        return pa.list_(item) if item is not None and not pa.types.is_list(item) else None
     if prompt is None:
         return pa.string() if spec.enum is not None or spec.type == "str" else None
     if spec.type == "object" and _stored_type((spec.fields or {}).get(prompt), None) is not None:

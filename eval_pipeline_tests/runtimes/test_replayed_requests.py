@@ -14,7 +14,8 @@ import pytest
 from pydantic import ValidationError
 
 from eval_pipeline.drive import replayed, sessions_of
-from eval_pipeline.lanes.declared import DeclaredLane
+from eval_pipeline.lanes.declaration import FieldSpec
+from eval_pipeline.lanes.declared import DeclaredLane, _stored_type
 from eval_pipeline.lanes.kind import Thread, TurnRequest, requests_of_threads, turn_requests
 from eval_pipeline.lanes.registry import discover_lanes, lane_kind
 from eval_pipeline.lanes.spec import LaneSpec
@@ -137,3 +138,26 @@ def test_a_recording_is_asked_in_sending_order_with_the_seeds_drive_derives(seed
     assert [r["seed"] for r in rows] == [
         None if seed is None else derive_seed(seed, session_of[r["case_id"]], r["sample_index"]) for r in rows
     ]
+
+
+def test_only_text_and_objects_with_a_text_prompt_are_read_by_arrow() -> None:
+    """A source field Arrow reads: text (an enum too), a list of texts, an object's text prompt
+    or a list of such objects; a list of lists, a number or an object without the prompt field
+    is built the model's way (which says why a prompt is not text)."""
+    text, number = FieldSpec(type="str"), FieldSpec(type="int")
+    turn = FieldSpec(type="object", fields={"prompt": text, "n": number})
+    assert _stored_type(text, None) == pa.string()
+    assert _stored_type(FieldSpec(enum=["a", "b"]), None) == pa.string()
+    assert _stored_type(FieldSpec(type="list", items=text), None) == pa.list_(pa.string())
+    assert _stored_type(FieldSpec(type="list", items=turn), "prompt") == pa.list_(
+        pa.struct([("prompt", pa.string())])
+    )
+    for field, prompt in [
+        (FieldSpec(type="list", items=FieldSpec(type="list", items=text)), None),
+        (number, None),
+        (turn, None),
+        (turn, "n"),
+        (turn, "missing"),
+        (None, None),
+    ]:
+        assert _stored_type(field, prompt) is None, (field, prompt)

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, get_args
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -247,7 +248,7 @@ class ReplayRuntime:
 
         Raises RuntimeSpecError for the first turn, in ``requests`` order, that the file does
         not hold or that it recorded with another prompt."""
-        position = pa.array(range(requests.num_rows), pa.int64())
+        position = pa.array(np.arange(requests.num_rows, dtype=np.int64))
         asked = requests.select([*KEY, "prompt"]).append_column("position", position)
         # The hash table is built on the right side: the turns asked (a batch), not the recording.
         joined = self._found.join(asked, keys=KEY, join_type="right outer").sort_by("position")
