@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 
@@ -100,7 +101,8 @@ class RichProgress:
     def __init__(self, progress: Progress, description: str, every_s: float = 0.05) -> None:
         self.tally = TurnTally()
         self._progress = progress
-        self._task: TaskID = progress.add_task(description, total=None, errors=0, rate=0.0)
+        # Shown as written: a lane's "[public]" is its split, not a style.
+        self._task: TaskID = progress.add_task(escape(description), total=None, errors=0, rate=0.0)
         self._throttle = Throttle(every_s)
 
     def start(self, total: int) -> None:

@@ -30,6 +30,15 @@ def test_a_throttled_bar_still_shows_every_turn_once_the_last_is_in() -> None:
         assert task.fields["errors"] == 100
 
 
+def test_a_bar_shows_its_description_as_written_brackets_and_all() -> None:
+    shown = io.StringIO()
+    with Progress(console=Console(file=shown, width=100)) as progress:
+        bar = RichProgress(progress, "fluency [public] · [bold]ref")
+        bar.start(1)
+        bar({"error": None})
+    assert "fluency [public] · [bold]ref" in shown.getvalue()
+
+
 def test_a_recording_reports_its_turns_at_once_to_an_observer_and_row_by_row_to_a_callback(
     tmp_path: Path,
 ) -> None:
