@@ -4,6 +4,7 @@ to the batches scored in this process, table for table."""
 
 from __future__ import annotations
 
+import multiprocessing
 from collections.abc import Iterator
 from concurrent.futures.process import BrokenProcessPool
 from functools import partial
@@ -31,8 +32,10 @@ def test_results_come_in_the_order_of_the_calls_from_one_pool_kept_between_stage
     calls = [partial(workers_calls.slow_square, n) for n in range(6)]
     assert list(in_order(reversed(calls), 2, ahead=3)) == [n * n for n in reversed(range(6))]
     first = set(in_order([partial(workers_calls.pid, n) for n in range(8)], 2))
+    # The pool's processes, started and still running (one may have answered nothing yet)
+    pool_processes = {child.pid for child in multiprocessing.active_children()}
     again = set(in_order([partial(workers_calls.pid, n) for n in range(8)], 2))
-    assert len(first) <= 2 and again <= first  # the same workers served the next stage
+    assert len(first) <= 2 and first | again <= pool_processes  # the same workers served the next stage
 
 
 def test_a_call_that_raises_raises_here_and_the_pool_serves_on() -> None:
