@@ -283,9 +283,7 @@ def _seeds(sessions: pa.ChunkedArray, sample_index: int, seed: int | None) -> pa
     """Each turn's seed in sample ``sample_index``: derived from (run seed, its session, sample)."""
     if seed is None:
         return pa.nulls(len(sessions), pa.int64())
-    derived: dict[str, int] = {}
-    for key in sessions.unique().to_pylist():
-        derived[key] = derive_seed(seed, key, sample_index)
+    derived = {key: derive_seed(seed, key, sample_index) for key in sessions.unique().to_pylist()}
     return pa.array([derived[key] for key in sessions.to_pylist()], pa.int64())
 
 

@@ -52,11 +52,6 @@ def load_split(spec: LaneSpec, split: str, cases_path: str | Path | None = None)
     return load_cases(case_paths(spec, split, cases_path), lane_kind(spec).case_model)
 
 
-def cases_sha256(paths: Sequence[Path]) -> str:
-    """Hash of the case files' bytes, in order: which cases a metric was measured on."""
-    return content_sha256(paths)
-
-
 def cases_from_frame(kind: LaneKind, cases: pd.DataFrame) -> CaseBatch:
     """The case models a cases table holds (already validated upstream), hydrated when first read."""
     return CaseBatch(kind.case_model, column_values(cases, "case_id"), column_values(cases, "case_json"))

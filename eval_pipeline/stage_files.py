@@ -161,7 +161,8 @@ def aligned_count(*files: StageFile) -> int:
 def aligned_batch(
     files: Sequence[StageFile], index: int, columns: Sequence[Sequence[str] | None] = ()
 ) -> list[pd.DataFrame]:
-    """Batch ``index`` alone of every file, as :func:`aligned_batches` gives it."""
+    """Batch ``index`` of every file, together: the rows of the same cases in each table (of
+    each file, only the ``columns`` given in its place, when given; see :func:`aligned_count`)."""
     chosen = [*columns, *[None] * (len(files) - len(columns))]
     return [f.batch(index, names) for f, names in zip(files, chosen, strict=True)]
 

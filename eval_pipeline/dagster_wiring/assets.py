@@ -40,8 +40,8 @@ from eval_pipeline.drive import samples_to_drive
 from eval_pipeline.failures import FirstFailing, first_failing
 from eval_pipeline.history import append_run, commit_run, find_regressions, lane_chart_markdown
 from eval_pipeline.lanes.spec import LaneSpec
+from eval_pipeline.memo import content_sha256
 from eval_pipeline.pipeline import (
-    cases_sha256,
     cases_stage,
     drive_cases,
     measure,
@@ -322,7 +322,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
             **run_columns,
             partition_date=_night(context),
             started_at=_run_started_at(context),
-            cases_sha256=cases_sha256([Path(f) for f in cases.distinct("file")]),
+            cases_sha256=content_sha256([Path(f) for f in cases.distinct("file")]),
             pipeline_version=__version__,
         )
         numeric = {m.metric: dg.MetadataValue.float(rounded(m.value)) for m in values if m.value is not None}

@@ -23,7 +23,7 @@ from pathlib import Path
 import dagster as dg
 
 from eval_pipeline.lanes.spec import LaneSpec
-from eval_pipeline.pipeline import cases_sha256
+from eval_pipeline.memo import content_sha256
 
 CASE_SET = "case_set"
 RUNTIME = "runtime"
@@ -52,7 +52,7 @@ def partition_key(case_set: str, runtime: str) -> dg.MultiPartitionKey:
 
 def custom_case_set(cases_path: str | Path) -> str:
     """The case-set key of a custom case file: ``custom-`` and 12 hex of its content hash."""
-    return f"{CUSTOM_PREFIX}{cases_sha256([Path(cases_path)])[:12]}"
+    return f"{CUSTOM_PREFIX}{content_sha256([Path(cases_path)])[:12]}"
 
 
 def series_of(key: str | dg.MultiPartitionKey) -> tuple[str, str]:
