@@ -77,6 +77,12 @@ class MetricValue:
         return bounds[0] if name == "lower_bound" else bounds[1]
 
 
+def number_text(value: float) -> str:
+    """A number as every view shows it (terminal, Markdown, HTML report): whole (a count of
+    1000000 as 1000000, not 1e+06), else to four significant figures (a rate 0.9333)."""
+    return f"{value:.15g}" if float(value).is_integer() else f"{value:.4g}"
+
+
 def rate(metric: str, verdicts: Iterable[tuple[str, bool | None]]) -> MetricValue:
     """Passed / applicable over ``(case_id, verdict)`` pairs; ``None`` verdicts are not applicable.
 

@@ -32,7 +32,7 @@ from eval_pipeline.history.runs import RunRef
 from eval_pipeline.history.sql import read_only_connection, run_query
 from eval_pipeline.history.views import connect
 from eval_pipeline.palette import rich_style
-from eval_pipeline.scoring import verdict_word
+from eval_pipeline.scoring import number_text, verdict_word
 from eval_pipeline.settings import history_root
 
 
@@ -479,7 +479,7 @@ def _records(rows: pd.DataFrame) -> list[dict[str, object]]:
 
 def _cell(value: object) -> str:
     if isinstance(value, float):
-        return f"{value:.4g}"
+        return number_text(value)
     return str(value)
 
 

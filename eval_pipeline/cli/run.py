@@ -42,6 +42,7 @@ from eval_pipeline.runtimes.options import parse_runtime_options
 from eval_pipeline.runtimes.registry import build_runtime
 from eval_pipeline.runtimes.targets import find_target
 from eval_pipeline.runtimes.warm import warm_runtimes
+from eval_pipeline.scoring import number_text
 from eval_pipeline.settings import CELERY_BROKER_ENV, celery_broker
 from eval_pipeline.settings import runtime_spec as default_runtime_spec
 
@@ -149,7 +150,7 @@ def _print(outcome: LaneOutcome) -> None:
     for column in columns:
         table.add_column(column, justify="left" if column in ("metric", "threshold", "check") else "right")
     for row in outcome.metrics.to_dict("records"):
-        value = "n/a" if pd.isna(row["value"]) else _shown(row["value"])
+        value = "n/a" if pd.isna(row["value"]) else number_text(row["value"])
         n = "" if pd.isna(row["denominator"]) else f"{row['numerator']:.15g}/{row['denominator']:.15g}"
         check = checks.get(row["metric"])
         verdict = "" if check is None else _verdict(check.verdict)
@@ -171,11 +172,6 @@ def _print(outcome: LaneOutcome) -> None:
     _print_flaky(outcome)
     _print_failing(outcome)
     _print_faults(outcome)
-
-
-def _shown(value: float) -> str:
-    """A metric value: a count whole (1000000, not 1e+06), a rate to four figures."""
-    return f"{value:.15g}" if float(value).is_integer() else f"{value:.4g}"
 
 
 def _samples(metrics: pd.DataFrame) -> int:

@@ -7,6 +7,8 @@ from typing import Any
 
 import pandas as pd
 
+from eval_pipeline.scoring import number_text
+
 # Every ASCII punctuation character CommonMark lets a backslash escape and that could start
 # markup: emphasis, code, links and images, tables, headings, lists, strikethrough.
 _MARKDOWN_PUNCTUATION = frozenset("\\`*_{}[]()#+-.!|~:")
@@ -32,7 +34,7 @@ def _cell(value: Any) -> str:
     if value is None or (not isinstance(value, (list, tuple)) and pd.isna(value)):
         return ""
     if isinstance(value, float):
-        return f"{value:.4g}"
+        return number_text(value)
     return escape_markdown(str(value))
 
 

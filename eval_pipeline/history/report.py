@@ -22,7 +22,7 @@ from eval_pipeline.history.svg import Chart, Point, grid_svg, trend_svg
 from eval_pipeline.history.views import connect
 from eval_pipeline.palette import css_class, css_rules
 from eval_pipeline.samples import flaky_within_run, sample_count
-from eval_pipeline.scoring import verdict_word
+from eval_pipeline.scoring import number_text, verdict_word
 
 FAILING_ROWS_SHOWN = 200
 
@@ -222,7 +222,7 @@ def _side_by_side(con: duckdb.DuckDBPyConnection, runs: list[RunRef]) -> str:
                 cells.append('<td class="num">–</td>' if row is None else '<td class="num">null</td>')
                 continue
             verdict = _word(row)
-            cells.append(f'<td class="num {css_class(verdict)}">{float(row["value"]):.3f}</td>')
+            cells.append(f'<td class="num {css_class(verdict)}">{number_text(float(row["value"]))}</td>')
         body.append(f"<tr><td>{escape(metric)}</td>{''.join(cells)}</tr>")
     return f'<table class="series"><tr><th>metric</th>{header}</tr>{"".join(body)}</table>'
 
@@ -241,7 +241,7 @@ def _checks_table(checks: pd.DataFrame) -> str:
     rows = []
     for _, c in checks.iterrows():
         verdict = _word(c)
-        value = "null" if pd.isna(c["value"]) else f"{c['value']:.3f}"
+        value = "null" if pd.isna(c["value"]) else number_text(float(c["value"]))
         rows.append(
             f"<tr><td>{escape(str(c['metric']))}</td><td>{value}</td>"
             f"<td>{escape(str(c['threshold_op']))} {c['threshold']:g}</td><td>{escape(str(c['severity']))}</td>"

@@ -1,4 +1,5 @@
-"""Case text in Dagster markdown metadata is shown literally: no HTML, links or extra cells."""
+"""Case text in Dagster markdown metadata is shown literally: no HTML, links or extra cells;
+numbers as every view shows them."""
 
 from __future__ import annotations
 
@@ -46,3 +47,13 @@ def test_failing_case_predicates_are_escaped() -> None:
     assert "<script>" not in markdown and "<img" not in markdown and "](javascript:" not in markdown
     assert "c&lt;script&gt;" in markdown
     assert markdown.endswith("…and 2 more rows in the case\\_predicates table.")  # of the 3 in all
+
+
+def test_a_table_shows_numbers_as_every_view_does() -> None:
+    table = markdown_table(
+        [{"metric": "cases", "value": 1_000_000.0}, {"metric": "rate", "value": 14 / 15}],
+        ("metric", "value"),
+        limit=5,
+        more="rows",
+    )
+    assert table.splitlines()[2:] == ["| cases | 1000000 |", "| rate | 0.9333 |"]  # not 1e+06

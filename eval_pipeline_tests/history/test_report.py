@@ -52,7 +52,7 @@ def test_report_content(history: str, tmp_path: Path) -> None:
     # Latest check results of the candidate series: the two WARN checks warn (not "fail").
     candidate = section[section.index("public · candidate · latest run run-c4 (2024-04-01)") :]
     assert re.search(
-        r"no_dotted_inventory_rate</td><td>0.333</td><td>&gt;= 0.85</td><td>WARN</td><td class=\"warn\">warn<",
+        r"no_dotted_inventory_rate</td><td>0.3333</td><td>&gt;= 0.85</td><td>WARN</td><td class=\"warn\">warn<",
         candidate,
     )
     # Its failing cases come before the trends, each with its reason and surface.
@@ -134,9 +134,9 @@ def test_report_puts_a_lanes_series_side_by_side(history: str, tmp_path: Path) -
     assert len(rows) == 10
     # The no-gloss candidate fails the WARN check the glossed reference passes.
     assert (
-        rows["no_dotted_inventory_rate"] == '<td class="num warn">0.333</td><td class="num pass">0.933</td>'
+        rows["no_dotted_inventory_rate"] == '<td class="num warn">0.3333</td><td class="num pass">0.9333</td>'
     )
-    assert rows["cases"] == '<td class="num na">15.000</td><td class="num na">15.000</td>'
+    assert rows["cases"] == '<td class="num na">15</td><td class="num na">15</td>'  # a count, whole
 
 
 def sampled(samples: list[LaneRun]) -> LaneRun:
