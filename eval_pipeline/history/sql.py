@@ -1,15 +1,20 @@
 """``history --sql``: a person's query over the history views, on a connection that can only read.
 
-The views are created first; then the connection is locked down: file access is limited to the
-history root (``allowed_directories``; ``enable_external_access = false`` refuses every other
-path, extension installs and ``ATTACH``), the configuration is locked so a query cannot undo
-that, and only query statements run (``COPY``, ``EXPORT``, ``CREATE``, ``INSERT``… are refused
-before they reach DuckDB, since the root itself stays readable, and writable by DuckDB).
+Read-only is a property of the connection, not of the statement. The connection reaches the
+history through one filesystem, :class:`ReadOnlyHistory`: the root's files by paths relative to
+it, opened for reading only, with no way to make, move, replace or delete a file. It is the
+only place the connection may touch (``allowed_directories`` names it alone and
+``enable_external_access = false`` refuses every other path, extension installs and
+``ATTACH``), and the configuration is locked so a query cannot undo that. So no statement,
+however it is wrapped (``EXPLAIN ANALYZE COPY …``, a table function, a pragma), can write into the
+root or read outside it. Statements other than queries are also refused up front, so that
+``COPY`` or ``CREATE`` gets a plain message rather than DuckDB's permission error.
 """
 
 from __future__ import annotations
 
-import os
+import posixpath
+from typing import Any
 
 import duckdb
 import fsspec
@@ -18,16 +23,75 @@ import pandas as pd
 from eval_pipeline.history.views import connect
 
 READ_ONLY_STATEMENTS = frozenset({duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN})
+READ_ONLY_PROTOCOL = "evalhistory"
+ROOT_NAME = "history"
+READ_ONLY_ROOT = f"{READ_ONLY_PROTOCOL}://{ROOT_NAME}"  # the root, as the connection names it
 
 
 class QueryRefused(ValueError):
     """The query is not a read-only query over the history views."""
 
 
+class ReadOnlyHistory(fsspec.AbstractFileSystem):
+    """A history root's files, relative to the root, for reading only.
+
+    The root is ``evalhistory://history``; a path names a file below it and may not leave it
+    (``..`` is refused). Only the
+    operations that read are passed on; opening in any mode but ``rb`` raises
+    ``PermissionError``, and every operation that would change a file is either refused by
+    ``AbstractFileSystem`` itself (it implements none of them) or, for ``mkdir``, a no-op.
+    """
+
+    protocol = READ_ONLY_PROTOCOL
+    cachable = False  # one instance per root, never shared through fsspec's instance cache
+
+    def __init__(self, root: str) -> None:
+        super().__init__()
+        self._fs, path = fsspec.core.url_to_fs(root)
+        self._root = path.rstrip("/")
+
+    def _inner(self, path: str) -> str:
+        parts = [part for part in self._strip_protocol(path).split("/") if part not in ("", ".")]
+        if parts[:1] != [ROOT_NAME] or ".." in parts:
+            raise PermissionError(f"{path}: outside the history root")
+        return posixpath.join(self._root, *parts[1:])
+
+    def _outer(self, inner: str) -> str:
+        relative = self._fs._strip_protocol(inner).rstrip("/")[len(self._root) :].strip("/")
+        return f"{ROOT_NAME}/{relative}" if relative else ROOT_NAME
+
+    @classmethod
+    def _strip_protocol(cls, path: str) -> str:
+        return path.removeprefix(f"{READ_ONLY_PROTOCOL}://").strip("/")
+
+    def ls(self, path: str, detail: bool = True, **kwargs: Any) -> list[Any]:
+        entries = self._fs.ls(self._inner(path), detail=detail, **kwargs)
+        if not detail:
+            return [self._outer(name) for name in entries]
+        return [{**entry, "name": self._outer(entry["name"])} for entry in entries]
+
+    def info(self, path: str, **kwargs: Any) -> dict[str, Any]:
+        entry = self._fs.info(self._inner(path), **kwargs)
+        return {**entry, "name": self._outer(entry["name"])}
+
+    def modified(self, path: str) -> Any:
+        return self._fs.modified(self._inner(path))
+
+    def _open(self, path: str, mode: str = "rb", **kwargs: Any) -> Any:
+        if mode != "rb":
+            raise PermissionError(f"{path}: history --sql only reads (asked to open it for {mode!r})")
+        return self._fs.open(self._inner(path), "rb", **kwargs)
+
+    def mkdir(self, path: str, create_parents: bool = True, **kwargs: Any) -> None:
+        raise PermissionError(f"{path}: history --sql only reads")
+
+    makedirs = mkdir
+
+
 def read_only_connection(root: str) -> duckdb.DuckDBPyConnection:
-    """The history views over ``root`` on a connection that reads nothing outside ``root``."""
-    con = connect(root)
-    con.execute("SET allowed_directories = ?", [[_allowed_prefix(root)]])
+    """The history views over ``root`` on a connection that can read ``root`` and nothing else."""
+    con = connect(READ_ONLY_ROOT, filesystem=ReadOnlyHistory(root))
+    con.execute("SET allowed_directories = ?", [[f"{READ_ONLY_ROOT}/"]])
     con.execute("SET enable_external_access = false")
     con.execute("SET lock_configuration = true")
     return con
@@ -47,11 +111,3 @@ def run_query(con: duckdb.DuckDBPyConnection, sql: str) -> pd.DataFrame:
             f"{statement.type.name} statements are not allowed: history --sql only reads (SELECT, EXPLAIN)"
         )
     return con.execute(sql).df()
-
-
-def _allowed_prefix(root: str) -> str:
-    fs, _ = fsspec.core.url_to_fs(root)
-    protocols = (fs.protocol,) if isinstance(fs.protocol, str) else tuple(fs.protocol)
-    if "file" in protocols and "://" not in root:
-        return root.rstrip("/") + "/" if os.path.isabs(root) else os.path.abspath(root) + "/"
-    return root.rstrip("/") + "/"

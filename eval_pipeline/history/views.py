@@ -54,8 +54,11 @@ LEFT JOIN (
 """
 
 
-def connect(root: str) -> duckdb.DuckDBPyConnection:
+def connect(root: str, filesystem: fsspec.AbstractFileSystem | None = None) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with the history views over ``root`` (folder or fsspec URL).
+
+    ``filesystem``, when given, is the filesystem ``root`` is a URL of (registered with DuckDB);
+    otherwise it is the one fsspec finds for ``root``.
 
     ``run_manifests`` is read once, when connecting, into a temporary table: the connection
     sees the runs committed at that moment, and a run committing while it queries never
@@ -63,7 +66,7 @@ def connect(root: str) -> duckdb.DuckDBPyConnection:
     """
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")  # timestamps print the same on every machine
-    fs, _ = fsspec.core.url_to_fs(root)
+    fs = filesystem if filesystem is not None else fsspec.core.url_to_fs(root)[0]
     if "file" not in _protocols(fs):
         con.register_filesystem(fs)
     for table in HISTORY_TABLES:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
+import duckdb
 import pytest
 from typer.testing import CliRunner
 
 from eval_pipeline.cli import app
 from eval_pipeline.cli.common import EXIT_BAD_INPUT
+from eval_pipeline.history.sql import READ_ONLY_ROOT, read_only_connection
 
 runner = CliRunner()
 
@@ -56,6 +59,114 @@ def test_nothing_can_be_written_or_attached(history: str, tmp_path: Path, statem
     assert code == EXIT_BAD_INPUT, output
     assert not target.exists()
     assert sorted(p.name for p in Path(history).rglob("*")) == before
+
+
+def file_digests(root: Path) -> dict[str, str]:
+    """Every file below ``root`` with the SHA-256 of its bytes."""
+    return {
+        str(path.relative_to(root)): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(root.rglob("*"))
+        if path.is_file()
+    }
+
+
+def a_stored_file(root: Path, table: str) -> str:
+    """One stored Parquet file of ``table``, as the read-only connection names it."""
+    stored = next((root / table).rglob("*.parquet"))
+    return f"{READ_ONLY_ROOT}/{stored.relative_to(root).as_posix()}"
+
+
+# Every DuckDB statement family that writes, or reaches files, aimed at the history root (by
+# the connection's own name for it and by its real path), at an existing file (to overwrite
+# it) and outside the root. ``{ro}`` is the root as the connection names it, ``{root}`` its
+# real path, ``{manifest}``/``{metrics}`` an existing file, ``{outside}`` a path elsewhere.
+WRITE_VECTORS = [
+    "COPY (SELECT 42 AS x) TO '{ro}/run_manifests/forged.parquet' (FORMAT parquet)",
+    "COPY (SELECT 42 AS x) TO '{manifest}' (FORMAT parquet)",
+    "COPY (SELECT * FROM metrics) TO '{metrics}' (FORMAT parquet)",
+    "COPY (SELECT 42 AS x) TO '{root}/run_manifests/forged.parquet' (FORMAT parquet)",
+    "COPY (SELECT 42 AS x, 1 AS p) TO '{ro}/metrics' (FORMAT parquet, PARTITION_BY (p))",
+    "COPY (SELECT 42 AS x) TO '{outside}'",
+    "EXPLAIN ANALYZE COPY (SELECT 42 AS x) TO '{ro}/run_manifests/forged.parquet' (FORMAT parquet)",
+    "EXPLAIN ANALYZE COPY (SELECT 42 AS x) TO '{manifest}' (FORMAT parquet)",
+    "EXPLAIN ANALYZE COPY (SELECT 42 AS x) TO '{root}/run_manifests/forged.parquet' (FORMAT parquet)",
+    "EXPLAIN COPY (SELECT 42 AS x) TO '{manifest}' (FORMAT parquet)",
+    "EXPORT DATABASE '{ro}/export'",
+    "EXPORT DATABASE '{root}/export'",
+    "ATTACH '{ro}/forged.duckdb' AS forged",
+    "ATTACH '{root}/forged.duckdb' AS forged",
+    "ATTACH '{outside}' AS forged",
+    "ATTACH ':memory:' AS scratch",
+    "INSTALL httpfs",
+    "LOAD httpfs",
+    "SET enable_external_access = true",
+    "RESET enable_external_access",
+    "SET allowed_directories = ['/']",
+    "SET GLOBAL allowed_directories = ['/']",
+    "RESET allowed_directories",
+    "SET lock_configuration = false",
+    "PRAGMA enable_external_access",
+    "SET temp_directory = '{root}'",
+    "CREATE TABLE forged AS SELECT 42 AS x",
+    "CREATE OR REPLACE VIEW metrics AS SELECT 1 AS value",
+    "CREATE SECRET forged (TYPE s3, KEY_ID 'k', SECRET 's')",
+    "INSERT INTO run_manifests SELECT * FROM run_manifests",
+    "UPDATE run_manifests SET lane = 'forged'",
+    "DELETE FROM run_manifests",
+    "DROP VIEW metrics",
+    "CHECKPOINT",
+    "VACUUM",
+    "SELECT * FROM read_text('{outside_existing}')",
+    "SELECT * FROM read_blob('{outside_existing}')",
+    "SELECT * FROM glob('/etc/*')",
+    "SELECT * FROM read_csv('{outside_existing}')",
+    "SELECT * FROM read_parquet('{root}/metrics/**/*.parquet')",
+    "SELECT * FROM read_text('{ro}/../../../../etc/hostname')",
+    "SELECT * FROM duckdb_settings() WHERE name = 'x'; COPY (SELECT 1) TO '{manifest}'",
+]
+
+
+def vector(statement: str, root: Path, tmp_path: Path) -> str:
+    return statement.format(
+        ro=READ_ONLY_ROOT,
+        root=root,
+        manifest=a_stored_file(root, "run_manifests"),
+        metrics=a_stored_file(root, "metrics"),
+        outside=tmp_path / "written.out",
+        outside_existing="/etc/hostname",
+    )
+
+
+@pytest.mark.parametrize("statement", WRITE_VECTORS)
+def test_the_connection_itself_cannot_write_into_history_whatever_the_statement(
+    history: str, tmp_path: Path, statement: str
+) -> None:
+    """No statement filter in the way: the locked connection alone keeps every file as it was."""
+    root = Path(history)
+    before = file_digests(root)
+    query = vector(statement, root, tmp_path)
+    with read_only_connection(history) as con:
+        try:
+            for part in con.extract_statements(query):
+                con.execute(part.query)
+        except duckdb.Error:
+            pass  # refused: what matters is that nothing below changed
+    assert file_digests(root) == before, query
+    assert not (tmp_path / "written.out").exists(), query
+
+
+@pytest.mark.parametrize("statement", WRITE_VECTORS)
+def test_history_sql_refuses_every_write_vector_and_leaves_history_byte_identical(
+    history: str, tmp_path: Path, statement: str
+) -> None:
+    root = Path(history)
+    before = file_digests(root)
+    query = vector(statement, root, tmp_path)
+    code, output = sql(history, query)
+    only_plans = statement.startswith("EXPLAIN COPY")  # a plan, not run: it reads, writes nothing
+    assert code == (0 if only_plans else EXIT_BAD_INPUT), (query, output)
+    assert file_digests(root) == before, query
+    assert not (tmp_path / "written.out").exists(), query
 
 
 def test_help_says_the_connection_is_read_only() -> None:
