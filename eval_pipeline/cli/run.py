@@ -366,6 +366,7 @@ def run(
         # Dagster loads only now, while a worker pool the runtime started loads its runtime.
         from eval_pipeline.dagster_wiring.code_location import EXECUTOR_ENV
         from eval_pipeline.dagster_wiring.launch import ensure_instance, materialize_lane
+        from eval_pipeline.dagster_wiring.schedules import HIDDEN_TAG_PREFIX
 
         if isinstance(built, RecordedRun):  # a re-score runs the recorded run's lane and split
             target = rescore_of(built, target, history)
@@ -401,7 +402,7 @@ def run(
                 seed=seed,
                 history_root=history or "",
                 progress=bar,
-                tags={"eval_pipeline/batch_id": batch_id, "eval_pipeline/source": "cli"},
+                tags={f"{HIDDEN_TAG_PREFIX}batch_id": batch_id, f"{HIDDEN_TAG_PREFIX}source": "cli"},
                 log_level="DEBUG" if verbose else "CRITICAL",  # failures are reported below, once
                 executor=chosen.value,
                 observe=not outcomes,  # the target's version, once for the whole invocation

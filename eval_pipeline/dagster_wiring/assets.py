@@ -69,10 +69,23 @@ from eval_pipeline.tables import (
 
 STAGES = ("cases", "transcripts", "turn_predicates", "case_predicates", "metrics", "history")
 DATE_TAG = "eval_pipeline/date"  # the night a run belongs to (YYYY-MM-DD); default: the day it started
+VERDICT_TAG = "eval_pipeline/verdict"  # pass, warn, fail or void: added when the run is in history
 MAX_FAILING_ROWS = 50
 PROGRESS_EVERY_SECONDS = 10.0
 # Nightly at 02:00 plus a night's slack: a lane whose metrics are older has missed a night.
 METRICS_FRESHNESS = dg.FreshnessPolicy.time_window(fail_window=timedelta(hours=26))
+
+
+def series_label(metric: str, series: str) -> str:
+    """A metric's metadata label within one series: ``no_dotted_inventory_rate · public|reference``."""
+    return f"{metric} · {series}"
+
+
+def run_verdict(metrics: pd.DataFrame) -> str:
+    """The run's verdict word from its metrics rows: void, else fail (an ERROR threshold
+    failed), else warn (a WARN one did), else pass."""
+    verdicts = set(metrics["verdict"].dropna().astype(str))
+    return next((word for word in ("void", "fail", "warn") if word in verdicts), "pass")
 
 
 class CasesConfig(dg.Config):
@@ -295,8 +308,8 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
             "case_predicates": dg.AssetIn(keys["case_predicates"]),
         },
         check_specs=[
-            measurement_check_spec(spec, keys["metrics"]),
-            *threshold_check_specs(spec, keys["metrics"]),
+            measurement_check_spec(spec, keys["metrics"], partitions),
+            *threshold_check_specs(spec, keys["metrics"], partitions),
         ],
         freshness_policy=METRICS_FRESHNESS,
         kinds={"python", "parquet"},
@@ -325,7 +338,14 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
             cases_sha256=content_sha256([Path(f) for f in cases.distinct("file")]),
             pipeline_version=__version__,
         )
-        numeric = {m.metric: dg.MetadataValue.float(rounded(m.value)) for m in values if m.value is not None}
+        # One plot per metric *and series*: the asset's plots draw every materialization of a
+        # label as one line, so a label shared by two runtime targets would zigzag between them.
+        series = context.partition_key
+        numeric = {
+            series_label(m.metric, series): dg.MetadataValue.float(rounded(m.value))
+            for m in values
+            if m.value is not None
+        }
         missing = [m.metric for m in values if m.value is None]
         yield dg.Output(
             table,
@@ -360,7 +380,10 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
             "case_predicates": dg.AssetIn(keys["case_predicates"]),
             "transcripts": dg.AssetIn(keys["transcripts"]),
         },
-        check_specs=[regression_check_spec(keys["history"]), gate_check_spec(keys["history"])],
+        check_specs=[
+            regression_check_spec(keys["history"], partitions),
+            gate_check_spec(keys["history"], partitions),
+        ],
         kinds={"parquet", "duckdb"},
         key_prefix=prefix,
         group_name=spec.name,
@@ -411,13 +434,16 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
             **series,
         )
         commit_run(root, manifest, lane=spec.name, date=night, run_id=run_id)
+        gate = gate_check_result(metrics)
+        # The Runs page tells a measured failure (verdict fail, run succeeded) from a broken run.
+        context.instance.add_run_tags(context.run_id, {VERDICT_TAG: run_verdict(metrics)})
         return dg.MaterializeResult(
             metadata={
                 "history_root": root,
                 "tables": dg.MetadataValue.json(sorted(stored)),
                 "trend": dg.MetadataValue.md(lane_chart_markdown(root, spec.name)),
             },
-            check_results=[regression_check_result(findings), gate_check_result(metrics)],
+            check_results=[regression_check_result(findings), gate],
         )
 
     return [cases, transcripts, turn_predicates, case_predicates, metrics, history_asset]

@@ -1,8 +1,16 @@
-"""Asset checks from a lane's thresholds: the specs, and their results for one run."""
+"""Asset checks from a lane's thresholds: the specs, and their results for one run.
+
+Every check is partitioned like its asset (case set × runtime target: one partition per
+series), so a check's status and history are read per series: a failing run of one target
+never turns another target's check red. No check blocks: a run that measured its runtime and
+found it failing a threshold *succeeded* (its checks failed, its ``eval_pipeline/verdict`` tag
+says ``fail``); only a run that broke fails."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 import dagster as dg
 import pandas as pd
@@ -24,12 +32,21 @@ REGRESSION_CHECK = "no_regression"
 GATE_CHECK = "error_thresholds_hold"
 
 
-def regression_check_spec(history_key: dg.AssetKey) -> dg.AssetCheckSpec:
+def check_spec(
+    name: str, asset: dg.AssetKey, partitions: dg.PartitionsDefinition, description: str
+) -> dg.AssetCheckSpec:
+    """A check of one lane asset, partitioned like it (one status and history per series)."""
+    with preview_apis():
+        return dg.AssetCheckSpec(name=name, asset=asset, description=description, partitions_def=partitions)
+
+
+def regression_check_spec(history_key: dg.AssetKey, partitions: dg.PartitionsDefinition) -> dg.AssetCheckSpec:
     """The lane's regression check, on its history asset: against the previous run of the series."""
-    return dg.AssetCheckSpec(
-        name=REGRESSION_CHECK,
-        asset=history_key,
-        description="No rate fell below the previous run of this series (lane, split, runtime, case set) "
+    return check_spec(
+        REGRESSION_CHECK,
+        history_key,
+        partitions,
+        "No rate fell below the previous run of this series (lane, split, runtime, case set) "
         "by more than its noise (95% Wilson interval on the previous run's counts).",
     )
 
@@ -38,14 +55,17 @@ def rounded(value: float) -> float:
     return round(float(value), METRIC_DIGITS)
 
 
-def measurement_check_spec(spec: LaneSpec, metrics_key: dg.AssetKey) -> dg.AssetCheckSpec:
+def measurement_check_spec(
+    spec: LaneSpec, metrics_key: dg.AssetKey, partitions: dg.PartitionsDefinition
+) -> dg.AssetCheckSpec:
     """The run measured its runtime: error_rate at most the lane's (or the target's) max_error_rate."""
-    return dg.AssetCheckSpec(
-        name=MEASUREMENT_CHECK,
-        asset=metrics_key,
-        description=f"error_rate <= max_error_rate ({spec.max_error_rate:g} unless the runtime target "
-        "sets its own): above it the run is void, the runtime was not measured and no check counts as passed. "
-        "It does not block: a void run still goes to history, marked void; the history gate fails the run.",
+    return check_spec(
+        MEASUREMENT_CHECK,
+        metrics_key,
+        partitions,
+        f"error_rate <= max_error_rate ({spec.max_error_rate:g} unless the runtime target "
+        "sets its own): above it the run is void, the runtime was not measured and no check counts as "
+        "passed. A void run still goes to history, marked void.",
     )
 
 
@@ -78,26 +98,46 @@ def failing_sentence(case_ids: Sequence[str], *, shown: int = 5) -> str:
     return f"{len(case_ids)} failing case(s): {listed}."
 
 
-def threshold_check_specs(spec: LaneSpec, metrics_key: dg.AssetKey) -> list[dg.AssetCheckSpec]:
-    """One check per threshold. They do not block: a run that fails a floor is still a
-    measurement and goes to history; the history asset's gate check then fails the run."""
+def failed_sentence(verdict: ThresholdVerdict) -> str:
+    """``no_dotted_inventory_rate = 0.3333, needs >= 0.9 (ERROR).``: what failed, in one line."""
+    value = "missing" if verdict.metric.value is None else f"{rounded(verdict.metric.value):g}"
+    gated = (
+        f" ({verdict.statistic} {rounded(verdict.gated_value):g})"
+        if verdict.gated_value is not None and verdict.statistic != "mean"
+        else ""
+    )
+    return f"{verdict.metric.metric} = {value}{gated}, needs {verdict.bound} ({verdict.threshold.severity})."
+
+
+def threshold_check_specs(
+    spec: LaneSpec, metrics_key: dg.AssetKey, partitions: dg.PartitionsDefinition
+) -> list[dg.AssetCheckSpec]:
+    """One check per threshold: a run that fails a floor is still a measurement and goes to history."""
     return [
-        dg.AssetCheckSpec(name=t.check_name, asset=metrics_key, description=f"{t.describe()}: {t.reason}")
+        check_spec(t.check_name, metrics_key, partitions, f"{t.describe()}: {t.reason}")
         for t in spec.effective_thresholds
     ]
 
 
-def gate_check_spec(history_key: dg.AssetKey) -> dg.AssetCheckSpec:
-    """Blocking: fails the run, once its results are in history, when an ERROR threshold failed
-    or the run is void (its metrics rows say ``void``: the runtime was not measured)."""
-    return dg.AssetCheckSpec(
-        name=GATE_CHECK,
-        asset=history_key,
-        description="The run was measured (not void) and every ERROR threshold of the metrics asset held "
-        "(checked after the run is in history, so a failing or void run is still recorded; a failure "
-        "fails the run).",
-        blocking=True,
+def gate_check_spec(history_key: dg.AssetKey, partitions: dg.PartitionsDefinition) -> dg.AssetCheckSpec:
+    """The run's verdict in one check, once its results are in history: failed when an ERROR
+    threshold failed or the run is void (its metrics rows say ``void``)."""
+    return check_spec(
+        GATE_CHECK,
+        history_key,
+        partitions,
+        "The run was measured (not void) and every ERROR threshold of the metrics asset held "
+        "(checked after the run is in history, so a failing or void run is still recorded).",
     )
+
+
+@contextmanager
+def preview_apis() -> Iterator[None]:
+    """Partitioned asset checks are a Dagster preview API, chosen knowingly (pinned dagster): its
+    warning is not repeated on every command's stderr."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dg.PreviewWarning)
+        yield
 
 
 def gate_check_result(metrics: pd.DataFrame) -> dg.AssetCheckResult:
@@ -179,6 +219,8 @@ def threshold_check_results(
             if verdict.gated_value is not None:
                 metadata["gated_value"] = dg.MetadataValue.float(rounded(verdict.gated_value))
         description = f"void: {measured.explain()}" if verdict.void else t.reason
+        if not verdict.passed and not verdict.void:
+            description = f"{failed_sentence(verdict)} {description}"
         if m.failing_case_ids and not verdict.passed:
             description = f"{failing_sentence(m.failing_case_ids)} {description}"
         results.append(

@@ -11,8 +11,9 @@ import fcntl
 import os
 import shutil
 import socket
-from collections.abc import Iterator
-from contextlib import contextmanager
+import tempfile
+from collections.abc import Iterator, Mapping
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -26,7 +27,7 @@ from dagster._core.storage.defs_state.base import set_defs_state_storage
 from eval_pipeline.dagster_wiring.assets import DATE_TAG
 from eval_pipeline.dagster_wiring.checks import GATE_CHECK, MEASUREMENT_CHECK
 from eval_pipeline.dagster_wiring.code_location import REPOSITORY_LABEL, build_definitions
-from eval_pipeline.dagster_wiring.io_manager import PATH_METADATA
+from eval_pipeline.dagster_wiring.io_manager import PATH_METADATA, ParquetIOManager
 from eval_pipeline.dagster_wiring.partitions import (
     custom_case_set,
     partition_key,
@@ -35,7 +36,7 @@ from eval_pipeline.dagster_wiring.partitions import (
 )
 from eval_pipeline.dagster_wiring.resources import HistoryResource, RuntimeResource
 from eval_pipeline.dagster_wiring.runtime_targets import observe_target
-from eval_pipeline.dagster_wiring.schedules import job_name, series_tags
+from eval_pipeline.dagster_wiring.schedules import HIDDEN_TAG_PREFIX, job_name, series_tags
 from eval_pipeline.dagster_wiring.sqlite_files import sqlite_files_kept_open
 from eval_pipeline.failures import FirstFailing, first_failing
 from eval_pipeline.lanes.spec import LaneSpec
@@ -51,8 +52,8 @@ from eval_pipeline.tables import nullable_types
 # Runs launched by the UI or the daemon carry their code location in this tag, and the UI
 # lists a job's runs by it; an in-process run gets it here so it shows under its lane's job.
 REPOSITORY_TAG = ".dagster/repository"
-HOST_TAG = "eval_pipeline/host"
-PID_TAG = "eval_pipeline/pid"  # the process running an in-process (CLI) run: dead → the run failed
+HOST_TAG = f"{HIDDEN_TAG_PREFIX}host"
+PID_TAG = f"{HIDDEN_TAG_PREFIX}pid"  # the process running an in-process (CLI) run: dead → the run failed
 CODE_LOCATION_MODULE = "eval_pipeline.definitions"
 CELERY_DEFINITIONS = "celery_definitions"  # the code location with the Celery executor
 QUEUE_TAG = "dagster-celery/queue"
@@ -67,6 +68,7 @@ class CheckOutcome:
     threshold: str | None
     verdict: VerdictWord = "n/a"  # the one vocabulary: pass / fail / warn / void / n/a
     description: str = ""
+    metadata: Mapping[str, Any] = field(default_factory=dict)  # the evaluation's metadata values
 
 
 @dataclass
@@ -237,11 +239,6 @@ def materialize_lane(
     ``executor`` ``in_process`` runs every step in this process; ``celery`` runs the code
     location's job (``eval_pipeline.definitions``) with its steps on Celery workers, which
     must serve the lane's runtime target's queue."""
-    case_set = custom_case_set(cases_path) if cases_path else split
-    with instance_lock(Path(instance.root_directory)):
-        register_series(instance, spec.name, [case_set], [target.name])
-    if observe:
-        observe_target(instance, target, {HOST_TAG: socket.gethostname(), **(tags or {})})
     runtime_config: dict[str, Any] = {
         "spec": "" if target.declared else target.spec,
         "options": {} if target.declared else dict(target.options),
@@ -249,6 +246,63 @@ def materialize_lane(
         "repeat": repeat,
         "seed": seed,
     }
+    case_set = custom_case_set(cases_path) if cases_path else split
+    with ExitStack() as scope:
+        if executor == "in_process" and is_ad_hoc(target, cases_path):
+            # Recorded in history, its stage files where `show` finds them, but not in the
+            # shared instance: its launchpad could not run the partition again.
+            scratch = scope.enter_context(tempfile.TemporaryDirectory(prefix="eval-pipeline-ad-hoc-"))
+            run_on = scope.enter_context(dg.DagsterInstance.ephemeral(tempdir=scratch))
+            tables_dir = str(Path(instance.storage_directory()) / "tables")
+            register_series(run_on, spec.name, [case_set], [target.name])
+        else:
+            run_on, tables_dir = instance, ""
+            with instance_lock(Path(instance.root_directory)):
+                register_series(instance, spec.name, [case_set], [target.name])
+            if observe:
+                observe_target(instance, target)
+        return _materialize(
+            spec,
+            target,
+            run_on,
+            case_set,
+            split=split,
+            date=date,
+            cases_path=cases_path,
+            runtime_config=runtime_config,
+            history_root=history_root,
+            progress=progress,
+            tags=tags,
+            log_level=log_level,
+            executor=executor,
+            tables_dir=tables_dir,
+        )
+
+
+def is_ad_hoc(target: RuntimeTarget, cases_path: str) -> bool:
+    """A series the launchpad could not run: its target is not declared in ``evals/runtimes.yaml``
+    (its spec lives only in the command line: ``replay:``, ``openai:…``, ``history:``), or its
+    cases are a custom file."""
+    return not target.declared or bool(cases_path)
+
+
+def _materialize(
+    spec: LaneSpec,
+    target: RuntimeTarget,
+    instance: dg.DagsterInstance,
+    case_set: str,
+    *,
+    split: str,
+    date: str,
+    cases_path: str,
+    runtime_config: dict[str, Any],
+    history_root: str,
+    progress: ProgressObserver | None,
+    tags: dict[str, str] | None,
+    log_level: str,
+    executor: str,
+    tables_dir: str = "",
+) -> LaneOutcome:
     run_config: dict[str, Any] = {
         "ops": {
             f"{spec.name}__cases": {
@@ -292,6 +346,7 @@ def materialize_lane(
                 "runtime": RuntimeResource(**runtime_config),
                 "history": HistoryResource(root=history_root),
                 "progress": progress or NoProgress(),
+                "tables_io_manager": ParquetIOManager(base_dir=tables_dir),
             },
             executor_name="in_process",
         )
@@ -347,6 +402,7 @@ def _outcome(
                 if stated is not None
                 else verdict_word(evaluation.passed, severity),
                 description=evaluation.description or "",
+                metadata={name: entry.value for name, entry in evaluation.metadata.items()},
             )
         )
     blocked_only = outcome.metrics is not None and any(

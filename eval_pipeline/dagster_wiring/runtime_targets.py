@@ -9,9 +9,9 @@ set × target T record T's data version when they are materialized, and Dagster 
 (and everything downstream) **stale** as soon as an observation finds T behaving differently.
 
 Observation runs on the ``runtime_targets_observe`` schedule (hourly, and just before the
-nightly runs), from the UI ("Observe sources"), and before each ``eval-pipeline run`` of a
-declared target, once before its first lane (so the transcripts record the version they were
-measured against). Ad-hoc targets (derived names) are not observed: their name already pins
+nightly runs) and from the UI ("Observe sources"); before each ``eval-pipeline run`` of a
+declared target, once before its first lane, the CLI reports the observation itself, with no
+run of its own (so the transcripts record the version they were measured against). Ad-hoc targets (derived names) are not observed: their name already pins
 their spec and options.
 
 A target's ``pool_limit`` caps the lane runs that drive it at once, across all lanes: the
@@ -42,6 +42,7 @@ OBSERVE_JOB = "runtime_targets_observe_job"
 OBSERVE_SCHEDULE = "runtime_targets_observe"
 OBSERVE_CRON = "55 * * * *"  # hourly, and five minutes before the 02:00 nightly runs
 POOL_PREFIX = "runtime-"
+DATA_VERSION_TAG = "dagster/data_version"  # an observation's data version (no public name for the tag)
 POOL_WAIT_LOG_EVERY_S = 30.0
 
 
@@ -133,22 +134,26 @@ def observe_schedule(context: dg.ScheduleEvaluationContext) -> Iterator[dg.RunRe
     yield dg.RunRequest(run_key=context.scheduled_execution_time.strftime("%Y-%m-%dT%H:%M"))
 
 
-def observe_target(instance: dg.DagsterInstance, target: RuntimeTarget, tags: Mapping[str, str]) -> bool:
-    """Observe one declared target's runtime version now (its partition of ``runtime_targets``)."""
+def observe_target(instance: dg.DagsterInstance, target: RuntimeTarget) -> bool:
+    """Observe one declared target's runtime version now (its partition of ``runtime_targets``).
+
+    The observation is reported to the instance directly, as the observe job's would be (the
+    partition's data version), without a run of its own: a CLI invocation adds its lane runs
+    to the Runs page and nothing else. False: not declared, or its version cannot be told now
+    (the previous observation stands)."""
     if not target.declared:
         return False
-    result = (
-        dg.Definitions(assets=[runtime_targets_asset], jobs=[observe_job])
-        .resolve_job_def(OBSERVE_JOB)
-        .execute_in_process(
-            instance=instance,
-            partition_key=target.name,
-            tags=dict(tags),
-            run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
-            raise_on_error=False,
+    versions, _ = observed_versions({target.name: target}, [target.name])
+    if target.name not in versions:
+        return False
+    instance.report_runless_asset_event(
+        dg.AssetObservation(
+            asset_key=RUNTIME_TARGETS_KEY,
+            partition=target.name,
+            tags={DATA_VERSION_TAG: versions[target.name]},
         )
     )
-    return result.success
+    return True
 
 
 def pool_name(target: str) -> str:

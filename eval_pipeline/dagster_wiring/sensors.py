@@ -1,6 +1,8 @@
 """Keep each lane's partition keys in step with what is declared: its splits and the runtime
 targets in ``evals/runtimes.yaml``, so the launchpad offers every declared series before
-anything has run (runs add their own keys too; adding a key twice is a no-op)."""
+anything has run, and nothing else: a key nothing declares (a target since removed, or the
+ad-hoc keys an older version registered for ``--cases`` and command-line runtimes) is
+deleted, since a run of it could not be launched."""
 
 from __future__ import annotations
 
@@ -21,20 +23,27 @@ def series_keys_sensor(specs: Sequence[LaneSpec]) -> dg.SensorDefinition:
         name=SENSOR_NAME,
         minimum_interval_seconds=60,
         default_status=dg.DefaultSensorStatus.RUNNING,
-        description="Registers every lane split and declared runtime target as partition keys.",
+        description="Registers every lane split and declared runtime target as partition keys, and "
+        "deletes the keys nothing declares.",
     )
     def _register(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
         wanted = {case_sets_name(s.name): sorted(s.splits) for s in specs}
         wanted[RUNTIME_TARGETS] = sorted(load_targets(targets_file()))
-        requests = []
+        requests: list[dg.AddDynamicPartitionsRequest | dg.DeleteDynamicPartitionsRequest] = []
         for name, keys in wanted.items():
-            missing = [k for k in keys if not context.instance.has_dynamic_partition(name, k)]
+            registered = context.instance.get_dynamic_partitions(name)
+            missing = [k for k in keys if k not in registered]
+            undeclared = [k for k in registered if k not in keys]
             if missing:
                 requests.append(
                     dg.AddDynamicPartitionsRequest(partitions_def_name=name, partition_keys=missing)
                 )
+            if undeclared:
+                requests.append(
+                    dg.DeleteDynamicPartitionsRequest(partitions_def_name=name, partition_keys=undeclared)
+                )
         if not requests:
-            return dg.SkipReason("every declared split and runtime target is registered")
+            return dg.SkipReason("the registered splits and runtime targets are the declared ones")
         return dg.SensorResult(dynamic_partitions_requests=requests)
 
     return _register

@@ -64,14 +64,16 @@ def test_glossed_run_passes_every_check_and_no_gloss_fails_only_warn_checks() ->
     assert [str(d[0]) for d in dates] == [DATE]
 
 
-def test_materialization_records_metrics_as_numeric_metadata_and_history_per_table() -> None:
+def test_materialization_records_metrics_as_numeric_metadata_per_series_and_history_per_table() -> None:
     outcome = run("reference")
     instance = ensure_instance()
     event = instance.get_latest_materialization_event(dg.AssetKey(["deterministic_fluency", "metrics"]))
     assert event is not None and event.asset_materialization is not None
     metadata = event.asset_materialization.metadata
-    assert metadata["no_placeholder_rate"].value == 1.0
-    assert isinstance(metadata["no_dotted_inventory_rate"], dg.FloatMetadataValue)
+    series = f"{outcome.case_set}|reference"  # the partition key: one plot line per series
+    assert metadata[f"no_placeholder_rate · {series}"].value == 1.0
+    assert isinstance(metadata[f"no_dotted_inventory_rate · {series}"], dg.FloatMetadataValue)
+    assert "no_placeholder_rate" not in metadata  # a label shared by every series would zigzag
     for table in ("metrics", "case_predicates", "transcripts"):
         files = list(Path(history_root()).glob(f"{table}/lane=deterministic_fluency/date={DATE}/*.parquet"))
         assert [f.stem for f in files] == [outcome.run_id], table
@@ -89,7 +91,9 @@ def test_a_failing_blocking_check_is_reported_with_its_cases(tmp_path: Path) -> 
     assert outcome.failure is None  # the run did its job: it measured and found failures
     blocking = {c.name for c in outcome.blocking_failures}
     assert {"no_placeholder_rate", "complete_punctuation_rate", "expected_predicates_pass_rate"} <= blocking
-    assert not outcome.success  # ERROR checks are blocking: Dagster marks the run failed
+    # The run succeeded: it measured the runtime and found it failing (its checks say so); only
+    # a run that broke fails in Dagster.
+    assert outcome.success
     # History keeps the failing run too: it is a measurement, not an error.
     assert list(
         Path(history_root()).glob(f"metrics/lane=deterministic_fluency/date={DATE}/{outcome.run_id}.parquet")
@@ -139,18 +143,14 @@ def test_regression_check_warns_when_the_same_runtime_gets_worse(tmp_path: Path)
     first, second = ({c.name: c for c in night.checks} for night in nights)
     assert first["no_regression"].passed and second["no_regression"].severity == "WARN"
     assert not second["no_regression"].passed
-    instance = ensure_instance()
-    record = instance.event_log_storage.get_latest_asset_check_execution_by_key(
-        [dg.AssetCheckKey(dg.AssetKey(["deterministic_fluency", "history"]), "no_regression")]
-    )
-    evaluation = next(iter(record.values())).event.dagster_event.event_specific_data  # type: ignore[union-attr]
-    assert set(evaluation.metadata["regressed_metrics"].value) == {
+    metadata = second["no_regression"].metadata  # the check evaluation's, as Dagster stored it
+    assert set(metadata["regressed_metrics"]) == {
         "no_provenance_only_rate",
         "no_dotted_inventory_rate",
         "post_gloss_predicates_pass_rate",  # 0.9 → 0.0: the same nine cases, counted by their contract
     }
-    assert evaluation.metadata["previous_run_id"].value == nights[0].run_id
-    assert "fluency_truth_001" in evaluation.metadata["flipped_case_ids"].value
+    assert metadata["previous_run_id"] == nights[0].run_id
+    assert "fluency_truth_001" in metadata["flipped_case_ids"]
 
 
 def test_monthly_compaction_job_keeps_every_run_queryable() -> None:

@@ -26,7 +26,7 @@ from eval_pipeline.dagster_wiring.launch import (
     materialize_lane,
 )
 from eval_pipeline.dagster_wiring.partitions import partition_key, register_series
-from eval_pipeline.dagster_wiring.schedules import job_name
+from eval_pipeline.dagster_wiring.schedules import LANE_TAG, SERIES_TAG, job_name
 from eval_pipeline.history import connect
 from eval_pipeline.lanes import find_lane
 from eval_pipeline.pipeline import evaluate_lane
@@ -214,10 +214,15 @@ def test_cli_runs_are_runs_of_the_lane_job_with_one_materialization_series_per_r
     # What the UI's job page asks for: the job's runs in this code location.
     runs = instance.get_runs(dg.RunsFilter(job_name=f"{LANE}_job", tags={REPOSITORY_TAG: REPOSITORY_LABEL}))
     assert len(runs) == 3
-    assert {r.tags["eval_pipeline/runtime"] for r in runs} == {"reference", "reference-no-gloss"}
-    assert all(r.tags["eval_pipeline/lane"] == LANE and r.tags["eval_pipeline/date"] == NIGHT for r in runs)
-    assert all(r.tags["eval_pipeline/series"].startswith(f"{LANE}/public/") for r in runs)
+    assert {r.tags["dagster/partition/runtime"] for r in runs} == {"reference", "reference-no-gloss"}
+    assert all(r.tags[LANE_TAG] == LANE and r.tags["eval_pipeline/date"] == NIGHT for r in runs)
+    assert all(r.tags[SERIES_TAG].startswith(f"{LANE}/public/") for r in runs)
     assert all(PID_TAG in r.tags for r in runs)
+    # The tag strip shows at most six tags (partition, night, verdict); the rest are hidden.
+    for r in runs:
+        shown = sorted(k for k in r.tags if not k.startswith(".dagster/"))
+        assert len(shown) <= 6, shown
+        assert r.tags["eval_pipeline/verdict"] in {"pass", "fail", "warn"}
     metrics_key = dg.AssetKey([LANE, "metrics"])
     for runtime, expected in (("reference", 2), ("reference-no-gloss", 1)):
         key = str(partition_key("public", runtime))
