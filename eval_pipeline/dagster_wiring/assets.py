@@ -29,6 +29,7 @@ from eval_pipeline.dagster_wiring.checks import (
     regression_check_result,
     regression_check_spec,
     rounded,
+    series_label,
     threshold_check_results,
     threshold_check_specs,
 )
@@ -74,11 +75,6 @@ MAX_FAILING_ROWS = 50
 PROGRESS_EVERY_SECONDS = 10.0
 # Nightly at 02:00 plus a night's slack: a lane whose metrics are older has missed a night.
 METRICS_FRESHNESS = dg.FreshnessPolicy.time_window(fail_window=timedelta(hours=26))
-
-
-def series_label(metric: str, series: str) -> str:
-    """A metric's metadata label within one series: ``no_dotted_inventory_rate · public|reference``."""
-    return f"{metric} · {series}"
 
 
 def run_verdict(metrics: pd.DataFrame) -> str:
@@ -361,7 +357,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
         faults = transcripts.read(["case_id", "error"], where=faulted())
         shown = {case for m in values for case in m.failing_case_ids[:MAX_CASES_SHOWN]}
         failing = case_predicates.read_cases(sorted(shown), where=failed())
-        yield measurement_check_result(measured, faults)
+        yield measurement_check_result(measured, faults, series=series)
         yield from threshold_check_results(
             verdicts,
             failing,
@@ -369,6 +365,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
             measured,
             samples=samples_in(case_predicates),
             flaky=flaky_in(case_predicates),
+            series=series,
         )
 
     @dg.asset(

@@ -19,7 +19,7 @@ from eval_pipeline.dagster_wiring.markdown import markdown_table
 from eval_pipeline.failures import failing_rows_for_metric, fault_counts
 from eval_pipeline.history.regression import MetricFinding, findings_frame
 from eval_pipeline.lanes.spec import LaneSpec
-from eval_pipeline.scoring import Measurement, ThresholdVerdict
+from eval_pipeline.scoring import Measurement, ThresholdVerdict, number_text
 
 MAX_CASES_SHOWN = 25
 METRIC_DIGITS = 4  # metadata values are rounded: 0.9333, not 0.9333333333333333
@@ -51,6 +51,17 @@ def regression_check_spec(history_key: dg.AssetKey, partitions: dg.PartitionsDef
     )
 
 
+def series_label(name: str, series: str) -> str:
+    """A plotted number's label within one series: ``no_dotted_inventory_rate · public|reference``.
+    Dagster draws every event's value of one label as one line, so a label names its series."""
+    return f"{name} · {series}"
+
+
+def count_text(value: float) -> dg.TextMetadataValue:
+    """A count shown as text: read in the metadata table, not plotted."""
+    return dg.MetadataValue.text(number_text(value))
+
+
 def rounded(value: float) -> float:
     return round(float(value), METRIC_DIGITS)
 
@@ -69,7 +80,9 @@ def measurement_check_spec(
     )
 
 
-def measurement_check_result(measured: Measurement, transcripts: pd.DataFrame) -> dg.AssetCheckResult:
+def measurement_check_result(
+    measured: Measurement, transcripts: pd.DataFrame, *, series: str
+) -> dg.AssetCheckResult:
     faults = fault_counts(transcripts)
     return dg.AssetCheckResult(
         check_name=MEASUREMENT_CHECK,
@@ -78,9 +91,9 @@ def measurement_check_result(measured: Measurement, transcripts: pd.DataFrame) -
         description=measured.explain(),
         metadata={
             "verdict": dg.MetadataValue.text("void" if measured.void else "pass"),
-            "error_rate": dg.MetadataValue.float(rounded(measured.error_rate or 0.0)),
-            "max_error_rate": dg.MetadataValue.float(measured.max_error_rate),
-            "faulted_turns": dg.MetadataValue.int(measured.faulted_turns),
+            series_label("error_rate", series): dg.MetadataValue.float(rounded(measured.error_rate or 0.0)),
+            "max_error_rate": count_text(measured.max_error_rate),
+            "faulted_turns": count_text(measured.faulted_turns),
             "faults": dg.MetadataValue.md(
                 markdown_table(faults, ("turns", "fault"), limit=MAX_CASES_SHOWN, more="distinct faults")
                 if faults
@@ -173,25 +186,28 @@ def threshold_check_results(
     *,
     samples: int,
     flaky: pd.DataFrame,
+    series: str,
 ) -> list[dg.AssetCheckResult]:
     """The asset check results of one run, rendered from its threshold verdicts: the verdict
     word, rounded values and, for a check with failing cases, a markdown table of them (case,
     predicate, code, reason). ``failing`` holds the run's failing case predicate rows (at
     least), ``faults`` its faulted transcript rows, ``flaky`` its case predicates whose
-    ``samples`` disagree (:func:`eval_pipeline.samples.flaky_within_run`)."""
+    ``samples`` disagree (:func:`eval_pipeline.samples.flaky_within_run`). ``series`` is the
+    partition key: the one number a check plots (its observed value) is labelled with it, so a
+    check's plot of one series never zigzags through another's values; counts are text."""
     results: list[dg.AssetCheckResult] = []
     for verdict in verdicts:
         m, t = verdict.metric, verdict.threshold
         metadata: dict[str, dg.MetadataValue] = {
             "verdict": dg.MetadataValue.text(verdict.word),
             "threshold": dg.MetadataValue.text(verdict.bound),
-            "observed": dg.MetadataValue.float(rounded(m.value))
+            series_label("observed", series): dg.MetadataValue.float(rounded(m.value))
             if m.value is not None
             else dg.MetadataValue.text("missing (no applicable cases)"),
-            "failing_cases": dg.MetadataValue.int(len(m.failing_case_ids)),
+            "failing_cases": count_text(len(m.failing_case_ids)),
         }
         if m.denominator is not None:
-            metadata["denominator"] = dg.MetadataValue.float(m.denominator)
+            metadata["denominator"] = count_text(m.denominator)
         if m.failing_case_ids:
             shown = m.failing_case_ids[:MAX_CASES_SHOWN]
             rows = failing_rows_for_metric(m.metric, shown, failing, faults, samples=samples)
@@ -214,15 +230,20 @@ def threshold_check_results(
                 )
             )
         if m.samples > 1:
-            metadata["samples"] = dg.MetadataValue.int(m.samples)
+            metadata["samples"] = count_text(m.samples)
             metadata["statistic"] = dg.MetadataValue.text(verdict.statistic)
             if verdict.gated_value is not None:
-                metadata["gated_value"] = dg.MetadataValue.float(rounded(verdict.gated_value))
-        description = f"void: {measured.explain()}" if verdict.void else t.reason
-        if not verdict.passed and not verdict.void:
-            description = f"{failed_sentence(verdict)} {description}"
+                metadata[series_label("gated_value", series)] = dg.MetadataValue.float(
+                    rounded(verdict.gated_value)
+                )
+        # A failed check says what failed first (metric, value, threshold, severity), then
+        # which cases, then why the threshold exists.
+        sentences = [f"void: {measured.explain()}" if verdict.void else t.reason]
         if m.failing_case_ids and not verdict.passed:
-            description = f"{failing_sentence(m.failing_case_ids)} {description}"
+            sentences.insert(0, failing_sentence(m.failing_case_ids))
+        if not verdict.passed and not verdict.void:
+            sentences.insert(0, failed_sentence(verdict))
+        description = " ".join(sentences)
         results.append(
             dg.AssetCheckResult(
                 check_name=t.metric,
