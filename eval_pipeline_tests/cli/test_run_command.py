@@ -120,16 +120,23 @@ def test_metric_values_print_counts_whole_and_rates_to_four_figures() -> None:
 
 @pytest.mark.slow
 def test_a_run_of_several_lanes_observes_its_target_once_before_the_first() -> None:
+    import dagster as dg
+
     from eval_pipeline.dagster_wiring.launch import ensure_instance
-    from eval_pipeline.dagster_wiring.runtime_targets import OBSERVE_JOB
+    from eval_pipeline.dagster_wiring.runtime_targets import RUNTIME_TARGETS_KEY
 
     code, out, _ = invoke(
         "run", "--split", "dev", "--lane", "deterministic_fluency", "--lane", "articulation_of_status"
     )
     assert code == EXIT_OK, out
-    runs = ensure_instance().get_runs()  # newest first
+    instance = ensure_instance()
+    runs = instance.get_runs()  # newest first: the lane runs and nothing else (no observation run)
     assert [run.job_name for run in reversed(runs)] == [
-        OBSERVE_JOB,
         "deterministic_fluency_job",
         "articulation_of_status_job",
     ]
+    observations = instance.fetch_observations(RUNTIME_TARGETS_KEY, limit=10).records
+    assert [o.partition_key for o in observations] == ["reference"]  # once, for both lanes
+    first_run = instance.get_run_record_by_id(runs[-1].run_id)
+    assert first_run is not None and first_run.create_timestamp.timestamp() >= observations[0].timestamp
+    assert isinstance(observations[0].asset_observation, dg.AssetObservation)
