@@ -1,0 +1,59 @@
+"""``eval-pipeline view``: a local web viewer over history (the pages of :mod:`eval_pipeline.viewer`)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import duckdb
+import typer
+
+from eval_pipeline.cli.common import EXIT_BAD_INPUT, app, out, print_plain
+from eval_pipeline.history.views import connect
+from eval_pipeline.settings import history_root
+
+
+@app.command("view")
+def view(
+    root: Annotated[
+        str | None,
+        typer.Option(
+            "--history", help="History root (folder or fsspec URL); default $EVAL_PIPELINE_HISTORY."
+        ),
+    ] = None,
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on (0 picks a free one).")] = 8765,
+) -> None:
+    """Serve every series, run, case transcript, lane grid and comparison in a browser, until Ctrl-C."""
+    import uvicorn
+
+    from eval_pipeline.viewer.server import make_app
+
+    history = root or history_root()
+    runs = readable_runs(history)
+    config = uvicorn.Config(make_app(history), host=host, port=port, log_level="warning")
+    server = uvicorn.Server(config)
+    original_startup = server.startup
+
+    async def startup(sockets: object = None) -> None:
+        await original_startup(sockets)  # type: ignore[arg-type]
+        bound = server.servers[0].sockets[0].getsockname()[1] if server.servers else port
+        out().print(
+            f"eval-pipeline view: http://{host}:{bound}/ ({runs} committed lane run(s) in {history}); Ctrl-C stops it",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
+
+    server.startup = startup  # type: ignore[method-assign]
+    server.run()
+
+
+def readable_runs(history: str) -> int:
+    """How many committed lane runs ``history`` holds; exit 2 saying why when it cannot be read."""
+    try:
+        with connect(history) as con:
+            row = con.execute("SELECT count(*) FROM runs").fetchone()
+    except (OSError, ValueError, ImportError, duckdb.Error) as exc:
+        print_plain(f"error: cannot read history {history!r}: {type(exc).__name__}: {exc}")
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+    return int(row[0]) if row else 0

@@ -1,0 +1,754 @@
+"""The data each viewer page shows, read from history: plain values, no HTML.
+
+Every function takes a connection with the history views (:func:`eval_pipeline.history.connect`)
+and asks DuckDB for what its page shows only: a page of failing cases or of grid rows
+(``LIMIT``/``OFFSET``, filters and search in the query), surfaces of the cases shown, fault
+messages grouped in the query. Something the page names that history does not hold raises
+:class:`NotFound`, whose message says what was not found.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from typing import Any, Literal
+
+import duckdb
+import pandas as pd
+
+from eval_pipeline.failures import evidence_object, failing_cases
+from eval_pipeline.history.diff import RunDiff, diff_pairs, latest_diff, pairs_to_diff
+from eval_pipeline.history.report import lane_charts
+from eval_pipeline.history.runs import RUN_MATCH, RunRef, find_runs, is_missing, latest_runs, ref_from_row
+from eval_pipeline.history.svg import Chart, Point, trend_svg
+from eval_pipeline.history.views import SERIES_SQL
+from eval_pipeline.samples import flaky_within_run, sample_count
+from eval_pipeline.scoring import verdict_word
+
+PAGE_ROWS = 50  # failing cases on a run page, cases on a grid page
+SPARK_RUNS = 20  # runs a sparkline on the series list spans
+FAULTS_SHOWN = 20
+# The worst word wins a run's verdict: void, then fail, warn, pass; n/a when nothing was checked.
+_WORST = ("void", "fail", "warn", "pass", "n/a")
+GridFilter = Literal["", "failing", "disagree"]
+GRID_FILTERS: dict[str, str] = {
+    "": "every case",
+    "failing": "failing anywhere",
+    "disagree": "runtimes disagree",
+}
+
+
+class NotFound(LookupError):
+    """What a page names is not in history; the message says what."""
+
+
+@dataclass(frozen=True)
+class SeriesKey:
+    lane: str
+    split: str
+    runtime: str
+    case_set: str
+
+    def params(self) -> list[str]:
+        return [self.lane, self.split, self.runtime, self.case_set]
+
+
+@dataclass(frozen=True)
+class SeriesRow:
+    """One series on the home page: its latest run, that run's verdict, its recent runs' shares
+    of checks passed (oldest first; None: a run with no check)."""
+
+    key: SeriesKey
+    latest: RunRef
+    verdict: str
+    runs: int
+    passed_shares: list[float | None]
+
+
+@dataclass(frozen=True)
+class Home:
+    series: list[SeriesRow]
+    lanes: list[tuple[str, list[str]]]  # each lane with runs, and its splits
+
+
+@dataclass(frozen=True)
+class Check:
+    metric: str
+    value: float | None
+    numerator: float | None
+    denominator: float | None
+    threshold_op: str | None
+    threshold: float | None
+    severity: str | None
+    verdict: str
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One run of a series, as its series page lists it."""
+
+    ref: RunRef
+    started_at: datetime | None
+    verdict: str
+    blocking_failures: int
+    warnings: int
+
+
+@dataclass(frozen=True)
+class SeriesPage:
+    key: SeriesKey
+    charts: list[str]  # one SVG per metric, the threshold drawn
+    runs: list[RunSummary]  # newest first
+
+
+@dataclass(frozen=True)
+class FailingRow:
+    case_id: str
+    predicate: str
+    severity: str
+    code: str
+    reason: str
+    surface: str | None  # the case's last surface (sample 0); None: transcripts not kept
+
+
+@dataclass(frozen=True)
+class Fault:
+    turns: int
+    fault: str
+
+
+@dataclass(frozen=True)
+class LaneRunPage:
+    """One lane run under a run id: its checks, a page of failing cases, its faults."""
+
+    ref: RunRef
+    verdict: str
+    checks: list[Check]
+    failing: list[FailingRow]
+    failing_results: int  # all of them, not only this page's
+    failing_cases: int
+    faults: list[Fault]
+    cases: int
+    turns: int
+    samples: int
+    transcripts_kept: bool
+
+
+@dataclass(frozen=True)
+class RunPage:
+    run_id: str
+    lanes: list[LaneRunPage]
+    page: int
+    pages: int  # of failing cases, over the lane run with the most
+
+
+@dataclass(frozen=True)
+class Turn:
+    turn_index: int
+    role: str
+    prompt: str | None
+    surface: str | None
+    grounding_source: str | None
+    latency_ms: float | None
+    error: str | None
+    attempts: int | None
+    seed: int | None
+
+
+@dataclass(frozen=True)
+class CaseVerdict:
+    predicate: str
+    verdict: str  # pass, fail (a hard result), warn (a report one), n/a
+    severity: str
+    code: str
+    reason: str
+    evidence: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Sample:
+    index: int
+    turns: list[Turn]
+    verdicts: list[CaseVerdict]
+
+
+@dataclass(frozen=True)
+class CasePage:
+    ref: RunRef
+    case_id: str
+    verdict: str
+    samples: list[Sample]
+
+
+@dataclass(frozen=True)
+class GridCell:
+    verdict: str
+    surface: str | None
+
+
+@dataclass(frozen=True)
+class GridPage:
+    lane: str
+    split: str
+    splits: list[str]
+    runs: list[RunRef]  # one column per runtime target: the latest run of its series
+    rows: list[tuple[str, list[GridCell | None]]]  # case id, a cell per run (None: not in that run)
+    filter: str
+    query: str
+    matching: int  # cases that pass the filter and search, all pages
+    page: int
+    pages: int
+
+
+@dataclass(frozen=True)
+class ComparePage:
+    run_a: str
+    run_b: str
+    diffs: list[RunDiff] = field(default_factory=list)
+
+
+def home(con: duckdb.DuckDBPyConnection) -> Home:
+    """Every series with its latest run, that run's verdict and a sparkline of its recent runs."""
+    recent = con.execute(
+        f"""
+        WITH r AS (SELECT * FROM runs QUALIFY seq > max(seq) OVER (PARTITION BY {SERIES_SQL}) - ?),
+             c AS (SELECT run_id, {SERIES_SQL}, count(*) FILTER (WHERE passed IS NOT NULL) AS checks,
+                          count(*) FILTER (WHERE passed) AS passed, list(DISTINCT verdict) AS verdicts
+                   FROM metrics GROUP BY ALL)
+        SELECT r.*, c.checks, c.passed, c.verdicts,
+               max(r.seq) OVER (PARTITION BY {", ".join(f"r.{c}" for c in SERIES_SQL.split(", "))}) AS total
+        FROM r LEFT JOIN c USING (run_id, {SERIES_SQL})
+        ORDER BY {SERIES_SQL}, seq
+        """,
+        [SPARK_RUNS],
+    ).df()
+    rows: list[SeriesRow] = []
+    for _, runs in recent.groupby(list(SERIES_SQL.split(", ")), sort=True):
+        last = runs.iloc[-1]
+        shares = [
+            None if is_missing(checks) or not checks else float(passed) / float(checks)
+            for checks, passed in zip(runs["checks"], runs["passed"], strict=True)
+        ]
+        ref = ref_from_row(last)
+        rows.append(
+            SeriesRow(
+                SeriesKey(ref.lane, ref.split, ref.runtime, ref.case_set),
+                ref,
+                worst(_words(last["verdicts"])),
+                int(last["total"]),
+                shares,
+            )
+        )
+    lanes: dict[str, set[str]] = {}
+    for row in rows:
+        lanes.setdefault(row.key.lane, set()).add(row.key.split)
+    return Home(rows, [(lane, sorted(splits)) for lane, splits in sorted(lanes.items())])
+
+
+def series_page(con: duckdb.DuckDBPyConnection, key: SeriesKey) -> SeriesPage:
+    """One series: a chart per metric over its runs (threshold drawn), and its runs, newest first."""
+    runs = con.execute(
+        "SELECT * FROM runs WHERE lane = ? AND split = ? AND runtime = ? AND case_set = ? ORDER BY seq DESC",
+        key.params(),
+    ).df()
+    if runs.empty:
+        raise NotFound(
+            f"no series lane {key.lane!r}, split {key.split!r}, runtime {key.runtime!r}, "
+            f"case set {key.case_set!r} in history"
+        )
+    verdicts = dict(
+        con.execute(
+            "SELECT run_id, list(DISTINCT verdict) FROM metrics "
+            "WHERE lane = ? AND split = ? AND runtime = ? AND case_set = ? GROUP BY run_id",
+            key.params(),
+        ).fetchall()
+    )
+    points = con.execute(
+        "SELECT metric, coalesce(started_at, date::TIMESTAMPTZ) AS run_at, value, threshold_op, threshold "
+        "FROM metrics WHERE lane = ? AND split = ? AND runtime = ? AND case_set = ? ORDER BY metric, run_at",
+        key.params(),
+    ).df()
+    charts = []
+    for metric, rows in points.groupby("metric", sort=True):
+        line: list[Point] = [
+            (pd.Timestamp(at).to_pydatetime(), None if is_missing(v) else float(v))
+            for at, v in zip(rows["run_at"], rows["value"], strict=True)
+        ]
+        last = rows.iloc[-1]
+        threshold = None if is_missing(last["threshold"]) else float(last["threshold"])
+        label = f"{last['threshold_op']} {threshold:g}" if threshold is not None else ""
+        charts.append(trend_svg(Chart(str(metric), {key.runtime: line}, threshold, label)))
+    summaries = [
+        RunSummary(
+            ref_from_row(row),
+            None if is_missing(row["started_at"]) else pd.Timestamp(row["started_at"]).to_pydatetime(),
+            worst(_words(verdicts.get(str(row["run_id"])))),
+            int(row["blocking_failures"]),
+            int(row["warnings"]),
+        )
+        for _, row in runs.iterrows()
+    ]
+    return SeriesPage(key, charts, summaries)
+
+
+def run_page(con: duckdb.DuckDBPyConnection, run_id: str, page: int = 1) -> RunPage:
+    """Every lane run under ``run_id`` (or a unique prefix): checks, page ``page`` of its failing
+    cases (hard first; a case predicate failing in several samples once, from its first failing
+    sample), the surfaces of the cases shown only, and its fault messages with their counts."""
+    refs = _lane_runs(con, run_id)
+    lanes = [_lane_run(con, ref, page) for ref in refs]
+    pages = max((_pages(lane.failing_results) for lane in lanes), default=1)
+    return RunPage(refs[0].run_id, lanes, page, pages)
+
+
+def _lane_runs(con: duckdb.DuckDBPyConnection, run_id: str) -> list[RunRef]:
+    try:
+        return find_runs(con, run_id)
+    except KeyError as exc:
+        raise NotFound(str(exc.args[0]) if exc.args else f"no run {run_id!r} in history") from None
+
+
+def checks_of(con: duckdb.DuckDBPyConnection, ref: RunRef) -> list[Check]:
+    """The run's metrics, checked ones first (missed ones first among them), then by name."""
+    rows = con.execute(
+        "SELECT metric, value, numerator, denominator, threshold_op, threshold, severity, passed, verdict "
+        f"FROM metrics WHERE {RUN_MATCH} ORDER BY threshold IS NULL, passed NULLS FIRST, severity, metric",
+        ref.params(),
+    ).fetchall()
+    return [
+        Check(
+            str(metric),
+            _float(value),
+            _float(numerator),
+            _float(denominator),
+            None if op is None else str(op),
+            _float(threshold),
+            None if severity is None else str(severity),
+            str(verdict) if verdict is not None else verdict_word(passed, severity),
+        )
+        for metric, value, numerator, denominator, op, threshold, severity, passed, verdict in rows
+    ]
+
+
+def _lane_run(con: duckdb.DuckDBPyConnection, ref: RunRef, page: int) -> LaneRunPage:
+    checks = checks_of(con, ref)
+    sizes = con.execute(
+        f"SELECT count(DISTINCT case_id), coalesce(max(sample_index), 0) + 1 FROM case_predicates WHERE {RUN_MATCH}",
+        ref.params(),
+    ).fetchone()
+    cases, samples = (int(sizes[0]), int(sizes[1])) if sizes else (0, 1)
+    counts = con.execute(
+        f"SELECT count(*), count(DISTINCT case_id) FROM (SELECT DISTINCT case_id, predicate "
+        f"FROM case_predicates WHERE {RUN_MATCH} AND passed = false)",
+        ref.params(),
+    ).fetchone()
+    results, failing_cases = (int(counts[0]), int(counts[1])) if counts else (0, 0)
+    failing = con.execute(
+        f"""
+        SELECT case_id, predicate, arg_min(severity, sample_index) AS severity,
+               arg_min(code, sample_index) AS code, arg_min(message, sample_index) AS message,
+               count(*) AS failed_in
+        FROM case_predicates WHERE {RUN_MATCH} AND passed = false
+        GROUP BY case_id, predicate
+        ORDER BY CASE WHEN arg_min(severity, sample_index) IN ('hard', 'error', 'ERROR') THEN 0
+                      WHEN arg_min(severity, sample_index) IN ('report', 'warn', 'WARN') THEN 1 ELSE 2 END,
+                 case_id, predicate
+        LIMIT ? OFFSET ?
+        """,
+        [*ref.params(), PAGE_ROWS, (max(page, 1) - 1) * PAGE_ROWS],
+    ).fetchall()
+    shown = sorted({str(row[0]) for row in failing})
+    surfaces = last_surfaces(con, ref, shown)
+    turns_row = con.execute(f"SELECT count(*) FROM transcripts WHERE {RUN_MATCH}", ref.params()).fetchone()
+    turns = int(turns_row[0]) if turns_row else 0
+    faults = con.execute(
+        f"SELECT count(*) AS turns, error FROM transcripts WHERE {RUN_MATCH} AND error IS NOT NULL "
+        "GROUP BY error ORDER BY turns DESC, error LIMIT ?",
+        [*ref.params(), FAULTS_SHOWN],
+    ).fetchall()
+    return LaneRunPage(
+        ref,
+        worst([c.verdict for c in checks]),
+        checks,
+        [
+            FailingRow(
+                str(case_id),
+                str(predicate),
+                str(severity),
+                str(code),
+                (f"In {failed_in} of {samples} samples: " if samples > 1 else "") + str(message),
+                surfaces.get(str(case_id)) if turns else None,
+            )
+            for case_id, predicate, severity, code, message, failed_in in failing
+        ],
+        results,
+        failing_cases,
+        [Fault(int(n), str(error)) for n, error in faults],
+        cases,
+        turns,
+        samples,
+        turns > 0,
+    )
+
+
+def last_surfaces(con: duckdb.DuckDBPyConnection, ref: RunRef, case_ids: list[str]) -> dict[str, str]:
+    """The last surface of sample 0 of each of ``case_ids`` (only those are read)."""
+    if not case_ids:
+        return {}
+    rows = con.execute(
+        f"SELECT case_id, arg_max(surface, turn_index) FROM transcripts WHERE {RUN_MATCH} "
+        "AND coalesce(sample_index, 0) = 0 AND case_id IN (SELECT unnest(?)) GROUP BY case_id",
+        [*ref.params(), case_ids],
+    ).fetchall()
+    return {str(case_id): "" if surface is None else str(surface) for case_id, surface in rows}
+
+
+def case_pages(con: duckdb.DuckDBPyConnection, run_id: str, case_id: str) -> list[CasePage]:
+    """The case's whole transcript in every lane run under ``run_id`` that has it: each sample's
+    turns (prompt, surface, grounding, latency, fault) and its verdicts (code, reason, evidence)."""
+    pages = []
+    for ref in _lane_runs(con, run_id):
+        turns = con.execute(
+            "SELECT coalesce(sample_index, 0) AS sample, turn_index, role, prompt, surface, grounding_source, "
+            f"latency_ms, error, attempts, seed FROM transcripts WHERE {RUN_MATCH} AND case_id = ? "
+            "ORDER BY sample, turn_index",
+            [*ref.params(), case_id],
+        ).df()
+        verdicts = con.execute(
+            "SELECT coalesce(sample_index, 0) AS sample, predicate, passed, severity, code, message, "
+            f"evidence::VARCHAR AS evidence FROM case_predicates WHERE {RUN_MATCH} AND case_id = ? "
+            "ORDER BY sample, passed NULLS LAST, predicate",
+            [*ref.params(), case_id],
+        ).df()
+        if turns.empty and verdicts.empty:
+            continue
+        indexes = sorted({int(s) for s in (*turns["sample"], *verdicts["sample"])})
+        samples = [
+            Sample(
+                index,
+                [_turn(row) for row in turns[turns["sample"] == index].to_dict("records")],
+                [_verdict(row) for row in verdicts[verdicts["sample"] == index].to_dict("records")],
+            )
+            for index in indexes
+        ]
+        pages.append(CasePage(ref, case_id, worst([v.verdict for s in samples for v in s.verdicts]), samples))
+    if not pages:
+        raise NotFound(f"no case {case_id!r} in run {run_id!r}")
+    return pages
+
+
+def _turn(row: Mapping[Hashable, Any]) -> Turn:
+    return Turn(
+        int(row["turn_index"]),
+        str(row["role"]),
+        _text(row["prompt"]),
+        _text(row["surface"]),
+        _text(row["grounding_source"]),
+        _float(row["latency_ms"]),
+        _text(row["error"]),
+        None if is_missing(row["attempts"]) else int(row["attempts"]),
+        None if is_missing(row["seed"]) else int(row["seed"]),
+    )
+
+
+def _verdict(row: Mapping[Hashable, Any]) -> CaseVerdict:
+    passed = None if is_missing(row["passed"]) else bool(row["passed"])
+    severity = _text(row["severity"]) or ""
+    return CaseVerdict(
+        str(row["predicate"]),
+        case_word(passed, severity),
+        severity,
+        _text(row["code"]) or "",
+        _text(row["message"]) or "",
+        evidence_object(row["evidence"]),
+    )
+
+
+def case_word(passed: bool | None, severity: str) -> str:
+    """A case predicate's verdict word: a failed hard result fails, a failed report one warns."""
+    if passed is None:
+        return "n/a"
+    if passed:
+        return "pass"
+    return "fail" if severity in ("hard", "error", "ERROR") else "warn"
+
+
+# A case's verdict in one run, from its sample-0 case predicates, as SQL over (passed, severity).
+_CASE_VERDICT_SQL = """
+    CASE WHEN bool_or(passed = false AND severity IN ('hard', 'error', 'ERROR')) THEN 'fail'
+         WHEN bool_or(passed = false) THEN 'warn'
+         WHEN bool_or(passed) THEN 'pass' ELSE 'n/a' END
+"""
+
+
+def grid_page(
+    con: duckdb.DuckDBPyConnection,
+    lane: str,
+    split: str | None = None,
+    *,
+    filter: str = "",
+    query: str = "",
+    page: int = 1,
+) -> GridPage:
+    """Cases × runtime targets of one lane split: the latest run of each runtime's series of the
+    split's own cases. ``filter`` ``failing`` keeps cases that fail or warn in any run,
+    ``disagree`` those with a case predicate whose verdict differs between the runs; ``query``
+    keeps cases whose id, a prompt or a surface contains it (case-insensitive). All of it in
+    one query, which returns page ``page`` only; then the surfaces of the cells shown."""
+    if filter not in GRID_FILTERS:
+        raise ValueError(f"filter {filter!r} is not one of {', '.join(repr(f) for f in GRID_FILTERS)}")
+    latest = latest_runs(con, lane=lane, last=1)
+    if latest.empty:
+        raise NotFound(f"no lane {lane!r} in history")
+    own = latest[latest["case_set"] == latest["split"]]
+    splits = sorted(set(own["split"]))
+    split = split or (splits[0] if splits else "")
+    if split not in splits:
+        raise NotFound(
+            f"lane {lane!r} has no runs of split {split!r} on its own cases; splits: {', '.join(splits) or 'none'}"
+        )
+    runs = [ref_from_row(row) for _, row in own[own["split"] == split].sort_values("runtime").iterrows()]
+    run_keys = pd.DataFrame(
+        {"run_id": [r.run_id for r in runs], "runtime": [r.runtime for r in runs], "col": range(len(runs))}
+    )
+    con.register("_grid_runs", run_keys)
+    try:
+        rows, matching = _grid_rows(con, lane, split, filter, query.strip(), page)
+        cells = _grid_cells(con, lane, split, [case for case, _ in rows])
+    finally:
+        con.unregister("_grid_runs")
+    table: list[tuple[str, list[GridCell | None]]] = []
+    for case_id, verdicts in rows:
+        line: list[GridCell | None] = [None] * len(runs)
+        for col, word in verdicts.items():
+            line[col] = GridCell(word, cells.get((case_id, col)))
+        table.append((case_id, line))
+    return GridPage(lane, split, splits, runs, table, filter, query.strip(), matching, page, _pages(matching))
+
+
+def _grid_rows(
+    con: duckdb.DuckDBPyConnection, lane: str, split: str, filter: str, query: str, page: int
+) -> tuple[list[tuple[str, dict[int, str]]], int]:
+    conditions = {
+        "": "true",
+        "failing": "list_has_any(list(verdict), ['fail', 'warn'])",
+        "disagree": "bool_or(disagrees)",
+    }
+    search = (
+        """AND (contains(lower(case_id), lower($query)) OR case_id IN (
+               SELECT DISTINCT case_id FROM transcripts JOIN _grid_runs USING (run_id, runtime)
+               WHERE lane = $lane AND split = $split AND case_set = $split
+                 AND (contains(lower(prompt), lower($query)) OR contains(lower(surface), lower($query)))))"""
+        if query
+        else ""
+    )
+    result = con.execute(
+        f"""
+        WITH cp AS (
+            SELECT case_id, predicate, passed, severity, col FROM case_predicates
+            JOIN _grid_runs USING (run_id, runtime)
+            WHERE lane = $lane AND split = $split AND case_set = $split AND coalesce(sample_index, 0) = 0
+        ),
+        by_predicate AS (
+            SELECT case_id, predicate,
+                   count(DISTINCT coalesce(passed::VARCHAR, 'n/a')) > 1 OR count(DISTINCT col) < $runs AS disagrees
+            FROM cp GROUP BY case_id, predicate
+        ),
+        by_run AS (SELECT case_id, col, {_CASE_VERDICT_SQL} AS verdict FROM cp GROUP BY case_id, col),
+        by_case AS (
+            SELECT case_id, list(verdict ORDER BY col) AS verdicts, list(col ORDER BY col) AS cols
+            FROM by_run JOIN (SELECT case_id, bool_or(disagrees) AS disagrees FROM by_predicate GROUP BY case_id)
+                 USING (case_id)
+            WHERE true {search}
+            GROUP BY case_id
+            HAVING {conditions[filter]}
+        )
+        SELECT case_id, verdicts, cols, count(*) OVER () AS matching FROM by_case
+        ORDER BY case_id LIMIT $limit OFFSET $offset
+        """,
+        {
+            "lane": lane,
+            "split": split,
+            "runs": int(con.execute("SELECT count(*) FROM _grid_runs").fetchone()[0]),  # type: ignore[index]
+            "limit": PAGE_ROWS,
+            "offset": (max(page, 1) - 1) * PAGE_ROWS,
+            **({"query": query} if query else {}),
+        },
+    ).fetchall()
+    matching = int(result[0][3]) if result else 0
+    return [
+        (str(case), dict(zip(cols, verdicts, strict=True))) for case, verdicts, cols, _ in result
+    ], matching
+
+
+def _grid_cells(
+    con: duckdb.DuckDBPyConnection, lane: str, split: str, case_ids: list[str]
+) -> dict[tuple[str, int], str]:
+    if not case_ids:
+        return {}
+    rows = con.execute(
+        "SELECT case_id, col, arg_max(surface, turn_index) FROM transcripts JOIN _grid_runs USING (run_id, runtime) "
+        "WHERE lane = ? AND split = ? AND case_set = ? AND coalesce(sample_index, 0) = 0 "
+        "AND case_id IN (SELECT unnest(?)) GROUP BY case_id, col",
+        [lane, split, split, case_ids],
+    ).fetchall()
+    return {(str(case), int(col)): "" if surface is None else str(surface) for case, col, surface in rows}
+
+
+def compare_page(con: duckdb.DuckDBPyConnection, run_a: str, run_b: str) -> ComparePage:
+    """Two runs, lane split by lane split: metric deltas and the flipped cases with both surfaces
+    (:func:`eval_pipeline.history.diff.diff_pairs`, what ``diff`` and ``compare`` list)."""
+    for run_id in (run_a, run_b):
+        _lane_runs(con, run_id)
+    try:
+        pairs = pairs_to_diff(con, run_a, run_b)
+    except (KeyError, ValueError) as exc:
+        raise NotFound(str(exc.args[0]) if exc.args else str(exc)) from None
+    return ComparePage(run_a, run_b, diff_pairs(con, pairs))
+
+
+def worst(words: list[str]) -> str:
+    """The verdict of several: the first of void, fail, warn, pass present; n/a when none is."""
+    present = set(words)
+    return next((w for w in _WORST if w in present), "n/a")
+
+
+def _words(value: object) -> list[str]:
+    if value is None or (not isinstance(value, (list, tuple)) and is_missing(value)):
+        return []
+    return [str(v) for v in value if v is not None]  # type: ignore[attr-defined]
+
+
+def _pages(rows: int) -> int:
+    return max(1, -(-rows // PAGE_ROWS))
+
+
+def _float(value: object) -> float | None:
+    return None if is_missing(value) else float(value)  # type: ignore[arg-type]
+
+
+def _text(value: object) -> str | None:
+    return None if is_missing(value) else str(value)
+
+
+def day_text(value: date | None) -> str:
+    return "?" if value is None else value.isoformat()
+
+
+REPORT_ROWS = 200  # failing cases (and flaky ones) a lane overview lists per series
+
+
+@dataclass(frozen=True)
+class SideBySide:
+    """Metric rows × the lane's series (their latest runs): (value, verdict word) or None."""
+
+    runs: list[RunRef]
+    rows: list[tuple[str, list[tuple[float | None, str] | None]]]
+
+
+@dataclass(frozen=True)
+class FlakyRow:
+    case_id: str
+    predicate: str
+    passes: int
+    samples: int
+    flips: int
+    pass_hat_k: float
+
+
+@dataclass(frozen=True)
+class LatestRun:
+    """A series' latest run on a lane overview: its checks, failing cases, cases flaky within it
+    (``samples`` > 1 only), and what flipped since the run before (None: it is the only run)."""
+
+    ref: RunRef
+    checks: list[Check]
+    failing: list[FailingRow]
+    failing_results: int
+    failing_cases: int
+    samples: int
+    flaky: list[FlakyRow]
+    flaky_cases: int
+    flaky_results: int
+    diff: RunDiff | None
+
+
+@dataclass(frozen=True)
+class LaneReport:
+    lane: str
+    side_by_side: SideBySide
+    latest: list[LatestRun]
+    charts: list[str]
+
+
+def lane_reports(con: duckdb.DuckDBPyConnection, lane: str | None = None) -> list[LaneReport]:
+    """Per lane (or only ``lane``), the latest run of each series side by side, each one's checks,
+    failing cases and flaky cases, the trend charts (a line per series), what flipped."""
+    lanes = [str(row[0]) for row in con.execute("SELECT DISTINCT lane FROM runs ORDER BY lane").fetchall()]
+    if lane is not None:
+        if lane not in lanes:
+            raise NotFound(f"no lane {lane!r} in history; lanes with runs: {', '.join(lanes) or 'none'}")
+        lanes = [lane]
+    reports = []
+    for name in lanes:
+        refs = [ref_from_row(row) for _, row in latest_runs(con, lane=name, last=1).iterrows()]
+        latest = []
+        for ref in refs:
+            predicates = con.execute(f"SELECT * FROM case_predicates WHERE {RUN_MATCH}", ref.params()).df()
+            failing = failing_cases(predicates)
+            shown = failing.head(REPORT_ROWS)
+            surfaces = last_surfaces(con, ref, sorted(set(shown["case_id"])))
+            kept = bool(surfaces) or _has_transcripts(con, ref)
+            samples = sample_count(predicates)
+            flaky = flaky_within_run(predicates) if samples > 1 else pd.DataFrame()
+            latest.append(
+                LatestRun(
+                    ref,
+                    [c for c in checks_of(con, ref) if c.threshold is not None],
+                    [
+                        FailingRow(
+                            str(r["case_id"]),
+                            str(r["predicate"]),
+                            str(r["severity"]),
+                            str(r["code"]),
+                            str(r["reason"]),
+                            surfaces.get(str(r["case_id"])) if kept else None,
+                        )
+                        for r in shown.to_dict("records")
+                    ],
+                    len(failing),
+                    int(failing["case_id"].nunique()) if len(failing) else 0,
+                    samples,
+                    [
+                        FlakyRow(
+                            str(r["case_id"]),
+                            str(r["predicate"]),
+                            int(r["passes"]),
+                            int(r["samples"]),
+                            int(r["flips"]),
+                            float(r["pass_hat_k"]),
+                        )
+                        for r in flaky.head(REPORT_ROWS).to_dict("records")
+                    ],
+                    int(flaky["case_id"].nunique()) if len(flaky) else 0,
+                    len(flaky),
+                    latest_diff(con, ref.series()),
+                )
+            )
+        reports.append(LaneReport(name, _side_by_side(con, refs), latest, lane_charts(con, name)))
+    return reports
+
+
+def _has_transcripts(con: duckdb.DuckDBPyConnection, ref: RunRef) -> bool:
+    row = con.execute(f"SELECT count(*) FROM transcripts WHERE {RUN_MATCH}", ref.params()).fetchone()
+    return bool(row and row[0])
+
+
+def _side_by_side(con: duckdb.DuckDBPyConnection, runs: list[RunRef]) -> SideBySide:
+    values: dict[tuple[int, str], tuple[float | None, str]] = {}
+    for index, ref in enumerate(runs):
+        for check in checks_of(con, ref):
+            values[(index, check.metric)] = (check.value, check.verdict)
+    metrics = sorted({metric for _, metric in values})
+    return SideBySide(runs, [(m, [values.get((i, m)) for i in range(len(runs))]) for m in metrics])
