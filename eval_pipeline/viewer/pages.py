@@ -509,15 +509,8 @@ def grid_page(
             f"lane {lane!r} has no runs of split {split!r} on its own cases; splits: {', '.join(splits) or 'none'}"
         )
     runs = [ref_from_row(row) for _, row in own[own["split"] == split].sort_values("runtime").iterrows()]
-    run_keys = pd.DataFrame(
-        {"run_id": [r.run_id for r in runs], "runtime": [r.runtime for r in runs], "col": range(len(runs))}
-    )
-    con.register("_grid_runs", run_keys)
-    try:
-        rows, matching = _grid_rows(con, lane, split, filter, query.strip(), page)
-        cells = _grid_cells(con, lane, split, [case for case, _ in rows])
-    finally:
-        con.unregister("_grid_runs")
+    rows, matching = _grid_rows(con, runs, filter, query.strip(), page)
+    cells = _grid_cells(con, runs, [case for case, _ in rows])
     table: list[tuple[str, list[GridCell | None]]] = []
     for case_id, verdicts in rows:
         line: list[GridCell | None] = [None] * len(runs)
@@ -527,18 +520,33 @@ def grid_page(
     return GridPage(lane, split, splits, runs, table, filter, query.strip(), matching, page, _pages(matching))
 
 
+def _runs_sql(runs: list[RunRef]) -> tuple[str, str, dict[str, str]]:
+    """The grid's runs as SQL: a filter on their run ids (constants, so DuckDB skips every
+    other run's files by their statistics), each row's column, and the parameters of both."""
+    params = {f"run{i}": ref.run_id for i, ref in enumerate(runs)} | {
+        f"runtime{i}": ref.runtime for i, ref in enumerate(runs)
+    }
+    where = "(" + " OR ".join(f"(run_id = $run{i} AND runtime = $runtime{i})" for i in range(len(runs))) + ")"
+    column = "CASE " + " ".join(
+        f"WHEN run_id = $run{i} AND runtime = $runtime{i} THEN {i}" for i in range(len(runs))
+    )
+    return where, column + " END", params
+
+
 def _grid_rows(
-    con: duckdb.DuckDBPyConnection, lane: str, split: str, filter: str, query: str, page: int
+    con: duckdb.DuckDBPyConnection, runs: list[RunRef], filter: str, query: str, page: int
 ) -> tuple[list[tuple[str, dict[int, str]]], int]:
+    lane, split = runs[0].lane, runs[0].split
+    runs_where, column, params = _runs_sql(runs)
     conditions = {
         "": "true",
         "failing": "list_has_any(list(verdict), ['fail', 'warn'])",
-        "disagree": "bool_or(disagrees)",
+        "disagree": "any_value(disagrees)",
     }
     search = (
-        """AND (contains(lower(case_id), lower($query)) OR case_id IN (
-               SELECT DISTINCT case_id FROM transcripts JOIN _grid_runs USING (run_id, runtime)
-               WHERE lane = $lane AND split = $split AND case_set = $split
+        f"""AND (contains(lower(case_id), lower($query)) OR case_id IN (
+               SELECT DISTINCT case_id FROM transcripts
+               WHERE {runs_where} AND lane = $lane AND split = $split AND case_set = $split
                  AND (contains(lower(prompt), lower($query)) OR contains(lower(surface), lower($query)))))"""
         if query
         else ""
@@ -546,20 +554,21 @@ def _grid_rows(
     result = con.execute(
         f"""
         WITH cp AS (
-            SELECT case_id, predicate, passed, severity, col FROM case_predicates
-            JOIN _grid_runs USING (run_id, runtime)
-            WHERE lane = $lane AND split = $split AND case_set = $split AND coalesce(sample_index, 0) = 0
+            SELECT case_id, predicate, passed, severity, {column} AS col FROM case_predicates
+            WHERE {runs_where} AND lane = $lane AND split = $split AND case_set = $split
+              AND coalesce(sample_index, 0) = 0
         ),
         by_predicate AS (
-            SELECT case_id, predicate,
-                   count(DISTINCT coalesce(passed::VARCHAR, 'n/a')) > 1 OR count(DISTINCT col) < $runs AS disagrees
+            SELECT case_id,
+                   bool_or(min(coalesce(passed::INT, 2)) <> max(coalesce(passed::INT, 2)) OR count(*) < $runs)
+                       OVER (PARTITION BY case_id) AS disagrees
             FROM cp GROUP BY case_id, predicate
+            QUALIFY row_number() OVER (PARTITION BY case_id) = 1
         ),
         by_run AS (SELECT case_id, col, {_CASE_VERDICT_SQL} AS verdict FROM cp GROUP BY case_id, col),
         by_case AS (
             SELECT case_id, list(verdict ORDER BY col) AS verdicts, list(col ORDER BY col) AS cols
-            FROM by_run JOIN (SELECT case_id, bool_or(disagrees) AS disagrees FROM by_predicate GROUP BY case_id)
-                 USING (case_id)
+            FROM by_run JOIN by_predicate USING (case_id)
             WHERE true {search}
             GROUP BY case_id
             HAVING {conditions[filter]}
@@ -568,9 +577,10 @@ def _grid_rows(
         ORDER BY case_id LIMIT $limit OFFSET $offset
         """,
         {
+            **params,
             "lane": lane,
             "split": split,
-            "runs": int(con.execute("SELECT count(*) FROM _grid_runs").fetchone()[0]),  # type: ignore[index]
+            "runs": len(runs),
             "limit": PAGE_ROWS,
             "offset": (max(page, 1) - 1) * PAGE_ROWS,
             **({"query": query} if query else {}),
@@ -583,15 +593,16 @@ def _grid_rows(
 
 
 def _grid_cells(
-    con: duckdb.DuckDBPyConnection, lane: str, split: str, case_ids: list[str]
+    con: duckdb.DuckDBPyConnection, runs: list[RunRef], case_ids: list[str]
 ) -> dict[tuple[str, int], str]:
     if not case_ids:
         return {}
+    runs_where, column, params = _runs_sql(runs)
     rows = con.execute(
-        "SELECT case_id, col, arg_max(surface, turn_index) FROM transcripts JOIN _grid_runs USING (run_id, runtime) "
-        "WHERE lane = ? AND split = ? AND case_set = ? AND coalesce(sample_index, 0) = 0 "
-        "AND case_id IN (SELECT unnest(?)) GROUP BY case_id, col",
-        [lane, split, split, case_ids],
+        f"SELECT case_id, {column} AS col, arg_max(surface, turn_index) FROM transcripts "
+        f"WHERE {runs_where} AND lane = $lane AND split = $split AND case_set = $split "
+        "AND coalesce(sample_index, 0) = 0 AND case_id IN (SELECT unnest($cases)) GROUP BY case_id, col",
+        {**params, "lane": runs[0].lane, "split": runs[0].split, "cases": case_ids},
     ).fetchall()
     return {(str(case), int(col)): "" if surface is None else str(surface) for case, col, surface in rows}
 
