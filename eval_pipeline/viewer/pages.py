@@ -17,13 +17,13 @@ from typing import Any, Literal
 import duckdb
 import pandas as pd
 
-from eval_pipeline.failures import evidence_object, failing_cases
+from eval_pipeline.failures import BLOCKING_SEVERITIES, REPORT_SEVERITIES, evidence_object
 from eval_pipeline.history.diff import RunDiff, diff_pairs, latest_diff, pairs_to_diff
 from eval_pipeline.history.report import lane_charts
 from eval_pipeline.history.runs import RUN_MATCH, RunRef, find_runs, is_missing, latest_runs, ref_from_row
 from eval_pipeline.history.svg import Chart, Point, trend_svg
 from eval_pipeline.history.views import SERIES_SQL
-from eval_pipeline.samples import flaky_within_run, sample_count
+from eval_pipeline.samples import SAMPLE_INDEX, flaky_within_run
 from eval_pipeline.scoring import verdict_word
 
 PAGE_ROWS = 50  # failing cases on a run page, cases on a grid page
@@ -331,35 +331,77 @@ def checks_of(con: duckdb.DuckDBPyConnection, ref: RunRef) -> list[Check]:
     ]
 
 
-def _lane_run(con: duckdb.DuckDBPyConnection, ref: RunRef, page: int) -> LaneRunPage:
-    checks = checks_of(con, ref)
-    sizes = con.execute(
-        f"SELECT count(DISTINCT case_id), coalesce(max(sample_index), 0) + 1 FROM case_predicates WHERE {RUN_MATCH}",
+@dataclass(frozen=True)
+class Failing:
+    """Some of a run's failing case predicates, in :func:`eval_pipeline.failures.failing_cases`
+    order, and how many there are in all."""
+
+    rows: list[FailingRow]
+    results: int
+    cases: int
+
+
+def run_size(con: duckdb.DuckDBPyConnection, ref: RunRef) -> tuple[int, int]:
+    """The run's cases and samples per case."""
+    row = con.execute(
+        f"SELECT count(DISTINCT case_id), coalesce(max(sample_index), 0) + 1 FROM case_predicates "
+        f"WHERE {RUN_MATCH}",
         ref.params(),
     ).fetchone()
-    cases, samples = (int(sizes[0]), int(sizes[1])) if sizes else (0, 1)
+    return (int(row[0]), int(row[1])) if row else (0, 1)
+
+
+def failing_of(
+    con: duckdb.DuckDBPyConnection, ref: RunRef, *, samples: int, limit: int, offset: int = 0
+) -> Failing:
+    """Rows ``offset`` to ``offset + limit`` of the run's failing case predicates, as
+    :func:`eval_pipeline.failures.failing_cases` lists them (hard first, then by case and
+    predicate; a case predicate failing in several samples once, from its first failing
+    sample, its reason saying in how many), ordered and cut in the query; then the last
+    surfaces of the cases shown."""
     counts = con.execute(
         f"SELECT count(*), count(DISTINCT case_id) FROM (SELECT DISTINCT case_id, predicate "
         f"FROM case_predicates WHERE {RUN_MATCH} AND passed = false)",
         ref.params(),
     ).fetchone()
-    results, failing_cases = (int(counts[0]), int(counts[1])) if counts else (0, 0)
-    failing = con.execute(
+    results, cases = (int(counts[0]), int(counts[1])) if counts else (0, 0)
+    rows = con.execute(
         f"""
-        SELECT case_id, predicate, arg_min(severity, sample_index) AS severity,
-               arg_min(code, sample_index) AS code, arg_min(message, sample_index) AS message,
+        SELECT case_id, predicate, arg_min(severity, coalesce(sample_index, 0)) AS severity,
+               arg_min(code, coalesce(sample_index, 0)) AS code, arg_min(message, coalesce(sample_index, 0)) AS message,
                count(*) AS failed_in
         FROM case_predicates WHERE {RUN_MATCH} AND passed = false
         GROUP BY case_id, predicate
-        ORDER BY CASE WHEN arg_min(severity, sample_index) IN ('hard', 'error', 'ERROR') THEN 0
-                      WHEN arg_min(severity, sample_index) IN ('report', 'warn', 'WARN') THEN 1 ELSE 2 END,
+        ORDER BY CASE WHEN list_contains(?, arg_min(severity, coalesce(sample_index, 0))) THEN 0
+                      WHEN list_contains(?, arg_min(severity, coalesce(sample_index, 0))) THEN 1 ELSE 2 END,
                  case_id, predicate
         LIMIT ? OFFSET ?
         """,
-        [*ref.params(), PAGE_ROWS, (max(page, 1) - 1) * PAGE_ROWS],
+        [*ref.params(), list(BLOCKING_SEVERITIES), list(REPORT_SEVERITIES), limit, offset],
     ).fetchall()
-    shown = sorted({str(row[0]) for row in failing})
-    surfaces = last_surfaces(con, ref, shown)
+    surfaces = last_surfaces(con, ref, sorted({str(row[0]) for row in rows}))
+    kept = bool(surfaces) or _has_transcripts(con, ref)
+    return Failing(
+        [
+            FailingRow(
+                str(case_id),
+                str(predicate),
+                str(severity),
+                str(code),
+                (f"In {failed_in} of {samples} samples: " if samples > 1 else "") + str(message),
+                surfaces.get(str(case_id)) if kept else None,
+            )
+            for case_id, predicate, severity, code, message, failed_in in rows
+        ],
+        results,
+        cases,
+    )
+
+
+def _lane_run(con: duckdb.DuckDBPyConnection, ref: RunRef, page: int) -> LaneRunPage:
+    checks = checks_of(con, ref)
+    cases, samples = run_size(con, ref)
+    failing = failing_of(con, ref, samples=samples, limit=PAGE_ROWS, offset=(max(page, 1) - 1) * PAGE_ROWS)
     turns_row = con.execute(f"SELECT count(*) FROM transcripts WHERE {RUN_MATCH}", ref.params()).fetchone()
     turns = int(turns_row[0]) if turns_row else 0
     faults = con.execute(
@@ -371,19 +413,9 @@ def _lane_run(con: duckdb.DuckDBPyConnection, ref: RunRef, page: int) -> LaneRun
         ref,
         worst([c.verdict for c in checks]),
         checks,
-        [
-            FailingRow(
-                str(case_id),
-                str(predicate),
-                str(severity),
-                str(code),
-                (f"In {failed_in} of {samples} samples: " if samples > 1 else "") + str(message),
-                surfaces.get(str(case_id)) if turns else None,
-            )
-            for case_id, predicate, severity, code, message, failed_in in failing
-        ],
-        results,
-        failing_cases,
+        failing.rows,
+        failing.results,
+        failing.cases,
         [Fault(int(n), str(error)) for n, error in faults],
         cases,
         turns,
@@ -407,35 +439,50 @@ def last_surfaces(con: duckdb.DuckDBPyConnection, ref: RunRef, case_ids: list[st
 def case_pages(con: duckdb.DuckDBPyConnection, run_id: str, case_id: str) -> list[CasePage]:
     """The case's whole transcript in every lane run under ``run_id`` that has it: each sample's
     turns (prompt, surface, grounding, latency, fault) and its verdicts (code, reason, evidence)."""
-    pages = []
-    for ref in _lane_runs(con, run_id):
-        turns = con.execute(
-            "SELECT coalesce(sample_index, 0) AS sample, turn_index, role, prompt, surface, grounding_source, "
-            f"latency_ms, error, attempts, seed FROM transcripts WHERE {RUN_MATCH} AND case_id = ? "
-            "ORDER BY sample, turn_index",
-            [*ref.params(), case_id],
-        ).df()
-        verdicts = con.execute(
-            "SELECT coalesce(sample_index, 0) AS sample, predicate, passed, severity, code, message, "
-            f"evidence::VARCHAR AS evidence FROM case_predicates WHERE {RUN_MATCH} AND case_id = ? "
-            "ORDER BY sample, passed NULLS LAST, predicate",
-            [*ref.params(), case_id],
-        ).df()
-        if turns.empty and verdicts.empty:
-            continue
-        indexes = sorted({int(s) for s in (*turns["sample"], *verdicts["sample"])})
-        samples = [
-            Sample(
-                index,
-                [_turn(row) for row in turns[turns["sample"] == index].to_dict("records")],
-                [_verdict(row) for row in verdicts[verdicts["sample"] == index].to_dict("records")],
-            )
-            for index in indexes
-        ]
-        pages.append(CasePage(ref, case_id, worst([v.verdict for s in samples for v in s.verdicts]), samples))
+    pages = cases_in_run(con, run_id, [case_id]).get(case_id)
     if not pages:
         raise NotFound(f"no case {case_id!r} in run {run_id!r}")
     return pages
+
+
+def cases_in_run(
+    con: duckdb.DuckDBPyConnection, run_id: str, case_ids: list[str]
+) -> dict[str, list[CasePage]]:
+    """:func:`case_pages` of several cases of one run, read in two queries per lane run; a case
+    the run does not hold is left out."""
+    found: dict[str, list[CasePage]] = {}
+    for ref in _lane_runs(con, run_id):
+        turns = con.execute(
+            "SELECT case_id, coalesce(sample_index, 0) AS sample, turn_index, role, prompt, surface, "
+            f"grounding_source, latency_ms, error, attempts, seed FROM transcripts WHERE {RUN_MATCH} "
+            "AND case_id IN (SELECT unnest(?)) ORDER BY case_id, sample, turn_index",
+            [*ref.params(), case_ids],
+        ).df()
+        verdicts = con.execute(
+            "SELECT case_id, coalesce(sample_index, 0) AS sample, predicate, passed, severity, code, message, "
+            f"evidence::VARCHAR AS evidence FROM case_predicates WHERE {RUN_MATCH} "
+            "AND case_id IN (SELECT unnest(?)) ORDER BY case_id, sample, passed NULLS LAST, predicate",
+            [*ref.params(), case_ids],
+        ).df()
+        turns_of = {str(c): rows for c, rows in turns.groupby("case_id", sort=False)}
+        verdicts_of = {str(c): rows for c, rows in verdicts.groupby("case_id", sort=False)}
+        for case_id in sorted(turns_of.keys() | verdicts_of.keys()):
+            case_turns = turns_of.get(case_id, turns.iloc[:0])
+            case_verdicts = verdicts_of.get(case_id, verdicts.iloc[:0])
+            samples = [
+                Sample(
+                    index,
+                    [_turn(row) for row in case_turns[case_turns["sample"] == index].to_dict("records")],
+                    [
+                        _verdict(row)
+                        for row in case_verdicts[case_verdicts["sample"] == index].to_dict("records")
+                    ],
+                )
+                for index in sorted({int(s) for s in (*case_turns["sample"], *case_verdicts["sample"])})
+            ]
+            verdict = worst([v.verdict for sample in samples for v in sample.verdicts])
+            found.setdefault(case_id, []).append(CasePage(ref, case_id, verdict, samples))
+    return found
 
 
 def _turn(row: Mapping[Hashable, Any]) -> Turn:
@@ -471,12 +518,12 @@ def case_word(passed: bool | None, severity: str) -> str:
         return "n/a"
     if passed:
         return "pass"
-    return "fail" if severity in ("hard", "error", "ERROR") else "warn"
+    return "fail" if severity in BLOCKING_SEVERITIES else "warn"
 
 
 # A case's verdict in one run, from its sample-0 case predicates, as SQL over (passed, severity).
-_CASE_VERDICT_SQL = """
-    CASE WHEN bool_or(passed = false AND severity IN ('hard', 'error', 'ERROR')) THEN 'fail'
+_CASE_VERDICT_SQL = f"""
+    CASE WHEN bool_or(passed = false AND severity IN ({", ".join(f"'{s}'" for s in BLOCKING_SEVERITIES)})) THEN 'fail'
          WHEN bool_or(passed = false) THEN 'warn'
          WHEN bool_or(passed) THEN 'pass' ELSE 'n/a' END
 """
@@ -706,30 +753,16 @@ def lane_reports(con: duckdb.DuckDBPyConnection, lane: str | None = None) -> lis
         refs = [ref_from_row(row) for _, row in latest_runs(con, lane=name, last=1).iterrows()]
         latest = []
         for ref in refs:
-            predicates = con.execute(f"SELECT * FROM case_predicates WHERE {RUN_MATCH}", ref.params()).df()
-            failing = failing_cases(predicates)
-            shown = failing.head(REPORT_ROWS)
-            surfaces = last_surfaces(con, ref, sorted(set(shown["case_id"])))
-            kept = bool(surfaces) or _has_transcripts(con, ref)
-            samples = sample_count(predicates)
-            flaky = flaky_within_run(predicates) if samples > 1 else pd.DataFrame()
+            _, samples = run_size(con, ref)
+            failing = failing_of(con, ref, samples=samples, limit=REPORT_ROWS)
+            flaky = _flaky(con, ref) if samples > 1 else pd.DataFrame()
             latest.append(
                 LatestRun(
                     ref,
                     [c for c in checks_of(con, ref) if c.threshold is not None],
-                    [
-                        FailingRow(
-                            str(r["case_id"]),
-                            str(r["predicate"]),
-                            str(r["severity"]),
-                            str(r["code"]),
-                            str(r["reason"]),
-                            surfaces.get(str(r["case_id"])) if kept else None,
-                        )
-                        for r in shown.to_dict("records")
-                    ],
-                    len(failing),
-                    int(failing["case_id"].nunique()) if len(failing) else 0,
+                    failing.rows,
+                    failing.results,
+                    failing.cases,
                     samples,
                     [
                         FlakyRow(
@@ -749,6 +782,13 @@ def lane_reports(con: duckdb.DuckDBPyConnection, lane: str | None = None) -> lis
             )
         reports.append(LaneReport(name, _side_by_side(con, refs), latest, lane_charts(con, name)))
     return reports
+
+
+def _flaky(con: duckdb.DuckDBPyConnection, ref: RunRef) -> pd.DataFrame:
+    columns = f"case_id, predicate, passed, {SAMPLE_INDEX}"
+    return flaky_within_run(
+        con.execute(f"SELECT {columns} FROM case_predicates WHERE {RUN_MATCH}", ref.params()).df()
+    )
 
 
 def _has_transcripts(con: duckdb.DuckDBPyConnection, ref: RunRef) -> bool:

@@ -14,12 +14,14 @@ from typer.testing import CliRunner
 
 from eval_pipeline.cli import app
 from eval_pipeline.failures import failing_cases
+from eval_pipeline.history.runs import find_runs
 from eval_pipeline.history.views import connect
 from eval_pipeline.pipeline import LaneRun
 from eval_pipeline.viewer import case_page_url, pages, run_page_url
 from eval_pipeline.viewer.links import SERVED
 
 from .conftest import FLIPPING_CASES, LANE, SPLIT, StoredRun, record_run
+from .test_report import sampled
 from .viewer_server import get, serving
 
 SCRIPT = "<script>alert(1)</script>"
@@ -134,3 +136,22 @@ def test_links_to_the_viewer_follow_its_url(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setenv("EVAL_PIPELINE_VIEWER_URL", "http://viewer.internal:8765/")
     assert run_page_url("run 1/a") == "http://viewer.internal:8765/runs/run%201%2Fa"
     assert case_page_url("run-1", "case/2") == "http://viewer.internal:8765/runs/run-1/cases/case%2F2"
+
+
+def test_failing_cases_read_by_the_query_are_those_failures_lists(
+    history: str, lane_runs: dict[bool, LaneRun]
+) -> None:
+    # Three samples of a runtime whose glosses come and go: each failing case predicate once,
+    # from its first failing sample, saying in how many it failed.
+    stored = StoredRun("run-s1", "sampled", "2024-04-02", True)
+    record_run(history, sampled([lane_runs[False], lane_runs[True], lane_runs[False]]), stored)
+    with connect(history) as con:
+        expected = failing_cases(con.execute("SELECT * FROM case_predicates WHERE run_id = 'run-s1'").df())
+        (ref,) = find_runs(con, "run-s1")
+        failing = pages.failing_of(con, ref, samples=3, limit=1000)
+    assert failing.results == len(expected) > 0 and failing.cases == expected["case_id"].nunique()
+    assert [(r.case_id, r.predicate, r.severity, r.code, r.reason) for r in failing.rows] == list(
+        expected[["case_id", "predicate", "severity", "code", "reason"]].itertuples(index=False, name=None)
+    )
+    counts = {re.match(r"In (\d) of 3 samples: ", r.reason).group(1) for r in failing.rows}  # type: ignore[union-attr]
+    assert counts == {"2", "3"}  # the no-gloss samples' failures, and the case that fails in all three
