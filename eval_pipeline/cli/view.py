@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import socket
 from typing import Annotated
 
 import duckdb
@@ -30,22 +32,17 @@ def view(
 
     history = root or history_root()
     runs = readable_runs(history)
-    config = uvicorn.Config(make_app(history), host=host, port=port, log_level="warning")
-    server = uvicorn.Server(config)
-    original_startup = server.startup
-
-    async def startup(sockets: object = None) -> None:
-        await original_startup(sockets)  # type: ignore[arg-type]
-        bound = server.servers[0].sockets[0].getsockname()[1] if server.servers else port
-        out().print(
-            f"eval-pipeline view: http://{host}:{bound}/ ({runs} committed lane run(s) in {history}); Ctrl-C stops it",
-            highlight=False,
-            markup=False,
-            soft_wrap=True,
-        )
-
-    server.startup = startup  # type: ignore[method-assign]
-    server.run()
+    listening = listen(host, port)
+    bound = listening.getsockname()[1]
+    out().print(
+        f"eval-pipeline view: http://{host}:{bound}/ ({runs} committed lane run(s) in {history}); "
+        "Ctrl-C stops it",
+        highlight=False,
+        markup=False,
+        soft_wrap=True,
+    )
+    server = uvicorn.Server(uvicorn.Config(make_app(history), log_level="warning"))
+    server.run(sockets=[listening])
 
 
 def readable_runs(history: str) -> int:
@@ -54,6 +51,31 @@ def readable_runs(history: str) -> int:
         with connect(history) as con:
             row = con.execute("SELECT count(*) FROM runs").fetchone()
     except (OSError, ValueError, ImportError, duckdb.Error) as exc:
-        print_plain(f"error: cannot read history {history!r}: {type(exc).__name__}: {exc}")
+        print_plain(f"error: cannot read history {history!r}: {reason(exc)}")
         raise typer.Exit(EXIT_BAD_INPUT) from None
     return int(row[0]) if row else 0
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A socket listening on ``host:port``; exit 2 saying why when it cannot be bound."""
+    try:
+        listening = socket.create_server((host, port), family=_family(host))
+    except OSError as exc:
+        print_plain(f"error: cannot listen on {host}:{port}: {exc.strerror or exc}")
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+    return listening
+
+
+def _family(host: str) -> socket.AddressFamily:
+    return socket.AF_INET6 if ":" in host else socket.AF_INET
+
+
+def reason(exc: BaseException) -> str:
+    """What went wrong, in a line: DuckDB wraps a filesystem's error in its traceback and the
+    query text, so the last ``SomethingError: message`` line is the reason."""
+    text = str(exc)
+    causes = re.findall(r"^(\w+(?:Error|Exception): .+)$", text, re.MULTILINE)
+    if causes:
+        return causes[-1]
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    return f"{type(exc).__name__}: {first}"

@@ -155,3 +155,10 @@ def test_failing_cases_read_by_the_query_are_those_failures_lists(
     )
     counts = {re.match(r"In (\d) of 3 samples: ", r.reason).group(1) for r in failing.rows}  # type: ignore[union-attr]
     assert counts == {"2", "3"}  # the no-gloss samples' failures, and the case that fails in all three
+
+
+def test_a_port_in_use_is_bad_input(history: str) -> None:
+    with serving(history) as url:
+        port = url.rsplit(":", 1)[1]
+        result = CliRunner().invoke(app, ["view", "--history", history, "--port", port])
+    assert result.exit_code == 2 and f"cannot listen on 127.0.0.1:{port}" in result.output
