@@ -19,6 +19,7 @@ from eval_pipeline.history.views import connect
 from eval_pipeline.pipeline import LaneRun
 from eval_pipeline.viewer import case_page_url, pages, run_page_url
 from eval_pipeline.viewer.links import SERVED
+from eval_pipeline.viewer.pages import runs as runs_page
 
 from .conftest import FLIPPING_CASES, LANE, SPLIT, StoredRun, record_run
 from .test_report import sampled
@@ -116,7 +117,7 @@ def test_an_unreadable_history_is_bad_input() -> None:
 
 
 def test_a_run_page_reads_one_page_of_failing_cases(history: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(pages, "PAGE_ROWS", 4)
+    monkeypatch.setattr(runs_page, "RUN_PAGE_ROWS", 4)
     with connect(history) as con:
         expected = failing_cases(con.execute("SELECT * FROM case_predicates WHERE run_id = 'run-c4'").df())
         first, third = pages.run_page(con, "run-c4", 1), pages.run_page(con, "run-c4", 3)
