@@ -5,7 +5,8 @@ Writes the history synthetically, straight into the store's layout with pyarrow 
 file per run per table, row groups of 20,000 rows as a big run's stage files are, then the
 run's manifest through ``commit_run``), starts ``eval-pipeline view`` on it as a user does, and
 prints the time until it serves its first page, then each page's time over HTTP (first answer
-and best of ``--repeat``; each request opens its own connection to the history views). Run
+and best of ``--repeat``; each request opens its own connection to the history views), then
+how long ``eval-pipeline report`` takes to write the same history's static pages. Run
 with ``python benchmarks/viewer.py [--cases 10000] [--big-turns 1000000] [--out DIR]``.
 """
 
@@ -192,6 +193,11 @@ def serve(root: str, args: argparse.Namespace) -> None:
     finally:
         process.terminate()
         process.wait(timeout=10)
+    with tempfile.TemporaryDirectory() as out:
+        start = time.perf_counter()
+        subprocess.run([view, "report", "--history", root, "--out", out], check=True, capture_output=True)
+        files = sum(1 for _ in Path(out).rglob("*.html"))
+        print(f"report: {files} pages written in {time.perf_counter() - start:.1f} s")
 
 
 if __name__ == "__main__":

@@ -163,3 +163,15 @@ def test_a_port_in_use_is_bad_input(history: str) -> None:
         port = url.rsplit(":", 1)[1]
         result = CliRunner().invoke(app, ["view", "--history", history, "--port", port])
     assert result.exit_code == 2 and f"cannot listen on 127.0.0.1:{port}" in result.output
+
+
+def test_a_whole_run_id_names_its_run_when_it_prefixes_another(
+    history: str, lane_runs: dict[bool, LaneRun]
+) -> None:
+    record_run(history, lane_runs[True], StoredRun("run-r2-retry", "reference", "2024-03-03", True))
+    with connect(history) as con:
+        assert [ref.run_id for ref in find_runs(con, "run-r2")] == ["run-r2"]
+        assert [ref.run_id for ref in find_runs(con, "run-r2-")] == ["run-r2-retry"]
+        with pytest.raises(KeyError, match="ambiguous"):
+            find_runs(con, "run-r")
+        assert pages.run_page(con, "run-r2").run_id == "run-r2"
