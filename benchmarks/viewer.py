@@ -32,28 +32,30 @@ import pyarrow.parquet as pq
 from eval_pipeline.history.store import commit_run, run_file
 from eval_pipeline.tables import JSON_TEXT, RUN_MANIFESTS, SCHEMAS, frame
 
-LANE, SPLIT, DAY = "bench_lane", "public", "2026-11-30"
+LANE, BIG_LANE, SPLIT, DAY = "bench_lane", "bench_big_run", "public", "2026-11-30"
 RUNTIMES = ("reference", "reference-no-gloss", "staging", "candidate")
 PREDICATES = ("no_placeholder", "complete_punctuation", "no_dotted_inventory", "no_provenance_only")
 ROW_GROUP = 20_000
 
 
-def write_table(root: str, table: str, run_id: str, columns: dict[str, pa.Array]) -> None:
+def write_table(root: str, table: str, lane: str, run_id: str, columns: dict[str, pa.Array]) -> None:
     """One run's file of ``table``: the given columns, every other contract column null."""
     schema = SCHEMAS[table]
     rows = len(next(iter(columns.values())))
     arrays = [columns[f.name] if f.name in columns else pa.nulls(rows, f.type) for f in schema]
-    path = Path(run_file(root, table, LANE, DAY, run_id))
+    path = Path(run_file(root, table, lane, DAY, run_id))
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.Table.from_arrays(arrays, schema=schema), path, row_group_size=ROW_GROUP)
 
 
-def write_run(root: str, run_id: str, runtime: str, cases: int, turns_per_case: int, seed: int) -> None:
+def write_run(
+    root: str, lane: str, run_id: str, runtime: str, cases: int, turns_per_case: int, seed: int
+) -> None:
     """A committed run: ``cases`` cases of ``turns_per_case`` turns, four predicates per case,
     about 5% of the case predicates failing (which, per runtime, from the seed)."""
     rng = np.random.default_rng(seed)
     case_ids = np.array([f"case_{i:07d}" for i in range(cases)])
-    run = {"run_id": run_id, "lane": LANE, "split": SPLIT, "runtime": runtime, "case_set": SPLIT}
+    run = {"run_id": run_id, "lane": lane, "split": SPLIT, "runtime": runtime, "case_set": SPLIT}
 
     def constant(name: str, n: int) -> pa.Array:
         return pa.array(np.full(n, run[name]), pa.string())
@@ -64,6 +66,7 @@ def write_run(root: str, run_id: str, runtime: str, cases: int, turns_per_case: 
     write_table(
         root,
         "transcripts",
+        lane,
         run_id,
         {
             **{name: constant(name, turns) for name in run},
@@ -84,6 +87,7 @@ def write_run(root: str, run_id: str, runtime: str, cases: int, turns_per_case: 
     write_table(
         root,
         "case_predicates",
+        lane,
         run_id,
         {
             **{name: constant(name, rows) for name in run},
@@ -102,6 +106,7 @@ def write_run(root: str, run_id: str, runtime: str, cases: int, turns_per_case: 
     write_table(
         root,
         "metrics",
+        lane,
         run_id,
         {
             **{name: constant(name, len(metrics)) for name in run},
@@ -122,7 +127,7 @@ def write_run(root: str, run_id: str, runtime: str, cases: int, turns_per_case: 
         [{"runtime_spec": runtime, "partition_date": DAY, "started_at": started.to_pydatetime()}],
         **run,
     )
-    commit_run(root, manifest, lane=LANE, date=DAY, run_id=run_id)
+    commit_run(root, manifest, lane=lane, date=DAY, run_id=run_id)
 
 
 def get(url: str) -> float:
@@ -146,8 +151,8 @@ def main() -> None:
     try:
         start = time.perf_counter()
         for index, runtime in enumerate(RUNTIMES):
-            write_run(root, f"grid-{runtime}", runtime, args.cases, 3, seed=index)
-        write_run(root, "big-run", "big", args.big_turns // 10, 10, seed=99)
+            write_run(root, LANE, f"grid-{runtime}", runtime, args.cases, 3, seed=index)
+        write_run(root, BIG_LANE, "big-run", "reference", args.big_turns // 10, 10, seed=99)
         print(
             f"history written in {time.perf_counter() - start:.1f} s: {args.cases:,} cases × "
             f"{len(RUNTIMES)} runtime targets (3 turns each), and a run of {args.big_turns:,} turns"

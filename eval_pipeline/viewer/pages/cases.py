@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import duckdb
 
 from eval_pipeline.failures import BLOCKING_SEVERITIES, evidence_object
-from eval_pipeline.history.runs import RUN_MATCH, RunRef, is_missing
+from eval_pipeline.history.runs import RUN_MATCH, RunRef
 from eval_pipeline.viewer.pages.common import (
     NotFound,
-    float_or_none,
     lane_runs,
-    text_or_none,
     worst,
 )
 
@@ -73,63 +70,64 @@ def cases_in_run(
     the run does not hold is left out."""
     found: dict[str, list[CasePage]] = {}
     for ref in lane_runs(con, run_id):
-        turns = con.execute(
-            "SELECT case_id, coalesce(sample_index, 0) AS sample, turn_index, role, prompt, surface, "
-            f"grounding_source, latency_ms, error, attempts, seed FROM transcripts WHERE {RUN_MATCH} "
-            "AND case_id IN (SELECT unnest(?)) ORDER BY case_id, sample, turn_index",
-            [*ref.params(), case_ids],
-        ).df()
-        verdicts = con.execute(
-            "SELECT case_id, coalesce(sample_index, 0) AS sample, predicate, passed, severity, code, message, "
-            f"evidence::VARCHAR AS evidence FROM case_predicates WHERE {RUN_MATCH} "
-            "AND case_id IN (SELECT unnest(?)) ORDER BY case_id, sample, passed NULLS LAST, predicate",
-            [*ref.params(), case_ids],
-        ).df()
-        turns_of = {str(c): rows for c, rows in turns.groupby("case_id", sort=False)}
-        verdicts_of = {str(c): rows for c, rows in verdicts.groupby("case_id", sort=False)}
-        for case_id in sorted(turns_of.keys() | verdicts_of.keys()):
-            case_turns = turns_of.get(case_id, turns.iloc[:0])
-            case_verdicts = verdicts_of.get(case_id, verdicts.iloc[:0])
+        turns = _by_case_and_sample(
+            con.execute(
+                "SELECT case_id, coalesce(sample_index, 0), turn_index, role, prompt, surface, "
+                f"grounding_source, latency_ms, error, attempts, seed FROM transcripts WHERE {RUN_MATCH} "
+                "AND case_id IN (SELECT unnest(?))",
+                [*ref.params(), case_ids],
+            ).fetchall()
+        )
+        verdicts = _by_case_and_sample(
+            con.execute(
+                "SELECT case_id, coalesce(sample_index, 0), predicate, passed, severity, code, message, "
+                f"evidence::VARCHAR FROM case_predicates WHERE {RUN_MATCH} AND case_id IN (SELECT unnest(?))",
+                [*ref.params(), case_ids],
+            ).fetchall()
+        )
+        for case_id in sorted({case for case, _ in (*turns, *verdicts)}):
+            indexes = sorted({index for case, index in (*turns, *verdicts) if case == case_id})
             samples = [
                 Sample(
                     index,
-                    [_turn(row) for row in case_turns[case_turns["sample"] == index].to_dict("records")],
-                    [
-                        _verdict(row)
-                        for row in case_verdicts[case_verdicts["sample"] == index].to_dict("records")
-                    ],
+                    sorted(
+                        (Turn(*row) for row in turns.get((case_id, index), [])), key=lambda t: t.turn_index
+                    ),
+                    sorted(
+                        (_verdict(*row) for row in verdicts.get((case_id, index), [])),
+                        key=lambda v: (v.verdict == "n/a", v.verdict == "pass", v.predicate),
+                    ),
                 )
-                for index in sorted({int(s) for s in (*case_turns["sample"], *case_verdicts["sample"])})
+                for index in indexes
             ]
             verdict = worst([v.verdict for sample in samples for v in sample.verdicts])
             found.setdefault(case_id, []).append(CasePage(ref, case_id, verdict, samples))
     return found
 
 
-def _turn(row: Mapping[Hashable, Any]) -> Turn:
-    return Turn(
-        int(row["turn_index"]),
-        str(row["role"]),
-        text_or_none(row["prompt"]),
-        text_or_none(row["surface"]),
-        text_or_none(row["grounding_source"]),
-        float_or_none(row["latency_ms"]),
-        text_or_none(row["error"]),
-        None if is_missing(row["attempts"]) else int(row["attempts"]),
-        None if is_missing(row["seed"]) else int(row["seed"]),
-    )
+def _by_case_and_sample(rows: list[tuple[Any, ...]]) -> dict[tuple[str, int], list[tuple[Any, ...]]]:
+    """Rows keyed by their first two columns (case id, sample), the rest of each row kept."""
+    grouped: dict[tuple[str, int], list[tuple[Any, ...]]] = {}
+    for case_id, sample, *rest in rows:
+        grouped.setdefault((str(case_id), int(sample)), []).append(tuple(rest))
+    return grouped
 
 
-def _verdict(row: Mapping[Hashable, Any]) -> CaseVerdict:
-    passed = None if is_missing(row["passed"]) else bool(row["passed"])
-    severity = text_or_none(row["severity"]) or ""
+def _verdict(
+    predicate: str,
+    passed: bool | None,
+    severity: str | None,
+    code: str | None,
+    message: str | None,
+    evidence: str | None,
+) -> CaseVerdict:
     return CaseVerdict(
-        str(row["predicate"]),
-        case_word(passed, severity),
-        severity,
-        text_or_none(row["code"]) or "",
-        text_or_none(row["message"]) or "",
-        evidence_object(row["evidence"]),
+        str(predicate),
+        case_word(passed, severity or ""),
+        severity or "",
+        code or "",
+        message or "",
+        evidence_object(evidence),
     )
 
 

@@ -61,6 +61,7 @@ class LaneReport:
     side_by_side: SideBySide
     latest: list[LatestRun]
     charts: list[str]
+    grid_splits: list[str]  # the splits whose own cases ran: each has a grid
 
 
 def lane_reports(con: duckdb.DuckDBPyConnection, lane: str | None = None) -> list[LaneReport]:
@@ -103,7 +104,8 @@ def lane_reports(con: duckdb.DuckDBPyConnection, lane: str | None = None) -> lis
                     latest_diff(con, ref.series()),
                 )
             )
-        reports.append(LaneReport(name, _side_by_side(con, refs), latest, lane_charts(con, name)))
+        own = sorted({ref.split for ref in refs if ref.case_set == ref.split})
+        reports.append(LaneReport(name, _side_by_side(con, refs), latest, lane_charts(con, name), own))
     return reports
 
 
