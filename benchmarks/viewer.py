@@ -3,8 +3,8 @@ runtime targets, and the run page of a run of 1,000,000 turns.
 
 Writes the history synthetically, straight into the store's layout with pyarrow (one Parquet
 file per run per table, row groups of 20,000 rows as a big run's stage files are, then the
-run's manifest through ``commit_run``), starts ``eval-pipeline view`` on it as a user does, and
-prints the time until it serves its first page, then each page's time over HTTP (first answer
+run's manifest through ``commit_run``), starts ``eval-pipeline view`` on it as a user does
+(``--starts`` times), and prints the time until it serves its first page, then each page's time over HTTP (first answer
 and best of ``--repeat``; each request opens its own connection to the history views), then
 how long ``eval-pipeline report`` takes to write the same history's static pages. Run
 with ``python benchmarks/viewer.py [--cases 10000] [--big-turns 1000000] [--out DIR]``.
@@ -145,6 +145,7 @@ def main() -> None:
     )
     parser.add_argument("--big-turns", type=int, default=1_000_000, help="turns of the big run (10 per case)")
     parser.add_argument("--repeat", type=int, default=5, help="requests per page; the best is printed")
+    parser.add_argument("--starts", type=int, default=3, help="times view is started (each start timed)")
     parser.add_argument("--out", help="keep the history here (default: a temporary folder, removed)")
     args = parser.parse_args()
     root = args.out or tempfile.mkdtemp(prefix="viewer-bench-")
@@ -163,20 +164,34 @@ def main() -> None:
             shutil.rmtree(root, ignore_errors=True)
 
 
-def serve(root: str, args: argparse.Namespace) -> None:
-    view = str(Path(sys.executable).parent / "eval-pipeline")
+def start_viewer(view: str, root: str) -> tuple[subprocess.Popen[str], str, float, float]:
+    """``eval-pipeline view`` on ``root``: the process, its URL, the seconds until it printed
+    that it serves and until its first page (``/``) answered."""
     start = time.perf_counter()
     process = subprocess.Popen(
         [view, "view", "--history", root, "--port", "0"], stdout=subprocess.PIPE, text=True
     )
+    assert process.stdout is not None
+    match = re.search(r"http://127\.0\.0\.1:(\d+)/", process.stdout.readline())
+    assert match, "the viewer did not start"
+    url = f"http://127.0.0.1:{match.group(1)}"
+    serving = time.perf_counter() - start
+    return process, url, serving, get(url + "/") + serving
+
+
+def serve(root: str, args: argparse.Namespace) -> None:
+    view = str(Path(sys.executable).parent / "eval-pipeline")
+    process: subprocess.Popen[str] | None = None
+    for attempt in range(1, args.starts + 1):  # the last start serves the pages timed below
+        if process is not None:
+            process.terminate()
+            process.wait(timeout=10)
+        process, url, serving, first_page = start_viewer(view, root)
+        print(
+            f"start {attempt}: serving after {serving:.2f} s, first page (/) {first_page:.2f} s after start"
+        )
+    assert process is not None
     try:
-        assert process.stdout is not None
-        match = re.search(r"http://127\.0\.0\.1:(\d+)/", process.stdout.readline())
-        assert match, "the viewer did not start"
-        url = f"http://127.0.0.1:{match.group(1)}"
-        serving = time.perf_counter() - start
-        first_page = get(url + "/") + serving
-        print(f"view serving after {serving:.2f} s; first page (/) answered {first_page:.2f} s after start")
         big_case = f"case_{args.big_turns // 20:07d}"
         grid = f"/lanes/{LANE}/grid?split={SPLIT}"
         pages = {
