@@ -4,10 +4,11 @@ runtime targets, and the run page of a run of 1,000,000 turns.
 Writes the history synthetically, straight into the store's layout with pyarrow (one Parquet
 file per run per table, row groups of 20,000 rows as a big run's stage files are, then the
 run's manifest through ``commit_run``), starts ``eval-pipeline view`` on it as a user does
-(``--starts`` times), and prints the time until it serves its first page, then each page's time over HTTP (first answer
-and best of ``--repeat``; each request opens its own connection to the history views), then
-how long ``eval-pipeline report`` takes to write the same history's static pages. Run
-with ``python benchmarks/viewer.py [--cases 10000] [--big-turns 1000000] [--out DIR]``.
+(``--starts`` times) and prints the time until each start served its first page, then each
+page's time over HTTP (first answer and best of ``--repeat``; each request opens its own
+connection to the history views), then how long ``eval-pipeline report`` takes to write the
+same history's static pages. Run with
+``python benchmarks/viewer.py [--cases 10000] [--big-turns 1000000] [--out DIR]``.
 """
 
 from __future__ import annotations
