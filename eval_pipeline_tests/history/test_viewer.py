@@ -20,6 +20,7 @@ from eval_pipeline.pipeline import LaneRun
 from eval_pipeline.viewer import case_page_url, pages, run_page_url
 from eval_pipeline.viewer.links import SERVED
 from eval_pipeline.viewer.pages import runs as runs_page
+from eval_pipeline.viewer.render import render
 
 from .conftest import FLIPPING_CASES, LANE, SPLIT, StoredRun, record_run
 from .test_report import sampled
@@ -175,3 +176,19 @@ def test_a_whole_run_id_names_its_run_when_it_prefixes_another(
         with pytest.raises(KeyError, match="ambiguous"):
             find_runs(con, "run-r")
         assert pages.run_page(con, "run-r2").run_id == "run-r2"
+
+
+def test_a_run_page_lists_the_cases_whose_samples_disagree(
+    history: str, lane_runs: dict[bool, LaneRun]
+) -> None:
+    stored = StoredRun("run-s1", "sampled", "2024-04-02", True)
+    record_run(history, sampled([lane_runs[True], lane_runs[False], lane_runs[True]]), stored)
+    with connect(history) as con:
+        page = pages.run_page(con, "run-s1")
+        html = render("run.html", SERVED, title="run", page=page, path="/runs/run-s1")
+    (lane,) = page.lanes
+    assert lane.samples == 3 and lane.flaky.cases == len(FLIPPING_CASES)
+    assert {(row.case_id, row.passes, row.flips) for row in lane.flaky.rows} == {
+        (case, 2, 2) for case in FLIPPING_CASES
+    }
+    assert f"Flaky within the run ({len(FLIPPING_CASES)} case(s) whose 3 samples disagree)" in html

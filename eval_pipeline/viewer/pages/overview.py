@@ -6,16 +6,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import duckdb
-import pandas as pd
 
 from eval_pipeline.history.diff import RunDiff, latest_diff
 from eval_pipeline.history.report import lane_charts
-from eval_pipeline.history.runs import RUN_MATCH, RunRef, latest_runs, ref_from_row
-from eval_pipeline.samples import SAMPLE_INDEX, flaky_within_run
+from eval_pipeline.history.runs import RunRef, latest_runs, ref_from_row
 from eval_pipeline.viewer.pages.common import (
     NotFound,
 )
-from eval_pipeline.viewer.pages.runs import Check, FailingRow, checks_of, failing_of, run_size
+from eval_pipeline.viewer.pages.runs import (
+    Check,
+    FailingRow,
+    Flaky,
+    checks_of,
+    failing_of,
+    flaky_of,
+    run_size,
+)
 
 REPORT_ROWS = 200  # failing cases (and flaky ones) a lane overview lists per series
 
@@ -29,16 +35,6 @@ class SideBySide:
 
 
 @dataclass(frozen=True)
-class FlakyRow:
-    case_id: str
-    predicate: str
-    passes: int
-    samples: int
-    flips: int
-    pass_hat_k: float
-
-
-@dataclass(frozen=True)
 class LatestRun:
     """A series' latest run on a lane overview: its checks, failing cases, cases flaky within it
     (``samples`` > 1 only), and what flipped since the run before (None: it is the only run)."""
@@ -49,9 +45,7 @@ class LatestRun:
     failing_results: int
     failing_cases: int
     samples: int
-    flaky: list[FlakyRow]
-    flaky_cases: int
-    flaky_results: int
+    flaky: Flaky
     diff: RunDiff | None
 
 
@@ -79,7 +73,6 @@ def lane_reports(con: duckdb.DuckDBPyConnection, lane: str | None = None) -> lis
         for ref in refs:
             _, samples = run_size(con, ref)
             failing = failing_of(con, ref, samples=samples, limit=REPORT_ROWS)
-            flaky = _flaky(con, ref) if samples > 1 else pd.DataFrame()
             latest.append(
                 LatestRun(
                     ref,
@@ -88,32 +81,13 @@ def lane_reports(con: duckdb.DuckDBPyConnection, lane: str | None = None) -> lis
                     failing.results,
                     failing.cases,
                     samples,
-                    [
-                        FlakyRow(
-                            str(r["case_id"]),
-                            str(r["predicate"]),
-                            int(r["passes"]),
-                            int(r["samples"]),
-                            int(r["flips"]),
-                            float(r["pass_hat_k"]),
-                        )
-                        for r in flaky.head(REPORT_ROWS).to_dict("records")
-                    ],
-                    int(flaky["case_id"].nunique()) if len(flaky) else 0,
-                    len(flaky),
+                    flaky_of(con, ref, samples=samples, limit=REPORT_ROWS),
                     latest_diff(con, ref.series()),
                 )
             )
         own = sorted({ref.split for ref in refs if ref.case_set == ref.split})
         reports.append(LaneReport(name, _side_by_side(con, refs), latest, lane_charts(con, name), own))
     return reports
-
-
-def _flaky(con: duckdb.DuckDBPyConnection, ref: RunRef) -> pd.DataFrame:
-    columns = f"case_id, predicate, passed, {SAMPLE_INDEX}"
-    return flaky_within_run(
-        con.execute(f"SELECT {columns} FROM case_predicates WHERE {RUN_MATCH}", ref.params()).df()
-    )
 
 
 def _side_by_side(con: duckdb.DuckDBPyConnection, runs: list[RunRef]) -> SideBySide:

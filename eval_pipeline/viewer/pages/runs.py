@@ -8,6 +8,7 @@ import duckdb
 
 from eval_pipeline.failures import BLOCKING_SEVERITIES, REPORT_SEVERITIES
 from eval_pipeline.history.runs import RUN_MATCH, RunRef
+from eval_pipeline.samples import SAMPLE_INDEX, flaky_within_run
 from eval_pipeline.scoring import verdict_word
 from eval_pipeline.viewer.pages.common import (
     float_or_none,
@@ -58,6 +59,7 @@ class LaneRunPage:
     failing: list[FailingRow]
     failing_results: int  # all of them, not only this page's
     failing_cases: int
+    flaky: Flaky
     faults: list[Fault]
     cases: int
     turns: int
@@ -172,6 +174,51 @@ def failing_of(
     )
 
 
+@dataclass(frozen=True)
+class FlakyRow:
+    case_id: str
+    predicate: str
+    passes: int
+    samples: int
+    flips: int
+    pass_hat_k: float
+
+
+@dataclass(frozen=True)
+class Flaky:
+    """The first case predicates whose samples disagree within the run (most flips first), and
+    how many there are: cases and results. Empty for a run of one sample."""
+
+    rows: list[FlakyRow]
+    cases: int
+    results: int
+
+
+def flaky_of(con: duckdb.DuckDBPyConnection, ref: RunRef, *, samples: int, limit: int) -> Flaky:
+    """:func:`eval_pipeline.samples.flaky_within_run` of the run, its first ``limit`` rows; the
+    verdict columns are read only when the run has several samples."""
+    if samples <= 1:
+        return Flaky([], 0, 0)
+    flaky = flaky_within_run(
+        con.execute(
+            f"SELECT case_id, predicate, passed, {SAMPLE_INDEX} FROM case_predicates WHERE {RUN_MATCH}",
+            ref.params(),
+        ).df()
+    )
+    rows = [
+        FlakyRow(
+            str(r["case_id"]),
+            str(r["predicate"]),
+            int(r["passes"]),
+            int(r["samples"]),
+            int(r["flips"]),
+            float(r["pass_hat_k"]),
+        )
+        for r in flaky.head(limit).to_dict("records")
+    ]
+    return Flaky(rows, int(flaky["case_id"].nunique()) if len(flaky) else 0, len(flaky))
+
+
 def _lane_run(con: duckdb.DuckDBPyConnection, ref: RunRef, page: int) -> LaneRunPage:
     checks = checks_of(con, ref)
     cases, samples = run_size(con, ref)
@@ -192,6 +239,7 @@ def _lane_run(con: duckdb.DuckDBPyConnection, ref: RunRef, page: int) -> LaneRun
         failing.rows,
         failing.results,
         failing.cases,
+        flaky_of(con, ref, samples=samples, limit=RUN_PAGE_ROWS),
         [Fault(int(n), str(error)) for n, error in faults],
         cases,
         turns,
