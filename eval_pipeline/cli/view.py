@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import socket
 from typing import Annotated
 
@@ -10,7 +9,7 @@ import duckdb
 import typer
 
 from eval_pipeline.cli.common import EXIT_BAD_INPUT, app, out, print_plain
-from eval_pipeline.history.views import connect
+from eval_pipeline.history.views import connect, reading_error
 from eval_pipeline.settings import history_root
 
 
@@ -51,7 +50,7 @@ def readable_runs(history: str) -> int:
         with connect(history) as con:
             row = con.execute("SELECT count(*) FROM runs").fetchone()
     except (OSError, ValueError, ImportError, duckdb.Error) as exc:
-        print_plain(f"error: cannot read history {history!r}: {reason(exc)}")
+        print_plain(f"error: cannot read history {history!r}: {reading_error(exc)}")
         raise typer.Exit(EXIT_BAD_INPUT) from None
     return int(row[0]) if row else 0
 
@@ -68,14 +67,3 @@ def listen(host: str, port: int) -> socket.socket:
 
 def _family(host: str) -> socket.AddressFamily:
     return socket.AF_INET6 if ":" in host else socket.AF_INET
-
-
-def reason(exc: BaseException) -> str:
-    """What went wrong, in a line: DuckDB wraps a filesystem's error in its traceback and the
-    query text, so the last ``SomethingError: message`` line is the reason."""
-    text = str(exc)
-    causes = re.findall(r"^(\w+(?:Error|Exception): .+)$", text, re.MULTILINE)
-    if causes:
-        return causes[-1]
-    first = text.strip().splitlines()[0] if text.strip() else ""
-    return f"{type(exc).__name__}: {first}"

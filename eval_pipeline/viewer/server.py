@@ -3,7 +3,8 @@
 
 Each request opens its own connection to the history views, so a page shows the runs committed
 when it was asked for. What history does not hold is a 404 page that says what was not found
-and links back; a malformed query parameter is a 400 page that says which.
+and links back; a malformed query parameter is a 400 page that says which; a history that
+cannot be read (the store went away) is a 503 page saying why.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 from starlette.routing import Route
 
-from eval_pipeline.history.views import connect
+from eval_pipeline.history.views import connect, reading_error
 from eval_pipeline.viewer import pages
 from eval_pipeline.viewer.links import SERVED
 from eval_pipeline.viewer.render import render
@@ -36,6 +37,10 @@ def make_app(root: str) -> Starlette:
                 return _problem(404, "Not found", str(exc))
             except ValueError as exc:
                 return _problem(400, "Bad request", str(exc))
+            except (duckdb.Error, OSError) as exc:  # the store went away or denies a read
+                return _problem(
+                    503, "History unreadable", f"cannot read history {root!r}: {reading_error(exc)}"
+                )
 
         return Route(path, endpoint)
 

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from eval_pipeline.cli import app
 from eval_pipeline.failures import failing_cases
 from eval_pipeline.history.runs import find_runs
+from eval_pipeline.history.store import run_file
 from eval_pipeline.history.views import connect
 from eval_pipeline.pipeline import LaneRun
 from eval_pipeline.viewer import case_page_url, pages, run_page_url
@@ -192,3 +193,12 @@ def test_a_run_page_lists_the_cases_whose_samples_disagree(
         (case, 2, 2) for case in FLIPPING_CASES
     }
     assert f"Flaky within the run ({len(FLIPPING_CASES)} case(s) whose 3 samples disagree)" in html
+
+
+def test_a_history_that_breaks_while_served_is_a_503_saying_why(history: str) -> None:
+    with serving(history) as url:
+        assert get(url + "/runs/run-c4")[0] == 200
+        Path(run_file(history, "transcripts", LANE, "2024-04-01", "run-c4")).write_bytes(b"not parquet")
+        status, html = get(url + "/runs/run-c4")
+    assert status == 503 and f"cannot read history &#39;{history}&#39;" in html
+    assert "run-c4.parquet" in html and '<a href="/">' in html
