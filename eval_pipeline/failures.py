@@ -21,6 +21,8 @@ from eval_pipeline.stage_files import StageFile, failed
 
 # Hard (blocking) results first: they are what a reader acts on first.
 _SEVERITY_ORDER = {"hard": 0, "error": 0, "ERROR": 0, "report": 1, "warn": 1, "WARN": 1}
+BLOCKING_SEVERITIES = tuple(word for word, order in _SEVERITY_ORDER.items() if order == 0)
+REPORT_SEVERITIES = tuple(word for word, order in _SEVERITY_ORDER.items() if order == 1)
 FAILING_COLUMNS = ("case_id", "predicate", "severity", "code", "reason", "evidence")
 # What the failing rows are read from in a case predicates stage file (not the run columns).
 _ORDER_COLUMNS = ("case_id", "predicate", "passed", "severity", "code", SAMPLE_INDEX)

@@ -73,8 +73,9 @@ def ref_from_row(row: Any) -> RunRef:
 
 
 def resolve_run_id(con: duckdb.DuckDBPyConnection, prefix: str) -> str:
-    """The one committed run id starting with ``prefix`` (tables show 8 characters; any unique
-    prefix will do). KeyError when none or several match, naming the candidates."""
+    """The committed run id ``prefix`` is, or the one starting with it (tables show 8
+    characters; any unique prefix will do). KeyError when none or several match, naming the
+    candidates."""
     text = prefix.strip().lower()
     if not text:
         raise KeyError("a run id (or a unique prefix of one) is required")
@@ -86,6 +87,9 @@ def resolve_run_id(con: duckdb.DuckDBPyConnection, prefix: str) -> str:
     ]
     if not matches:
         raise KeyError(f"no run {prefix!r} in history")
+    whole = [m for m in matches if m.lower() == text]
+    if len(whole) == 1:  # a whole id names its run, even when it begins another one
+        return whole[0]
     if len(matches) > 1:
         shown = ", ".join(m[: len(text) + 4] for m in matches[:5])
         raise KeyError(f"run id prefix {prefix!r} is ambiguous: {len(matches)} runs match ({shown}…)")

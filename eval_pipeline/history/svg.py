@@ -132,6 +132,40 @@ def trend_svg(chart: Chart, *, width: int = 420, height: int = 190) -> str:
     return "".join(parts)
 
 
+def sparkline_svg(values: Sequence[float | None], *, width: int = 120, height: int = 22) -> str:
+    """A tiny line of values in [0, 1], oldest first, for a table cell (no axes, no text); a
+    missing value breaks the line, and the last value is a dot coloured by whether it is 1."""
+    if not values:
+        return ""
+    step = (width - 4) / max(len(values) - 1, 1)
+
+    def at(i: int, v: float) -> tuple[float, float]:
+        return (2 + i * step, 2 + (1 - v) * (height - 4))
+
+    parts = [
+        f'<svg class="spark" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="share of checks passed, last {len(values)} runs">'
+    ]
+    segment: list[str] = []
+    for i, v in enumerate([*values, None]):
+        if v is None:
+            if len(segment) > 1:
+                parts.append(
+                    f'<polyline fill="none" stroke="#1f77b4" stroke-width="1.5" points="{" ".join(segment)}"/>'
+                )
+            segment = []
+            continue
+        x, y = at(i, v)
+        segment.append(f"{x:.1f},{y:.1f}")
+    last = values[-1]
+    if last is not None:
+        x, y = at(len(values) - 1, last)
+        colour = "#1b7f3b" if last >= 1.0 else "#b00020"
+        parts.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="2.5" fill="{colour}"/>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
 def grid_svg(charts: Sequence[str], *, columns: int = 3, width: int = 420, height: int = 190) -> str:
     """Several chart SVGs tiled into one ``<svg>`` (for places that take a single image); a row
     is as tall as its tallest chart, so wrapped legends never run into the next row."""

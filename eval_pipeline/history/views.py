@@ -24,6 +24,8 @@ oldest, in its series (lane, split, runtime, case_set), ordered by ``started_at`
 
 from __future__ import annotations
 
+import re
+
 import duckdb
 import fsspec
 import pyarrow as pa
@@ -116,3 +118,14 @@ def _stub(table: str) -> pa.Table:
 def _protocols(fs: fsspec.AbstractFileSystem) -> tuple[str, ...]:
     protocol = fs.protocol
     return (protocol,) if isinstance(protocol, str) else tuple(protocol)
+
+
+def reading_error(exc: BaseException) -> str:
+    """Why history could not be read, in a line: DuckDB wraps a filesystem's error in its
+    traceback and the query text, so the last ``SomethingError: message`` line is the reason."""
+    text = str(exc)
+    causes = re.findall(r"^(\w+(?:Error|Exception): .+)$", text, re.MULTILINE)
+    if causes:
+        return str(causes[-1])
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    return f"{type(exc).__name__}: {first}"

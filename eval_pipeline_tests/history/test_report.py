@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
+from urllib.parse import unquote
 
 import pandas as pd
 import pyarrow.parquet as pq
@@ -194,3 +195,24 @@ def test_report_of_history_stored_before_samples(history: str, tmp_path: Path) -
     html = write(history, tmp_path / "report")
     assert "public · candidate: flipped cases since run-c3" in html
     assert "Flaky within the run" not in html and "samples agree" not in html
+
+
+def test_every_link_of_the_report_opens_one_of_its_pages(history: str, tmp_path: Path) -> None:
+    out = tmp_path / "report"
+    write(history, out)
+    pages = sorted(out.rglob("*.html"))
+    # The index, the latest run of each series (run-c4, run-r2), a page per case they show.
+    assert {p.relative_to(out).as_posix() for p in pages} >= {
+        "index.html",
+        "runs/run-c4/index.html",
+        "runs/run-r2/index.html",
+        *(f"runs/run-c4/cases/{case}.html" for case in FLIPPING_CASES),
+    }
+    for page in pages:
+        html = page.read_text(encoding="utf-8")
+        assert "<script" not in html
+        for href in re.findall(r'href="([^"#]+)', html):
+            target = (page.parent / unquote(href)).resolve()
+            assert target.is_file() and out.resolve() in target.parents, (page, href)
+    case = (out / "runs/run-c4/cases/fluency_truth_001.html").read_text(encoding="utf-8")
+    assert "What is truth?" in case and "The answer lists internal dotted paths instead of prose" in case

@@ -27,6 +27,7 @@ from eval_pipeline_tests.history.conftest import (
     record_run,
 )
 
+from ..history.viewer_server import get, serving
 from . import servers
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("s3")]  # one moto server for the module
@@ -117,6 +118,38 @@ def test_report_on_s3_is_the_local_report(roots: tuple[str, str], tmp_path: Path
         return re.sub(r"Generated \S+ \S+ UTC", "Generated <time>", html.replace(root, "<root>"))
 
     assert comparable(s3_html, remote) == comparable(local_html, local)
+    # Its run and case pages too, file for file.
+    local_pages = sorted(
+        p.relative_to(tmp_path / "local-report") for p in (tmp_path / "local-report").rglob("*.html")
+    )
+    s3_pages = sorted(p.relative_to(tmp_path / "s3-report") for p in (tmp_path / "s3-report").rglob("*.html"))
+    assert s3_pages == local_pages and len(local_pages) > 10
+    for page in local_pages:
+        assert comparable((tmp_path / "s3-report" / page).read_text(encoding="utf-8"), remote) == comparable(
+            (tmp_path / "local-report" / page).read_text(encoding="utf-8"), local
+        ), page
+
+
+def test_the_viewer_on_s3_shows_what_it_shows_on_a_folder(roots: tuple[str, str]) -> None:
+    paths = (
+        "/",
+        f"/lanes/{LANE}",
+        f"/lanes/{LANE}/grid?split=public&filter=disagree",
+        "/runs/run-c4",
+        "/runs/run-c4/cases/fluency_truth_001",
+        "/compare?a=run-r2&b=run-c4",
+        "/runs/run-killed",  # not committed: not there, on either side
+    )
+    answers = {}
+    for root in roots:
+        with serving(root) as url:
+            answers[root] = [
+                (status, re.sub(r"Generated \S+ \S+ UTC", "", html.replace(root, "<root>")))
+                for status, html in (get(url + path) for path in paths)
+            ]
+    local, remote = roots
+    assert answers[remote] == answers[local]
+    assert [status for status, _ in answers[remote]] == [200] * 6 + [404]
 
 
 def test_compaction_on_s3_keeps_every_answer(roots: tuple[str, str]) -> None:

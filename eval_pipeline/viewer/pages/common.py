@@ -1,0 +1,52 @@
+"""What every page's data shares: the not-found error, verdict words, paging, cell values."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import duckdb
+
+from eval_pipeline.history.runs import RunRef, find_runs, is_missing
+
+_WORST = ("void", "fail", "warn", "pass", "n/a")  # the worst word wins a run's verdict
+
+
+class NotFound(LookupError):
+    """What a page names is not in history; the message says what."""
+
+
+def lane_runs(con: duckdb.DuckDBPyConnection, run_id: str) -> list[RunRef]:
+    """Every lane run under ``run_id`` or a unique prefix of it; :class:`NotFound` otherwise."""
+    try:
+        return find_runs(con, run_id)
+    except KeyError as exc:
+        raise NotFound(str(exc.args[0]) if exc.args else f"no run {run_id!r} in history") from None
+
+
+def worst(verdicts: list[str]) -> str:
+    """The verdict of several: the first of void, fail, warn, pass present; n/a when none is."""
+    present = set(verdicts)
+    return next((w for w in _WORST if w in present), "n/a")
+
+
+def words(value: object) -> list[str]:
+    if value is None or (not isinstance(value, (list, tuple)) and is_missing(value)):
+        return []
+    return [str(v) for v in value if v is not None]  # type: ignore[attr-defined]
+
+
+def page_count(rows: int, per_page: int) -> int:
+    """Pages of ``per_page`` rows that ``rows`` fill (at least one)."""
+    return max(1, -(-rows // per_page))
+
+
+def float_or_none(value: object) -> float | None:
+    return None if is_missing(value) else float(value)  # type: ignore[arg-type]
+
+
+def text_or_none(value: object) -> str | None:
+    return None if is_missing(value) else str(value)
+
+
+def day_text(value: date | None) -> str:
+    return "?" if value is None else value.isoformat()

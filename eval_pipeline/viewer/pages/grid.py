@@ -1,0 +1,187 @@
+"""A lane's grid: cases × runtime targets, filtered and searched in the query."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import duckdb
+
+from eval_pipeline.failures import BLOCKING_SEVERITIES
+from eval_pipeline.history.runs import RunRef, latest_runs, ref_from_row
+from eval_pipeline.viewer.pages.common import (
+    NotFound,
+    page_count,
+)
+
+GRID_PAGE_ROWS = 50  # cases a grid page shows
+GridFilter = Literal["", "failing", "disagree"]
+GRID_FILTERS: dict[str, str] = {
+    "": "every case",
+    "failing": "failing anywhere",
+    "disagree": "runtimes disagree",
+}
+
+
+@dataclass(frozen=True)
+class GridCell:
+    verdict: str
+    surface: str | None
+
+
+@dataclass(frozen=True)
+class GridPage:
+    lane: str
+    split: str
+    splits: list[str]
+    runs: list[RunRef]  # one column per runtime target: the latest run of its series
+    rows: list[tuple[str, list[GridCell | None]]]  # case id, a cell per run (None: not in that run)
+    filter: str
+    query: str
+    matching: int  # cases that pass the filter and search, all pages
+    page: int
+    pages: int
+
+
+# A case's verdict in one run, from its sample-0 case predicates, as SQL over (passed, severity).
+_CASE_VERDICT_SQL = f"""
+    CASE WHEN bool_or(passed = false AND severity IN ({", ".join(f"'{s}'" for s in BLOCKING_SEVERITIES)})) THEN 'fail'
+         WHEN bool_or(passed = false) THEN 'warn'
+         WHEN bool_or(passed) THEN 'pass' ELSE 'n/a' END
+"""
+
+
+def grid_page(
+    con: duckdb.DuckDBPyConnection,
+    lane: str,
+    split: str | None = None,
+    *,
+    filter: str = "",
+    query: str = "",
+    page: int = 1,
+) -> GridPage:
+    """Cases × runtime targets of one lane split: the latest run of each runtime's series of the
+    split's own cases. ``filter`` ``failing`` keeps cases that fail or warn in any run,
+    ``disagree`` those with a case predicate whose verdict differs between the runs; ``query``
+    keeps cases whose id, a prompt or a surface contains it (case-insensitive). All of it in
+    one query, which returns page ``page`` only; then the surfaces of the cells shown."""
+    if filter not in GRID_FILTERS:
+        raise ValueError(f"filter {filter!r} is not one of {', '.join(repr(f) for f in GRID_FILTERS)}")
+    latest = latest_runs(con, lane=lane, last=1)
+    if latest.empty:
+        raise NotFound(f"no lane {lane!r} in history")
+    own = latest[latest["case_set"] == latest["split"]]
+    splits = sorted(set(own["split"]))
+    split = split or (splits[0] if splits else "")
+    if split not in splits:
+        raise NotFound(
+            f"lane {lane!r} has no runs of split {split!r} on its own cases; splits: {', '.join(splits) or 'none'}"
+        )
+    runs = [ref_from_row(row) for _, row in own[own["split"] == split].sort_values("runtime").iterrows()]
+    rows, matching = _grid_rows(con, runs, filter, query.strip(), page)
+    cells = _grid_cells(con, runs, [case for case, _ in rows])
+    table: list[tuple[str, list[GridCell | None]]] = []
+    for case_id, verdicts in rows:
+        line: list[GridCell | None] = [None] * len(runs)
+        for col, word in verdicts.items():
+            line[col] = GridCell(word, cells.get((case_id, col)))
+        table.append((case_id, line))
+    return GridPage(
+        lane,
+        split,
+        splits,
+        runs,
+        table,
+        filter,
+        query.strip(),
+        matching,
+        page,
+        page_count(matching, GRID_PAGE_ROWS),
+    )
+
+
+def _runs_sql(runs: list[RunRef]) -> tuple[str, str, dict[str, str]]:
+    """The grid's runs as SQL: a filter on their run ids (constants, so DuckDB skips every
+    other run's files by their statistics), each row's column, and the parameters of both."""
+    params = {f"run{i}": ref.run_id for i, ref in enumerate(runs)} | {
+        f"runtime{i}": ref.runtime for i, ref in enumerate(runs)
+    }
+    where = "(" + " OR ".join(f"(run_id = $run{i} AND runtime = $runtime{i})" for i in range(len(runs))) + ")"
+    column = "CASE " + " ".join(
+        f"WHEN run_id = $run{i} AND runtime = $runtime{i} THEN {i}" for i in range(len(runs))
+    )
+    return where, column + " END", params
+
+
+def _grid_rows(
+    con: duckdb.DuckDBPyConnection, runs: list[RunRef], filter: str, query: str, page: int
+) -> tuple[list[tuple[str, dict[int, str]]], int]:
+    lane, split = runs[0].lane, runs[0].split
+    runs_where, column, params = _runs_sql(runs)
+    conditions = {
+        "": "true",
+        "failing": "list_has_any(list(verdict), ['fail', 'warn'])",
+        "disagree": "any_value(disagrees)",
+    }
+    search = (
+        f"""AND (contains(lower(case_id), lower($query)) OR case_id IN (
+               SELECT DISTINCT case_id FROM transcripts
+               WHERE {runs_where} AND lane = $lane AND split = $split AND case_set = $split
+                 AND (contains(lower(prompt), lower($query)) OR contains(lower(surface), lower($query)))))"""
+        if query
+        else ""
+    )
+    result = con.execute(
+        f"""
+        WITH cp AS (
+            SELECT case_id, predicate, passed, severity, {column} AS col FROM case_predicates
+            WHERE {runs_where} AND lane = $lane AND split = $split AND case_set = $split
+              AND coalesce(sample_index, 0) = 0
+        ),
+        by_predicate AS (
+            SELECT case_id,
+                   bool_or(min(coalesce(passed::INT, 2)) <> max(coalesce(passed::INT, 2)) OR count(*) < $runs)
+                       OVER (PARTITION BY case_id) AS disagrees
+            FROM cp GROUP BY case_id, predicate
+            QUALIFY row_number() OVER (PARTITION BY case_id) = 1
+        ),
+        by_run AS (SELECT case_id, col, {_CASE_VERDICT_SQL} AS verdict FROM cp GROUP BY case_id, col),
+        by_case AS (
+            SELECT case_id, list(verdict ORDER BY col) AS verdicts, list(col ORDER BY col) AS cols
+            FROM by_run JOIN by_predicate USING (case_id)
+            WHERE true {search}
+            GROUP BY case_id
+            HAVING {conditions[filter]}
+        )
+        SELECT case_id, verdicts, cols, count(*) OVER () AS matching FROM by_case
+        ORDER BY case_id LIMIT $limit OFFSET $offset
+        """,
+        {
+            **params,
+            "lane": lane,
+            "split": split,
+            "runs": len(runs),
+            "limit": GRID_PAGE_ROWS,
+            "offset": (max(page, 1) - 1) * GRID_PAGE_ROWS,
+            **({"query": query} if query else {}),
+        },
+    ).fetchall()
+    matching = int(result[0][3]) if result else 0
+    return [
+        (str(case), dict(zip(cols, verdicts, strict=True))) for case, verdicts, cols, _ in result
+    ], matching
+
+
+def _grid_cells(
+    con: duckdb.DuckDBPyConnection, runs: list[RunRef], case_ids: list[str]
+) -> dict[tuple[str, int], str]:
+    if not case_ids:
+        return {}
+    runs_where, column, params = _runs_sql(runs)
+    rows = con.execute(
+        f"SELECT case_id, {column} AS col, arg_max(surface, turn_index) FROM transcripts "
+        f"WHERE {runs_where} AND lane = $lane AND split = $split AND case_set = $split "
+        "AND coalesce(sample_index, 0) = 0 AND case_id IN (SELECT unnest($cases)) GROUP BY case_id, col",
+        {**params, "lane": runs[0].lane, "split": runs[0].split, "cases": case_ids},
+    ).fetchall()
+    return {(str(case), int(col)): "" if surface is None else str(surface) for case, col, surface in rows}

@@ -1,0 +1,99 @@
+"""A lane's overview (the report's section for it): its series' latest runs side by side, their
+checks, failing and flaky cases, the trend charts, what flipped."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import duckdb
+
+from eval_pipeline.history.diff import RunDiff, latest_diff
+from eval_pipeline.history.report import lane_charts
+from eval_pipeline.history.runs import RunRef, latest_runs, ref_from_row
+from eval_pipeline.viewer.pages.common import (
+    NotFound,
+)
+from eval_pipeline.viewer.pages.runs import (
+    Check,
+    FailingRow,
+    Flaky,
+    checks_of,
+    failing_of,
+    flaky_of,
+    run_size,
+)
+
+REPORT_ROWS = 200  # failing cases (and flaky ones) a lane overview lists per series
+
+
+@dataclass(frozen=True)
+class SideBySide:
+    """Metric rows × the lane's series (their latest runs): (value, verdict word) or None."""
+
+    runs: list[RunRef]
+    rows: list[tuple[str, list[tuple[float | None, str] | None]]]
+
+
+@dataclass(frozen=True)
+class LatestRun:
+    """A series' latest run on a lane overview: its checks, failing cases, cases flaky within it
+    (``samples`` > 1 only), and what flipped since the run before (None: it is the only run)."""
+
+    ref: RunRef
+    checks: list[Check]
+    failing: list[FailingRow]
+    failing_results: int
+    failing_cases: int
+    samples: int
+    flaky: Flaky
+    diff: RunDiff | None
+
+
+@dataclass(frozen=True)
+class LaneReport:
+    lane: str
+    side_by_side: SideBySide
+    latest: list[LatestRun]
+    charts: list[str]
+    grid_splits: list[str]  # the splits whose own cases ran: each has a grid
+
+
+def lane_reports(con: duckdb.DuckDBPyConnection, lane: str | None = None) -> list[LaneReport]:
+    """Per lane (or only ``lane``), the latest run of each series side by side, each one's checks,
+    failing cases and flaky cases, the trend charts (a line per series), what flipped."""
+    lanes = [str(row[0]) for row in con.execute("SELECT DISTINCT lane FROM runs ORDER BY lane").fetchall()]
+    if lane is not None:
+        if lane not in lanes:
+            raise NotFound(f"no lane {lane!r} in history; lanes with runs: {', '.join(lanes) or 'none'}")
+        lanes = [lane]
+    reports = []
+    for name in lanes:
+        refs = [ref_from_row(row) for _, row in latest_runs(con, lane=name, last=1).iterrows()]
+        latest = []
+        for ref in refs:
+            _, samples = run_size(con, ref)
+            failing = failing_of(con, ref, samples=samples, limit=REPORT_ROWS)
+            latest.append(
+                LatestRun(
+                    ref,
+                    [c for c in checks_of(con, ref) if c.threshold is not None],
+                    failing.rows,
+                    failing.results,
+                    failing.cases,
+                    samples,
+                    flaky_of(con, ref, samples=samples, limit=REPORT_ROWS),
+                    latest_diff(con, ref.series()),
+                )
+            )
+        own = sorted({ref.split for ref in refs if ref.case_set == ref.split})
+        reports.append(LaneReport(name, _side_by_side(con, refs), latest, lane_charts(con, name), own))
+    return reports
+
+
+def _side_by_side(con: duckdb.DuckDBPyConnection, runs: list[RunRef]) -> SideBySide:
+    values: dict[tuple[int, str], tuple[float | None, str]] = {}
+    for index, ref in enumerate(runs):
+        for check in checks_of(con, ref):
+            values[(index, check.metric)] = (check.value, check.verdict)
+    metrics = sorted({metric for _, metric in values})
+    return SideBySide(runs, [(m, [values.get((i, m)) for i in range(len(runs))]) for m in metrics])

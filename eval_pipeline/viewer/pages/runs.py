@@ -1,0 +1,265 @@
+"""A run's page: per lane run, its checks, a page of its failing cases, its faults."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import duckdb
+
+from eval_pipeline.failures import BLOCKING_SEVERITIES, REPORT_SEVERITIES
+from eval_pipeline.history.runs import RUN_MATCH, RunRef
+from eval_pipeline.samples import SAMPLE_INDEX, flaky_within_run
+from eval_pipeline.scoring import verdict_word
+from eval_pipeline.viewer.pages.common import (
+    float_or_none,
+    lane_runs,
+    page_count,
+    worst,
+)
+
+RUN_PAGE_ROWS = 50  # failing cases a run page shows
+FAULTS_SHOWN = 20
+
+
+@dataclass(frozen=True)
+class Check:
+    metric: str
+    value: float | None
+    numerator: float | None
+    denominator: float | None
+    threshold_op: str | None
+    threshold: float | None
+    severity: str | None
+    verdict: str
+
+
+@dataclass(frozen=True)
+class FailingRow:
+    case_id: str
+    predicate: str
+    severity: str
+    code: str
+    reason: str
+    surface: str | None  # the case's last surface (sample 0); None: transcripts not kept
+
+
+@dataclass(frozen=True)
+class Fault:
+    turns: int
+    fault: str
+
+
+@dataclass(frozen=True)
+class LaneRunPage:
+    """One lane run under a run id: its checks, a page of failing cases, its faults."""
+
+    ref: RunRef
+    verdict: str
+    checks: list[Check]
+    failing: list[FailingRow]
+    failing_results: int  # all of them, not only this page's
+    failing_cases: int
+    flaky: Flaky
+    faults: list[Fault]
+    cases: int
+    turns: int
+    samples: int
+    transcripts_kept: bool
+
+
+@dataclass(frozen=True)
+class RunPage:
+    run_id: str
+    lanes: list[LaneRunPage]
+    page: int
+    pages: int  # of failing cases, over the lane run with the most
+
+
+def run_page(con: duckdb.DuckDBPyConnection, run_id: str, page: int = 1) -> RunPage:
+    """Every lane run under ``run_id`` (or a unique prefix): checks, page ``page`` of its failing
+    cases (hard first; a case predicate failing in several samples once, from its first failing
+    sample), the surfaces of the cases shown only, and its fault messages with their counts."""
+    refs = lane_runs(con, run_id)
+    lanes = [_lane_run(con, ref, page) for ref in refs]
+    pages = max((page_count(lane.failing_results, RUN_PAGE_ROWS) for lane in lanes), default=1)
+    return RunPage(refs[0].run_id, lanes, page, pages)
+
+
+def checks_of(con: duckdb.DuckDBPyConnection, ref: RunRef) -> list[Check]:
+    """The run's metrics, checked ones first (missed ones first among them), then by name."""
+    rows = con.execute(
+        "SELECT metric, value, numerator, denominator, threshold_op, threshold, severity, passed, verdict "
+        f"FROM metrics WHERE {RUN_MATCH} ORDER BY threshold IS NULL, passed NULLS FIRST, severity, metric",
+        ref.params(),
+    ).fetchall()
+    return [
+        Check(
+            str(metric),
+            float_or_none(value),
+            float_or_none(numerator),
+            float_or_none(denominator),
+            None if op is None else str(op),
+            float_or_none(threshold),
+            None if severity is None else str(severity),
+            str(verdict) if verdict is not None else verdict_word(passed, severity),
+        )
+        for metric, value, numerator, denominator, op, threshold, severity, passed, verdict in rows
+    ]
+
+
+@dataclass(frozen=True)
+class Failing:
+    """Some of a run's failing case predicates, in :func:`eval_pipeline.failures.failing_cases`
+    order, and how many there are in all."""
+
+    rows: list[FailingRow]
+    results: int
+    cases: int
+
+
+def run_size(con: duckdb.DuckDBPyConnection, ref: RunRef) -> tuple[int, int]:
+    """The run's cases and samples per case."""
+    row = con.execute(
+        f"SELECT count(DISTINCT case_id), coalesce(max(sample_index), 0) + 1 FROM case_predicates "
+        f"WHERE {RUN_MATCH}",
+        ref.params(),
+    ).fetchone()
+    return (int(row[0]), int(row[1])) if row else (0, 1)
+
+
+def failing_of(
+    con: duckdb.DuckDBPyConnection, ref: RunRef, *, samples: int, limit: int, offset: int = 0
+) -> Failing:
+    """Rows ``offset`` to ``offset + limit`` of the run's failing case predicates, as
+    :func:`eval_pipeline.failures.failing_cases` lists them (hard first, then by case and
+    predicate; a case predicate failing in several samples once, from its first failing
+    sample, its reason saying in how many), ordered and cut in the query; then the last
+    surfaces of the cases shown."""
+    counts = con.execute(
+        f"SELECT count(*), count(DISTINCT case_id) FROM (SELECT DISTINCT case_id, predicate "
+        f"FROM case_predicates WHERE {RUN_MATCH} AND passed = false)",
+        ref.params(),
+    ).fetchone()
+    results, cases = (int(counts[0]), int(counts[1])) if counts else (0, 0)
+    rows = con.execute(
+        f"""
+        SELECT case_id, predicate, arg_min(severity, coalesce(sample_index, 0)) AS severity,
+               arg_min(code, coalesce(sample_index, 0)) AS code, arg_min(message, coalesce(sample_index, 0)) AS message,
+               count(*) AS failed_in
+        FROM case_predicates WHERE {RUN_MATCH} AND passed = false
+        GROUP BY case_id, predicate
+        ORDER BY CASE WHEN list_contains(?, arg_min(severity, coalesce(sample_index, 0))) THEN 0
+                      WHEN list_contains(?, arg_min(severity, coalesce(sample_index, 0))) THEN 1 ELSE 2 END,
+                 case_id, predicate
+        LIMIT ? OFFSET ?
+        """,
+        [*ref.params(), list(BLOCKING_SEVERITIES), list(REPORT_SEVERITIES), limit, offset],
+    ).fetchall()
+    surfaces = last_surfaces(con, ref, sorted({str(row[0]) for row in rows}))
+    kept = bool(surfaces) or _has_transcripts(con, ref)
+    return Failing(
+        [
+            FailingRow(
+                str(case_id),
+                str(predicate),
+                str(severity),
+                str(code),
+                (f"In {failed_in} of {samples} samples: " if samples > 1 else "") + str(message),
+                surfaces.get(str(case_id)) if kept else None,
+            )
+            for case_id, predicate, severity, code, message, failed_in in rows
+        ],
+        results,
+        cases,
+    )
+
+
+@dataclass(frozen=True)
+class FlakyRow:
+    case_id: str
+    predicate: str
+    passes: int
+    samples: int
+    flips: int
+    pass_hat_k: float
+
+
+@dataclass(frozen=True)
+class Flaky:
+    """The first case predicates whose samples disagree within the run (most flips first), and
+    how many there are: cases and results. Empty for a run of one sample."""
+
+    rows: list[FlakyRow]
+    cases: int
+    results: int
+
+
+def flaky_of(con: duckdb.DuckDBPyConnection, ref: RunRef, *, samples: int, limit: int) -> Flaky:
+    """:func:`eval_pipeline.samples.flaky_within_run` of the run, its first ``limit`` rows; the
+    verdict columns are read only when the run has several samples."""
+    if samples <= 1:
+        return Flaky([], 0, 0)
+    flaky = flaky_within_run(
+        con.execute(
+            f"SELECT case_id, predicate, passed, {SAMPLE_INDEX} FROM case_predicates WHERE {RUN_MATCH}",
+            ref.params(),
+        ).df()
+    )
+    rows = [
+        FlakyRow(
+            str(r["case_id"]),
+            str(r["predicate"]),
+            int(r["passes"]),
+            int(r["samples"]),
+            int(r["flips"]),
+            float(r["pass_hat_k"]),
+        )
+        for r in flaky.head(limit).to_dict("records")
+    ]
+    return Flaky(rows, int(flaky["case_id"].nunique()) if len(flaky) else 0, len(flaky))
+
+
+def _lane_run(con: duckdb.DuckDBPyConnection, ref: RunRef, page: int) -> LaneRunPage:
+    checks = checks_of(con, ref)
+    cases, samples = run_size(con, ref)
+    failing = failing_of(
+        con, ref, samples=samples, limit=RUN_PAGE_ROWS, offset=(max(page, 1) - 1) * RUN_PAGE_ROWS
+    )
+    turns_row = con.execute(f"SELECT count(*) FROM transcripts WHERE {RUN_MATCH}", ref.params()).fetchone()
+    turns = int(turns_row[0]) if turns_row else 0
+    faults = con.execute(
+        f"SELECT count(*) AS turns, error FROM transcripts WHERE {RUN_MATCH} AND error IS NOT NULL "
+        "GROUP BY error ORDER BY turns DESC, error LIMIT ?",
+        [*ref.params(), FAULTS_SHOWN],
+    ).fetchall()
+    return LaneRunPage(
+        ref,
+        worst([c.verdict for c in checks]),
+        checks,
+        failing.rows,
+        failing.results,
+        failing.cases,
+        flaky_of(con, ref, samples=samples, limit=RUN_PAGE_ROWS),
+        [Fault(int(n), str(error)) for n, error in faults],
+        cases,
+        turns,
+        samples,
+        turns > 0,
+    )
+
+
+def last_surfaces(con: duckdb.DuckDBPyConnection, ref: RunRef, case_ids: list[str]) -> dict[str, str]:
+    """The last surface of sample 0 of each of ``case_ids`` (only those are read)."""
+    if not case_ids:
+        return {}
+    rows = con.execute(
+        f"SELECT case_id, arg_max(surface, turn_index) FROM transcripts WHERE {RUN_MATCH} "
+        "AND coalesce(sample_index, 0) = 0 AND case_id IN (SELECT unnest(?)) GROUP BY case_id",
+        [*ref.params(), case_ids],
+    ).fetchall()
+    return {str(case_id): "" if surface is None else str(surface) for case_id, surface in rows}
+
+
+def _has_transcripts(con: duckdb.DuckDBPyConnection, ref: RunRef) -> bool:
+    row = con.execute(f"SELECT count(*) FROM transcripts WHERE {RUN_MATCH}", ref.params()).fetchone()
+    return bool(row and row[0])

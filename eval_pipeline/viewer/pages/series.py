@@ -1,0 +1,151 @@
+"""The home page (every series) and a series' page."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+import duckdb
+import pandas as pd
+
+from eval_pipeline.history.runs import RunRef, is_missing, ref_from_row
+from eval_pipeline.history.svg import Chart, Point, trend_svg
+from eval_pipeline.history.views import SERIES_SQL
+from eval_pipeline.viewer.pages.common import (
+    NotFound,
+    words,
+    worst,
+)
+
+SPARK_RUNS = 20  # runs a sparkline on the series list spans
+
+
+@dataclass(frozen=True)
+class SeriesKey:
+    lane: str
+    split: str
+    runtime: str
+    case_set: str
+
+    def params(self) -> list[str]:
+        return [self.lane, self.split, self.runtime, self.case_set]
+
+
+@dataclass(frozen=True)
+class SeriesRow:
+    """One series on the home page: its latest run, that run's verdict, its recent runs' shares
+    of checks passed (oldest first; None: a run with no check)."""
+
+    key: SeriesKey
+    latest: RunRef
+    verdict: str
+    runs: int
+    passed_shares: list[float | None]
+
+
+@dataclass(frozen=True)
+class Home:
+    series: list[SeriesRow]
+    lanes: list[tuple[str, list[str]]]  # each lane with runs, and its splits
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One run of a series, as its series page lists it."""
+
+    ref: RunRef
+    started_at: datetime | None
+    verdict: str
+    blocking_failures: int
+    warnings: int
+
+
+@dataclass(frozen=True)
+class SeriesPage:
+    key: SeriesKey
+    charts: list[str]  # one SVG per metric, the threshold drawn
+    runs: list[RunSummary]  # newest first
+
+
+def home(con: duckdb.DuckDBPyConnection) -> Home:
+    """Every series with its latest run, that run's verdict and a sparkline of its recent runs."""
+    recent = con.execute(
+        f"""
+        WITH r AS (SELECT * FROM runs QUALIFY seq > max(seq) OVER (PARTITION BY {SERIES_SQL}) - ?),
+             c AS (SELECT run_id, {SERIES_SQL}, count(*) FILTER (WHERE passed IS NOT NULL) AS checks,
+                          count(*) FILTER (WHERE passed) AS passed, list(DISTINCT verdict) AS verdicts
+                   FROM metrics GROUP BY ALL)
+        SELECT r.*, c.checks, c.passed, c.verdicts,
+               max(r.seq) OVER (PARTITION BY {", ".join(f"r.{c}" for c in SERIES_SQL.split(", "))}) AS total
+        FROM r LEFT JOIN c USING (run_id, {SERIES_SQL})
+        ORDER BY {SERIES_SQL}, seq
+        """,
+        [SPARK_RUNS],
+    ).df()
+    rows: list[SeriesRow] = []
+    for _, runs in recent.groupby(list(SERIES_SQL.split(", ")), sort=True):
+        last = runs.iloc[-1]
+        shares = [
+            None if is_missing(checks) or not checks else float(passed) / float(checks)
+            for checks, passed in zip(runs["checks"], runs["passed"], strict=True)
+        ]
+        ref = ref_from_row(last)
+        rows.append(
+            SeriesRow(
+                SeriesKey(ref.lane, ref.split, ref.runtime, ref.case_set),
+                ref,
+                worst(words(last["verdicts"])),
+                int(last["total"]),
+                shares,
+            )
+        )
+    lanes: dict[str, set[str]] = {}
+    for row in rows:
+        lanes.setdefault(row.key.lane, set()).add(row.key.split)
+    return Home(rows, [(lane, sorted(splits)) for lane, splits in sorted(lanes.items())])
+
+
+def series_page(con: duckdb.DuckDBPyConnection, key: SeriesKey) -> SeriesPage:
+    """One series: a chart per metric over its runs (threshold drawn), and its runs, newest first."""
+    runs = con.execute(
+        "SELECT * FROM runs WHERE lane = ? AND split = ? AND runtime = ? AND case_set = ? ORDER BY seq DESC",
+        key.params(),
+    ).df()
+    if runs.empty:
+        raise NotFound(
+            f"no series lane {key.lane!r}, split {key.split!r}, runtime {key.runtime!r}, "
+            f"case set {key.case_set!r} in history"
+        )
+    verdicts = dict(
+        con.execute(
+            "SELECT run_id, list(DISTINCT verdict) FROM metrics "
+            "WHERE lane = ? AND split = ? AND runtime = ? AND case_set = ? GROUP BY run_id",
+            key.params(),
+        ).fetchall()
+    )
+    points = con.execute(
+        "SELECT metric, coalesce(started_at, date::TIMESTAMPTZ) AS run_at, value, threshold_op, threshold "
+        "FROM metrics WHERE lane = ? AND split = ? AND runtime = ? AND case_set = ? ORDER BY metric, run_at",
+        key.params(),
+    ).df()
+    charts = []
+    for metric, rows in points.groupby("metric", sort=True):
+        line: list[Point] = [
+            (pd.Timestamp(at).to_pydatetime(), None if is_missing(v) else float(v))
+            for at, v in zip(rows["run_at"], rows["value"], strict=True)
+        ]
+        last = rows.iloc[-1]
+        threshold = None if is_missing(last["threshold"]) else float(last["threshold"])
+        label = f"{last['threshold_op']} {threshold:g}" if threshold is not None else ""
+        charts.append(trend_svg(Chart(str(metric), {key.runtime: line}, threshold, label)))
+    summaries = [
+        RunSummary(
+            ref_from_row(row),
+            None if is_missing(row["started_at"]) else pd.Timestamp(row["started_at"]).to_pydatetime(),
+            worst(words(verdicts.get(str(row["run_id"])))),
+            int(row["blocking_failures"]),
+            int(row["warnings"]),
+        )
+        for _, row in runs.iterrows()
+    ]
+    return SeriesPage(key, charts, summaries)

@@ -1,0 +1,138 @@
+"""``eval-pipeline view``'s web application: each route reads its page's data from history
+(:mod:`eval_pipeline.viewer.pages`) and renders it (:mod:`eval_pipeline.viewer.render`).
+
+Each request opens its own connection to the history views, so a page shows the runs committed
+when it was asked for. What history does not hold is a 404 page that says what was not found
+and links back; a malformed query parameter is a 400 page that says which; a history that
+cannot be read (the store went away) is a 503 page saying why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import duckdb
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse
+from starlette.routing import Route
+
+from eval_pipeline.history.views import connect, reading_error
+from eval_pipeline.viewer import pages
+from eval_pipeline.viewer.links import SERVED
+from eval_pipeline.viewer.render import render
+
+Page = Callable[[duckdb.DuckDBPyConnection, Request], str]
+
+
+def make_app(root: str) -> Starlette:
+    """The viewer over the history at ``root`` (a folder or any fsspec URL)."""
+
+    def route(path: str, page: Page) -> Route:
+        def endpoint(request: Request) -> HTMLResponse:
+            try:
+                with connect(root) as con:
+                    return HTMLResponse(page(con, request))
+            except pages.NotFound as exc:
+                return _problem(404, "Not found", str(exc))
+            except ValueError as exc:
+                return _problem(400, "Bad request", str(exc))
+            except (duckdb.Error, OSError) as exc:  # the store went away or denies a read
+                return _problem(
+                    503, "History unreadable", f"cannot read history {root!r}: {reading_error(exc)}"
+                )
+
+        return Route(path, endpoint)
+
+    def home(con: duckdb.DuckDBPyConnection, request: Request) -> str:
+        return render(
+            "index.html",
+            SERVED,
+            title="eval-pipeline view",
+            home=pages.home(con),
+            root=root,
+            spark_runs=pages.SPARK_RUNS,
+        )
+
+    def lane(con: duckdb.DuckDBPyConnection, request: Request) -> str:
+        name = request.path_params["lane"]
+        reports = pages.lane_reports(con, name)
+        return render("lanes.html", SERVED, title=f"{name} · eval-pipeline", lanes=reports, root=root)
+
+    def series(con: duckdb.DuckDBPyConnection, request: Request) -> str:
+        key = pages.SeriesKey(
+            *(_required(request, name) for name in ("lane", "split", "runtime", "case_set"))
+        )
+        page = pages.series_page(con, key)
+        return render("series.html", SERVED, title=f"{key.lane} · {key.split} · {key.runtime}", page=page)
+
+    def run(con: duckdb.DuckDBPyConnection, request: Request) -> str:
+        page = pages.run_page(con, request.path_params["run_id"], _page_number(request))
+        return render("run.html", SERVED, title=f"run {page.run_id}", page=page, path=request.url.path)
+
+    def case(con: duckdb.DuckDBPyConnection, request: Request) -> str:
+        run_id, case_id = request.path_params["run_id"], request.path_params["case_id"]
+        cases = pages.case_pages(con, run_id, case_id)
+        return render(
+            "case.html",
+            SERVED,
+            title=f"{case_id} · run {run_id}",
+            cases=cases,
+            case_id=case_id,
+            run_id=cases[0].ref.run_id,
+        )
+
+    def grid(con: duckdb.DuckDBPyConnection, request: Request) -> str:
+        page = pages.grid_page(
+            con,
+            request.path_params["lane"],
+            request.query_params.get("split") or None,
+            filter=request.query_params.get("filter", ""),
+            query=request.query_params.get("q", ""),
+            page=_page_number(request),
+        )
+        return render(
+            "grid.html", SERVED, title=f"{page.lane} · {page.split} grid", page=page, path=request.url.path
+        )
+
+    def compare(con: duckdb.DuckDBPyConnection, request: Request) -> str:
+        page = pages.compare_page(con, _required(request, "a"), _required(request, "b"))
+        return render("compare.html", SERVED, title=f"{page.run_a} against {page.run_b}", page=page)
+
+    return Starlette(
+        routes=[
+            route("/", home),
+            route("/lanes/{lane}", lane),
+            route("/lanes/{lane}/grid", grid),
+            route("/series", series),
+            route("/runs/{run_id}", run),
+            route("/runs/{run_id}/cases/{case_id:path}", case),
+            route("/compare", compare),
+        ],
+        exception_handlers={404: _no_such_page},
+    )
+
+
+def _problem(status: int, title: str, message: str) -> HTMLResponse:
+    html = render("not_found.html", SERVED, title=title, message=message, back=SERVED.home())
+    return HTMLResponse(html, status_code=status)
+
+
+async def _no_such_page(request: Request, exc: Exception) -> HTMLResponse:
+    return _problem(
+        404, "Not found", f"no page {request.url.path!r}: the viewer's pages are listed on the home page"
+    )
+
+
+def _required(request: Request, name: str) -> str:
+    value = request.query_params.get(name, "").strip()
+    if not value:
+        raise ValueError(f"the query parameter {name!r} is required")
+    return value
+
+
+def _page_number(request: Request) -> int:
+    text = request.query_params.get("page", "1")
+    if not text.isdigit() or int(text) < 1:
+        raise ValueError(f"page must be a whole number from 1, got {text!r}")
+    return int(text)
