@@ -67,6 +67,7 @@ from eval_pipeline.tables import (
     TURN_PREDICATES,
     frame,
 )
+from eval_pipeline.viewer.links import run_page_url
 
 STAGES = ("cases", "transcripts", "turn_predicates", "case_predicates", "metrics", "history")
 DATE_TAG = "eval_pipeline/date"  # the night a run belongs to (YYYY-MM-DD); default: the day it started
@@ -75,6 +76,12 @@ MAX_FAILING_ROWS = 50
 PROGRESS_EVERY_SECONDS = 10.0
 # Nightly at 02:00 plus a night's slack: a lane whose metrics are older has missed a night.
 METRICS_FRESHNESS = dg.FreshnessPolicy.time_window(fail_window=timedelta(hours=26))
+
+
+def viewer_link(run_id: str) -> dict[str, dg.MetadataValue]:
+    """``viewer``: the run's page in ``eval-pipeline view``, when ``EVAL_PIPELINE_VIEWER_URL`` says where."""
+    url = run_page_url(run_id)
+    return {} if url is None else {"viewer": dg.MetadataValue.url(url)}
 
 
 def run_verdict(metrics: pd.DataFrame) -> str:
@@ -351,6 +358,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
                 "runtime": run_columns["runtime"],
                 "measurement": "void" if measured.void else "measured",
                 "dagster/row_count": len(table),
+                **viewer_link(run_columns["run_id"]),
             },
         )
         # What the checks show: the failing rows and the faulted turns, never the whole tables.
@@ -366,6 +374,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
             samples=samples_in(case_predicates),
             flaky=flaky_in(case_predicates),
             series=series,
+            links=viewer_link(run_columns["run_id"]),
         )
 
     @dg.asset(

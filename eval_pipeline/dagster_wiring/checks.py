@@ -9,7 +9,7 @@ says ``fail``); only a run that broke fails."""
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
 import dagster as dg
@@ -187,6 +187,7 @@ def threshold_check_results(
     samples: int,
     flaky: pd.DataFrame,
     series: str,
+    links: Mapping[str, dg.MetadataValue] | None = None,
 ) -> list[dg.AssetCheckResult]:
     """The asset check results of one run, rendered from its threshold verdicts: the verdict
     word, rounded values and, for a check with failing cases, a markdown table of them (case,
@@ -194,7 +195,8 @@ def threshold_check_results(
     least), ``faults`` its faulted transcript rows, ``flaky`` its case predicates whose
     ``samples`` disagree (:func:`eval_pipeline.samples.flaky_within_run`). ``series`` is the
     partition key: the one number a check plots (its observed value) is labelled with it, so a
-    check's plot of one series never zigzags through another's values; counts are text."""
+    check's plot of one series never zigzags through another's values; counts are text.
+    ``links`` (the run's page in the viewer) go on every check that did not pass."""
     results: list[dg.AssetCheckResult] = []
     for verdict in verdicts:
         m, t = verdict.metric, verdict.threshold
@@ -244,6 +246,8 @@ def threshold_check_results(
         if not verdict.passed and not verdict.void:
             sentences.insert(0, failed_sentence(verdict))
         description = " ".join(sentences)
+        if not verdict.passed:
+            metadata.update(links or {})
         results.append(
             dg.AssetCheckResult(
                 check_name=t.metric,

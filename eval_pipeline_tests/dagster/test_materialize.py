@@ -173,3 +173,19 @@ def test_monthly_compaction_job_keeps_every_run_queryable() -> None:
         connect(history_root()).execute("select run_id, metric, value from metrics order by all").fetchall()
     )
     assert after == before and {r[0] for r in after} == {o.run_id for o in old}
+
+
+def test_with_a_viewer_url_the_materialization_and_each_failed_check_link_to_the_run_page(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("EVAL_PIPELINE_VIEWER_URL", "http://127.0.0.1:8765/")
+    outcome = run("reference-no-gloss")
+    page = f"http://127.0.0.1:8765/runs/{outcome.run_id}"
+    event = ensure_instance().get_latest_materialization_event(
+        dg.AssetKey(["deterministic_fluency", "metrics"])
+    )
+    assert event is not None and event.asset_materialization is not None
+    assert event.asset_materialization.metadata["viewer"] == dg.MetadataValue.url(page)
+    failed = [c for c in outcome.checks if not c.passed]
+    assert failed and all(c.metadata.get("viewer") == page for c in failed)
+    assert all("viewer" not in c.metadata for c in outcome.checks if c.passed and c.name != "measurement")
