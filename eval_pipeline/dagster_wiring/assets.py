@@ -39,6 +39,7 @@ from eval_pipeline.dagster_wiring.runtime_targets import runtime_pool_slot, tran
 from eval_pipeline.drive import samples_to_drive
 from eval_pipeline.failures import FirstFailing, first_failing
 from eval_pipeline.history import append_run, commit_run, find_regressions, lane_chart_markdown
+from eval_pipeline.lanes.registry import lane_kind
 from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.memo import content_sha256
 from eval_pipeline.pipeline import (
@@ -349,6 +350,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
             measured,
             samples=samples_in(case_predicates),
             flaky=flaky_in(case_predicates),
+            metric_rows=lane_kind(spec).metric_rows,
         )
 
     @dg.asset(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import dagster as dg
 import pandas as pd
@@ -10,6 +10,7 @@ import pandas as pd
 from eval_pipeline.dagster_wiring.markdown import markdown_table
 from eval_pipeline.failures import failing_rows_for_metric, fault_counts
 from eval_pipeline.history.regression import MetricFinding, findings_frame
+from eval_pipeline.lanes.metric_rows import MetricRows
 from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.scoring import Measurement, ThresholdVerdict
 
@@ -133,12 +134,14 @@ def threshold_check_results(
     *,
     samples: int,
     flaky: pd.DataFrame,
+    metric_rows: Mapping[str, MetricRows],
 ) -> list[dg.AssetCheckResult]:
     """The asset check results of one run, rendered from its threshold verdicts: the verdict
     word, rounded values and, for a check with failing cases, a markdown table of them (case,
     predicate, code, reason). ``failing`` holds the run's failing case predicate rows (at
     least), ``faults`` its faulted transcript rows, ``flaky`` its case predicates whose
-    ``samples`` disagree (:func:`eval_pipeline.samples.flaky_within_run`)."""
+    ``samples`` disagree (:func:`eval_pipeline.samples.flaky_within_run`), ``metric_rows`` the
+    lane's rates' predicate rows (what a failing-case table lists)."""
     results: list[dg.AssetCheckResult] = []
     for verdict in verdicts:
         m, t = verdict.metric, verdict.threshold
@@ -154,7 +157,7 @@ def threshold_check_results(
             metadata["denominator"] = dg.MetadataValue.float(m.denominator)
         if m.failing_case_ids:
             shown = m.failing_case_ids[:MAX_CASES_SHOWN]
-            rows = failing_rows_for_metric(m.metric, shown, failing, faults, samples=samples)
+            rows = failing_rows_for_metric(metric_rows.get(m.metric), shown, failing, faults, samples=samples)
             metadata["failing_case_table"] = dg.MetadataValue.md(
                 markdown_table(
                     rows.to_dict("records"),
