@@ -137,3 +137,27 @@ def test_compare_default_split(targets: str, lane_runs: dict[bool, LaneRun]) -> 
     assert (doc["a"]["run_id"], doc["b"]["run_id"]) == ("run-gp", "run-np")  # type: ignore[index]
     code, output = invoke("--runtime", GLOSS, "--runtime", NO_GLOSS, "--split", "holdout")
     assert code == 2 and f"'{GLOSS}' has private, public, '{NO_GLOSS}' has private, public" in output
+
+
+def test_a_five_sample_run_against_a_one_sample_run_lists_each_flip_once(history_root: Path) -> None:
+    """Today's defect: 135 rows (each case × predicate five times, no sample index). Each flipped
+    case predicate is listed once, with both runs' pass counts, and the rates are clustered."""
+    from eval_pipeline.lanes import find_lane
+    from eval_pipeline.pipeline import evaluate_lane
+    from eval_pipeline.runtimes import build_runtime
+
+    root = str(history_root)
+    spec = find_lane(LANE)
+    record_run(root, evaluate_lane(spec, SPLIT, build_runtime("reference"), repeat=5), RUNS[0])
+    record_run(root, evaluate_lane(spec, SPLIT, build_runtime("reference:no-gloss")), RUNS[1])
+    doc = compare_json()
+    flips = doc["flips"]
+    assert isinstance(flips, list) and len(flips) == len(FLIPPING_CASES) * len(FLIPPING_PREDICATES)
+    assert {(f["passes_a"], f["samples_a"], f["passes_b"], f["samples_b"]) for f in flips} == {(5, 5, 0, 1)}
+    dotted = next(m for m in doc["metrics"] if m["metric"] == "no_dotted_inventory_rate")  # type: ignore[union-attr]
+    assert dotted["method"] == "clustered bootstrap" and dotted["p_value"] is None
+    assert dotted["verdict"] == "B worse" and dotted["ci_high"] < 0
+    code, output = invoke("--runtime", GLOSS, "--runtime", NO_GLOSS)
+    assert code == 0 and re.search(
+        r"fluency_truth_001\s+no_dotted_inventory\s+pass→fail\s+ok 5/5\s+dotted_inventory 0/1", output
+    )
