@@ -387,7 +387,11 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
             runtime=series["runtime"],
             case_set=series["case_set"],
             metrics=metrics,
-            case_predicates=case_predicates.read(["case_id", "predicate", "passed"], where=failed()),
+            case_predicates=case_predicates.read(
+                ["case_id", "predicate", "passed", "severity", "sample_index"]
+            ),
+            metric_rows=lane_kind(spec).metric_rows,
+            alpha=spec.regression_alpha,
             run_id=run_id,
         )
         stored: dict[str, pd.DataFrame | StageFile] = {"metrics": metrics, "case_predicates": case_predicates}

@@ -30,8 +30,9 @@ def regression_check_spec(history_key: dg.AssetKey) -> dg.AssetCheckSpec:
     return dg.AssetCheckSpec(
         name=REGRESSION_CHECK,
         asset=history_key,
-        description="No rate fell below the previous run of this series (lane, split, runtime, case set) "
-        "by more than its noise (95% Wilson interval on the previous run's counts).",
+        description="No rate is significantly worse than in the previous run of this series (lane, split, "
+        "runtime, case set), paired on the common cases (one-sided exact McNemar at the lane's "
+        "regression_alpha), and no case went the bad way on a rate pinned at == 1 or == 0.",
     )
 
 
@@ -199,7 +200,7 @@ def threshold_check_results(
 def regression_check_result(findings: Sequence[MetricFinding]) -> dg.AssetCheckResult:
     regressed = [f for f in findings if f.regressed]
     shown = findings_frame(list(regressed or findings)).to_dict("records")
-    columns = ("metric", "value", "previous_value", "delta", "allowed_noise", "note")
+    columns = ("metric", "value", "previous_value", "worse", "better", "p_value", "note")
     flipped = sorted({case for f in regressed for case in f.flipped_case_ids})
     compared = next((f.previous_run_id for f in findings if f.previous_run_id), None)
     return dg.AssetCheckResult(

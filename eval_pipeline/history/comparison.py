@@ -115,7 +115,7 @@ def compare_runs(
     note = overlap.note(a, b)
     flips = flip_rows(con, a, b, sides, common_cases_only=not same_cases(a, b), surfaces=surfaces)
     stored = metric_sides(con, a, b)
-    common = sides[sides["in_a"].astype(bool) & sides["in_b"].astype(bool)]
+    common = common_cases(sides)
     tested = [
         _tested(row, metric_rows.get(str(row["metric"])), common, resamples, seed)
         for _, row in stored.iterrows()
@@ -128,13 +128,33 @@ def compare_runs(
     return RunComparison(a, b, metrics, flips, note, overlap, alpha, resamples, seed)
 
 
-def per_case_counts(
-    common: pd.DataFrame, rows: MetricRows
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+@dataclass(frozen=True)
+class CaseCounts:
+    """Per common case (``case_ids``), what each side's rate counts out of its applicable verdicts."""
+
+    case_ids: np.ndarray
+    counted_a: np.ndarray
+    applicable_a: np.ndarray
+    counted_b: np.ndarray
+    applicable_b: np.ndarray
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        return self.counted_a, self.applicable_a, self.counted_b, self.applicable_b
+
+    def went_worse(self, higher_is_better: bool) -> list[str]:
+        """The cases whose own rate moved the bad way (both sides applicable), sorted."""
+        both = (self.applicable_a > 0) & (self.applicable_b > 0)
+        a = self.counted_a * np.maximum(self.applicable_b, 1)  # rates compared without division
+        b = self.counted_b * np.maximum(self.applicable_a, 1)
+        worse = both & ((b < a) if higher_is_better else (b > a))
+        return sorted(str(c) for c in self.case_ids[worse])
+
+
+def per_case_counts(common: pd.DataFrame, rows: MetricRows) -> CaseCounts:
     """Per common case, what each side's rate counts out of its applicable verdicts."""
     chosen = common[rows.selects(common).to_numpy(dtype=bool)]
-    codes, _ = pd.factorize(chosen["case_id"])
-    n = int(codes.max()) + 1 if len(codes) else 0
+    codes, case_ids = pd.factorize(chosen["case_id"])
+    n = len(case_ids)
     counted: list[np.ndarray] = []
     for side in ("a", "b"):
         samples = chosen[f"samples_{side}"].fillna(0).to_numpy(dtype=np.int64)
@@ -144,7 +164,12 @@ def per_case_counts(
             np.bincount(codes, weights=hits, minlength=n).astype(np.int64),
             np.bincount(codes, weights=samples, minlength=n).astype(np.int64),
         ]
-    return counted[0], counted[1], counted[2], counted[3]
+    return CaseCounts(np.asarray(case_ids, dtype=object), *counted)
+
+
+def common_cases(sides: pd.DataFrame) -> pd.DataFrame:
+    """The rows of :func:`side_by_side` of cases both runs evaluated."""
+    return sides[(sides["in_a"].astype(bool) & sides["in_b"].astype(bool)).to_numpy(dtype=bool)]
 
 
 def _tested(
@@ -155,7 +180,7 @@ def _tested(
         return None, NOT_DECLARED if counted else NOT_A_RATE
     if rows.over == "turns":
         return None, OVER_TURNS
-    figures = paired_figures(*per_case_counts(common, rows), resamples=resamples, seed=seed)
+    figures = paired_figures(*per_case_counts(common, rows).arrays(), resamples=resamples, seed=seed)
     if figures is None:
         return None, NO_COMMON_VERDICT
     if figures.clustered:

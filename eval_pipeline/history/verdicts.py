@@ -51,6 +51,8 @@ FLIP_COLUMNS = [
     "case_id",
     "predicate",
     "change",
+    "passed_a",
+    "passed_b",
     "code_a",
     "code_b",
     "passes_a",

@@ -64,6 +64,7 @@ def rows_of_declared(metrics: Mapping[str, MetricSpec]) -> dict[str, MetricRows]
 def higher_is_better(rows: MetricRows | None, threshold_op: object = None, threshold: object = None) -> bool:
     """Which way is better for a metric: its threshold says (``>=``, ``<=``; ``== 1`` up, ``== 0``
     down), else what it counts (a failure rate: lower is better; a pass rate: higher)."""
+    threshold_op = threshold_op if isinstance(threshold_op, str) else None
     if threshold_op in (">", ">="):
         return True
     if threshold_op in ("<", "<="):
@@ -76,7 +77,8 @@ def higher_is_better(rows: MetricRows | None, threshold_op: object = None, thres
 def is_pinned(threshold_op: object, threshold: object) -> bool:
     """A threshold that allows no slack: ``== 1`` or ``== 0``."""
     return (
-        threshold_op == "=="
+        isinstance(threshold_op, str)
+        and threshold_op == "=="
         and isinstance(threshold, int | float)
         and not pd.isna(threshold)
         and float(threshold) in (0.0, 1.0)
