@@ -76,7 +76,7 @@ VERDICT_COLUMNS = frozenset({"check", "verdict", "verdict_a", "verdict_b"})  # c
 DIFF_METRIC_COLUMNS = ("metric", "value_a", "value_b", "delta")
 DIFF_FLIP_COLUMNS = ("case_id", "predicate", "change", "code_a", "code_b")
 COMPARE_FLIP_COLUMNS = ("case_id", "predicate", "change", "a", "b")
-FLAKY_CASE_COLUMNS = ("lane", "split", "runtime", "case_set", "case_id", "predicate", "flips", "flip_rate")
+FLAKY_CASE_COLUMNS = ("lane", "split", "runtime", "case_set", "case_id", "predicate", "flips", "alternations")
 FLAKY_RATE_COLUMNS = ("lane", "split", "runtime", "case_set", "metric", "value", "wilson_low", "wilson_high")
 # Without --wide: everything but the previous run's day and the two surfaces (which wrap).
 FIRST_FAILURE_COLUMNS = tuple(
@@ -247,7 +247,7 @@ def flaky(
     lane: LaneOption = None,
     last: Annotated[int, typer.Option("--last", help="How many recent runs of each series to look at.")] = 10,
     show_all: Annotated[
-        bool, typer.Option("--all", help="Also list case predicates that never flipped.")
+        bool, typer.Option("--all", help="Also list case predicates that never alternated.")
     ] = False,
     output: FormatOption = OutputFormat.table,
     root: HistoryOption = None,
@@ -258,15 +258,15 @@ def flaky(
         cases = case_flip_rates(con, lane=lane, last=last)
         rates = rate_intervals(con, lane=lane, last=last)
     if not show_all:
-        cases = cases[cases["flips"] > 0].reset_index(drop=True)
+        cases = cases[cases["alternations"] > 0].reset_index(drop=True)
     if output is OutputFormat.json:
         out().print_json(json.dumps({"cases": _records(cases), "rates": _records(rates)}, default=str))
         return
     emit(
         cases,
         output,
-        title=f"case flip rates (last {last} runs)",
-        empty="no case flipped",
+        title=f"flaky cases: verdicts that alternate (last {last} runs)",
+        empty="no case alternated (a case that changed once and stayed: see first-failure)",
         columns=FLAKY_CASE_COLUMNS,
         wide=wide,
     )
@@ -291,12 +291,12 @@ def first_failure(
     root: HistoryOption = None,
     wide: WideOption = False,
 ) -> None:
-    """The first run in which a case's predicate went from pass to fail, per series, and how its surface changed."""
+    """The first run in which a case's predicate went from pass to fail (or failed from its first run), per series."""
     scope = CaseScope(case_id, predicate, lane, split, runtime)
     with _bad_query_exits(), connect(root or history_root()) as con:
         series = case_series(con, scope)
         rows = first_failures(con, scope)
-    looked_at = f"{case_id} never went from pass to fail in {len(series)} series: {', '.join(series)}"
+    looked_at = f"{case_id} never failed in {len(series)} series: {', '.join(series)}"
     emit(
         rows,
         output,

@@ -113,7 +113,7 @@ def find_regressions(
             .df()
             .iterrows()
         }
-        rows = case_predicates[[c for c in _CURRENT_COLUMNS if c in case_predicates.columns]]
+        rows = case_predicates.reindex(columns=list(_CURRENT_COLUMNS))  # a column not read: null
         con.register(
             CURRENT_ROWS, rows.assign(**dict(zip(RUN_KEYS.split(", "), current.params(), strict=True)))
         )

@@ -96,12 +96,15 @@ def test_flaky_rates_and_wilson_bounds(history: str) -> None:
         (c, p) for c in FLIPPING_CASES for p in FLIPPING_PREDICATES
     }
     assert all(
-        (c["runtime"], c["flips"], c["transitions"], c["flip_rate"]) == ("candidate", 3, 3, 1.0)
+        (c["runtime"], c["flips"], c["alternations"], c["transitions"], c["flip_rate"])
+        == ("candidate", 3, 2, 3, 1.0)
         for c in cases
     )
-    # Over the last 2 runs only one transition is seen: still a flip each.
-    last_two = invoke_json("flaky", "--last", "2")["cases"]  # type: ignore[index]
-    assert {(c["transitions"], c["flip_rate"]) for c in last_two} == {(1, 1.0)}
+    # Over the last 2 runs only one transition is seen: a flip, not yet an alternation.
+    last_two = invoke_json("flaky", "--last", "2", "--all")["cases"]  # type: ignore[index]
+    flipped_once = [c for c in last_two if c["flips"]]
+    assert {(c["transitions"], c["flip_rate"], c["alternations"]) for c in flipped_once} == {(1, 1.0, 0)}
+    assert invoke_json("flaky", "--last", "2")["cases"] == []  # type: ignore[index]
     rates = {(r["runtime"], r["metric"]): r for r in report["rates"]}
     steady = rates[("reference", "no_provenance_only_rate")]
     assert (steady["numerator"], steady["denominator"]) == (14, 15)
@@ -141,7 +144,7 @@ def test_first_failure_names_the_run_and_the_surface_change(history: str) -> Non
 def test_first_failure_of_a_case_that_never_flipped_and_of_an_unknown_case(history: str) -> None:
     assert invoke_json("first-failure", "fluency_cause_tides_014") == []
     result = runner.invoke(app, ["first-failure", "fluency_cause_tides_014"])
-    assert result.exit_code == 0 and "never went from pass to fail" in result.output
+    assert result.exit_code == 0 and "never failed" in result.output
     result = runner.invoke(app, ["first-failure", "no_such_case"])
     assert result.exit_code == 2 and "no verdicts for case 'no_such_case'" in result.output
 
@@ -209,3 +212,37 @@ def test_regression_without_a_previous_run(history: str, lane_runs: dict[bool, L
         metric_rows=FLUENCY_ROWS,
     )
     assert findings and all(not f.regressed and f.previous_value is None for f in findings)
+
+
+def test_a_lasting_regression_is_not_flaky_and_first_failure_reports_it(
+    history: str, lane_runs: dict[bool, LaneRun]
+) -> None:
+    """reference: pass, pass, then fail and stay failed. Today flaky lists it (flip_rate 0.5)."""
+    from .conftest import StoredRun, record_run
+
+    record_run(history, lane_runs[False], StoredRun("run-r3", "reference", "2024-03-03", False))
+    flaky = invoke_json("flaky", "--lane", LANE)["cases"]  # type: ignore[index]
+    assert {c["runtime"] for c in flaky} == {"candidate"}  # the alternating series only
+    assert {c["alternations"] for c in flaky} == {2}
+    every = invoke_json("flaky", "--lane", LANE, "--all")["cases"]  # type: ignore[index]
+    step = next(
+        c
+        for c in every
+        if (c["runtime"], c["case_id"], c["predicate"])
+        == ("reference", "fluency_truth_001", "no_provenance_only")
+    )
+    assert (step["flips"], step["alternations"]) == (1, 0)
+    (row,) = invoke_json(
+        "first-failure", "fluency_truth_001", "--predicate", "no_provenance_only", "--runtime", "reference"
+    )  # type: ignore[misc]
+    assert (row["run_id"], row["previous_run_id"], row["since"]) == ("run-r3", "run-r2", "went pass→fail")
+
+
+def test_first_failure_of_an_always_failing_case(history: str) -> None:
+    """A case failing in every run: today "never went from pass to fail"."""
+    rows = invoke_json("first-failure", "fluency_courage_010", "--runtime", "reference")
+    assert isinstance(rows, list) and rows
+    assert {r["predicate"] for r in rows} == set(FLIPPING_PREDICATES)
+    assert {(r["run_id"], r["since"], r["previous_run_id"]) for r in rows} == {
+        ("run-r1", "failing since its first run (2024-03-01)", None)
+    }

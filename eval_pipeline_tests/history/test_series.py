@@ -135,7 +135,7 @@ def test_first_failure_per_runtime_and_split(history: str) -> None:
     assert code == 0 and {r["run_id"] for r in json.loads(output)} == {"run-c2"}
     code, output = invoke("first-failure", "fluency_truth_001", "--runtime", "reference")
     assert code == 0, output
-    assert f"never went from pass to fail in 1 series: {LANE}/{SPLIT} [reference]" in output
+    assert f"never failed in 1 series: {LANE}/{SPLIT} [reference]" in output
     code, output = invoke("first-failure", "fluency_truth_001", "--runtime", "nope")
     assert code == 2 and "no verdicts for case 'fluency_truth_001' (runtime 'nope')" in output
 
