@@ -32,7 +32,7 @@ from eval_pipeline.history.report import write_report
 from eval_pipeline.history.runs import RunRef, is_missing
 from eval_pipeline.history.sql import read_only_connection, run_query
 from eval_pipeline.history.views import connect
-from eval_pipeline.lanes import LaneSpec, find_lane, lane_kind
+from eval_pipeline.lanes import declared_lane, lane_kind
 from eval_pipeline.paired import ALPHA
 from eval_pipeline.palette import rich_style
 from eval_pipeline.scoring import number_text, verdict_word
@@ -335,7 +335,7 @@ def compare(
     bootstrap 95% CI, Holm across the lane's metrics), then the cases that flipped, once each."""
     with _bad_query_exits(), connect(root or history_root()) as con:
         a, b = _runs_to_compare(con, lane, runtimes or [], runs or [], split, case_set)
-        spec = _declared_lane(lane)
+        spec = declared_lane(lane)
         rows = lane_kind(spec).metric_rows if spec else {}
         result = compare_runs(con, a, b, rows, alpha=spec.regression_alpha if spec else ALPHA)
     if as_json:
@@ -386,14 +386,6 @@ def _runs_to_compare(
             f"runs {runs[0]!r} and {runs[1]!r} share several splits, give --split: one of {splits}"
         )
     return chosen[0]
-
-
-def _declared_lane(lane: str) -> LaneSpec | None:
-    """The lane as this checkout declares it (what its rates count), or None."""
-    try:
-        return find_lane(lane)
-    except (KeyError, FileNotFoundError):
-        return None
 
 
 def _comparison_tables(result: RunComparison) -> list[Table]:

@@ -9,7 +9,7 @@ import pandas as pd
 
 from eval_pipeline.dagster_wiring.markdown import markdown_table
 from eval_pipeline.failures import failing_rows_for_metric, fault_counts
-from eval_pipeline.history.regression import MetricFinding, findings_frame
+from eval_pipeline.history.regression import MetricFinding, findings_frame, regression_sentence
 from eval_pipeline.lanes.metric_rows import MetricRows
 from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.scoring import Measurement, ThresholdVerdict
@@ -207,11 +207,26 @@ def regression_check_result(findings: Sequence[MetricFinding]) -> dg.AssetCheckR
         check_name=REGRESSION_CHECK,
         passed=not regressed,
         severity=dg.AssetCheckSeverity.WARN,
-        description=f"{len(regressed)} metric(s) regressed" if regressed else "no metric regressed",
+        description=regression_sentence(findings),
         metadata={
             "previous_run_id": dg.MetadataValue.text(compared or "none: first run of this series"),
             "regressed_metrics": dg.MetadataValue.json([f.metric for f in regressed]),
             "flipped_case_ids": dg.MetadataValue.json(flipped[:MAX_CASES_SHOWN]),
+            # Per tested rate: the common cases, how many went the bad way and the good way, the p-value.
+            "paired_counts": dg.MetadataValue.json(
+                [
+                    {
+                        "metric": f.metric,
+                        "cases": f.cases,
+                        "worse": f.worse,
+                        "better": f.better,
+                        "p_value": f.p_value,
+                        "regressed": f.regressed,
+                    }
+                    for f in findings
+                    if f.cases is not None
+                ]
+            ),
             "findings": dg.MetadataValue.md(markdown_table(shown, columns, limit=50, more="metrics")),
         },
     )

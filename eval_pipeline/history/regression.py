@@ -27,7 +27,8 @@ the other way round. When the series' case files changed between the two runs
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 import duckdb
@@ -77,7 +78,7 @@ class MetricFinding:
 
 
 def find_regressions(
-    root: str,
+    history: str | duckdb.DuckDBPyConnection,
     *,
     lane: str,
     split: str,
@@ -93,6 +94,7 @@ def find_regressions(
     (at least ``case_id``, ``predicate``, ``passed``, ``severity``; ``sample_index`` with
     repeats), against the previous run of the series (module docstring).
 
+    ``history`` is the history root, or an open connection to it (:func:`connect`).
     The previous run is the latest committed run of the series other than ``run_id`` (default:
     the ``run_id`` column of ``metrics``, if any) that started before the current run (when
     ``metrics`` has ``started_at``). With no previous run every finding says so.
@@ -101,7 +103,7 @@ def find_regressions(
     run_id = run_id or (None if stored_run_id is None else str(stored_run_id))
     series = (lane, split, runtime, case_set)
     current = RunRef(run_id or "current", lane, split, runtime, case_set)
-    with connect(root) as con:
+    with connect(history) if isinstance(history, str) else nullcontext(history) as con:
         previous = _previous_run(con, series, run_id, _single(metrics, "started_at"))
         if previous is None:
             return [_first_run(row) for _, row in metrics.iterrows()]
@@ -142,6 +144,22 @@ def find_regressions(
 def findings_frame(findings: list[MetricFinding]) -> pd.DataFrame:
     rows = [{name: getattr(f, name) for name in FINDING_COLUMNS} for f in findings]
     return pd.DataFrame(rows, columns=FINDING_COLUMNS)
+
+
+def regression_sentence(findings: Sequence[MetricFinding]) -> str:
+    """``2 metric(s) regressed vs RUN: a (9 worse, 0 better of 15, p = 0.001953), b (…)``."""
+    regressed = [f for f in findings if f.regressed]
+    if not regressed:
+        return "no metric regressed"
+    what = ", ".join(
+        f"{f.metric} ({f.worse} worse, {f.better} better of {f.cases}"
+        + ("" if f.p_value is None else f", p = {f.p_value:.4g}")
+        + ")"
+        if f.cases is not None
+        else f"{f.metric} ({f.note})"
+        for f in regressed
+    )
+    return f"{len(regressed)} metric(s) regressed vs {regressed[0].previous_run_id}: {what}"
 
 
 def _first_run(row: pd.Series) -> MetricFinding:

@@ -1,6 +1,6 @@
 """A static HTML report of the history, leading with what failed: per lane, the latest run of
 each series side by side, then per series its checks and its failing cases (reason and
-surface), then every metric's trend with its threshold (a line per series), then the cases
+surface) and its no_regression findings against the run before it, then every metric's trend with its threshold (a line per series), then the cases
 that flipped in each series' latest run. One self-contained file (inline SVG and CSS, no
 script, no CDN) that opens offline.
 """
@@ -17,9 +17,12 @@ import pandas as pd
 
 from eval_pipeline.failures import failing_cases, last_surfaces
 from eval_pipeline.history.diff import latest_diff
+from eval_pipeline.history.regression import find_regressions, regression_sentence
 from eval_pipeline.history.runs import RUN_MATCH, RunRef, is_missing, latest_runs, ref_from_row
 from eval_pipeline.history.svg import Chart, Point, grid_svg, trend_svg
 from eval_pipeline.history.views import connect
+from eval_pipeline.lanes import declared_lane, lane_kind
+from eval_pipeline.paired import ALPHA
 from eval_pipeline.palette import css_class, css_rules
 from eval_pipeline.samples import flaky_within_run, sample_count
 from eval_pipeline.scoring import number_text, verdict_word
@@ -117,6 +120,7 @@ def _lane_section(con: duckdb.DuckDBPyConnection, lane: str) -> str:
         ).df()
         parts.append("<h4>Checks</h4>" + _checks_table(checks))
         predicates = con.execute(f"SELECT * FROM case_predicates WHERE {RUN_MATCH}", run.params()).df()
+        parts.append(_regression_section(con, run, predicates))
         parts.append(_failing_section(con, run, predicates))
         parts.append(_flaky_section(predicates))
     parts.append('<h3>Trends</h3><div class="charts">')
@@ -138,6 +142,50 @@ def _lane_section(con: duckdb.DuckDBPyConnection, lane: str) -> str:
             )
     parts.append("</section>")
     return "".join(parts)
+
+
+def _regression_section(con: duckdb.DuckDBPyConnection, run: RunRef, predicates: pd.DataFrame) -> str:
+    """The run's ``no_regression`` findings against the run before it in its series, as the
+    check decided them (:func:`eval_pipeline.history.regression.find_regressions`)."""
+    spec = declared_lane(run.lane)
+    metrics = con.execute(f"SELECT * FROM metrics WHERE {RUN_MATCH}", run.params()).df()
+    findings = find_regressions(
+        con,
+        lane=run.lane,
+        split=run.split,
+        runtime=run.runtime,
+        case_set=run.case_set,
+        metrics=metrics,
+        case_predicates=predicates,
+        metric_rows=lane_kind(spec).metric_rows if spec else {},
+        alpha=spec.regression_alpha if spec else ALPHA,
+        run_id=run.run_id,
+    )
+    previous = next((f.previous_run_id for f in findings if f.previous_run_id), None)
+    if previous is None:
+        return "<p>no_regression: first run of this series, nothing to compare.</p>"
+    word = "warn" if any(f.regressed for f in findings) else "pass"
+    rows = [
+        f"<tr><td>{escape(f.metric)}</td><td>{_number(f.previous_value)}</td><td>{_number(f.value)}</td>"
+        f'<td class="num">{"" if f.worse is None else f.worse}</td>'
+        f'<td class="num">{"" if f.better is None else f.better}</td>'
+        f'<td class="num">{"" if f.p_value is None else f"{f.p_value:.4g}"}</td>'
+        f'<td class="{css_class("warn" if f.regressed else "pass")}">{"regressed" if f.regressed else "held"}</td>'
+        f"<td>{escape(f.note)}</td></tr>"
+        for f in findings
+        if f.cases is not None or f.regressed
+    ]
+    return (
+        f'<h4>no_regression against {escape(previous)}: <span class="{css_class(word)}">{word}</span></h4>'
+        f"<p>{escape(regression_sentence(findings))}</p><table><tr><th>metric</th><th>before</th><th>now</th>"
+        "<th>worse</th><th>better</th><th>p (one-sided)</th><th>result</th><th>why</th></tr>"
+        + "".join(rows)
+        + "</table>"
+    )
+
+
+def _number(value: float | None) -> str:
+    return "null" if value is None else number_text(value)
 
 
 def _failing_section(con: duckdb.DuckDBPyConnection, run: RunRef, predicates: pd.DataFrame) -> str:
