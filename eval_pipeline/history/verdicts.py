@@ -21,6 +21,7 @@ samples either run holds, with both runs' pass counts.
 from __future__ import annotations
 
 import duckdb
+import numpy as np
 import pandas as pd
 
 from eval_pipeline.history.runs import RUN_MATCH, RunRef, is_missing
@@ -83,20 +84,23 @@ def run_verdicts_sql(source: str = "case_predicates") -> str:
 def side_by_side(
     con: duckdb.DuckDBPyConnection, a: RunRef, b: RunRef, *, source_b: str = "case_predicates"
 ) -> pd.DataFrame:
-    """Both runs' verdict of every case predicate either holds (:data:`SIDE_BY_SIDE_COLUMNS`),
-    ordered by case and predicate: a side's columns are null where it has no verdict, ``in_a``
+    """Both runs' verdict of every case predicate either holds (:data:`SIDE_BY_SIDE_COLUMNS`, in
+    no particular order): a side's columns are null where it has no verdict, ``in_a``
     / ``in_b`` say whether the run evaluated the case at all. ``source_b`` names where run
     ``b``'s rows are (a registered frame of a run not yet in history)."""
     query = f"""
-        WITH a AS ({run_verdicts_sql()}), b AS ({run_verdicts_sql(source_b)}),
-             ca AS (SELECT DISTINCT case_id FROM a), cb AS (SELECT DISTINCT case_id FROM b)
+        WITH a AS ({run_verdicts_sql()}), b AS ({run_verdicts_sql(source_b)})
         SELECT case_id, predicate, coalesce(b.severity, a.severity) AS severity,
-               case_id IN (SELECT case_id FROM ca) AS in_a, case_id IN (SELECT case_id FROM cb) AS in_b,
                {", ".join(f"{side}.{c} AS {c}_{side}" for side in "ab" for c in SIDE_COLUMNS)}
         FROM a FULL OUTER JOIN b USING (case_id, predicate)
-        ORDER BY case_id, predicate
     """
-    return con.execute(query, [*a.params(), *b.params()]).df()[SIDE_BY_SIDE_COLUMNS]
+    sides = con.execute(query, [*a.params(), *b.params()]).df()
+    codes, cases = pd.factorize(sides["case_id"])
+    for side in ("a", "b"):  # a run evaluated a case when it holds a row of it (a verdict or n/a)
+        present = np.zeros(len(cases), dtype=bool)
+        present[codes[sides[f"samples_{side}"].notna().to_numpy()]] = True
+        sides[f"in_{side}"] = present[codes]
+    return sides[SIDE_BY_SIDE_COLUMNS]
 
 
 def flipped(sides: pd.DataFrame, *, common_cases_only: bool = False) -> pd.DataFrame:
