@@ -146,7 +146,7 @@ def paired_figures(
     if not len(ca):
         return None
     rate_a, rate_b = ca.sum() / na.sum(), cb.sum() / nb.sum()
-    low, high = bootstrap_interval(ca, na, cb, nb, resamples=resamples, seed=seed, level=level)
+    low, high = percentile_interval(bootstrap_deltas(ca, na, cb, nb, resamples=resamples, seed=seed), level)
     single = bool((na == 1).all() and (nb == 1).all())
     counts = paired_counts(ca == 1, cb == 1) if single else None
     p_value = mcnemar_exact(counts.only_a, counts.only_b) if counts else None
@@ -185,41 +185,16 @@ def bootstrap_deltas(
     return sums[:, 2] / sums[:, 3] - sums[:, 0] / sums[:, 1]
 
 
-def bootstrap_interval(
-    counted_a: IntArray,
-    applicable_a: IntArray,
-    counted_b: IntArray,
-    applicable_b: IntArray,
-    *,
-    resamples: int = RESAMPLES,
-    seed: int = SEED,
-    level: float = 0.95,
-) -> tuple[float, float]:
-    """The percentile interval of the bootstrap deltas at ``level``."""
-    deltas = bootstrap_deltas(
-        counted_a, applicable_a, counted_b, applicable_b, resamples=resamples, seed=seed
-    )
+def percentile_interval(deltas: npt.NDArray[np.float64], level: float = 0.95) -> tuple[float, float]:
+    """The percentile interval of bootstrap deltas at ``level``."""
     tail = (1.0 - level) / 2.0
     low, high = np.quantile(deltas, [tail, 1.0 - tail])
     return float(low), float(high)
 
 
-def bootstrap_worse_bound(
-    counted_a: IntArray,
-    applicable_a: IntArray,
-    counted_b: IntArray,
-    applicable_b: IntArray,
-    *,
-    higher_is_better: bool,
-    alpha: float = ALPHA,
-    resamples: int = RESAMPLES,
-    seed: int = SEED,
-) -> float:
-    """The one-sided bound of the bootstrap delta on the good side at level ``1 − alpha``: below 0
+def worse_bound(deltas: npt.NDArray[np.float64], *, higher_is_better: bool, alpha: float = ALPHA) -> float:
+    """The one-sided bound of bootstrap deltas on the good side at level ``1 − alpha``: below 0
     (for a higher-is-better rate; above 0 otherwise) means B is significantly worse."""
-    deltas = bootstrap_deltas(
-        counted_a, applicable_a, counted_b, applicable_b, resamples=resamples, seed=seed
-    )
     return float(np.quantile(deltas, 1.0 - alpha if higher_is_better else alpha))
 
 

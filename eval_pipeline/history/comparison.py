@@ -141,6 +141,16 @@ class CaseCounts:
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         return self.counted_a, self.applicable_a, self.counted_b, self.applicable_b
 
+    def applicable_on_both(self) -> CaseCounts:
+        """The cases with a verdict on both sides: those a paired test reads."""
+        both = (self.applicable_a > 0) & (self.applicable_b > 0)
+        return CaseCounts(*(column[both] for column in (self.case_ids, *self.arrays())))
+
+    @property
+    def one_verdict_each(self) -> bool:
+        """Every case holds one verdict a side: the 2×2 table (McNemar) applies."""
+        return bool((self.applicable_a == 1).all() and (self.applicable_b == 1).all())
+
     def went_worse(self, higher_is_better: bool) -> list[str]:
         """The cases whose own rate moved the bad way (both sides applicable), sorted."""
         both = (self.applicable_a > 0) & (self.applicable_b > 0)

@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
+from functools import partial
 
 import duckdb
 import pandas as pd
@@ -39,7 +40,12 @@ from eval_pipeline.history.runs import RUN_MATCH, RunRef, is_missing, ref_from_r
 from eval_pipeline.history.verdicts import RUN_KEYS, flipped, side_by_side
 from eval_pipeline.history.views import connect
 from eval_pipeline.lanes.metric_rows import MetricRows, higher_is_better, is_pinned
-from eval_pipeline.paired import ALPHA, RESAMPLES, bootstrap_worse_bound, mcnemar_one_sided, paired_figures
+from eval_pipeline.paired import (
+    ALPHA,
+    bootstrap_deltas,
+    mcnemar_one_sided,
+    worse_bound,
+)
 
 FINDING_COLUMNS = [
     "metric",
@@ -65,16 +71,16 @@ class MetricFinding:
 
     metric: str
     value: float | None
-    previous_value: float | None
-    previous_run_id: str | None
-    delta: float | None  # value - previous_value
-    cases: int | None  # common cases tested
-    worse: int | None  # common cases that went the bad way on this metric
-    better: int | None  # … and the good way
-    p_value: float | None  # one-sided: that this run is worse (None: not tested, or clustered)
-    regressed: bool
-    flipped_case_ids: tuple[str, ...]  # the cases that went the bad way
     note: str
+    previous_value: float | None = None
+    previous_run_id: str | None = None
+    delta: float | None = None  # value - previous_value
+    cases: int | None = None  # common cases tested (None: not tested)
+    worse: int | None = None  # common cases that went the bad way on this metric
+    better: int | None = None  # … and the good way
+    p_value: float | None = None  # one-sided: that this run is worse (None: not tested, or clustered)
+    regressed: bool = False
+    flipped_case_ids: tuple[str, ...] = ()  # the cases that went the bad way
 
 
 def find_regressions(
@@ -163,21 +169,7 @@ def regression_sentence(findings: Sequence[MetricFinding]) -> str:
 
 
 def _first_run(row: pd.Series) -> MetricFinding:
-    value = _number(row.get("value"))
-    return MetricFinding(
-        str(row["metric"]),
-        value,
-        None,
-        None,
-        None,
-        None,
-        None,
-        None,
-        None,
-        False,
-        (),
-        "no previous run of this series",
-    )
+    return MetricFinding(str(row["metric"]), _number(row.get("value")), "no previous run of this series")
 
 
 def _case_set_changed(
@@ -188,20 +180,13 @@ def _case_set_changed(
         f"case set changed since {previous.run_id} (case files differ): not comparable; "
         f"{len(went_bad)} case(s) went pass→fail among the common cases"
     )
-    previous_value = None if before is None else _number(before["value"])
     return MetricFinding(
         str(row["metric"]),
         _number(row.get("value")),
-        previous_value,
-        previous.run_id,
-        None,
-        None,
-        None,
-        None,
-        None,
-        False,
-        went_bad,
         note,
+        previous_value=None if before is None else _number(before["value"]),
+        previous_run_id=previous.run_id,
+        flipped_case_ids=went_bad,
     )
 
 
@@ -213,43 +198,41 @@ def _finding(
     rows: MetricRows | None,
     alpha: float,
 ) -> MetricFinding:
-    metric = str(row["metric"])
-    value = _number(row.get("value"))
+    metric, value = str(row["metric"]), _number(row.get("value"))
     if before is None:
-        return MetricFinding(
-            metric, value, None, previous.run_id, None, None, None, None, None, False, (), "new metric"
-        )
+        return MetricFinding(metric, value, "new metric", previous_run_id=previous.run_id)
     previous_value = _number(before["value"])
     delta = None if value is None or previous_value is None else value - previous_value
+    found = partial(
+        MetricFinding,
+        metric,
+        value,
+        previous_value=previous_value,
+        previous_run_id=previous.run_id,
+        delta=delta,
+    )
     op, threshold = row.get("threshold_op"), _number(row.get("threshold"))
-    up = higher_is_better(rows, op, threshold)
-    pinned = is_pinned(op, threshold)
-    known = (metric, value, previous_value, previous.run_id, delta)
+    up, pinned = higher_is_better(rows, op, threshold), is_pinned(op, threshold)
     if rows is None or rows.over == "turns":
         if not pinned or threshold is None or value is None or previous_value is None:
-            why = "a rate over turns" if rows is not None else "no case verdicts in history"
-            return MetricFinding(*known, None, None, None, None, False, (), f"not tested: {why}")
+            return found(
+                f"not tested: {'a rate over turns' if rows is not None else 'no case verdicts in history'}"
+            )
         off = threshold == previous_value and value != previous_value
-        note = (
-            f"pinned at {threshold:g}: held it in {previous.run_id}, not now"
-            if off
-            else f"pinned at {threshold:g}: {previous_value:g} in {previous.run_id}, {value:g} now"
-        )
-        return MetricFinding(*known, None, None, None, None, off, (), note)
-    counts = per_case_counts(common, rows)
-    worse_ids = counts.went_worse(up)
-    better = len(counts.went_worse(not up))
-    figures = paired_figures(*counts.arrays(), resamples=RESAMPLES)
-    if figures is None:
-        return MetricFinding(*known, 0, 0, 0, None, False, (), "not tested: no common case has a verdict")
-    tested = (*known, figures.cases, len(worse_ids), better)
-    if figures.counts is not None:
-        p = mcnemar_one_sided(len(worse_ids), better)
-        significant = p < alpha
+        if off:
+            return found(f"pinned at {threshold:g}: held it in {previous.run_id}, not now", regressed=True)
+        return found(f"pinned at {threshold:g}: {previous_value:g} in {previous.run_id}, {value:g} now")
+    counts = per_case_counts(common, rows).applicable_on_both()
+    if not len(counts.case_ids):
+        return found("not tested: no common case has a verdict", cases=0, worse=0, better=0)
+    worse_ids, better = counts.went_worse(up), len(counts.went_worse(not up))
+    if counts.one_verdict_each:
+        p: float | None = mcnemar_one_sided(len(worse_ids), better)
+        significant = p is not None and p < alpha
         how = f"one-sided exact McNemar p = {p:.4g}"
     else:
         p = None
-        bound = bootstrap_worse_bound(*counts.arrays(), higher_is_better=up, alpha=alpha)
+        bound = worse_bound(bootstrap_deltas(*counts.arrays()), higher_is_better=up, alpha=alpha)
         significant = bound < 0 if up else bound > 0
         how = f"clustered bootstrap: {1 - alpha:.0%} bound of the change {bound:+.3f}"
     regressed = significant or (pinned and bool(worse_ids))
@@ -260,8 +243,16 @@ def _finding(
         if regressed
         else "not significantly worse"
     )
-    note = f"{why} vs {previous.run_id} ({len(worse_ids)} worse, {better} better of {figures.cases}; {how}, α = {alpha:g})"
-    return MetricFinding(*tested, p, regressed, tuple(worse_ids) if regressed or worse_ids else (), note)
+    n = len(counts.case_ids)
+    return found(
+        f"{why} vs {previous.run_id} ({len(worse_ids)} worse, {better} better of {n}; {how}, α = {alpha:g})",
+        cases=n,
+        worse=len(worse_ids),
+        better=better,
+        p_value=p,
+        regressed=regressed,
+        flipped_case_ids=tuple(worse_ids),
+    )
 
 
 def _previous_run(
