@@ -74,8 +74,8 @@ HISTORY_TABLE_COLUMNS = (
 )
 VERDICT_COLUMNS = frozenset({"check", "verdict", "verdict_a", "verdict_b"})  # coloured like the report
 DIFF_METRIC_COLUMNS = ("metric", "value_a", "value_b", "delta")
-DIFF_FLIP_COLUMNS = ("case_id", "predicate", "change", "code_a", "code_b")
-COMPARE_FLIP_COLUMNS = ("case_id", "predicate", "change", "a", "b")
+# A flipped case predicate: each side's code, with its pass counts when a run has repeats.
+FLIP_VIEW_COLUMNS = ("case_id", "predicate", "change", "a", "b")
 FLAKY_CASE_COLUMNS = ("lane", "split", "runtime", "case_set", "case_id", "predicate", "flips", "alternations")
 FLAKY_RATE_COLUMNS = ("lane", "split", "runtime", "case_set", "metric", "value", "wilson_low", "wilson_high")
 # Without --wide: everything but the previous run's day and the two surfaces (which wrap).
@@ -205,11 +205,11 @@ def diff(
                 out().print(f"[yellow]note:[/yellow] {escape(d.note)}", highlight=False)
             emit(d.metric_deltas, output, title="metrics", columns=DIFF_METRIC_COLUMNS, wide=wide)
             emit(
-                d.flips,
+                _flip_view(d.flips),
                 output,
                 title="flipped cases",
                 empty="no case flipped",
-                columns=DIFF_FLIP_COLUMNS,
+                columns=FLIP_VIEW_COLUMNS,
                 wide=wide,
             )
         return
@@ -358,7 +358,7 @@ def compare(
         OutputFormat.table,
         title=f"cases that flipped, A → B ({len(result.flips)}, each once)",
         empty="no case flipped",
-        columns=COMPARE_FLIP_COLUMNS,
+        columns=FLIP_VIEW_COLUMNS,
         wide=wide,
     )
 
