@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from scipy.stats import binomtest
 from statsmodels.stats.contingency_tables import mcnemar
@@ -37,6 +37,9 @@ TABLE_CELL = st.integers(min_value=0, max_value=400)
 
 
 @settings(max_examples=600, deadline=None)
+@example(both=0, only_a=0, only_b=0, neither=0)  # no discordant pair
+@example(both=0, only_a=1, only_b=0, neither=0)  # n = 1
+@example(both=1, only_a=0, only_b=0, neither=0)
 @given(both=TABLE_CELL, only_a=TABLE_CELL, only_b=TABLE_CELL, neither=TABLE_CELL)
 def test_exact_mcnemar_agrees_with_statsmodels_and_scipy(
     both: int, only_a: int, only_b: int, neither: int
