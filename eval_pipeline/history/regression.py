@@ -153,7 +153,8 @@ def findings_frame(findings: list[MetricFinding]) -> pd.DataFrame:
 
 
 def regression_sentence(findings: Sequence[MetricFinding]) -> str:
-    """``2 metric(s) regressed vs RUN: a (9 worse, 0 better of 15, p = 0.001953), b (…)``."""
+    """``2 metric(s) regressed vs 71afd00d: a (9 worse, 0 better of 15, p = 0.001953), b (…)``:
+    what the check's description says (the CLI prints it), and the report."""
     regressed = [f for f in findings if f.regressed]
     if not regressed:
         return "no metric regressed"
@@ -165,7 +166,8 @@ def regression_sentence(findings: Sequence[MetricFinding]) -> str:
         else f"{f.metric} ({f.note})"
         for f in regressed
     )
-    return f"{len(regressed)} metric(s) regressed vs {regressed[0].previous_run_id}: {what}"
+    previous = str(regressed[0].previous_run_id)[:8]  # the prefix tables show; metadata has it whole
+    return f"{len(regressed)} metric(s) regressed vs {previous}: {what}"
 
 
 def _first_run(row: pd.Series) -> MetricFinding:
