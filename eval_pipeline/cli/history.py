@@ -380,8 +380,10 @@ def _runs_to_compare(
         raise KeyError(f"give two runs (--run A --run B), got {list(runs)}")
     pairs = pairs_to_diff(con, runs[0], runs[1], lane=lane)
     chosen = [(x, y) for x, y in pairs if split in (None, x.split)]
-    if len(chosen) != 1:
-        splits = sorted({x.split for x, _ in pairs})
+    splits = ", ".join(sorted({x.split for x, _ in pairs}))
+    if not chosen:
+        raise KeyError(f"runs {runs[0]!r} and {runs[1]!r} share no split {split!r}; they share {splits}")
+    if len(chosen) > 1:
         raise KeyError(
             f"runs {runs[0]!r} and {runs[1]!r} share several splits, give --split: one of {splits}"
         )

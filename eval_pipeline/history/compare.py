@@ -47,7 +47,10 @@ def latest_pair(
 ) -> tuple[RunRef, RunRef]:
     """The latest committed run of each runtime's series (see the module docstring)."""
     if len(runtimes) != 2 or runtimes[0] == runtimes[1]:
-        raise KeyError(f"give two different runtimes (--runtime A --runtime B), got {list(runtimes)}")
+        raise KeyError(
+            "give two different runtimes (--runtime A --runtime B) or two runs (--run A --run B); "
+            f"got runtimes {list(runtimes)}"
+        )
     latest = latest_runs(con, lane=lane, last=1)
     if latest.empty:
         lanes = [row[0] for row in con.execute("SELECT DISTINCT lane FROM runs ORDER BY 1").fetchall()]
