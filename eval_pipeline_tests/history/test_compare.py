@@ -98,6 +98,10 @@ def test_compare_by_run_ids_gives_the_same_document(targets: str) -> None:
     assert json.loads(output) == by_runtime
     code, output = invoke("--run", "run-g2", "--runtime", GLOSS)
     assert code == 2 and "not both" in output
+    code, output = invoke("--run", "run-g2", "--run", "run-n2", "--split", "dev")
+    assert code == 2 and "share no split 'dev'; they share public" in output
+    code, output = invoke("--run", "run-g2")
+    assert code == 2 and "give two runs (--run A --run B)" in output
 
 
 def test_compare_table_output(targets: str) -> None:
