@@ -26,6 +26,7 @@ from eval_pipeline.history.diff import diff_runs
 from eval_pipeline.history.runs import RunRef
 from eval_pipeline.history.store import append_run, commit_run
 from eval_pipeline.history.views import connect
+from eval_pipeline.tables import SCHEMAS
 
 LANES = ("lane_a", "lane_b", "lane_c", "lane_d")
 METRICS = [f"metric_{i:02d}_rate" for i in range(19)] + ["cases"]
@@ -88,7 +89,9 @@ def write_lane(args: tuple[str, str, int]) -> int:
         metrics, cases = run_tables(lane, day, seed=hash((lane, offset)) % 2**32)
         run_id = f"{lane}-{day.isoformat()}"
         for table, df in (("metrics", metrics), ("case_predicates", cases)):
-            append_run(root, table, df, lane=lane, date=day.isoformat(), run_id=run_id)
+            # The contract's other columns (samples, intervals, sample_index, …) are null here.
+            contract = df.reindex(columns=SCHEMAS[table].names)
+            append_run(root, table, contract, lane=lane, date=day.isoformat(), run_id=run_id)
         manifest = metrics.iloc[:1][
             ["run_id", "lane", "split", "runtime", "case_set", "started_at", "cases_sha256"]
         ]

@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from eval_pipeline.collector import each_without_collector
+from eval_pipeline.lanes.metric_rows import MetricRows
 from eval_pipeline.samples import SAMPLE_INDEX, sample_count
 from eval_pipeline.stage_files import StageFile, failed
 
@@ -126,7 +127,7 @@ def first_failing(case_predicates: StageFile, limit: int, samples: int = 1) -> F
 
 
 def failing_rows_for_metric(
-    metric: str,
+    rows: MetricRows | None,
     case_ids: Iterable[str],
     case_predicates: pd.DataFrame,
     transcripts: pd.DataFrame,
@@ -135,18 +136,18 @@ def failing_rows_for_metric(
 ) -> pd.DataFrame:
     """Why each of a metric's failing cases counts against it.
 
-    A metric named ``<predicate>_rate`` shows that predicate's failing rows; another metric
-    (``error_rate``, a turn-level rate) shows every failing row of the case, or the case's
-    turn fault when it has no failing row.
+    A rate shows the failing rows of the predicates its lane declares it counts (``rows``,
+    :mod:`eval_pipeline.lanes.metric_rows`); another metric (``error_rate``) shows every
+    failing row of the case, or the case's turn fault when it has no failing row.
     """
     ids = list(dict.fromkeys(str(c) for c in case_ids))
     # Narrow before building rows (their evidence is decoded): a big run has many failing rows.
     of_cases = (
         case_predicates[case_predicates["case_id"].isin(ids)] if len(case_predicates) else case_predicates
     )
-    own = failing_cases(of_cases[of_cases["predicate"] == metric.removesuffix("_rate")], samples)
-    rows = own if not own.empty else failing_cases(of_cases, samples)
-    listed = set(rows["case_id"])
+    own = failing_cases(of_cases[rows.selects(of_cases)], samples) if rows is not None else None
+    listed_rows = own if own is not None and not own.empty else failing_cases(of_cases, samples)
+    listed = set(listed_rows["case_id"])
     faults = case_faults(transcripts)
     extra: list[dict[str, Any]] = [
         {
@@ -160,7 +161,7 @@ def failing_rows_for_metric(
         for case_id in ids
         if case_id not in listed
     ]
-    return pd.concat([rows, pd.DataFrame(extra, columns=list(FAILING_COLUMNS))], ignore_index=True)
+    return pd.concat([listed_rows, pd.DataFrame(extra, columns=list(FAILING_COLUMNS))], ignore_index=True)
 
 
 def case_faults(transcripts: pd.DataFrame) -> dict[str, str]:

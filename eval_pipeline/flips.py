@@ -26,6 +26,12 @@ class Flips:
     flips: int
 
     @property
+    def alternations(self) -> int:
+        """Flips that undo the flip before them (each flip after the first, in a two-valued
+        sequence): 0 for a step change (pass, pass, fail), 1 for pass, fail, pass."""
+        return max(self.flips - 1, 0)
+
+    @property
     def flip_rate(self) -> float | None:
         return self.flips / self.transitions if self.transitions else None
 

@@ -22,15 +22,18 @@ from rich.text import Text
 from eval_pipeline.cli.common import EXIT_BAD_INPUT, app, bad_input_exits, err, history_app, out, short_id
 from eval_pipeline.cli.terminal import terminal_view
 from eval_pipeline.history.compact import compact
-from eval_pipeline.history.compare import RuntimeComparison, compare_runtimes
-from eval_pipeline.history.diff import diff_pairs, pairs_to_diff, verdict_text
+from eval_pipeline.history.compare import latest_pair
+from eval_pipeline.history.comparison import RunComparison, compare_runs
+from eval_pipeline.history.diff import diff_pairs, pairs_to_diff
 from eval_pipeline.history.first_failure import FIRST_FAILURE_COLUMNS as ALL_FIRST_FAILURE_COLUMNS
 from eval_pipeline.history.first_failure import CaseScope, case_series, first_failures
 from eval_pipeline.history.flaky import case_flip_rates, rate_intervals
 from eval_pipeline.history.report import write_report
-from eval_pipeline.history.runs import RunRef
+from eval_pipeline.history.runs import RunRef, is_missing
 from eval_pipeline.history.sql import read_only_connection, run_query
 from eval_pipeline.history.views import connect
+from eval_pipeline.lanes import declared_lane, lane_kind
+from eval_pipeline.paired import ALPHA
 from eval_pipeline.palette import rich_style
 from eval_pipeline.scoring import number_text, verdict_word
 from eval_pipeline.settings import history_root
@@ -71,8 +74,9 @@ HISTORY_TABLE_COLUMNS = (
 )
 VERDICT_COLUMNS = frozenset({"check", "verdict", "verdict_a", "verdict_b"})  # coloured like the report
 DIFF_METRIC_COLUMNS = ("metric", "value_a", "value_b", "delta")
-DIFF_FLIP_COLUMNS = ("case_id", "predicate", "change", "code_a", "code_b")
-FLAKY_CASE_COLUMNS = ("lane", "split", "runtime", "case_set", "case_id", "predicate", "flips", "flip_rate")
+# A flipped case predicate: each side's code, with its pass counts when a run has repeats.
+FLIP_VIEW_COLUMNS = ("case_id", "predicate", "change", "a", "b")
+FLAKY_CASE_COLUMNS = ("lane", "split", "runtime", "case_set", "case_id", "predicate", "flips", "alternations")
 FLAKY_RATE_COLUMNS = ("lane", "split", "runtime", "case_set", "metric", "value", "wilson_low", "wilson_high")
 # Without --wide: everything but the previous run's day and the two surfaces (which wrap).
 FIRST_FAILURE_COLUMNS = tuple(
@@ -201,11 +205,11 @@ def diff(
                 out().print(f"[yellow]note:[/yellow] {escape(d.note)}", highlight=False)
             emit(d.metric_deltas, output, title="metrics", columns=DIFF_METRIC_COLUMNS, wide=wide)
             emit(
-                d.flips,
+                _flip_view(d.flips),
                 output,
                 title="flipped cases",
                 empty="no case flipped",
-                columns=DIFF_FLIP_COLUMNS,
+                columns=FLIP_VIEW_COLUMNS,
                 wide=wide,
             )
         return
@@ -243,7 +247,7 @@ def flaky(
     lane: LaneOption = None,
     last: Annotated[int, typer.Option("--last", help="How many recent runs of each series to look at.")] = 10,
     show_all: Annotated[
-        bool, typer.Option("--all", help="Also list case predicates that never flipped.")
+        bool, typer.Option("--all", help="Also list case predicates that never alternated.")
     ] = False,
     output: FormatOption = OutputFormat.table,
     root: HistoryOption = None,
@@ -254,15 +258,15 @@ def flaky(
         cases = case_flip_rates(con, lane=lane, last=last)
         rates = rate_intervals(con, lane=lane, last=last)
     if not show_all:
-        cases = cases[cases["flips"] > 0].reset_index(drop=True)
+        cases = cases[cases["alternations"] > 0].reset_index(drop=True)
     if output is OutputFormat.json:
         out().print_json(json.dumps({"cases": _records(cases), "rates": _records(rates)}, default=str))
         return
     emit(
         cases,
         output,
-        title=f"case flip rates (last {last} runs)",
-        empty="no case flipped",
+        title=f"flaky cases: verdicts that alternate (last {last} runs)",
+        empty="no case alternated (a case that changed once and stayed: see first-failure)",
         columns=FLAKY_CASE_COLUMNS,
         wide=wide,
     )
@@ -287,12 +291,12 @@ def first_failure(
     root: HistoryOption = None,
     wide: WideOption = False,
 ) -> None:
-    """The first run in which a case's predicate went from pass to fail, per series, and how its surface changed."""
+    """The first run in which a case's predicate went from pass to fail (or failed from its first run), per series."""
     scope = CaseScope(case_id, predicate, lane, split, runtime)
     with _bad_query_exits(), connect(root or history_root()) as con:
         series = case_series(con, scope)
         rows = first_failures(con, scope)
-    looked_at = f"{case_id} never went from pass to fail in {len(series)} series: {', '.join(series)}"
+    looked_at = f"{case_id} never failed in {len(series)} series: {', '.join(series)}"
     emit(
         rows,
         output,
@@ -307,8 +311,15 @@ def first_failure(
 def compare(
     lane: Annotated[str, typer.Option("--lane", help="The lane.")],
     runtimes: Annotated[
-        list[str], typer.Option("--runtime", help="A runtime target's name; give exactly two (A, then B).")
-    ],
+        list[str] | None,
+        typer.Option("--runtime", help="A runtime target's name; give two (A, then B): their latest runs."),
+    ] = None,
+    runs: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--run", help="A run id (any unique prefix); give two (A, then B) instead of --runtime."
+        ),
+    ] = None,
     split: Annotated[
         str | None, typer.Option("--split", help="Default: the only split both runtimes ran.")
     ] = None,
@@ -318,85 +329,132 @@ def compare(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON document, for machines.")] = False,
     root: HistoryOption = None,
+    wide: WideOption = False,
 ) -> None:
-    """Two runtimes' latest runs side by side: metrics with 95% Wilson intervals, and the cases that flip."""
+    """Is B different from A? Per metric, a paired test on the cases both ran (exact McNemar,
+    bootstrap 95% CI, Holm across the lane's metrics), then the cases that flipped, once each."""
     with _bad_query_exits(), connect(root or history_root()) as con:
-        result = compare_runtimes(con, lane=lane, runtimes=runtimes, split=split, case_set=case_set)
+        a, b = _runs_to_compare(con, lane, runtimes or [], runs or [], split, case_set)
+        spec = declared_lane(lane)
+        rows = lane_kind(spec).metric_rows if spec else {}
+        result = compare_runs(con, a, b, rows, alpha=spec.regression_alpha if spec else ALPHA)
     if as_json:
-        out().print_json(json.dumps(_comparison_document(result), default=str))
+        out().print_json(json.dumps(result.document(), default=str))
         return
-    a, b = result.a, result.b
     out().print(
         f"[bold]{escape(a.lane)}/{escape(a.split)}[/bold] cases {escape(a.case_set)}", highlight=False
     )
     for side, ref in (("A", a), ("B", b)):
-        out().print(
-            f"  {side}: {escape(ref.runtime)}  run {escape(ref.run_id)} ({_day(ref)})", highlight=False
-        )
+        run_id = ref.run_id if wide else short_id(ref.run_id)
+        out().print(f"  {side}: {escape(ref.runtime)}  run {escape(run_id)} ({_day(ref)})", highlight=False)
     if result.note:
         out().print(f"[yellow]note:[/yellow] {escape(result.note)}", highlight=False)
-    out().print(_comparison_table(result))
-    flips = result.flips.assign(
-        verdict_a=[verdict_text(v) for v in result.flips["passed_a"]],
-        verdict_b=[verdict_text(v) for v in result.flips["passed_b"]],
-    )[["case_id", "predicate", "code_a", "verdict_a", "code_b", "verdict_b", "surface_a", "surface_b"]]
+    if spec is None:
+        out().print(f"[yellow]note:[/yellow] lane {escape(lane)!r} is not declared here: nothing is tested")
+    for table in _comparison_tables(result):
+        out().print(table)
     emit(
-        flips,
+        _flip_view(result.flips),
         OutputFormat.table,
-        title=f"cases that flip, A={a.runtime} → B={b.runtime} ({len(flips)})",
-        empty="no case flips",
+        title=f"cases that flipped, A → B ({len(result.flips)}, each once)",
+        empty="no case flipped",
+        columns=FLIP_VIEW_COLUMNS,
+        wide=wide,
     )
 
 
-def _comparison_document(result: RuntimeComparison) -> dict[str, object]:
-    def run(ref: RunRef) -> dict[str, object]:
-        return {
-            "runtime": ref.runtime,
-            "run_id": ref.run_id,
-            "date": ref.date,
-            "cases_sha256": ref.cases_sha256,
-            "label": ref.label(),
-        }
-
-    return {
-        "lane": result.a.lane,
-        "split": result.a.split,
-        "case_set": result.a.case_set,
-        "a": run(result.a),
-        "b": run(result.b),
-        "note": result.note,
-        "metrics": _records(result.metrics),
-        "flips": _records(result.flips),
-    }
-
-
-def _comparison_table(result: RuntimeComparison) -> Table:
-    table = Table(title="metrics (value, numerator/denominator, 95% Wilson interval)")
-    for column in ("metric", f"A {result.a.runtime}", f"B {result.b.runtime}", "delta", "threshold"):
-        table.add_column(column, overflow="fold")
-    for row in _records(result.metrics):
-        threshold = "" if row["threshold"] is None else f"{row['threshold_op']} {_cell(row['threshold'])}"
-        delta = "" if row["delta"] is None else f"{row['delta']:+.4g}"
-        table.add_row(
-            Text(str(row["metric"])), _side_cell(row, "a"), _side_cell(row, "b"), Text(delta), Text(threshold)
+def _runs_to_compare(
+    con: duckdb.DuckDBPyConnection,
+    lane: str,
+    runtimes: Sequence[str],
+    runs: Sequence[str],
+    split: str | None,
+    case_set: str | None,
+) -> tuple[RunRef, RunRef]:
+    """``--runtime A --runtime B`` (their latest runs) or ``--run A --run B``, not both."""
+    if runs and runtimes:
+        raise KeyError("give two --runtime or two --run, not both")
+    if not runs:
+        return latest_pair(con, lane=lane, runtimes=runtimes, split=split, case_set=case_set)
+    if len(runs) != 2:
+        raise KeyError(f"give two runs (--run A --run B), got {list(runs)}")
+    pairs = pairs_to_diff(con, runs[0], runs[1], lane=lane)
+    chosen = [(x, y) for x, y in pairs if split in (None, x.split)]
+    splits = ", ".join(sorted({x.split for x, _ in pairs}))
+    if not chosen:
+        raise KeyError(f"runs {runs[0]!r} and {runs[1]!r} share no split {split!r}; they share {splits}")
+    if len(chosen) > 1:
+        raise KeyError(
+            f"runs {runs[0]!r} and {runs[1]!r} share several splits, give --split: one of {splits}"
         )
-    return table
+    return chosen[0]
 
 
-def _side_cell(row: dict[str, object], side: str) -> Text:
-    value = row[f"value_{side}"]
+def _comparison_tables(result: RunComparison) -> list[Table]:
+    """What the runs measured, with each metric's verdict; then the paired test's figures."""
+    tested = [m for m in result.metrics if m.paired is not None]
+    cases = sorted({m.paired.cases for m in tested if m.paired is not None})
+    n = f"{cases[0]} to {cases[-1]}" if len(cases) > 1 else str(cases[0] if cases else 0)
+    values = _table(f"metrics (verdicts at α = {result.alpha:g}, n = {n}, on Holm-adjusted p)")
+    for column in ("metric", "A", "B", "B − A", "verdict"):
+        values.add_column(column, overflow="fold")
+    for m in result.metrics:
+        delta = m.delta if m.delta is not None else (m.paired.delta if m.paired else None)
+        values.add_row(
+            Text(m.metric),
+            _value_cell(m.value_a, m.passed_a),
+            _value_cell(m.value_b, m.passed_b),
+            Text("" if delta is None else f"{delta:+.4g}"),
+            Text(m.verdict.split(" at α")[0], style=_VERDICT_STYLES.get(m.verdict, "dim")),
+        )
+    paired = _table(
+        "paired test on the common cases: exact McNemar (p) where a case holds one verdict a side, "
+        f"else a clustered bootstrap; 95% CI from {result.resamples:,} resamples, seed {result.seed}"
+    )
+    for column in ("metric", "A only", "B only", "95% CI of B − A", "p", "p (Holm)"):
+        paired.add_column(column, overflow="fold")
+    for m in tested:
+        figures = m.paired
+        assert figures is not None
+        counts = figures.counts
+        paired.add_row(
+            m.metric,
+            "" if counts is None else str(counts.only_a),
+            "" if counts is None else str(counts.only_b),
+            f"[{figures.ci_low:+.3f}, {figures.ci_high:+.3f}]",
+            "" if figures.p_value is None else f"{figures.p_value:.4g}",
+            "" if m.p_holm is None else f"{m.p_holm:.4g}",
+        )
+    return [values, paired] if tested else [values]
+
+
+_VERDICT_STYLES = {"B better": "green", "B worse": "bold red"}
+
+
+def _table(title: str) -> Table:
+    return Table(title=title, box=box.SIMPLE_HEAD, title_justify="left")
+
+
+def _value_cell(value: float | None, passed: bool | None) -> Text:
     if value is None:
         return Text("n/a", style="dim")
-    parts = [_cell(value)]
-    numerator, denominator = row[f"numerator_{side}"], row[f"denominator_{side}"]
-    if numerator is not None and denominator is not None:
-        parts.append(f"{_cell(numerator)}/{_cell(denominator)}")
-    low, high = row[f"wilson_low_{side}"], row[f"wilson_high_{side}"]
-    if isinstance(low, float) and isinstance(high, float):
-        parts.append(f"[{low:.3f}, {high:.3f}]")
-    passed = row[f"passed_{side}"]
     style = "" if passed is None else ("green" if passed else "bold red")
-    return Text("  ".join(parts), style=style)
+    return Text(_cell(value), style=style)
+
+
+def _flip_view(flips: pd.DataFrame) -> pd.DataFrame:
+    """Each side as its code, plus pass counts (``3/5``) when either run holds several samples."""
+    counts = flips[["samples_a", "samples_b"]].fillna(0).to_numpy()
+    repeats = bool((counts > 1).any()) if len(flips) else False
+
+    def side(code: object, passes: object, samples: object) -> str:
+        text = "" if is_missing(code) else str(code)
+        return f"{text} {passes}/{samples}" if repeats and not is_missing(samples) else text
+
+    return flips.assign(
+        a=[side(*v) for v in zip(flips["code_a"], flips["passes_a"], flips["samples_a"], strict=True)],
+        b=[side(*v) for v in zip(flips["code_b"], flips["passes_b"], flips["samples_b"], strict=True)],
+    )
 
 
 def _short_label(ref: RunRef) -> str:

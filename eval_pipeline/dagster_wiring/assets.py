@@ -40,6 +40,7 @@ from eval_pipeline.dagster_wiring.runtime_targets import runtime_pool_slot, tran
 from eval_pipeline.drive import samples_to_drive
 from eval_pipeline.failures import FirstFailing, first_failing
 from eval_pipeline.history import append_run, commit_run, find_regressions, lane_chart_markdown
+from eval_pipeline.lanes.registry import lane_kind
 from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.memo import content_sha256
 from eval_pipeline.pipeline import (
@@ -375,6 +376,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
             flaky=flaky_in(case_predicates),
             series=series,
             links=viewer_link(run_columns["run_id"]),
+            metric_rows=lane_kind(spec).metric_rows,
         )
 
     @dg.asset(
@@ -414,7 +416,11 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
             runtime=series["runtime"],
             case_set=series["case_set"],
             metrics=metrics,
-            case_predicates=case_predicates.read(["case_id", "predicate", "passed"], where=failed()),
+            case_predicates=case_predicates.read(
+                ["case_id", "predicate", "passed", "severity", "sample_index"]
+            ),
+            metric_rows=lane_kind(spec).metric_rows,
+            alpha=spec.regression_alpha,
             run_id=run_id,
         )
         stored: dict[str, pd.DataFrame | StageFile] = {"metrics": metrics, "case_predicates": case_predicates}

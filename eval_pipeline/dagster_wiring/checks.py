@@ -17,7 +17,8 @@ import pandas as pd
 
 from eval_pipeline.dagster_wiring.markdown import markdown_table
 from eval_pipeline.failures import failing_rows_for_metric, fault_counts
-from eval_pipeline.history.regression import MetricFinding, findings_frame
+from eval_pipeline.history.regression import MetricFinding, findings_frame, regression_sentence
+from eval_pipeline.lanes.metric_rows import MetricRows
 from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.scoring import Measurement, ThresholdVerdict, number_text
 
@@ -46,8 +47,9 @@ def regression_check_spec(history_key: dg.AssetKey, partitions: dg.PartitionsDef
         REGRESSION_CHECK,
         history_key,
         partitions,
-        "No rate fell below the previous run of this series (lane, split, runtime, case set) "
-        "by more than its noise (95% Wilson interval on the previous run's counts).",
+        "No rate is significantly worse than in the previous run of this series (lane, split, "
+        "runtime, case set), paired on the common cases (one-sided exact McNemar at the lane's "
+        "regression_alpha), and no case went the bad way on a rate pinned at == 1 or == 0.",
     )
 
 
@@ -188,12 +190,14 @@ def threshold_check_results(
     flaky: pd.DataFrame,
     series: str,
     links: Mapping[str, dg.MetadataValue] | None = None,
+    metric_rows: Mapping[str, MetricRows],
 ) -> list[dg.AssetCheckResult]:
     """The asset check results of one run, rendered from its threshold verdicts: the verdict
     word, rounded values and, for a check with failing cases, a markdown table of them (case,
     predicate, code, reason). ``failing`` holds the run's failing case predicate rows (at
     least), ``faults`` its faulted transcript rows, ``flaky`` its case predicates whose
-    ``samples`` disagree (:func:`eval_pipeline.samples.flaky_within_run`). ``series`` is the
+    ``samples`` disagree (:func:`eval_pipeline.samples.flaky_within_run`), ``metric_rows`` the
+    lane's rates' predicate rows (what a failing-case table lists). ``series`` is the
     partition key: the one number a check plots (its observed value) is labelled with it, so a
     check's plot of one series never zigzags through another's values; counts are text.
     ``links`` (the run's page in the viewer) go on every check that did not pass."""
@@ -212,7 +216,7 @@ def threshold_check_results(
             metadata["denominator"] = count_text(m.denominator)
         if m.failing_case_ids:
             shown = m.failing_case_ids[:MAX_CASES_SHOWN]
-            rows = failing_rows_for_metric(m.metric, shown, failing, faults, samples=samples)
+            rows = failing_rows_for_metric(metric_rows.get(m.metric), shown, failing, faults, samples=samples)
             metadata["failing_case_table"] = dg.MetadataValue.md(
                 markdown_table(
                     rows.to_dict("records"),
@@ -263,18 +267,33 @@ def threshold_check_results(
 def regression_check_result(findings: Sequence[MetricFinding]) -> dg.AssetCheckResult:
     regressed = [f for f in findings if f.regressed]
     shown = findings_frame(list(regressed or findings)).to_dict("records")
-    columns = ("metric", "value", "previous_value", "delta", "allowed_noise", "note")
+    columns = ("metric", "value", "previous_value", "worse", "better", "p_value", "note")
     flipped = sorted({case for f in regressed for case in f.flipped_case_ids})
     compared = next((f.previous_run_id for f in findings if f.previous_run_id), None)
     return dg.AssetCheckResult(
         check_name=REGRESSION_CHECK,
         passed=not regressed,
         severity=dg.AssetCheckSeverity.WARN,
-        description=f"{len(regressed)} metric(s) regressed" if regressed else "no metric regressed",
+        description=regression_sentence(findings),
         metadata={
             "previous_run_id": dg.MetadataValue.text(compared or "none: first run of this series"),
             "regressed_metrics": dg.MetadataValue.json([f.metric for f in regressed]),
             "flipped_case_ids": dg.MetadataValue.json(flipped[:MAX_CASES_SHOWN]),
+            # Per tested rate: the common cases, how many went the bad way and the good way, the p-value.
+            "paired_counts": dg.MetadataValue.json(
+                [
+                    {
+                        "metric": f.metric,
+                        "cases": f.cases,
+                        "worse": f.worse,
+                        "better": f.better,
+                        "p_value": f.p_value,
+                        "regressed": f.regressed,
+                    }
+                    for f in findings
+                    if f.cases is not None
+                ]
+            ),
             "findings": dg.MetadataValue.md(markdown_table(shown, columns, limit=50, more="metrics")),
         },
     )

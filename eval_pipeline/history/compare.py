@@ -1,11 +1,8 @@
 """Two runtimes side by side: the latest committed run of each one's series in a lane.
 
 Both runs are of the same lane, split and case set; only the runtime target differs. The
-result holds every metric of either run with its numerator / denominator and, for rates, the
-95% Wilson interval, then the case predicates whose verdict differs (each side's code,
-verdict and final surface). Should the two runs' case files differ (the split's files were
-edited between them), only the common cases are compared and ``note`` says so, as in
-:mod:`eval_pipeline.history.diff`.
+comparison itself (paired figures per metric, the flipped cases) is
+:func:`eval_pipeline.history.comparison.compare_runs`; this module picks the two runs.
 
 Which series: ``split`` defaults to the only split both runtimes ran; ``case_set`` to the
 split's own cases when both have them, else to the only case set both have. Anything
@@ -14,57 +11,14 @@ ambiguous or unknown is a ``KeyError`` whose message names what history holds.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 
 import duckdb
-import pandas as pd
 
-from eval_pipeline.history.diff import flips_and_note, metric_sides, without_deltas
+from eval_pipeline.history.comparison import RunComparison, compare_runs
 from eval_pipeline.history.runs import RunRef, latest_runs, ref_from_row
-from eval_pipeline.intervals import Z_95, wilson_interval
-
-COMPARE_METRIC_COLUMNS = [
-    "metric",
-    "value_a",
-    "numerator_a",
-    "denominator_a",
-    "wilson_low_a",
-    "wilson_high_a",
-    "passed_a",
-    "value_b",
-    "numerator_b",
-    "denominator_b",
-    "wilson_low_b",
-    "wilson_high_b",
-    "passed_b",
-    "delta",
-    "threshold_op",
-    "threshold",
-    "severity",
-]
-COMPARE_FLIP_COLUMNS = [
-    "case_id",
-    "predicate",
-    "change",
-    "code_a",
-    "code_b",
-    "passed_a",
-    "passed_b",
-    "surface_a",
-    "surface_b",
-]
-
-
-@dataclass(frozen=True)
-class RuntimeComparison:
-    """Run ``a`` (the first runtime's latest) against run ``b`` (the second's)."""
-
-    a: RunRef
-    b: RunRef
-    metrics: pd.DataFrame  # COMPARE_METRIC_COLUMNS; delta = value_b - value_a
-    flips: pd.DataFrame  # COMPARE_FLIP_COLUMNS, pass→fail first
-    note: str | None  # set when the two runs' case files differ
+from eval_pipeline.lanes.metric_rows import MetricRows
+from eval_pipeline.paired import ALPHA
 
 
 def compare_runtimes(
@@ -72,24 +26,15 @@ def compare_runtimes(
     *,
     lane: str,
     runtimes: Sequence[str],
+    metric_rows: Mapping[str, MetricRows],
     split: str | None = None,
     case_set: str | None = None,
-    z: float = Z_95,
-) -> RuntimeComparison:
-    """The latest runs of ``runtimes[0]`` and ``runtimes[1]`` in one series of ``lane``, compared."""
+    alpha: float = ALPHA,
+) -> RunComparison:
+    """The latest runs of ``runtimes[0]`` and ``runtimes[1]`` in one series of ``lane``, compared
+    (:func:`eval_pipeline.history.comparison.compare_runs`)."""
     a, b = latest_pair(con, lane=lane, runtimes=runtimes, split=split, case_set=case_set)
-    flips, note = flips_and_note(con, a, b)
-    sides = metric_sides(con, a, b)
-    if note is not None:  # each run's metrics cover its own cases: no delta
-        sides = without_deltas(sides)
-    for side in ("a", "b"):
-        bounds = [
-            _interval(n, d, z)
-            for n, d in zip(sides[f"numerator_{side}"], sides[f"denominator_{side}"], strict=True)
-        ]
-        sides[f"wilson_low_{side}"] = pd.array([x[0] if x else None for x in bounds], dtype="Float64")
-        sides[f"wilson_high_{side}"] = pd.array([x[1] if x else None for x in bounds], dtype="Float64")
-    return RuntimeComparison(a, b, sides[COMPARE_METRIC_COLUMNS], flips[COMPARE_FLIP_COLUMNS], note)
+    return compare_runs(con, a, b, metric_rows, alpha=alpha)
 
 
 def latest_pair(
@@ -102,7 +47,10 @@ def latest_pair(
 ) -> tuple[RunRef, RunRef]:
     """The latest committed run of each runtime's series (see the module docstring)."""
     if len(runtimes) != 2 or runtimes[0] == runtimes[1]:
-        raise KeyError(f"give two different runtimes (--runtime A --runtime B), got {list(runtimes)}")
+        raise KeyError(
+            "give two different runtimes (--runtime A --runtime B) or two runs (--run A --run B); "
+            f"got runtimes {list(runtimes)}"
+        )
     latest = latest_runs(con, lane=lane, last=1)
     if latest.empty:
         lanes = [row[0] for row in con.execute("SELECT DISTINCT lane FROM runs ORDER BY 1").fetchall()]
@@ -167,9 +115,3 @@ def _choose(
 
 def _names(values: Sequence[str]) -> str:
     return ", ".join(values) if values else "none"
-
-
-def _interval(numerator: object, denominator: object, z: float) -> tuple[float, float] | None:
-    if pd.isna(numerator) or pd.isna(denominator):  # type: ignore[call-overload]
-        return None
-    return wilson_interval(float(numerator), float(denominator), z)  # type: ignore[arg-type]

@@ -15,7 +15,8 @@ from itertools import pairwise
 import duckdb
 import pandas as pd
 
-from eval_pipeline.history.runs import RUN_MATCH, RunRef, find_runs, is_missing, latest_runs, ref_from_row
+from eval_pipeline.history.runs import RUN_MATCH, RunRef, find_runs, latest_runs, ref_from_row
+from eval_pipeline.history.verdicts import flip_rows, side_by_side
 
 METRIC_SIDE_COLUMNS = [
     "metric",
@@ -33,20 +34,6 @@ METRIC_SIDE_COLUMNS = [
     "severity",
 ]
 METRIC_DELTA_COLUMNS = ["metric", "value_a", "value_b", "delta", "denominator_a", "denominator_b"]
-FLIP_COLUMNS = [
-    "case_id",
-    "predicate",
-    "change",
-    "passed_a",
-    "passed_b",
-    "code_a",
-    "code_b",
-    "surface_a",
-    "surface_b",
-]
-
-# pass→fail first (what got worse), then fail→pass, then cases that (dis)appeared or became n/a.
-_CHANGE_ORDER = {"pass→fail": 0, "fail→pass": 1}
 
 
 @dataclass(frozen=True)
@@ -56,7 +43,7 @@ class RunDiff:
     a: RunRef
     b: RunRef
     metric_deltas: pd.DataFrame  # METRIC_DELTA_COLUMNS; delta = value_b - value_a
-    flips: pd.DataFrame  # FLIP_COLUMNS, pass→fail first
+    flips: pd.DataFrame  # verdicts.FLIP_COLUMNS, pass→fail first
     note: str | None = None  # set when the runs' case sets differ (see the module docstring)
 
 
@@ -99,8 +86,8 @@ def case_overlap(con: duckdb.DuckDBPyConnection, a: RunRef, b: RunRef) -> CaseOv
                (SELECT count(*) FROM a JOIN b USING (case_id))
         """,
         [*a.params(), *b.params()],
-    ).fetchone()
-    cases_a, cases_b, common = row if row else (0, 0, 0)
+    ).fetchall()
+    cases_a, cases_b, common = row[0] if row else (0, 0, 0)
     return CaseOverlap(same_cases(a, b), int(cases_a), int(cases_b), int(common))
 
 
@@ -137,52 +124,16 @@ def metric_deltas(con: duckdb.DuckDBPyConnection, a: RunRef, b: RunRef) -> pd.Da
 def case_flips(
     con: duckdb.DuckDBPyConnection, a: RunRef, b: RunRef, *, common_cases_only: bool = False
 ) -> pd.DataFrame:
-    """Case predicates whose verdict differs between the runs, with codes and final surfaces.
-
-    ``change`` reads ``pass→fail``, ``fail→pass``, ``pass→n/a``, ``n/a→fail``… (n/a: not
-    applicable or the case is absent from that run; with ``common_cases_only``, cases
-    absent from either run are left out). Surfaces are the case's last turn and are null
-    when the run's transcripts were not kept in history.
-    """
-    join = "INNER JOIN" if common_cases_only else "FULL OUTER JOIN"
-    flips = con.execute(
-        f"""
-        WITH a AS (SELECT case_id, predicate, passed, code FROM case_predicates WHERE {RUN_MATCH}),
-             b AS (SELECT case_id, predicate, passed, code FROM case_predicates WHERE {RUN_MATCH}),
-             ca AS (SELECT DISTINCT case_id FROM a),
-             cb AS (SELECT DISTINCT case_id FROM b),
-             common AS (SELECT case_id FROM ca {join} cb USING (case_id)),
-             sa AS (SELECT case_id, arg_max(surface, turn_index) AS surface FROM transcripts
-                    WHERE {RUN_MATCH} GROUP BY case_id),
-             sb AS (SELECT case_id, arg_max(surface, turn_index) AS surface FROM transcripts
-                    WHERE {RUN_MATCH} GROUP BY case_id)
-        SELECT case_id, predicate, a.passed AS passed_a, b.passed AS passed_b,
-               a.code AS code_a, b.code AS code_b,
-               sa.surface AS surface_a, sb.surface AS surface_b
-        FROM a FULL OUTER JOIN b USING (case_id, predicate)
-        LEFT JOIN sa USING (case_id) LEFT JOIN sb USING (case_id)
-        WHERE a.passed IS DISTINCT FROM b.passed AND case_id IN (SELECT case_id FROM common)
-        """,
-        [*a.params(), *b.params(), *a.params(), *b.params()],
-    ).df()
-    flips["change"] = [
-        f"{verdict_text(x)}→{verdict_text(y)}"
-        for x, y in zip(flips["passed_a"], flips["passed_b"], strict=True)
-    ]
-    flips["_order"] = flips["change"].map(lambda c: _CHANGE_ORDER.get(c, 2))
-    flips = flips.sort_values(["_order", "case_id", "predicate"], kind="stable")
-    return flips[FLIP_COLUMNS].reset_index(drop=True)
-
-
-def flips_and_note(con: duckdb.DuckDBPyConnection, a: RunRef, b: RunRef) -> tuple[pd.DataFrame, str | None]:
-    """The case flips, on the common cases only when the case sets differ, and that note."""
-    if same_cases(a, b):
-        return case_flips(con, a, b), None
-    return case_flips(con, a, b, common_cases_only=True), case_overlap(con, a, b).note(a, b)
+    """The case predicates whose run verdict differs (:mod:`eval_pipeline.history.verdicts`:
+    each once, with both runs' pass counts), with codes and the shown samples' final surfaces
+    (null when the run's transcripts were not kept). With ``common_cases_only``, cases absent
+    from either run are left out."""
+    return flip_rows(con, a, b, side_by_side(con, a, b), common_cases_only=common_cases_only)
 
 
 def diff_runs(con: duckdb.DuckDBPyConnection, a: RunRef, b: RunRef) -> RunDiff:
-    flips, note = flips_and_note(con, a, b)
+    note = None if same_cases(a, b) else case_overlap(con, a, b).note(a, b)
+    flips = case_flips(con, a, b, common_cases_only=note is not None)
     deltas = metric_deltas(con, a, b)
     return RunDiff(a, b, deltas if note is None else without_deltas(deltas), flips, note)
 
@@ -222,13 +173,6 @@ def pairs_to_diff(
             f"{sorted({(r.lane, r.split) for r in befores})} vs {sorted({(r.lane, r.split) for r in afters})}"
         )
     return pairs
-
-
-def verdict_text(passed: object) -> str:
-    """pass, fail, or n/a (null: not applicable, or the case is absent)."""
-    if is_missing(passed):
-        return "n/a"
-    return "pass" if bool(passed) else "fail"
 
 
 def diff_pairs(con: duckdb.DuckDBPyConnection, pairs: list[tuple[RunRef, RunRef]]) -> list[RunDiff]:

@@ -1,4 +1,6 @@
-"""When did a case start failing? The first pass→fail of each of its predicates, per series."""
+"""When did a case start failing? The first pass→fail of each of its predicates, per series
+(each run's verdict from :mod:`eval_pipeline.history.verdicts`), or its first run when it
+failed from the start."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import duckdb
 import pandas as pd
 
 from eval_pipeline.history.runs import series_label
+from eval_pipeline.history.verdicts import CASE_VERDICTS
 from eval_pipeline.history.views import SERIES_SQL
 from eval_pipeline.tables import SERIES_COLUMN_NAMES
 
@@ -18,6 +21,7 @@ FIRST_FAILURE_COLUMNS = [
     "runtime",
     "case_set",
     "predicate",
+    "since",
     "run_id",
     "date",
     "previous_run_id",
@@ -73,9 +77,10 @@ def case_series(con: duckdb.DuckDBPyConnection, scope: CaseScope) -> list[str]:
 
 def first_failures(con: duckdb.DuckDBPyConnection, scope: CaseScope) -> pd.DataFrame:
     """For each series (lane, split, runtime, case set) and predicate of the case: the first run
-    whose verdict was fail while the run before it (with a verdict) passed, and both final surfaces.
+    whose verdict was fail while the run before it (with a verdict) passed, or its first run when
+    it failed from the start ("failing since its first run (date)"), and both final surfaces.
 
-    Empty when the case never went from pass to fail. KeyError when history has no such case.
+    Empty when the case never failed. KeyError when history has no such case.
     """
     case_series(con, scope)
     condition, params = scope.where("cp")
@@ -87,16 +92,20 @@ def first_failures(con: duckdb.DuckDBPyConnection, scope: CaseScope) -> pd.DataF
                    lag(cp.passed) OVER w AS previous_passed,
                    lag(cp.run_id) OVER w AS previous_run_id,
                    lag(r.date) OVER w AS previous_date
-            FROM case_predicates cp JOIN runs r USING (run_id, {SERIES_SQL})
+            FROM ({CASE_VERDICTS.format(source="case_predicates")}) cp JOIN runs r USING (run_id, {SERIES_SQL})
             WHERE {condition} AND cp.passed IS NOT NULL
             WINDOW w AS (PARTITION BY cp.lane, cp.split, cp.runtime, cp.case_set, cp.predicate ORDER BY r.seq)),
         first AS (
-            SELECT * FROM verdicts WHERE previous_passed AND NOT passed
+            SELECT * FROM verdicts WHERE NOT passed AND (previous_passed OR previous_run_id IS NULL)
             QUALIFY row_number() OVER (PARTITION BY {SERIES_SQL}, predicate ORDER BY seq) = 1),
         surfaces AS (
             SELECT run_id, {SERIES_SQL}, arg_max(surface, turn_index) AS surface
             FROM transcripts WHERE case_id = ? GROUP BY run_id, {SERIES_SQL})
-        SELECT f.lane, f.split, f.runtime, f.case_set, f.predicate, f.run_id, f.date,
+        SELECT f.lane, f.split, f.runtime, f.case_set, f.predicate,
+               CASE WHEN f.previous_run_id IS NULL
+                    THEN 'failing since its first run (' || strftime(f.date, '%Y-%m-%d') || ')'
+                    ELSE 'went pass→fail' END AS since,
+               f.run_id, f.date,
                f.previous_run_id, f.previous_date,
                before.surface AS surface_before, after.surface AS surface_after
         FROM first f

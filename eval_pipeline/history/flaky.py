@@ -3,8 +3,11 @@
 A *flip* is a change of a case predicate's verdict between two consecutive runs of the same
 series in which it had a verdict (null verdicts, not applicable, are skipped): the one
 definition in :mod:`eval_pipeline.flips`, which also counts flips between a run's samples.
-Across runs, each run's first sample (``sample_index`` 0) stands for it. A case predicate's
-flip rate is flips / transitions, null when it had fewer than two verdicts.
+Across runs, each run's verdict of the case predicate (:mod:`eval_pipeline.history.verdicts`:
+pass when every sample passed) stands for it. A case predicate's flip rate is flips /
+transitions, null when it had fewer than two verdicts. **Flaky** is alternation: a flip that
+undoes the one before (pass→fail→pass); a case that went pass→fail once and stayed has one
+flip and no alternation: a regression, not flakiness (``first-failure`` reports it).
 
 Lane rates come with a Wilson interval on the latest run's numerator and denominator: a move
 that stays inside it (a 2-point move on 15 cases does) is noise, not a regression.
@@ -16,6 +19,7 @@ import duckdb
 import pandas as pd
 
 from eval_pipeline.flips import count_flips
+from eval_pipeline.history.verdicts import CASE_VERDICTS
 from eval_pipeline.history.views import SERIES_SQL
 from eval_pipeline.intervals import Z_95, wilson_interval
 
@@ -31,6 +35,7 @@ CASE_FLIP_COLUMNS = [
     "verdicts",
     "transitions",
     "flips",
+    "alternations",
     "flip_rate",
     "last_passed",
 ]
@@ -71,8 +76,7 @@ def case_flip_rates(
         SELECT {SERIES_SQL}, case_id, predicate,
                list(passed ORDER BY w.seq) AS sequence,
                arg_max(passed, w.seq) FILTER (WHERE passed IS NOT NULL) AS last_passed
-        FROM case_predicates JOIN window_runs w USING (run_id, {SERIES_SQL})
-        WHERE coalesce(sample_index, 0) = 0
+        FROM ({CASE_VERDICTS.format(source="case_predicates")}) v JOIN window_runs w USING (run_id, {SERIES_SQL})
         GROUP BY {SERIES_SQL}, case_id, predicate
         HAVING count(passed) > 0
         """,
@@ -83,10 +87,11 @@ def case_flip_rates(
     rows["verdicts"] = [c.verdicts for c in counted]
     rows["transitions"] = [c.transitions for c in counted]
     rows["flips"] = [c.flips for c in counted]
+    rows["alternations"] = [c.alternations for c in counted]
     rows["flip_rate"] = pd.array([c.flip_rate for c in counted], dtype="Float64")
     ordered = rows.sort_values(
-        ["flip_rate", *SERIES, "case_id", "predicate"],
-        ascending=[False, *([True] * (len(SERIES) + 2))],
+        ["alternations", "flip_rate", *SERIES, "case_id", "predicate"],
+        ascending=[False, False, *([True] * (len(SERIES) + 2))],
         na_position="last",
         kind="stable",
     )

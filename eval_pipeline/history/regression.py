@@ -1,37 +1,51 @@
-"""The regression check: did a metric fall below the previous run of its series by more than noise?
+"""The regression check: is this run significantly worse than the previous run of its series?
 
-Pure function of the history root and the current run's tables; the Dagster metrics asset
-calls :func:`find_regressions` and reports the findings as a WARN check.
+Pure function of the history root and the current run's tables; the Dagster history asset
+calls :func:`find_regressions` and reports the findings as the WARN check ``no_regression``.
 
-Noise, by default, is derived from a Wilson interval (95%) on the *previous* run's
-numerator and denominator: a higher-is-better rate regresses when the current value falls
-below the interval's lower bound, so the allowed drop is ``previous - wilson_low``
-(``wilson_high - previous`` for a lower-is-better rate such as ``error_rate``). On 15 cases at
-1.0 the allowed drop is 0.204: one case flipping (0.933) is noise; nine flipping (0.4) is not.
-A fixed allowed drop per metric (``RegressionPolicy.noise``) overrides the interval. Metrics
-without a denominator (counts) and metrics whose current or previous value is null are
-reported, never flagged.
+The test is **paired**: this run against the latest committed run of the same series (lane,
+split, runtime, case set), on the cases both evaluated, from each run's case verdicts
+(:mod:`eval_pipeline.history.verdicts`) of the rows each rate counts, as the lane declares it
+(:mod:`eval_pipeline.lanes.metric_rows`). A rate **regressed** when
 
-The previous run is the latest *committed* run of the same series (lane, split, runtime,
-case set): a ``--cases`` run (case set ``custom-<hash>``) is never compared with the nightly
-series, nor the other way round. When the series' case files changed between the two runs
-(``cases_sha256`` differs), the metrics are **not comparable** (a rate over other cases says
-nothing about a behaviour change): no finding is flagged, each note says "case set changed",
-and ``flipped_case_ids`` lists the pass→fail flips on the cases both runs share, so a real
-regression on unchanged cases is still in sight. The next run compares normally again.
+- it is significantly worse: the one-sided exact McNemar p-value (the cases that went the bad
+  way against those that went the good way) is below the lane's ``regression_alpha``
+  (default 0.05); with several verdicts per case (repeats) McNemar does not apply and the
+  one-sided clustered bootstrap bound decides (whole cases resampled); or
+- its threshold is pinned (``== 1``, ``== 0``) and any case went the bad way.
+
+On 15 cases, one case going pass→fail is not significant (p = 0.5) unless the rate is pinned;
+nine are (p = 0.002). A rate over turns, ``error_rate`` and the counts have no case verdicts in
+history: a pinned one regressed when it held its pin last time and no longer does; the others
+are reported, not tested.
+
+A ``--cases`` run (case set ``custom-<hash>``) is never compared with the nightly series, nor
+the other way round. When the series' case files changed between the two runs
+(``cases_sha256`` differs), nothing is flagged: each note says "case set changed" and
+``flipped_case_ids`` lists the pass→fail flips on the cases both runs share.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
+from dataclasses import dataclass
+from functools import partial
 
 import duckdb
 import pandas as pd
 
+from eval_pipeline.history.comparison import common_cases, per_case_counts
 from eval_pipeline.history.runs import RUN_MATCH, RunRef, is_missing, ref_from_row
+from eval_pipeline.history.verdicts import RUN_KEYS, flipped, side_by_side
 from eval_pipeline.history.views import connect
-from eval_pipeline.intervals import Z_95, wilson_interval
+from eval_pipeline.lanes.metric_rows import MetricRows, higher_is_better, is_pinned
+from eval_pipeline.paired import (
+    ALPHA,
+    bootstrap_deltas,
+    mcnemar_one_sided,
+    worse_bound,
+)
 
 FINDING_COLUMNS = [
     "metric",
@@ -39,22 +53,16 @@ FINDING_COLUMNS = [
     "previous_value",
     "previous_run_id",
     "delta",
-    "allowed_noise",
+    "cases",
+    "worse",
+    "better",
+    "p_value",
     "regressed",
     "flipped_case_ids",
     "note",
 ]
-
-
-@dataclass(frozen=True)
-class RegressionPolicy:
-    """How much a metric may move between two runs before it is called a regression."""
-
-    z: float = Z_95
-    # metric → allowed absolute move in the bad direction; overrides the Wilson interval.
-    noise: Mapping[str, float] = field(default_factory=dict)
-    # Metrics without a threshold that says otherwise, for which lower is better.
-    lower_is_better: frozenset[str] = frozenset({"error_rate"})
+CURRENT_ROWS = "_current_case_predicates"
+_CURRENT_COLUMNS = ("case_id", "predicate", "passed", "severity", "code", "sample_index")
 
 
 @dataclass(frozen=True)
@@ -63,17 +71,20 @@ class MetricFinding:
 
     metric: str
     value: float | None
-    previous_value: float | None
-    previous_run_id: str | None
-    delta: float | None  # value - previous_value
-    allowed_noise: float | None
-    regressed: bool
-    flipped_case_ids: tuple[str, ...]  # pass→fail on the metric's predicate (all predicates if none matches)
     note: str
+    previous_value: float | None = None
+    previous_run_id: str | None = None
+    delta: float | None = None  # value - previous_value
+    cases: int | None = None  # common cases tested (None: not tested)
+    worse: int | None = None  # common cases that went the bad way on this metric
+    better: int | None = None  # … and the good way
+    p_value: float | None = None  # one-sided: that this run is worse (None: not tested, or clustered)
+    regressed: bool = False
+    flipped_case_ids: tuple[str, ...] = ()  # the cases that went the bad way
 
 
 def find_regressions(
-    root: str,
+    history: str | duckdb.DuckDBPyConnection,
     *,
     lane: str,
     split: str,
@@ -81,57 +92,57 @@ def find_regressions(
     case_set: str,
     metrics: pd.DataFrame,
     case_predicates: pd.DataFrame,
+    metric_rows: Mapping[str, MetricRows],
+    alpha: float = ALPHA,
     run_id: str | None = None,
-    policy: RegressionPolicy | None = None,
 ) -> list[MetricFinding]:
-    """Per-metric findings for the current run (its ``metrics`` and ``case_predicates`` tables;
-    only the failing rows of ``case_predicates`` matter, and a big run passes only those).
+    """Per-metric findings for the current run: its ``metrics`` table and its ``case_predicates``
+    (at least ``case_id``, ``predicate``, ``passed``, ``severity``; ``sample_index`` with
+    repeats), against the previous run of the series (module docstring).
 
-    The previous run is the latest committed run of the series (lane, split, runtime,
-    case_set) other than ``run_id`` (default: the ``run_id`` column of ``metrics``, if any)
-    that started before the current run (when ``metrics`` has ``started_at``). With no
-    previous run every finding says so.
+    ``history`` is the history root, or an open connection to it (:func:`connect`).
+    The previous run is the latest committed run of the series other than ``run_id`` (default:
+    the ``run_id`` column of ``metrics``, if any) that started before the current run (when
+    ``metrics`` has ``started_at``). With no previous run every finding says so.
     """
-    policy = policy or RegressionPolicy()
     stored_run_id = _single(metrics, "run_id")
     run_id = run_id or (None if stored_run_id is None else str(stored_run_id))
     series = (lane, split, runtime, case_set)
-    with connect(root) as con:
+    current = RunRef(run_id or "current", lane, split, runtime, case_set)
+    with connect(history) if isinstance(history, str) else nullcontext(history) as con:
         previous = _previous_run(con, series, run_id, _single(metrics, "started_at"))
         if previous is None:
-            previous_metrics = pd.DataFrame(columns=["metric", "value", "numerator", "denominator"])
-            previous_cases = pd.DataFrame(columns=["case_id", "predicate", "passed"])
-        else:
-            previous_metrics = con.execute(
-                f"SELECT metric, value, numerator, denominator FROM metrics WHERE {RUN_MATCH}",
-                previous.params(),
-            ).df()
-            # Only the previous verdicts of what fails now: a big run's table stays in DuckDB.
-            failing_now = case_predicates.loc[
-                case_predicates["passed"].eq(False).fillna(False), ["case_id", "predicate"]
-            ].astype(str)
-            con.register("failing_now", failing_now)
-            previous_cases = con.execute(
-                "SELECT c.case_id, c.predicate, c.passed FROM case_predicates c "
-                "JOIN failing_now f ON c.case_id = f.case_id AND c.predicate = f.predicate "
-                f"WHERE {RUN_MATCH}",  # its columns are case_predicates' alone
-                previous.params(),
-            ).df()
-            con.unregister("failing_now")
-    flips = pass_to_fail(previous_cases, case_predicates)
-    before = {str(row["metric"]): row for _, row in previous_metrics.iterrows()}
+            return [_first_run(row) for _, row in metrics.iterrows()]
+        before = {
+            str(row["metric"]): row
+            for _, row in con.execute(
+                f"SELECT metric, value FROM metrics WHERE {RUN_MATCH}", previous.params()
+            )
+            .df()
+            .iterrows()
+        }
+        rows = case_predicates.reindex(columns=list(_CURRENT_COLUMNS))  # a column not read: null
+        con.register(
+            CURRENT_ROWS, rows.assign(**dict(zip(RUN_KEYS.split(", "), current.params(), strict=True)))
+        )
+        try:
+            sides = side_by_side(con, previous, current, source_b=CURRENT_ROWS)
+        finally:
+            con.unregister(CURRENT_ROWS)
     current_sha = _single(metrics, "cases_sha256")
-    if (
-        previous is not None
-        and not is_missing(current_sha)
-        and previous.cases_sha256 not in (None, current_sha)
-    ):
+    if not is_missing(current_sha) and previous.cases_sha256 not in (None, current_sha):
+        went_bad = flipped(sides, common_cases_only=True)
+        went_bad = went_bad[went_bad["passed_a"].eq(True) & went_bad["passed_b"].eq(False)]
+        ids = tuple(sorted(set(went_bad["case_id"].astype(str))))
         return [
-            _case_set_changed(row, before.get(str(row["metric"])), previous, flips)
+            _case_set_changed(row, before.get(str(row["metric"])), previous, ids)
             for _, row in metrics.iterrows()
         ]
+    common = common_cases(sides)
     return [
-        _finding(row, before.get(str(row["metric"])), previous, flips, policy)
+        _finding(
+            row, before.get(str(row["metric"])), previous, common, metric_rows.get(str(row["metric"])), alpha
+        )
         for _, row in metrics.iterrows()
     ]
 
@@ -141,106 +152,109 @@ def findings_frame(findings: list[MetricFinding]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=FINDING_COLUMNS)
 
 
-def pass_to_fail(previous: pd.DataFrame, current: pd.DataFrame) -> dict[str, tuple[str, ...]]:
-    """Predicate → sorted case ids that passed in ``previous`` and fail in ``current``."""
-    if previous.empty or current.empty:
-        return {}
-    joined = previous[["case_id", "predicate", "passed"]].merge(
-        current[["case_id", "predicate", "passed"]], on=["case_id", "predicate"], suffixes=("_before", "_now")
+def regression_sentence(findings: Sequence[MetricFinding]) -> str:
+    """``2 metric(s) regressed vs 71afd00d: a (9 worse, 0 better of 15, p = 0.001953), b (…)``:
+    what the check's description says (the CLI prints it), and the report."""
+    regressed = [f for f in findings if f.regressed]
+    if not regressed:
+        return "no metric regressed"
+    what = ", ".join(
+        f"{f.metric} ({f.worse} worse, {f.better} better of {f.cases}"
+        + ("" if f.p_value is None else f", p = {f.p_value:.4g}")
+        + ")"
+        if f.cases is not None
+        else f"{f.metric} ({f.note})"
+        for f in regressed
     )
-    passed_before = joined["passed_before"].astype("boolean").fillna(False)
-    failed_now = ~joined["passed_now"].astype("boolean").fillna(True)
-    flipped = joined[passed_before & failed_now]
-    return {
-        str(predicate): tuple(sorted(set(group["case_id"].astype(str))))
-        for predicate, group in flipped.groupby("predicate")
-    }
+    previous = str(regressed[0].previous_run_id)[:8]  # the prefix tables show; metadata has it whole
+    return f"{len(regressed)} metric(s) regressed vs {previous}: {what}"
 
 
-def metric_predicate(metric: str) -> str:
-    """The predicate a rate metric counts: ``no_placeholder_rate`` → ``no_placeholder``."""
-    for suffix in ("_pass_rate", "_rate"):
-        if metric.endswith(suffix):
-            return metric[: -len(suffix)]
-    return metric
+def _first_run(row: pd.Series) -> MetricFinding:
+    return MetricFinding(str(row["metric"]), _number(row.get("value")), "no previous run of this series")
 
 
 def _case_set_changed(
-    row: pd.Series, before: pd.Series | None, previous: RunRef, flips: dict[str, tuple[str, ...]]
+    row: pd.Series, before: pd.Series | None, previous: RunRef, went_bad: tuple[str, ...]
 ) -> MetricFinding:
     """A finding when the series' case files changed: reported, not compared (module docstring)."""
-    metric = str(row["metric"])
-    flipped = _flipped_for(metric, flips)
     note = (
         f"case set changed since {previous.run_id} (case files differ): not comparable; "
-        f"{len(flipped)} case(s) went pass→fail among the common cases"
+        f"{len(went_bad)} case(s) went pass→fail among the common cases"
     )
-    previous_value = None if before is None else _number(before["value"])
     return MetricFinding(
-        metric, _number(row.get("value")), previous_value, previous.run_id, None, None, False, flipped, note
+        str(row["metric"]),
+        _number(row.get("value")),
+        note,
+        previous_value=None if before is None else _number(before["value"]),
+        previous_run_id=previous.run_id,
+        flipped_case_ids=went_bad,
     )
-
-
-def _flipped_for(metric: str, flips: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
-    return flips.get(metric_predicate(metric)) or tuple(sorted({c for ids in flips.values() for c in ids}))
 
 
 def _finding(
     row: pd.Series,
     before: pd.Series | None,
-    previous: RunRef | None,
-    flips: dict[str, tuple[str, ...]],
-    policy: RegressionPolicy,
+    previous: RunRef,
+    common: pd.DataFrame,
+    rows: MetricRows | None,
+    alpha: float,
 ) -> MetricFinding:
-    metric = str(row["metric"])
-    value = _number(row.get("value"))
-    flipped = _flipped_for(metric, flips)
-    if previous is None or before is None:
-        note = "no previous run of this series" if previous is None else "new metric"
-        return MetricFinding(
-            metric, value, None, previous.run_id if previous else None, None, None, False, (), note
-        )
+    metric, value = str(row["metric"]), _number(row.get("value"))
+    if before is None:
+        return MetricFinding(metric, value, "new metric", previous_run_id=previous.run_id)
     previous_value = _number(before["value"])
     delta = None if value is None or previous_value is None else value - previous_value
-    common = (metric, value, previous_value, previous.run_id, delta)
-    if value is None or previous_value is None or delta is None:
-        return MetricFinding(*common, None, False, flipped, "not comparable: a value is null")
-    lower_better = _lower_is_better(row, metric, policy)
-    noise = _allowed_noise(metric, previous_value, before, lower_better, policy)
-    if noise is None:
-        return MetricFinding(*common, None, False, flipped, "a count, not a rate: reported, not checked")
-    worse_by = delta if lower_better else -delta
-    regressed = worse_by > noise + 1e-12
-    direction = "rose" if lower_better else "fell"
-    note = (
-        f"{direction} {worse_by:.3f} vs {previous.run_id}, beyond noise {noise:.3f}"
-        if regressed
-        else f"moved {delta:+.3f} vs {previous.run_id}, within noise {noise:.3f}"
+    found = partial(
+        MetricFinding,
+        metric,
+        value,
+        previous_value=previous_value,
+        previous_run_id=previous.run_id,
+        delta=delta,
     )
-    return MetricFinding(*common, noise, regressed, flipped if regressed else (), note)
-
-
-def _allowed_noise(
-    metric: str, previous_value: float, before: pd.Series, lower_better: bool, policy: RegressionPolicy
-) -> float | None:
-    if metric in policy.noise:
-        return float(policy.noise[metric])
-    numerator, denominator = _number(before["numerator"]), _number(before["denominator"])
-    if numerator is None or not denominator:
-        return None
-    low, high = wilson_interval(numerator, denominator, policy.z) or (previous_value, previous_value)
-    return high - previous_value if lower_better else previous_value - low
-
-
-def _lower_is_better(row: pd.Series, metric: str, policy: RegressionPolicy) -> bool:
-    op = row.get("threshold_op")
-    if isinstance(op, str) and op in ("<", "<="):
-        return True
-    if isinstance(op, str) and op in (">", ">="):
-        return False
-    if isinstance(op, str) and op == "==" and not is_missing(row.get("threshold")):
-        return float(row["threshold"]) == 0.0  # "== 0" (false_certainty_rate, error_rate): lower is better
-    return metric in policy.lower_is_better
+    op, threshold = row.get("threshold_op"), _number(row.get("threshold"))
+    up, pinned = higher_is_better(rows, op, threshold), is_pinned(op, threshold)
+    if rows is None or rows.over == "turns":
+        if not pinned or threshold is None or value is None or previous_value is None:
+            return found(
+                f"not tested: {'a rate over turns' if rows is not None else 'no case verdicts in history'}"
+            )
+        off = threshold == previous_value and value != previous_value
+        if off:
+            return found(f"pinned at {threshold:g}: held it in {previous.run_id}, not now", regressed=True)
+        return found(f"pinned at {threshold:g}: {previous_value:g} in {previous.run_id}, {value:g} now")
+    counts = per_case_counts(common, rows).applicable_on_both()
+    if not len(counts.case_ids):
+        return found("not tested: no common case has a verdict", cases=0, worse=0, better=0)
+    worse_ids, better = counts.went_worse(up), len(counts.went_worse(not up))
+    if counts.one_verdict_each:
+        p: float | None = mcnemar_one_sided(len(worse_ids), better)
+        significant = p is not None and p < alpha
+        how = f"one-sided exact McNemar p = {p:.4g}"
+    else:
+        p = None
+        bound = worse_bound(bootstrap_deltas(*counts.arrays()), higher_is_better=up, alpha=alpha)
+        significant = bound < 0 if up else bound > 0
+        how = f"clustered bootstrap: {1 - alpha:.0%} bound of the change {bound:+.3f}"
+    regressed = significant or (pinned and bool(worse_ids))
+    why = (
+        "significantly worse"
+        if significant
+        else f"pinned at {threshold:g} and {len(worse_ids)} case(s) went the bad way"
+        if regressed
+        else "not significantly worse"
+    )
+    n = len(counts.case_ids)
+    return found(
+        f"{why} vs {previous.run_id} ({len(worse_ids)} worse, {better} better of {n}; {how}, α = {alpha:g})",
+        cases=n,
+        worse=len(worse_ids),
+        better=better,
+        p_value=p,
+        regressed=regressed,
+        flipped_case_ids=tuple(worse_ids),
+    )
 
 
 def _previous_run(

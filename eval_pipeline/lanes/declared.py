@@ -43,6 +43,7 @@ from eval_pipeline.lanes.declaration import (
     TurnRule,
 )
 from eval_pipeline.lanes.kind import TURN_REQUESTS, Scored, Thread, TurnRequest
+from eval_pipeline.lanes.metric_rows import MetricRows, rows_of_declared
 from eval_pipeline.lanes.schema import case_model
 from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.memo import Recent
@@ -83,6 +84,7 @@ class DeclaredLane:
             lambda: case_model(name, declaration.case_schema),
         )
         self.metric_names: tuple[str, ...] = tuple(declaration.metrics)
+        self.metric_rows: dict[str, MetricRows] = rows_of_declared(declaration.metrics)
 
     # --- threads -----------------------------------------------------------------------------
 

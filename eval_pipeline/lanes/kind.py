@@ -10,7 +10,7 @@ discovered, so a new kind is one new module there).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -22,6 +22,7 @@ from eval_pipeline.registry import Registry
 from eval_pipeline.scoring import MetricValue
 
 if TYPE_CHECKING:
+    from eval_pipeline.lanes.metric_rows import MetricRows
     from eval_pipeline.lanes.spec import LaneSpec
 
 
@@ -113,6 +114,11 @@ class LaneKind(Protocol):
 
     @property
     def metric_names(self) -> tuple[str, ...]: ...
+
+    @property
+    def metric_rows(self) -> Mapping[str, MetricRows]:
+        """Each rate's predicate rows (:mod:`eval_pipeline.lanes.metric_rows`), by metric name."""
+        ...
 
     def threads(self, cases: Sequence[Any], spec: LaneSpec, split: str) -> list[Thread]: ...
 

@@ -73,3 +73,12 @@ def find_lane(name: str, root: Path | None = None) -> LaneSpec:
         if spec.name == name:
             return spec
     raise KeyError(f"no lane named {name!r}; lanes: {[s.name for s in lanes]}")
+
+
+def declared_lane(name: str, root: Path | None = None) -> LaneSpec | None:
+    """The lane as this checkout declares it, or None (history may hold lanes no longer here,
+    or be read where there is no evals folder): what reads history for a lane's rates asks this."""
+    try:
+        return find_lane(name, root)
+    except (KeyError, FileNotFoundError):
+        return None

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from eval_pipeline.cases.loading import CaseFileError, CaseProblem
 from eval_pipeline.lanes.declaration import CaseRule, CaseSchema, Declaration, MetricSpec, Threads, TurnRule
+from eval_pipeline.paired import ALPHA
 from eval_pipeline.scoring import DEFAULT_MAX_ERROR_RATE, Severity, Statistic, ThresholdOp
 
 MAX_REPEAT = 1000
@@ -75,6 +76,13 @@ class LaneSpec(BaseModel):
         ge=0.0,
         le=1.0,
         description="Above this share of faulted turns a run is void: the runtime was not measured.",
+    )
+    regression_alpha: float = Field(
+        default=ALPHA,
+        gt=0.0,
+        lt=1.0,
+        description="The no_regression check's significance level: a rate regressed when the one-sided "
+        "paired test against the series' previous run is below it (compare reads the same level).",
     )
     repeat: int = Field(
         default=1, ge=1, le=MAX_REPEAT, description="Samples per case (each in a fresh session) by default."

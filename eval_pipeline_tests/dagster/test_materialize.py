@@ -151,6 +151,16 @@ def test_regression_check_warns_when_the_same_runtime_gets_worse(tmp_path: Path)
     }
     assert metadata["previous_run_id"] == nights[0].run_id
     assert "fluency_truth_001" in metadata["flipped_case_ids"]
+    paired = {row["metric"]: row for row in metadata["paired_counts"]}
+    assert paired["no_dotted_inventory_rate"] == {
+        "metric": "no_dotted_inventory_rate",
+        "cases": 15,
+        "worse": 9,
+        "better": 0,
+        "p_value": 0.5**9,  # one-sided exact McNemar
+        "regressed": True,
+    }
+    assert paired["no_placeholder_rate"]["regressed"] is False
 
 
 def test_monthly_compaction_job_keeps_every_run_queryable() -> None:

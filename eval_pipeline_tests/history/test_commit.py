@@ -20,6 +20,7 @@ from eval_pipeline.history.compact import compact
 from eval_pipeline.history.regression import find_regressions
 from eval_pipeline.history.store import DATA_TABLES, append_run, commit_run
 from eval_pipeline.history.views import connect
+from eval_pipeline.lanes import find_lane, lane_kind
 from eval_pipeline.pipeline import LaneRun
 
 from .conftest import LANE, SPLIT, StoredRun, manifest, record_run, run_tables
@@ -82,6 +83,7 @@ def test_a_run_killed_after_any_table_is_invisible_until_committed(
         case_set=SPLIT,
         metrics=later.metrics,
         case_predicates=later.case_predicates,
+        metric_rows=lane_kind(find_lane(LANE)).metric_rows,
     )
     assert {f.previous_run_id for f in findings} == {"run-c4"}
 

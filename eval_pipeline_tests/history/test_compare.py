@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from eval_pipeline.cli import app
-from eval_pipeline.intervals import wilson_interval
 from eval_pipeline.pipeline import LaneRun
 
 from .conftest import FLIPPING_CASES, FLIPPING_PREDICATES, LANE, SPLIT, StoredRun, record_run
@@ -74,22 +74,45 @@ def test_compare_shows_the_gloss_lift_case_by_case(targets: str) -> None:
     assert (provenance["numerator_a"], provenance["denominator_a"]) == (14, 15)
     assert (provenance["numerator_b"], provenance["denominator_b"]) == (5, 15)
     assert provenance["delta"] == pytest.approx(5 / 15 - 14 / 15)
-    for side, numerator in (("a", 14), ("b", 5)):
-        low, high = wilson_interval(numerator, 15) or (0, 0)
-        assert provenance[f"wilson_low_{side}"] == pytest.approx(low)
-        assert provenance[f"wilson_high_{side}"] == pytest.approx(high)
     assert (provenance["passed_a"], provenance["passed_b"]) == (True, False)
-    cases = metrics["cases"]  # a count: no interval
-    assert (cases["value_a"], cases["wilson_low_a"], cases["delta"]) == (15, None, 0)
+    # The nine pack_definition cases lose their gloss: 9 discordant pairs, all one way.
+    dotted = metrics["no_dotted_inventory_rate"]
+    assert (dotted["only_a"], dotted["only_b"], dotted["both"], dotted["neither"]) == (9, 0, 5, 1)
+    assert dotted["p_value"] == 0.00390625 and dotted["method"] == "exact McNemar"
+    assert dotted["verdict"] == "B worse" and dotted["ci_high"] < 0
+    assert (dotted["rate_a"], dotted["rate_b"]) == (dotted["value_a"], dotted["value_b"])
+    assert dotted["p_holm"] >= dotted["p_value"] and dotted["p_holm"] < 0.05
+    placeholder = metrics["no_placeholder_rate"]  # nothing moved
+    assert (placeholder["only_a"], placeholder["only_b"], placeholder["p_value"]) == (0, 0, 1.0)
+    assert placeholder["verdict"] == "no detectable difference at α = 0.05, n = 15"
+    cases = metrics["cases"]  # a count: shown, not tested
+    assert (cases["value_a"], cases["delta"], cases["p_value"]) == (15, 0, None)
+    assert cases["verdict"] == "not tested: not a rate"
+    assert (doc["alpha"], doc["correction"], doc["resamples"]) == (0.05, "holm", 10_000)
+
+
+def test_compare_by_run_ids_gives_the_same_document(targets: str) -> None:
+    by_runtime = compare_json()
+    code, output = invoke("--run", "run-g2", "--run", "run-n2", "--json")
+    assert code == 0, output
+    assert json.loads(output) == by_runtime
+    code, output = invoke("--run", "run-g2", "--runtime", GLOSS)
+    assert code == 2 and "not both" in output
+    code, output = invoke("--run", "run-g2", "--run", "run-n2", "--split", "dev")
+    assert code == 2 and "share no split 'dev'; they share public" in output
+    code, output = invoke("--run", "run-g2")
+    assert code == 2 and "give two runs (--run A --run B)" in output
 
 
 def test_compare_table_output(targets: str) -> None:
     code, output = invoke("--runtime", GLOSS, "--runtime", NO_GLOSS)
     assert code == 0, output
     assert f"A: {GLOSS}  run run-g2 (2024-05-02)" in output and f"B: {NO_GLOSS}  run run-n2" in output
-    low, high = wilson_interval(14, 15) or (0, 0)
-    assert f"0.9333  14/15  [{low:.3f}, {high:.3f}]" in output and "-0.6" in output
-    assert f"cases that flip, A={GLOSS} → B={NO_GLOSS} (27)" in output
+    assert re.search(r"no_dotted_inventory_rate\s+0\.9333\s+0\.3333\s+-0\.6\s+B worse", output)
+    assert re.search(
+        r"no_dotted_inventory_rate\s+9\s+0\s+\[-0\.867, -0\.333\]\s+0\.003906\s+0\.03125", output
+    )
+    assert "cases that flipped, A → B (27, each once)" in output
     assert "provenance_only" in output and "dotted_inventory" in output
 
 
@@ -118,3 +141,27 @@ def test_compare_default_split(targets: str, lane_runs: dict[bool, LaneRun]) -> 
     assert (doc["a"]["run_id"], doc["b"]["run_id"]) == ("run-gp", "run-np")  # type: ignore[index]
     code, output = invoke("--runtime", GLOSS, "--runtime", NO_GLOSS, "--split", "holdout")
     assert code == 2 and f"'{GLOSS}' has private, public, '{NO_GLOSS}' has private, public" in output
+
+
+def test_a_five_sample_run_against_a_one_sample_run_lists_each_flip_once(history_root: Path) -> None:
+    """Today's defect: 135 rows (each case × predicate five times, no sample index). Each flipped
+    case predicate is listed once, with both runs' pass counts, and the rates are clustered."""
+    from eval_pipeline.lanes import find_lane
+    from eval_pipeline.pipeline import evaluate_lane
+    from eval_pipeline.runtimes import build_runtime
+
+    root = str(history_root)
+    spec = find_lane(LANE)
+    record_run(root, evaluate_lane(spec, SPLIT, build_runtime("reference"), repeat=5), RUNS[0])
+    record_run(root, evaluate_lane(spec, SPLIT, build_runtime("reference:no-gloss")), RUNS[1])
+    doc = compare_json()
+    flips = doc["flips"]
+    assert isinstance(flips, list) and len(flips) == len(FLIPPING_CASES) * len(FLIPPING_PREDICATES)
+    assert {(f["passes_a"], f["samples_a"], f["passes_b"], f["samples_b"]) for f in flips} == {(5, 5, 0, 1)}
+    dotted = next(m for m in doc["metrics"] if m["metric"] == "no_dotted_inventory_rate")  # type: ignore[union-attr]
+    assert dotted["method"] == "clustered bootstrap" and dotted["p_value"] is None
+    assert dotted["verdict"] == "B worse" and dotted["ci_high"] < 0
+    code, output = invoke("--runtime", GLOSS, "--runtime", NO_GLOSS)
+    assert code == 0 and re.search(
+        r"fluency_truth_001\s+no_dotted_inventory\s+pass→fail\s+ok 5/5\s+dotted_inventory 0/1", output
+    )

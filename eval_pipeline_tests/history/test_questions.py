@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 
+import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
 from eval_pipeline.cli import app
-from eval_pipeline.history.regression import RegressionPolicy, find_regressions
+from eval_pipeline.history.regression import MetricFinding, find_regressions
 from eval_pipeline.intervals import wilson_interval
+from eval_pipeline.lanes import find_lane, lane_kind
 from eval_pipeline.pipeline import LaneRun
 
 from .conftest import FLIPPING_CASES, FLIPPING_PREDICATES, LANE, SPLIT
@@ -94,12 +96,15 @@ def test_flaky_rates_and_wilson_bounds(history: str) -> None:
         (c, p) for c in FLIPPING_CASES for p in FLIPPING_PREDICATES
     }
     assert all(
-        (c["runtime"], c["flips"], c["transitions"], c["flip_rate"]) == ("candidate", 3, 3, 1.0)
+        (c["runtime"], c["flips"], c["alternations"], c["transitions"], c["flip_rate"])
+        == ("candidate", 3, 2, 3, 1.0)
         for c in cases
     )
-    # Over the last 2 runs only one transition is seen: still a flip each.
-    last_two = invoke_json("flaky", "--last", "2")["cases"]  # type: ignore[index]
-    assert {(c["transitions"], c["flip_rate"]) for c in last_two} == {(1, 1.0)}
+    # Over the last 2 runs only one transition is seen: a flip, not yet an alternation.
+    last_two = invoke_json("flaky", "--last", "2", "--all")["cases"]  # type: ignore[index]
+    flipped_once = [c for c in last_two if c["flips"]]
+    assert {(c["transitions"], c["flip_rate"], c["alternations"]) for c in flipped_once} == {(1, 1.0, 0)}
+    assert invoke_json("flaky", "--last", "2")["cases"] == []  # type: ignore[index]
     rates = {(r["runtime"], r["metric"]): r for r in report["rates"]}
     steady = rates[("reference", "no_provenance_only_rate")]
     assert (steady["numerator"], steady["denominator"]) == (14, 15)
@@ -139,59 +144,60 @@ def test_first_failure_names_the_run_and_the_surface_change(history: str) -> Non
 def test_first_failure_of_a_case_that_never_flipped_and_of_an_unknown_case(history: str) -> None:
     assert invoke_json("first-failure", "fluency_cause_tides_014") == []
     result = runner.invoke(app, ["first-failure", "fluency_cause_tides_014"])
-    assert result.exit_code == 0 and "never went from pass to fail" in result.output
+    assert result.exit_code == 0 and "never failed" in result.output
     result = runner.invoke(app, ["first-failure", "no_such_case"])
     assert result.exit_code == 2 and "no verdicts for case 'no_such_case'" in result.output
 
 
+FLUENCY_ROWS = lane_kind(find_lane(LANE)).metric_rows
+
+
+def regressions(
+    history: str, run: LaneRun, case_predicates: pd.DataFrame | None = None
+) -> dict[str, MetricFinding]:
+    found = find_regressions(
+        history,
+        lane=LANE,
+        split=SPLIT,
+        runtime="reference",
+        case_set=SPLIT,
+        metrics=run.metrics,
+        case_predicates=run.case_predicates if case_predicates is None else case_predicates,
+        metric_rows=FLUENCY_ROWS,
+    )
+    return {f.metric: f for f in found}
+
+
 def test_regression_findings_against_the_previous_run(history: str, lane_runs: dict[bool, LaneRun]) -> None:
-    current = lane_runs[False]
-    findings = {
-        f.metric: f
-        for f in find_regressions(
-            history,
-            lane=LANE,
-            split=SPLIT,
-            runtime="reference",
-            case_set=SPLIT,
-            metrics=current.metrics,
-            case_predicates=current.case_predicates,
-        )
-    }
+    findings = regressions(history, lane_runs[False])
     provenance = findings["no_provenance_only_rate"]
     assert provenance.previous_run_id == "run-r2"
     assert provenance.delta == pytest.approx(-0.6)
-    assert provenance.allowed_noise == pytest.approx(14 / 15 - 0.70183, abs=1e-4)
-    assert provenance.regressed is True
+    assert (provenance.cases, provenance.worse, provenance.better) == (15, 9, 0)
+    assert provenance.p_value == pytest.approx(0.5**9)  # one-sided exact McNemar
+    assert provenance.regressed is True and "significantly worse" in provenance.note
     assert provenance.flipped_case_ids == tuple(sorted(FLIPPING_CASES))
     assert findings["no_placeholder_rate"].regressed is False
-    assert findings["cases"].regressed is False and findings["cases"].allowed_noise is None
+    assert findings["cases"].regressed is False and findings["cases"].p_value is None
 
 
-def test_regression_noise_is_configurable_and_small_moves_are_noise(
+def test_one_flip_is_not_significant_unless_the_rate_is_pinned(
     history: str, lane_runs: dict[bool, LaneRun]
 ) -> None:
-    current = lane_runs[True].metrics.copy()
-    # One more case failing no_provenance_only: 14/15 → 13/15, inside the Wilson interval.
-    current.loc[current.metric == "no_provenance_only_rate", ["value", "numerator"]] = [13 / 15, 13.0]
-    args = {
-        "lane": LANE,
-        "split": SPLIT,
-        "runtime": "reference",
-        "case_set": SPLIT,
-        "case_predicates": lane_runs[True].case_predicates,
-    }
-    (finding,) = [
-        f for f in find_regressions(history, metrics=current, **args) if f.metric == "no_provenance_only_rate"
-    ]
-    assert finding.regressed is False and "within noise" in finding.note
-    strict = RegressionPolicy(noise={"no_provenance_only_rate": 0.01})
-    (finding,) = [
-        f
-        for f in find_regressions(history, metrics=current, policy=strict, **args)
-        if f.metric == "no_provenance_only_rate"
-    ]
-    assert finding.regressed is True and finding.allowed_noise == 0.01
+    """One case going pass→fail on 15: p = 0.5, not a regression of a floor, but a regression of a
+    rate pinned at == 1 (no_placeholder_rate)."""
+    run = lane_runs[True]
+    one = run.case_predicates.copy()
+    truth = one["case_id"].eq("fluency_truth_001")
+    for predicate in ("no_provenance_only", "no_placeholder"):
+        one.loc[truth & one["predicate"].eq(predicate), "passed"] = False
+    findings = regressions(history, run, one)
+    provenance = findings["no_provenance_only_rate"]  # threshold >= (not pinned)
+    assert (provenance.worse, provenance.better, provenance.p_value) == (1, 0, 0.5)
+    assert provenance.regressed is False and "not significantly worse" in provenance.note
+    placeholder = findings["no_placeholder_rate"]  # == 1: pinned
+    assert placeholder.regressed is True and placeholder.flipped_case_ids == ("fluency_truth_001",)
+    assert "pinned at 1" in placeholder.note
 
 
 def test_regression_without_a_previous_run(history: str, lane_runs: dict[bool, LaneRun]) -> None:
@@ -203,5 +209,40 @@ def test_regression_without_a_previous_run(history: str, lane_runs: dict[bool, L
         case_set=SPLIT,
         metrics=lane_runs[False].metrics,
         case_predicates=lane_runs[False].case_predicates,
+        metric_rows=FLUENCY_ROWS,
     )
     assert findings and all(not f.regressed and f.previous_value is None for f in findings)
+
+
+def test_a_lasting_regression_is_not_flaky_and_first_failure_reports_it(
+    history: str, lane_runs: dict[bool, LaneRun]
+) -> None:
+    """reference: pass, pass, then fail and stay failed. Today flaky lists it (flip_rate 0.5)."""
+    from .conftest import StoredRun, record_run
+
+    record_run(history, lane_runs[False], StoredRun("run-r3", "reference", "2024-03-03", False))
+    flaky = invoke_json("flaky", "--lane", LANE)["cases"]  # type: ignore[index]
+    assert {c["runtime"] for c in flaky} == {"candidate"}  # the alternating series only
+    assert {c["alternations"] for c in flaky} == {2}
+    every = invoke_json("flaky", "--lane", LANE, "--all")["cases"]  # type: ignore[index]
+    step = next(
+        c
+        for c in every
+        if (c["runtime"], c["case_id"], c["predicate"])
+        == ("reference", "fluency_truth_001", "no_provenance_only")
+    )
+    assert (step["flips"], step["alternations"]) == (1, 0)
+    (row,) = invoke_json(
+        "first-failure", "fluency_truth_001", "--predicate", "no_provenance_only", "--runtime", "reference"
+    )  # type: ignore[misc]
+    assert (row["run_id"], row["previous_run_id"], row["since"]) == ("run-r3", "run-r2", "went pass→fail")
+
+
+def test_first_failure_of_an_always_failing_case(history: str) -> None:
+    """A case failing in every run: today "never went from pass to fail"."""
+    rows = invoke_json("first-failure", "fluency_courage_010", "--runtime", "reference")
+    assert isinstance(rows, list) and rows
+    assert {r["predicate"] for r in rows} == set(FLIPPING_PREDICATES)
+    assert {(r["run_id"], r["since"], r["previous_run_id"]) for r in rows} == {
+        ("run-r1", "failing since its first run (2024-03-01)", None)
+    }

@@ -62,6 +62,18 @@ def test_report_content(history: str, tmp_path: Path) -> None:
     assert "The answer lists internal dotted paths instead of prose: “meta.epistemic.truth;" in failing
     assert "truth — pack-grounded (en_core_meta_v1): meta.epistemic.truth; meta.epistemic" in failing
     assert section.index("<h4>Failing cases") < section.index("<h3>Trends</h3>") < section.index("<svg ")
+    # Its no_regression findings against run-c3: paired counts and the one-sided p, as the check decides.
+    regression = candidate[
+        candidate.index("<h4>no_regression against run-c3") : candidate.index("<h4>Failing cases")
+    ]
+    assert '<span class="warn">warn</span>' in regression
+    assert re.search(
+        r"no_dotted_inventory_rate</td><td>0.9333</td><td>0.3333</td><td class=\"num\">9</td>"
+        r"<td class=\"num\">0</td><td class=\"num\">0.001953</td><td class=\"warn\">regressed<",
+        regression,
+    )
+    assert "3 metric(s) regressed vs run-c3: " in regression
+    assert "no_dotted_inventory_rate (9 worse, 0 better of 15, p = 0.001953)" in regression
     # Flipped cases of the latest run, after the trends, with both surfaces.
     flips = section[section.index("public · candidate: flipped cases since run-c3") :]
     flips = flips[: flips.index("public · reference")]

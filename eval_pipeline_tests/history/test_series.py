@@ -12,6 +12,7 @@ from eval_pipeline.cli import app
 from eval_pipeline.history.regression import MetricFinding, find_regressions
 from eval_pipeline.history.report import lane_charts
 from eval_pipeline.history.views import connect
+from eval_pipeline.lanes import find_lane, lane_kind
 from eval_pipeline.pipeline import LaneRun
 
 from .conftest import FLIPPING_CASES, FLIPPING_PREDICATES, LANE, SPLIT, StoredRun, record_run
@@ -53,6 +54,7 @@ def findings(
         case_set=case_set,
         metrics=metrics,
         case_predicates=run.case_predicates,
+        metric_rows=lane_kind(find_lane(LANE)).metric_rows,
     )
     return {f.metric: f for f in found}
 
@@ -106,7 +108,7 @@ def test_changed_case_files_in_a_series_are_not_compared(
     provenance = edited["no_provenance_only_rate"]
     assert provenance.previous_run_id == "run-r2" and provenance.regressed is False
     assert provenance.note.startswith("case set changed since run-r2")
-    assert provenance.delta is None and provenance.allowed_noise is None
+    assert provenance.delta is None and provenance.p_value is None
     assert provenance.flipped_case_ids == tuple(sorted(FLIPPING_CASES))  # flips on the common cases
     assert not any(f.regressed for f in edited.values())
     # The same tables with the same case files do regress: the change of case set is what held it.
@@ -133,7 +135,7 @@ def test_first_failure_per_runtime_and_split(history: str) -> None:
     assert code == 0 and {r["run_id"] for r in json.loads(output)} == {"run-c2"}
     code, output = invoke("first-failure", "fluency_truth_001", "--runtime", "reference")
     assert code == 0, output
-    assert f"never went from pass to fail in 1 series: {LANE}/{SPLIT} [reference]" in output
+    assert f"never failed in 1 series: {LANE}/{SPLIT} [reference]" in output
     code, output = invoke("first-failure", "fluency_truth_001", "--runtime", "nope")
     assert code == 2 and "no verdicts for case 'fluency_truth_001' (runtime 'nope')" in output
 

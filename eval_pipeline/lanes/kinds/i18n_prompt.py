@@ -28,6 +28,7 @@ from eval_pipeline.i18n import (
 from eval_pipeline.i18n.prompts import FewShotPool, LockedSplitError, compose_prompt
 from eval_pipeline.i18n.protocol import decode_batch, expected_item_count
 from eval_pipeline.lanes.kind import LANE_KINDS, Scored, Thread, TurnRequest, turns_of_threads
+from eval_pipeline.lanes.metric_rows import MetricRows
 from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.predicates.rows import evidence_json
 from eval_pipeline.scoring import MetricValue, count, rate
@@ -92,6 +93,13 @@ class I18nPrompt:
         "report_pass_rate",
         "cases",
     )
+    # A (case, assertion) pair passes when every row it produced passes; hard and report rates
+    # count the pairs of that severity, so a case holds several of their verdicts.
+    metric_rows: ClassVar[dict[str, MetricRows]] = {
+        **{f"{a}_pass_rate": MetricRows(frozenset({a})) for a in ASSERTION_NAMES},
+        "hard_pass_rate": MetricRows(None, severity="hard"),
+        "report_pass_rate": MetricRows(None, severity="report"),
+    }
 
     def threads(self, cases: Sequence[Any], spec: LaneSpec, split: str) -> list[Thread]:
         pool = (

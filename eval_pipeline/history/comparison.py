@@ -1,0 +1,283 @@
+"""Is run B different from run A? Per metric, the paired figures on the cases both measured,
+and the cases that flipped, once each: what ``eval-pipeline compare`` prints and a viewer shows.
+
+:func:`compare_runs` is the one call: two committed runs and the lane's metric rows
+(:mod:`eval_pipeline.lanes.metric_rows`) in, a :class:`RunComparison` out, whose
+:meth:`RunComparison.document` is plain data (JSON-ready dicts and lists) carrying every figure.
+
+Per rate over cases, from each run's case verdicts (:mod:`eval_pipeline.history.verdicts`) on
+the cases both runs evaluated and both had a verdict for: the rate on each side, the delta
+``B − A``, its 95% paired bootstrap interval (whole cases resampled, fixed seed) and, when
+each case holds one verdict per side, the 2×2 counts and the exact McNemar p-value; with
+repeats McNemar does not apply and the interval alone decides (clustered). Across the lane's
+metrics the p-values are Holm-adjusted and the verdict reads the adjusted one. A rate over
+turns is not tested: history keeps case verdicts, not turn verdicts. Counts and derived
+metrics are shown, not tested.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import duckdb
+import numpy as np
+import pandas as pd
+
+from eval_pipeline.history.diff import CaseOverlap, case_overlap, metric_sides, same_cases
+from eval_pipeline.history.runs import RunRef, is_missing
+from eval_pipeline.history.verdicts import flip_rows, side_by_side
+from eval_pipeline.lanes.metric_rows import MetricRows, higher_is_better
+from eval_pipeline.paired import ALPHA, RESAMPLES, SEED, PairedFigures, holm, paired_figures, verdict_words
+
+# Why a metric is not tested (its verdict and method say so).
+NOT_A_RATE = "not tested: not a rate"
+NOT_DECLARED = "not tested: rows not declared"
+OVER_TURNS = "not tested: over turns"  # history keeps case verdicts, not turn verdicts
+NO_COMMON_VERDICT = "not tested: no common case"
+MCNEMAR = "exact McNemar"
+CLUSTERED = "clustered bootstrap"  # several verdicts per case: McNemar does not apply
+
+
+@dataclass(frozen=True)
+class MetricComparison:
+    """One metric of both runs: each run's stored value, and the paired test when it applies."""
+
+    metric: str
+    value_a: float | None  # the runs' own metric values (each over its own cases)
+    value_b: float | None
+    numerator_a: float | None
+    denominator_a: float | None
+    numerator_b: float | None
+    denominator_b: float | None
+    delta: float | None  # value_b - value_a; null when the case sets differ
+    higher_is_better: bool
+    method: str  # MCNEMAR, CLUSTERED, or why it is not tested (NOT_A_RATE, …)
+    paired: PairedFigures | None  # on the common cases; None when not tested
+    p_holm: float | None
+    verdict: str
+    threshold_op: str | None
+    threshold: float | None
+    severity: str | None
+    passed_a: bool | None
+    passed_b: bool | None
+
+
+@dataclass(frozen=True)
+class RunComparison:
+    """Run ``a`` against run ``b``: per-metric figures and the flipped case predicates."""
+
+    a: RunRef
+    b: RunRef
+    metrics: tuple[MetricComparison, ...]
+    flips: pd.DataFrame  # verdicts.FLIP_COLUMNS, pass→fail first, each case predicate once
+    note: str | None  # set when the runs' case sets differ: compared on the common cases
+    overlap: CaseOverlap
+    alpha: float
+    resamples: int
+    seed: int
+
+    def document(self) -> dict[str, Any]:
+        """Every figure as plain data (what ``compare --json`` prints)."""
+        return {
+            "lane": self.b.lane,
+            "split": self.b.split,
+            "case_set": self.b.case_set,
+            "a": run_document(self.a),
+            "b": run_document(self.b),
+            "note": self.note,
+            "common_cases": self.overlap.common,
+            "alpha": self.alpha,
+            "correction": "holm",
+            "resamples": self.resamples,
+            "seed": self.seed,
+            "metrics": [metric_document(m) for m in self.metrics],
+            "flips": plain_records(self.flips),
+        }
+
+
+def compare_runs(
+    con: duckdb.DuckDBPyConnection,
+    a: RunRef,
+    b: RunRef,
+    metric_rows: Mapping[str, MetricRows],
+    *,
+    alpha: float = ALPHA,
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+    surfaces: bool = True,
+) -> RunComparison:
+    """Run ``a`` against run ``b`` (module docstring); ``metric_rows`` is the lane's declaration
+    (empty for a lane this checkout does not declare: nothing is then tested)."""
+    sides = side_by_side(con, a, b)
+    overlap = case_overlap(con, a, b)
+    note = overlap.note(a, b)
+    flips = flip_rows(con, a, b, sides, common_cases_only=not same_cases(a, b), surfaces=surfaces)
+    stored = metric_sides(con, a, b)
+    common = common_cases(sides)
+    tested = [
+        _tested(row, metric_rows.get(str(row["metric"])), common, resamples, seed)
+        for _, row in stored.iterrows()
+    ]
+    adjusted = holm([figures.p_value if figures else None for figures, _ in tested])
+    metrics = tuple(
+        _metric(row, figures, method, p_holm, metric_rows.get(str(row["metric"])), alpha, note is None)
+        for (_, row), (figures, method), p_holm in zip(stored.iterrows(), tested, adjusted, strict=True)
+    )
+    return RunComparison(a, b, metrics, flips, note, overlap, alpha, resamples, seed)
+
+
+@dataclass(frozen=True)
+class CaseCounts:
+    """Per common case (``case_ids``), what each side's rate counts out of its applicable verdicts."""
+
+    case_ids: np.ndarray
+    counted_a: np.ndarray
+    applicable_a: np.ndarray
+    counted_b: np.ndarray
+    applicable_b: np.ndarray
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        return self.counted_a, self.applicable_a, self.counted_b, self.applicable_b
+
+    def applicable_on_both(self) -> CaseCounts:
+        """The cases with a verdict on both sides: those a paired test reads."""
+        both = (self.applicable_a > 0) & (self.applicable_b > 0)
+        return CaseCounts(*(column[both] for column in (self.case_ids, *self.arrays())))
+
+    @property
+    def one_verdict_each(self) -> bool:
+        """Every case holds one verdict a side: the 2×2 table (McNemar) applies."""
+        return bool((self.applicable_a == 1).all() and (self.applicable_b == 1).all())
+
+    def went_worse(self, higher_is_better: bool) -> list[str]:
+        """The cases whose own rate moved the bad way (both sides applicable), sorted."""
+        both = (self.applicable_a > 0) & (self.applicable_b > 0)
+        a = self.counted_a * np.maximum(self.applicable_b, 1)  # rates compared without division
+        b = self.counted_b * np.maximum(self.applicable_a, 1)
+        worse = both & ((b < a) if higher_is_better else (b > a))
+        return sorted(str(c) for c in self.case_ids[worse])
+
+
+def per_case_counts(common: pd.DataFrame, rows: MetricRows) -> CaseCounts:
+    """Per common case, what each side's rate counts out of its applicable verdicts."""
+    chosen = common[rows.selects(common).to_numpy(dtype=bool)]
+    codes, case_ids = pd.factorize(chosen["case_id"])
+    n = len(case_ids)
+    counted: list[np.ndarray] = []
+    for side in ("a", "b"):
+        samples = chosen[f"samples_{side}"].fillna(0).to_numpy(dtype=np.int64)
+        passes = chosen[f"passes_{side}"].fillna(0).to_numpy(dtype=np.int64)
+        hits = samples - passes if rows.counts_failures else passes
+        counted += [
+            np.bincount(codes, weights=hits, minlength=n).astype(np.int64),
+            np.bincount(codes, weights=samples, minlength=n).astype(np.int64),
+        ]
+    return CaseCounts(np.asarray(case_ids, dtype=object), *counted)
+
+
+def common_cases(sides: pd.DataFrame) -> pd.DataFrame:
+    """The rows of :func:`side_by_side` of cases both runs evaluated."""
+    return sides[(sides["in_a"].astype(bool) & sides["in_b"].astype(bool)).to_numpy(dtype=bool)]
+
+
+def _tested(
+    row: pd.Series, rows: MetricRows | None, common: pd.DataFrame, resamples: int, seed: int
+) -> tuple[PairedFigures | None, str]:
+    if rows is None:
+        counted = not is_missing(row["denominator_a"]) or not is_missing(row["denominator_b"])
+        return None, NOT_DECLARED if counted else NOT_A_RATE
+    if rows.over == "turns":
+        return None, OVER_TURNS
+    figures = paired_figures(*per_case_counts(common, rows).arrays(), resamples=resamples, seed=seed)
+    if figures is None:
+        return None, NO_COMMON_VERDICT
+    if figures.clustered:
+        return figures, CLUSTERED
+    return figures, MCNEMAR
+
+
+def _metric(
+    row: pd.Series,
+    figures: PairedFigures | None,
+    method: str,
+    p_holm: float | None,
+    rows: MetricRows | None,
+    alpha: float,
+    same: bool,
+) -> MetricComparison:
+    op, threshold = _text(row["threshold_op"]), _number(row["threshold"])
+    better_up = higher_is_better(rows, op, threshold)
+    verdict = verdict_words(figures, p_holm, higher_is_better=better_up, alpha=alpha) if figures else method
+    return MetricComparison(
+        metric=str(row["metric"]),
+        value_a=_number(row["value_a"]),
+        value_b=_number(row["value_b"]),
+        numerator_a=_number(row["numerator_a"]),
+        denominator_a=_number(row["denominator_a"]),
+        numerator_b=_number(row["numerator_b"]),
+        denominator_b=_number(row["denominator_b"]),
+        delta=_number(row["delta"]) if same else None,
+        higher_is_better=better_up,
+        method=method,
+        paired=figures,
+        p_holm=p_holm,
+        verdict=verdict,
+        threshold_op=op,
+        threshold=threshold,
+        severity=_text(row["severity"]),
+        passed_a=None if is_missing(row["passed_a"]) else bool(row["passed_a"]),
+        passed_b=None if is_missing(row["passed_b"]) else bool(row["passed_b"]),
+    )
+
+
+def run_document(ref: RunRef) -> dict[str, Any]:
+    return {
+        "runtime": ref.runtime,
+        "run_id": ref.run_id,
+        "date": ref.date.isoformat() if ref.date else None,
+        "case_set": ref.case_set,
+        "cases_sha256": ref.cases_sha256,
+        "label": ref.label(),
+    }
+
+
+def metric_document(metric: MetricComparison) -> dict[str, Any]:
+    """One metric's figures as plain data: the paired figures flattened (null when not tested)."""
+    record = {k: v for k, v in asdict(metric).items() if k != "paired"}
+    figures = metric.paired
+    counts = figures.counts if figures else None
+    record.update(
+        {
+            "cases": figures.cases if figures else None,
+            "rate_a": figures.rate_a if figures else None,
+            "rate_b": figures.rate_b if figures else None,
+            "paired_delta": figures.delta if figures else None,
+            "ci_low": figures.ci_low if figures else None,
+            "ci_high": figures.ci_high if figures else None,
+            "p_value": figures.p_value if figures else None,
+            "both": counts.both if counts else None,
+            "only_a": counts.only_a if counts else None,
+            "only_b": counts.only_b if counts else None,
+            "neither": counts.neither if counts else None,
+        }
+    )
+    return record
+
+
+def plain_records(rows: pd.DataFrame) -> list[dict[str, Any]]:
+    """JSON-ready records: NA → None, numpy scalars → Python numbers."""
+    plain = rows.astype(object).where(rows.notna(), None)
+    return [
+        {str(k): (v.item() if isinstance(v, np.generic) else v) for k, v in record.items()}
+        for record in plain.to_dict(orient="records")
+    ]
+
+
+def _number(value: object) -> float | None:
+    return None if is_missing(value) else float(value)  # type: ignore[arg-type]
+
+
+def _text(value: object) -> str | None:
+    return None if is_missing(value) else str(value)
