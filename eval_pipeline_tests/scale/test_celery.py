@@ -19,6 +19,7 @@ import pandas as pd
 import pytest
 
 from eval_pipeline.dagster_wiring.launch import LaneOutcome, ensure_instance, materialize_lane
+from eval_pipeline.dagster_wiring.schedules import LANE_TAG
 from eval_pipeline.history.views import connect
 from eval_pipeline.lanes import find_lane
 from eval_pipeline.lanes.registry import discover_lanes
@@ -213,7 +214,7 @@ def _wait_for_step(instance: dg.DagsterInstance, step_key: str, timeout_s: float
     """The id of the latest run once its ``step_key`` has started."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        for run in instance.get_runs(dg.RunsFilter(tags={"eval_pipeline/lane": LANE}), limit=1):
+        for run in instance.get_runs(dg.RunsFilter(tags={LANE_TAG: LANE}), limit=1):
             started = instance.all_logs(run.run_id, of_type=dg.DagsterEventType.STEP_START)
             if any(r.dagster_event and r.dagster_event.step_key == step_key for r in started):
                 return run.run_id
