@@ -1,5 +1,6 @@
 """A lane's overview (the report's section for it): its series' latest runs side by side, their
-checks, failing and flaky cases, the trend charts, what flipped."""
+checks, their ``no_regression`` findings against the run before, failing and flaky cases, the
+trend charts, what flipped."""
 
 from __future__ import annotations
 
@@ -8,8 +9,11 @@ from dataclasses import dataclass
 import duckdb
 
 from eval_pipeline.history.diff import RunDiff, latest_diff
+from eval_pipeline.history.regression import MetricFinding, find_regressions, regression_sentence
 from eval_pipeline.history.report import lane_charts
-from eval_pipeline.history.runs import RunRef, latest_runs, ref_from_row
+from eval_pipeline.history.runs import RUN_MATCH, RunRef, latest_runs, ref_from_row
+from eval_pipeline.lanes import declared_lane, lane_kind
+from eval_pipeline.paired import ALPHA
 from eval_pipeline.viewer.pages.common import (
     NotFound,
 )
@@ -35,6 +39,20 @@ class SideBySide:
 
 
 @dataclass(frozen=True)
+class Regression:
+    """A run's ``no_regression`` findings, as the check decides them, against the run before it
+    in its series: the tested metrics (and any that regressed untested), and the check's sentence."""
+
+    previous_run_id: str
+    findings: list[MetricFinding]
+    sentence: str
+
+    @property
+    def word(self) -> str:
+        return "warn" if any(f.regressed for f in self.findings) else "pass"
+
+
+@dataclass(frozen=True)
 class LatestRun:
     """A series' latest run on a lane overview: its checks, failing cases, cases flaky within it
     (``samples`` > 1 only), and what flipped since the run before (None: it is the only run)."""
@@ -47,6 +65,7 @@ class LatestRun:
     samples: int
     flaky: Flaky
     diff: RunDiff | None
+    regression: Regression | None  # None: the series' first run
 
 
 @dataclass(frozen=True)
@@ -83,11 +102,40 @@ def lane_reports(con: duckdb.DuckDBPyConnection, lane: str | None = None) -> lis
                     samples,
                     flaky_of(con, ref, samples=samples, limit=REPORT_ROWS),
                     latest_diff(con, ref.series()),
+                    regression_of(con, ref),
                 )
             )
         own = sorted({ref.split for ref in refs if ref.case_set == ref.split})
         reports.append(LaneReport(name, _side_by_side(con, refs), latest, lane_charts(con, name), own))
     return reports
+
+
+def regression_of(con: duckdb.DuckDBPyConnection, ref: RunRef) -> Regression | None:
+    """The run's ``no_regression`` findings (:func:`eval_pipeline.history.regression.find_regressions`,
+    the check's own decision) against the run before it, or None for a series' first run."""
+    spec = declared_lane(ref.lane)
+    metrics = con.execute(f"SELECT * FROM metrics WHERE {RUN_MATCH}", ref.params()).df()
+    predicates = con.execute(
+        f"SELECT case_id, predicate, passed, severity, sample_index FROM case_predicates WHERE {RUN_MATCH}",
+        ref.params(),
+    ).df()
+    findings = find_regressions(
+        con,
+        lane=ref.lane,
+        split=ref.split,
+        runtime=ref.runtime,
+        case_set=ref.case_set,
+        metrics=metrics,
+        case_predicates=predicates,
+        metric_rows=lane_kind(spec).metric_rows if spec else {},
+        alpha=spec.regression_alpha if spec else ALPHA,
+        run_id=ref.run_id,
+    )
+    previous = next((f.previous_run_id for f in findings if f.previous_run_id), None)
+    if previous is None:
+        return None
+    shown = [f for f in findings if f.cases is not None or f.regressed]
+    return Regression(previous, shown, regression_sentence(findings))
 
 
 def _side_by_side(con: duckdb.DuckDBPyConnection, runs: list[RunRef]) -> SideBySide:
