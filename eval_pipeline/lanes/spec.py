@@ -11,14 +11,13 @@ ones report (a lift target or a red-on-creation goal).
 from __future__ import annotations
 
 from pathlib import Path, PurePosixPath
-from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from eval_pipeline.cases.loading import CaseFileError, CaseProblem
 from eval_pipeline.lanes.declaration import CaseRule, CaseSchema, Declaration, MetricSpec, Threads, TurnRule
 from eval_pipeline.scoring import DEFAULT_MAX_ERROR_RATE, Severity, Statistic, ThresholdOp
+from eval_pipeline.strict_yaml import read_yaml_file
 
 MAX_REPEAT = 1000
 LANE_FILES: tuple[str, ...] = ("lane.yaml", "manifest.yaml")
@@ -163,92 +162,15 @@ DEFAULT_THRESHOLDS: tuple[ThresholdSpec, ...] = (
 
 def load_lane_spec(path: Path) -> LaneSpec:
     """Read and validate one lane file; problems are reported like case-file problems (file:line: field)."""
-    name = str(path)
+    document = read_yaml_file(path)
+    if document.key_problems:
+        raise CaseFileError(document.key_problems)
+    if not isinstance(document.data, dict):
+        raise CaseFileError([CaseProblem(str(path), 1, "(file)", "expected a mapping at the top level")])
     try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise CaseFileError(
-            [CaseProblem(name, 0, "(file)", f"cannot be read: {exc.strerror or exc}")]
-        ) from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise CaseFileError([CaseProblem(name, line, "(file)", f"not UTF-8 text ({exc.reason})")]) from None
-    data, lines, problems = _read_yaml(name, text)
-    if problems:
-        raise CaseFileError(problems)
-    if not isinstance(data, dict):
-        raise CaseFileError([CaseProblem(name, 1, "(file)", "expected a mapping at the top level")])
-    try:
-        return LaneSpec.model_validate({**data, "folder": path.parent}, strict=True)
+        return LaneSpec.model_validate({**document.data, "folder": path.parent}, strict=True)
     except ValidationError as exc:
-        raise CaseFileError(
-            [
-                CaseProblem(name, _line_of(lines, err["loc"]), _dotted(err["loc"]), err["msg"])
-                for err in exc.errors()
-            ]
-        ) from None
-
-
-def _read_yaml(name: str, text: str) -> tuple[Any, dict[tuple[str | int, ...], int], list[CaseProblem]]:
-    """The document, the line of every key and list item, and problems (bad YAML, duplicate keys)."""
-    loader = yaml.SafeLoader(text)
-    try:
-        node = loader.get_single_node()
-        lines: dict[tuple[str | int, ...], int] = {}
-        problems = _walk_nodes(name, node, (), lines) if node is not None else []
-        data = loader.construct_document(node) if node is not None and not problems else None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else 0
-        return None, {}, [CaseProblem(name, line, "(yaml)", f"not valid YAML: {exc}")]
-    except RecursionError:
-        return None, {}, [CaseProblem(name, 0, "(yaml)", "nested too deeply")]
-    finally:
-        loader.dispose()
-    return data, lines, problems
-
-
-def _walk_nodes(
-    name: str, node: yaml.Node, path: tuple[str | int, ...], lines: dict[tuple[str | int, ...], int]
-) -> list[CaseProblem]:
-    problems: list[CaseProblem] = []
-    if isinstance(node, yaml.MappingNode):
-        seen: dict[str, int] = {}
-        for key_node, value_node in node.value:
-            key = str(key_node.value)
-            line = key_node.start_mark.line + 1
-            if key in seen:
-                problems.append(
-                    CaseProblem(
-                        name, line, _dotted((*path, key)), f"duplicate key (first at line {seen[key]})"
-                    )
-                )
-                continue
-            seen[key] = line
-            lines[(*path, key)] = line
-            problems += _walk_nodes(name, value_node, (*path, key), lines)
-    elif isinstance(node, yaml.SequenceNode):
-        for index, item in enumerate(node.value):
-            lines[(*path, index)] = item.start_mark.line + 1
-            problems += _walk_nodes(name, item, (*path, index), lines)
-    return problems
-
-
-def _line_of(lines: dict[tuple[str | int, ...], int], loc: tuple[str | int, ...]) -> int:
-    """The line of the deepest key the error's location names (0 when none is known)."""
-    for end in range(len(loc), 0, -1):
-        if tuple(loc[:end]) in lines:
-            return lines[tuple(loc[:end])]
-    return 0
-
-
-def _dotted(loc: tuple[str | int, ...]) -> str:
-    return (
-        "".join(f"[{p}]" if isinstance(p, int) else (f".{p}" if i else str(p)) for i, p in enumerate(loc))
-        or "(file)"
-    )
+        raise CaseFileError([document.problem(err["loc"], err["msg"]) for err in exc.errors()]) from None
 
 
 def lane_file(folder: Path) -> Path | None:

@@ -486,7 +486,7 @@ def exec_argv(argument: str) -> list[str]:
     return argv
 
 
-@register_runtime("exec")
+@register_runtime("exec", ExecOptions)
 def exec_runtime(argument: str, options: Mapping[str, Any]) -> ExecRuntime:
     argv = exec_argv(argument)
     config = validate_options("exec", ExecOptions, options)

@@ -374,7 +374,7 @@ class OpenAISession:
         pass
 
 
-@register_runtime("openai")
+@register_runtime("openai", OpenAIOptions)
 def openai_runtime(argument: str, options: Mapping[str, Any]) -> OpenAIRuntime:
     parts = urlsplit(argument)
     if parts.scheme not in ("http", "https") or not parts.hostname:

@@ -269,7 +269,7 @@ def worker_runtime(target_name: str, options: PythonOptions, workers: int) -> Ex
     return runtime
 
 
-@register_runtime("python")
+@register_runtime("python", PythonOptions)
 def python_runtime(argument: str, options: Mapping[str, Any]) -> ChatRuntime:
     config = validate_options("python", PythonOptions, options)
     workers = config.worker_count()
