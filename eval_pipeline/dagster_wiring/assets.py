@@ -51,6 +51,7 @@ from eval_pipeline.pipeline import (
 )
 from eval_pipeline.progress import FanOut, LogProgress, ProgressObserver
 from eval_pipeline.runtimes.base import RuntimeSpecError
+from eval_pipeline.runtimes.redaction import redacted_spec
 from eval_pipeline.runtimes.registry import build_runtime
 from eval_pipeline.samples import flaky_in, samples_in
 from eval_pipeline.scoring import judge, measurement
@@ -212,7 +213,9 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
         with runtime_pool_slot(context.instance, context.run, step_key, target, context.log):
             chat_runtime = build_runtime(target.spec, target.options)
             try:
-                context.log.info(f"driving {target.name} ({chat_runtime.spec}) over {cases.row_count} cases")
+                context.log.info(
+                    f"driving {target.name} ({redacted_spec(chat_runtime.spec)}) over {cases.row_count} cases"
+                )
                 observers = FanOut(
                     LogProgress(context.log, every_s=PROGRESS_EVERY_SECONDS, label=spec.name), progress
                 )
@@ -238,7 +241,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
                 "turns": table.row_count,
                 "errors": len(errors),
                 "runtime": target.name,
-                "runtime_spec": chat_runtime.spec,
+                "runtime_spec": redacted_spec(chat_runtime.spec),
             },
         )
 
@@ -397,7 +400,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
             RUN_MANIFESTS,
             [
                 {
-                    "runtime_spec": runtime.target(series["runtime"]).spec,
+                    "runtime_spec": redacted_spec(runtime.target(series["runtime"]).spec),
                     "partition_date": night,
                     "started_at": row["started_at"],
                     "committed_at": datetime.now(UTC),

@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from eval_pipeline.registry import Registry
 from eval_pipeline.runtimes.base import ChatRuntime, RuntimeSpecError
 from eval_pipeline.runtimes.options import option_problems
+from eval_pipeline.runtimes.redaction import redacted_spec
 
 RuntimeFactory = Callable[[str, Mapping[str, Any]], ChatRuntime]
 
@@ -39,7 +40,7 @@ def unknown_runtime(spec: str) -> str | None:
     """Why ``spec`` names no adapter, or None: its scheme is known."""
     if split_spec(spec)[0] in RUNTIME_ADAPTERS:
         return None
-    return f"unknown runtime {spec!r}: expected one of " + ", ".join(
+    return f"unknown runtime {redacted_spec(spec)!r}: expected one of " + ", ".join(
         f"{name}:..." if name != "reference" else name for name in RUNTIME_ADAPTERS.names()
     )
 

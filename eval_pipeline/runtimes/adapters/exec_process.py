@@ -67,6 +67,7 @@ from eval_pipeline.runtimes import exec_guard
 from eval_pipeline.runtimes.base import ChatSession, RuntimeSpecError, TurnResponse
 from eval_pipeline.runtimes.faults import TurnFault
 from eval_pipeline.runtimes.options import validate_options
+from eval_pipeline.runtimes.redaction import redacted_spec
 from eval_pipeline.runtimes.registry import register_runtime
 
 TYPED_FIELDS = ("grounding_source", "surface_tag", "epistemic_status")
@@ -176,7 +177,7 @@ def resolve_command(argv: Sequence[str], env: Mapping[str, str], cwd: str | None
         found = shutil.which(program, path=env.get("PATH", os.defpath))
     if found is None:
         raise RuntimeSpecError(
-            f"exec runtime: cannot start {shlex.join(argv)}: {program!r} is not an executable file"
+            f"exec runtime: cannot start {redacted_spec(shlex.join(argv))}: {program!r} is not an executable file"
             + ("" if os.sep in program else " on PATH")
         )
     return [os.path.abspath(found), *argv[1:]]
@@ -231,7 +232,9 @@ class ChildProcess:
             )
         except OSError as exc:
             os.close(lifeline)
-            raise RuntimeSpecError(f"exec runtime: cannot start {shlex.join(self._command)}: {exc}") from None
+            raise RuntimeSpecError(
+                f"exec runtime: cannot start {redacted_spec(shlex.join(self._command))}: {exc}"
+            ) from None
         finally:
             os.close(guard_end)
         assert process.stdin is not None and process.stdout is not None
@@ -480,7 +483,9 @@ def exec_argv(argument: str) -> list[str]:
     try:
         argv = shlex.split(argument)
     except ValueError as exc:
-        raise RuntimeSpecError(f"exec runtime: cannot parse command {argument!r}: {exc}") from None
+        raise RuntimeSpecError(
+            f"exec runtime: cannot parse command {redacted_spec(argument)!r}: {exc}"
+        ) from None
     if not argv:
         raise RuntimeSpecError("exec runtime needs a command: exec:<command> [args...]")
     return argv
