@@ -8,13 +8,16 @@ import json
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from eval_pipeline.cases.jsonl import MAX_LINE_BYTES
 from eval_pipeline.drive import drive
 from eval_pipeline.lanes.kind import Thread, TurnRequest
 from eval_pipeline.runtimes.registry import build_runtime
+from eval_pipeline_tests.fuzz.bounded_cli import run_cli
 from eval_pipeline_tests.runtimes.scripted_server import Scripted, completion, scripted
 
 TIMEOUT_S = 3.0
@@ -107,3 +110,25 @@ def hung_session(url: str) -> None:
     assert time.monotonic() - started < 1.5
     session.close()
     runtime.close()
+
+
+@pytest.mark.parametrize("command", ["validate", "run"])
+def test_a_case_file_that_never_ends_is_bad_input(command: str, tmp_path: Path) -> None:
+    args = {
+        "validate": ["validate", "--lane", "deterministic_fluency", "/dev/zero"],
+        "run": ["run", "--lane", "deterministic_fluency", "--cases", "/dev/zero"],
+    }[command]
+    result = run_cli(args, deadline_s=60)
+    assert result.violations(60) == [], (result.exit_code, result.stderr[-2000:])
+    assert result.exit_code == 2
+    assert "/dev/zero:0: (file): not a regular file" in result.stderr
+
+
+def test_a_line_without_end_is_one_problem_and_the_rest_is_not_read(tmp_path: Path) -> None:
+    endless = tmp_path / "endless.jsonl"
+    with endless.open("wb") as handle:
+        handle.write(b'{"id": "a"}\n')
+        handle.write(b"x" * (MAX_LINE_BYTES + 10))
+    result = run_cli(["validate", "--lane", "deterministic_fluency", str(endless)], deadline_s=60)
+    assert result.violations(60) == [], (result.exit_code, result.stderr[-2000:])
+    assert f"{endless}:2: (line): longer than 16 MB; the rest of the file was not read" in result.stderr
