@@ -22,6 +22,7 @@ from eval_pipeline.runtimes.adapters.python_object import (
     PythonOptions,
     resolve_target,
     session_chat,
+    takes_seed,
     to_reply,
 )
 from eval_pipeline.runtimes.base import RuntimeSpecError
@@ -40,6 +41,7 @@ def serve(stdin: TextIO, stdout: TextIO) -> None:
             if isinstance(exc, RuntimeSpecError)
             else f"python runtime: cannot load {config['target']}: {type(exc).__name__}: {exc}"
         )
+    seeded = target is not None and takes_seed(target, options)
     sessions: dict[str, Callable[[str], Any]] = {}
     for line in stdin:
         if not line.strip():
@@ -55,7 +57,8 @@ def serve(stdin: TextIO, stdout: TextIO) -> None:
             try:
                 chat = sessions.get(session_id)
                 if chat is None:
-                    chat = sessions[session_id] = session_chat(target, options)
+                    seed = request.get("seed") if seeded else None
+                    chat = sessions[session_id] = session_chat(target, options, seed)
                 reply = to_reply(chat(str(request["prompt"])), options)
             except Exception as exc:  # a failing turn is data; the worker serves on
                 reply = {"error": f"{type(exc).__name__}: {exc}"}

@@ -107,3 +107,8 @@ def make_untagged_bot() -> Callable[[str], dict[str, Any]]:
         return {"surface": response.surface, "grounding_source": response.grounding_source}
 
     return reply
+
+
+def make_seeded_bot(seed: int | None = None) -> Callable[[str], str]:
+    """A factory that takes a sample's seed and says which seed it was given."""
+    return lambda prompt: f"My seed is {seed}."

@@ -8,7 +8,8 @@ Protocol v2 (one JSON object per line, UTF-8, on the child's stdin and stdout)::
 - Each request gets exactly one reply line, which echoes the request's ``id``: an opaque
   string, unique among the requests a child receives (today ``<session>:<turn>#<n>``).
   ``session`` is the case id: the child keeps one conversation per session id (turns of a
-  session arrive in order).
+  session arrive in order). With a run seed (``--seed``) every request also carries its
+  sample's ``seed`` (an integer, the same for every turn of a session).
 - A reply must carry ``surface`` (a string). ``grounding_source``, ``surface_tag`` and
   ``epistemic_status`` are optional strings; any other key is kept in the transcript's
   ``raw``. A reply ``{"id": ..., "error": "..."}`` records that turn as failed.
@@ -398,17 +399,22 @@ def _close_pipes(process: subprocess.Popen[bytes]) -> None:
 
 
 class ExecSession:
-    def __init__(self, runtime: ExecRuntime, session_id: str, child: ChildProcess) -> None:
+    def __init__(
+        self, runtime: ExecRuntime, session_id: str, child: ChildProcess, seed: int | None = None
+    ) -> None:
         self._runtime = runtime
         self._session_id = session_id
         self._child = child
+        self._seed = seed
         self._generation = child.ensure_started()
         self._requests_sent = 0
 
     def send(self, prompt: str) -> TurnResponse:
         request_id = f"{self._session_id}:{self._requests_sent}#{self._child.next_request_number()}"
         self._requests_sent += 1
-        message = {"id": request_id, "session": self._session_id, "prompt": prompt}
+        message: dict[str, Any] = {"id": request_id, "session": self._session_id, "prompt": prompt}
+        if self._seed is not None:
+            message["seed"] = self._seed
         reply = self._child.request(message, self._generation)
         del reply["id"]  # the protocol's, not the runtime's
         return reply_to_response(reply)
@@ -461,11 +467,14 @@ class ExecRuntime:
         for child in self._children:
             child.ensure_started()
 
-    def open_session(self, session_id: str) -> ChatSession:
+    # A sample's seed travels in each of its session's requests (``seed``), for the child to use.
+    accepts_seed = True
+
+    def open_session(self, session_id: str, seed: int | None = None) -> ChatSession:
         with self._lock:
             child = min(self._children, key=lambda c: c.sessions)
             child.sessions += 1
-        return ExecSession(self, session_id, child)
+        return ExecSession(self, session_id, child, seed)
 
     def release(self, child: ChildProcess) -> None:
         with self._lock:
