@@ -64,6 +64,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from eval_pipeline.cases.jsonl import LineProblem, parse_json_line
 from eval_pipeline.runtimes import exec_guard
 from eval_pipeline.runtimes.base import ChatSession, RuntimeSpecError, TurnResponse
 from eval_pipeline.runtimes.faults import TurnFault
@@ -128,16 +129,12 @@ def _shown(text: str | bytes, limit: int = 80) -> str:
 
 def parse_reply_line(line: bytes, request_id: str) -> dict[str, Any]:
     """One stdout line as the reply to ``request_id``; raises StreamFault when it is not that."""
-    try:
-        text = line.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise StreamFault("malformed_reply", f"not UTF-8 (byte {exc.start}): {_shown(line)}") from None
-    try:
-        reply = json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
-        raise StreamFault("malformed_reply", f"not JSON: {_shown(text)}") from None
-    if not isinstance(reply, dict):
-        raise StreamFault("malformed_reply", f"expected a JSON object, got {type(reply).__name__}")
+    # The strict reader of case files: a key twice, NaN, a lone surrogate or deep nesting is
+    # malformed here too (a reply whose "surface" came twice would otherwise record the last).
+    reply = parse_json_line(line)
+    if isinstance(reply, LineProblem):
+        where = "" if reply.field == "(line)" else f"{reply.field}: "
+        raise StreamFault("malformed_reply", f"{where}{reply.message}: {_shown(line)}")
     if "id" not in reply:
         raise StreamFault(
             "protocol_mismatch", f"the reply has no 'id' (request {request_id!r}; protocol v2 echoes it)"
