@@ -96,12 +96,32 @@ class LaneSpec(BaseModel):
             if not files:
                 raise ValueError(f"split {split!r} lists no case files")
             for file in files:
-                parts = PurePosixPath(file).parts
-                if not file.strip() or PurePosixPath(file).is_absolute() or ".." in parts or "\\" in file:
+                if not _relative_inside(file):
                     raise ValueError(
                         f"split {split!r} lists {file!r}: case files are relative paths inside the lane folder"
                     )
         return splits
+
+    @field_validator("contract")
+    @classmethod
+    def _contract_inside(cls, contract: str) -> str:
+        if not _relative_inside(contract):
+            raise ValueError(f"{contract!r}: the contract is a relative path inside the lane folder")
+        return contract
+
+    def outside_paths(self) -> list[tuple[tuple[str | int, ...], str]]:
+        """(field, path) of every file the lane names that resolves outside its folder (a
+        symbolic link pointing out of it): a lane may read its own folder only."""
+        folder = self.folder.resolve()
+        named: list[tuple[tuple[str | int, ...], str]] = [(("contract",), self.contract)]
+        named += [
+            (("splits", split, i), file)
+            for split, files in self.splits.items()
+            for i, file in enumerate(files)
+        ]
+        return [
+            (loc, file) for loc, file in named if not (self.folder / file).resolve().is_relative_to(folder)
+        ]
 
     @model_validator(mode="after")
     def _consistent(self) -> LaneSpec:
@@ -149,6 +169,12 @@ class LaneSpec(BaseModel):
         return path.read_text(encoding="utf-8") if path.exists() else ""
 
 
+def _relative_inside(file: str) -> bool:
+    """Whether ``file`` is written as a relative path that stays inside the folder it is relative to."""
+    path = PurePosixPath(file)
+    return bool(file.strip()) and not path.is_absolute() and ".." not in path.parts and "\\" not in file
+
+
 DEFAULT_THRESHOLDS: tuple[ThresholdSpec, ...] = (
     ThresholdSpec(
         metric="error_rate",
@@ -168,9 +194,15 @@ def load_lane_spec(path: Path) -> LaneSpec:
     if not isinstance(document.data, dict):
         raise CaseFileError([CaseProblem(str(path), 1, "(file)", "expected a mapping at the top level")])
     try:
-        return LaneSpec.model_validate({**document.data, "folder": path.parent}, strict=True)
+        spec = LaneSpec.model_validate({**document.data, "folder": path.parent}, strict=True)
     except ValidationError as exc:
         raise CaseFileError([document.problem(err["loc"], err["msg"]) for err in exc.errors()]) from None
+    outside = spec.outside_paths()
+    if outside:
+        raise CaseFileError(
+            [document.problem(loc, f"{file!r} leads outside the lane folder") for loc, file in outside]
+        )
+    return spec
 
 
 def lane_file(folder: Path) -> Path | None:

@@ -135,3 +135,14 @@ def test_problems_are_printed_as_plain_text(tmp_path: Path) -> None:
     result = runner.invoke(app, ["validate", "--lane", "deterministic_fluency", str(path)])
     assert result.exit_code == EXIT_BAD_INPUT
     assert '"[bold]x[/bold] :smile:"' in result.stderr and "😄" not in result.stderr
+
+
+@pytest.mark.parametrize("contract", ["/etc/passwd", "../../../../etc/passwd", "link.md"])
+def test_a_contract_outside_the_lane_folder_is_bad_input(evals: Path, contract: str) -> None:
+    (evals.parent / "link.md").symlink_to("/etc/passwd")
+    text = evals.read_text(encoding="utf-8")
+    evals.write_text(text.replace("contract: contract.md", f"contract: {contract}", 1), encoding="utf-8")
+    line = text.split("contract: contract.md")[0].count("\n") + 1
+    shown = bad_input("validate")
+    assert f"{evals}:{line}: contract:" in shown and ("inside the lane folder" in shown or "outside" in shown)
+    assert "root:" not in shown  # the file's content is never read, let alone shown
