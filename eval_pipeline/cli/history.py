@@ -21,6 +21,7 @@ from rich.text import Text
 
 from eval_pipeline.cli.common import EXIT_BAD_INPUT, app, bad_input_exits, err, history_app, out, short_id
 from eval_pipeline.cli.terminal import terminal_view
+from eval_pipeline.dagster_wiring.dead_runs import fail_dead_runs_of_existing_instance
 from eval_pipeline.history.compact import compact
 from eval_pipeline.history.compare import RuntimeComparison, compare_runtimes
 from eval_pipeline.history.diff import diff_pairs, pairs_to_diff, verdict_text
@@ -104,6 +105,7 @@ def history(
     wide: WideOption = False,
 ) -> None:
     """Metric values of every stored run, oldest first (or the result of --sql)."""
+    fail_dead_runs_of_existing_instance()
     if ctx.invoked_subcommand is not None:
         return
     open_views = connect if sql is None else read_only_connection

@@ -16,6 +16,7 @@ from eval_pipeline.cases.loading import (
     LoadedCase,
 )
 from eval_pipeline.cli.common import app, bad_input_exits, out
+from eval_pipeline.dagster_wiring.dead_runs import fail_dead_runs_of_existing_instance
 from eval_pipeline.i18n.schema import evalcase_v1_schema_text
 from eval_pipeline.lanes import LaneSpec, discover_lanes, find_lane, lane_kind
 from eval_pipeline.pipeline import lane_threads
@@ -35,6 +36,7 @@ def validate(
 ) -> None:
     """Validate case files (and evals/runtimes.yaml); print every problem as file:line: field: message
     and exit 2 if any."""
+    fail_dead_runs_of_existing_instance()
     with bad_input_exits():
         problems: list[CaseProblem] = target_problems()
         lanes = discover_lanes()
