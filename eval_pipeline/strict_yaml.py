@@ -19,6 +19,7 @@ an exception and never unbounded work.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,6 +64,14 @@ def dotted(loc: Location) -> str:
         "".join(f"[{p}]" if isinstance(p, int) else (f".{p}" if i else str(p)) for i, p in enumerate(loc))
         or "(file)"
     )
+
+
+def location(field: str) -> Location:
+    """:func:`dotted` read back: ``turn_predicates[0].where`` → ``("turn_predicates", 0, "where")``."""
+    parts: list[str | int] = []
+    for name, index in re.findall(r"([^.\[\]]+)|\[(\d+)\]", field):
+        parts.append(int(index) if index else name)
+    return tuple(parts)
 
 
 def read_yaml_file(path: Path) -> YamlDocument:

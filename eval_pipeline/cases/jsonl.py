@@ -238,7 +238,10 @@ def parse_json_line(raw: bytes) -> dict[str, Any] | LineProblem:
     try:
         value = _DECODER.decode(text)
     except json.JSONDecodeError as exc:
-        return LineProblem(0, "(line)", f"not valid JSON: {exc.msg} at column {exc.colno}")
+        # Some of the json module's messages end in "at" already ("Invalid control character at").
+        return LineProblem(
+            0, "(line)", f"not valid JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}"
+        )
     except _Rejected as exc:
         return LineProblem(0, exc.field, str(exc))
     except ValueError as exc:  # e.g. an integer with more digits than Python converts

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from eval_pipeline.cases.loading import CaseFileError, CaseProblem
 from eval_pipeline.lanes.declaration import CaseRule, CaseSchema, Declaration, MetricSpec, Threads, TurnRule
 from eval_pipeline.scoring import DEFAULT_MAX_ERROR_RATE, Severity, Statistic, ThresholdOp
-from eval_pipeline.strict_yaml import read_yaml_file
+from eval_pipeline.strict_yaml import YamlDocument, read_yaml_file
 
 MAX_REPEAT = 1000
 LANE_FILES: tuple[str, ...] = ("lane.yaml", "manifest.yaml")
@@ -82,7 +82,7 @@ class LaneSpec(BaseModel):
     threads: Threads | None = None
     turn_predicates: list[TurnRule] = Field(default_factory=list)
     case_predicates: list[CaseRule] = Field(default_factory=list)
-    metrics: dict[str, MetricSpec] | None = None
+    metrics: dict[str, MetricSpec] | None = Field(default=None, min_length=1)
     folder: Path = Path(".")
 
     @field_validator("splits")
@@ -188,6 +188,11 @@ DEFAULT_THRESHOLDS: tuple[ThresholdSpec, ...] = (
 
 def load_lane_spec(path: Path) -> LaneSpec:
     """Read and validate one lane file; problems are reported like case-file problems (file:line: field)."""
+    return load_lane_document(path)[0]
+
+
+def load_lane_document(path: Path) -> tuple[LaneSpec, YamlDocument]:
+    """:func:`load_lane_spec`, with the file's document (the line of every field) for later checks."""
     document = read_yaml_file(path)
     if document.key_problems:
         raise CaseFileError(document.key_problems)
@@ -202,7 +207,7 @@ def load_lane_spec(path: Path) -> LaneSpec:
         raise CaseFileError(
             [document.problem(loc, f"{file!r} leads outside the lane folder") for loc, file in outside]
         )
-    return spec
+    return spec, document
 
 
 def lane_file(folder: Path) -> Path | None:

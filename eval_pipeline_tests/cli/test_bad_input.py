@@ -146,3 +146,12 @@ def test_a_contract_outside_the_lane_folder_is_bad_input(evals: Path, contract: 
     shown = bad_input("validate")
     assert f"{evals}:{line}: contract:" in shown and ("inside the lane folder" in shown or "outside" in shown)
     assert "root:" not in shown  # the file's content is never read, let alone shown
+
+
+def test_problem_wording_says_each_thing_once(tmp_path: Path) -> None:
+    path = tmp_path / "cases.jsonl"
+    path.write_bytes(b'{"id": "a", "schema_version": true}\n{"id": "b\x01"}\n')
+    shown = bad_input("validate", "--lane", "i18n_prompt", str(path))
+    assert "schema_version must be the integer 1 (got true)" in shown
+    assert "(got true) (got true)" not in shown
+    assert f"{path}:2: (line): not valid JSON: Invalid control character at column" in shown
