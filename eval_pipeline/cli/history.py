@@ -19,6 +19,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from eval_pipeline.cli.arguments import local_folder
 from eval_pipeline.cli.common import EXIT_BAD_INPUT, app, bad_input_exits, err, history_app, out, short_id
 from eval_pipeline.cli.terminal import terminal_view
 from eval_pipeline.dagster_wiring.dead_runs import fail_dead_runs_of_existing_instance
@@ -420,6 +421,7 @@ def report(
     ] = False,
 ) -> None:
     """A static HTML report (offline, no CDN): the latest run's checks and failing cases, then trends."""
+    local_folder(folder, "--out")
     with _bad_query_exits():
         path = write_report(root or history_root(), folder)
     out().print(f"wrote {path}", highlight=False)

@@ -22,6 +22,7 @@ from eval_pipeline.lanes import LaneSpec, discover_lanes, find_lane, lane_kind
 from eval_pipeline.pipeline import lane_threads
 from eval_pipeline.runtimes.targets import load_targets
 from eval_pipeline.settings import targets_file
+from eval_pipeline.workers import worker_count
 
 
 @app.command()
@@ -38,6 +39,7 @@ def validate(
     and exit 2 if any."""
     fail_dead_runs_of_existing_instance()
     with bad_input_exits():
+        worker_count()  # a big file is validated by worker processes: a bad count is bad input now
         problems: list[CaseProblem] = target_problems()
         lanes = discover_lanes()
         groups = _files_by_lane(lanes, paths, lane) if paths else {s.name: _lane_files(s) for s in lanes}

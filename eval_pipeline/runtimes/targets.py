@@ -34,8 +34,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from eval_pipeline.cases.loading import CaseFileError, CaseProblem
 from eval_pipeline.runtimes.base import RuntimeSpecError
-from eval_pipeline.runtimes.registry import split_spec
-from eval_pipeline.strict_yaml import Location, read_yaml_file
+from eval_pipeline.runtimes.registry import spec_problems, split_spec
+from eval_pipeline.strict_yaml import Location, location, read_yaml_file
 
 TARGETS_FILE = "runtimes.yaml"
 TARGET_NAME = r"^[a-z0-9][a-z0-9_-]{0,62}$"
@@ -144,6 +144,13 @@ def load_targets(path: Path) -> dict[str, RuntimeTarget]:
         except ValidationError as exc:
             problems += [
                 document.problem(("targets", name, *error["loc"]), error["msg"]) for error in exc.errors()
+            ]
+            continue
+        # Every target's options are checked now, selected or not, each at its own line.
+        found = spec_problems(declared.spec, declared.options)
+        if found:
+            problems += [
+                document.problem(("targets", name, *location(field)), message) for field, message in found
             ]
             continue
         targets[name] = RuntimeTarget(
