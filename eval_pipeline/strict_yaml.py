@@ -98,7 +98,11 @@ def read_yaml_file(path: Path) -> YamlDocument:
 
 def parse_yaml(name: str, text: str) -> YamlDocument:
     """``text`` (the content of file ``name``) as a :class:`YamlDocument`, else CaseFileError."""
-    loader = _BoundedLoader(text)
+    try:
+        loader = _BoundedLoader(text)  # its reader refuses characters YAML does not allow (NUL) at once
+    except yaml.reader.ReaderError as exc:
+        line = text[: exc.position].count("\n") + 1
+        raise CaseFileError([CaseProblem(name, line, "(yaml)", f"not valid YAML: {exc.reason}")]) from None
     try:
         node = loader.get_single_node()
         if node is None:

@@ -48,6 +48,7 @@ def problems_of(text: str) -> list[str]:
         ("a:\n  b: 1\n  b: 2\n", "f.yaml:3: a.b: duplicate key (first at line 2)"),
         ("1: one\n", "f.yaml:1: (file): keys must be text (quote a key such as 1 or yes)"),
         ("a: [1\n", "f.yaml:2: (yaml): not valid YAML"),
+        ("a: 1\nb: \x00\n", "f.yaml:2: (yaml): not valid YAML: special characters are not allowed"),
         ("a: 1\n---\nb: 2\n", "f.yaml:2: (yaml): not valid YAML: expected a single document"),
     ],
 )

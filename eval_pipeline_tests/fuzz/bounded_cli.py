@@ -59,9 +59,17 @@ def run_cli(
     args: Sequence[str], *, deadline_s: float, env: Mapping[str, str] | None = None, cwd: str | None = None
 ) -> CliResult:
     """``eval-pipeline ARGS`` in a child process, killed with its group at ``deadline_s``."""
+    command = [sys.executable, "-c", "from eval_pipeline.cli import main; main()", *args]
+    return run_bounded(command, deadline_s=deadline_s, env=env, cwd=cwd)
+
+
+def run_bounded(
+    command: Sequence[str], *, deadline_s: float, env: Mapping[str, str] | None = None, cwd: str | None = None
+) -> CliResult:
+    """``command`` in a child process under the memory ceiling, killed with its group at ``deadline_s``."""
     started = time.monotonic()
     process = subprocess.Popen(
-        [sys.executable, "-c", "from eval_pipeline.cli import main; main()", *args],
+        list(command),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env={**os.environ, "COLUMNS": "100", **(env or {})},
