@@ -93,6 +93,7 @@ def test_a_target_declaring_a_key_twice_is_refused_at_its_line(evals: Path) -> N
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("content", "expected"),
     [
@@ -113,6 +114,7 @@ def test_validate_and_run_exit_2_on_a_hostile_targets_file(
         assert result.exit_code == 2 and f"{targets}{expected}" in result.stderr, result.stderr[-2000:]
 
 
+@pytest.mark.slow
 def test_validate_stays_small_and_quick_on_a_lane_file_bomb(evals: Path) -> None:
     lane = evals / "deterministic_fluency" / "lane.yaml"
     lane.write_text(lane.read_text(encoding="utf-8") + billion_laughs(), encoding="utf-8")

@@ -37,6 +37,7 @@ def test_a_spec_is_shown_without_its_credentials(spec: str, shown: str) -> None:
     assert redacted_spec(spec) == shown
 
 
+@pytest.mark.slow
 def test_no_credential_reaches_history_dagster_or_the_terminal(isolated_state: Path) -> None:
     secrets = ("sk-userinfo-secret", "sk-query-secret")
     with served_reference() as server:

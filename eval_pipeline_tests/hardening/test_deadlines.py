@@ -112,6 +112,7 @@ def hung_session(url: str) -> None:
     runtime.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["validate", "run"])
 def test_a_case_file_that_never_ends_is_bad_input(command: str, tmp_path: Path) -> None:
     args = {
