@@ -4,16 +4,16 @@ duplicate keys refused, problems at file:line, for lane.yaml and runtimes.yaml a
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
 
 from eval_pipeline.cases.loading import CaseFileError
-from eval_pipeline.lanes.spec import load_lane_spec
 from eval_pipeline.runtimes.targets import load_targets
 from eval_pipeline.settings import PROJECT_ROOT
 from eval_pipeline.strict_yaml import MAX_DEPTH, parse_yaml
-from eval_pipeline_tests.fuzz.bounded_cli import run_cli
+from eval_pipeline_tests.fuzz.bounded_cli import run_bounded, run_cli
 
 
 def billion_laughs(levels: int = 9, fan_out: int = 9) -> str:
@@ -36,7 +36,6 @@ def problems_of(text: str) -> list[str]:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        (billion_laughs(), "f.yaml:7: (yaml): its anchors and aliases expand to more than 100000 nodes"),
         ("a: !!python/object/apply:os.system ['true']\n", "f.yaml:1: (yaml): not valid YAML"),
         ("a: !!python/name:os.system\n", "f.yaml:1: (yaml): not valid YAML"),
         (
@@ -70,15 +69,40 @@ def evals(tmp_path: Path) -> Path:
     return root
 
 
-def test_a_lane_file_and_a_targets_file_refuse_the_same_bomb(evals: Path) -> None:
+BOMB_CHECK = """
+import sys
+from pathlib import Path
+from eval_pipeline.cases.loading import CaseFileError
+from eval_pipeline.lanes.spec import load_lane_spec
+from eval_pipeline.runtimes.targets import load_targets
+from eval_pipeline.strict_yaml import parse_yaml
+for read, path in ((parse_yaml, None), (load_lane_spec, sys.argv[1]), (load_targets, sys.argv[2])):
+    try:
+        read("f.yaml", Path(sys.argv[3]).read_text()) if path is None else read(Path(path))
+    except CaseFileError as exc:
+        print(exc.problems[0])
+"""
+
+
+def test_a_bomb_is_refused_by_every_reader_without_expanding_it(evals: Path, tmp_path: Path) -> None:
+    """In a child process under the memory ceiling: a reader that expanded the bomb would need
+    gigabytes, and must fail there, not take the machine."""
     lane = evals / "deterministic_fluency" / "lane.yaml"
+    lines_before = lane.read_text(encoding="utf-8").count("\n")
     lane.write_text(lane.read_text(encoding="utf-8") + billion_laughs(), encoding="utf-8")
-    with pytest.raises(CaseFileError, match="expand to more than"):
-        load_lane_spec(lane)
     targets = evals / "runtimes.yaml"
     targets.write_text(billion_laughs() + "targets: {reference: {spec: reference}}\n", encoding="utf-8")
-    with pytest.raises(CaseFileError, match="expand to more than"):
-        load_targets(targets)
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text(billion_laughs(), encoding="utf-8")
+    result = run_bounded(
+        [sys.executable, "-c", BOMB_CHECK, str(lane), str(targets), str(bomb)], deadline_s=60
+    )
+    assert result.violations(60) == [] and result.exit_code == 0, (result.exit_code, result.stderr[-2000:])
+    assert result.stdout.splitlines() == [
+        "f.yaml:7: (yaml): its anchors and aliases expand to more than 100000 nodes",
+        f"{lane}:{lines_before + 7}: (yaml): its anchors and aliases expand to more than 100000 nodes",
+        f"{targets}:7: (yaml): its anchors and aliases expand to more than 100000 nodes",
+    ]
 
 
 def test_a_target_declaring_a_key_twice_is_refused_at_its_line(evals: Path) -> None:
