@@ -33,8 +33,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from eval_pipeline.lanes.kind import Thread, TurnRequest, requests_of_threads
-from eval_pipeline.runtimes.base import ChatRuntime, ChatSession, RuntimeSpecError, TurnResponse
-from eval_pipeline.runtimes.faults import NO_RETRY, RetryPolicy, is_transient
+from eval_pipeline.runtimes.base import (
+    ChatRuntime,
+    ChatSession,
+    RuntimeSpecError,
+    TurnResponse,
+    not_unicode_text,
+)
+from eval_pipeline.runtimes.faults import NO_RETRY, RetryPolicy, TurnFault, is_transient
 from eval_pipeline.samples import derive_seed
 from eval_pipeline.tables import TRANSCRIPTS, frame, lane_columns, nullable_types
 
@@ -130,6 +136,15 @@ def _send(session: ChatSession, case_id: str, turn: TurnRequest, retry: RetryPol
     started = time.perf_counter()
     response, fault, attempts = send_with_retries(session, turn.prompt, retry)
     latency_ms = (time.perf_counter() - started) * 1000.0
+    unencodable = None if response is None else not_unicode_text(response)
+    if unencodable is not None:
+        response, fault = (
+            None,
+            TurnFault(
+                f"malformed_reply: {unencodable!r} is not Unicode text (it holds a lone surrogate)",
+                kind="malformed_reply",
+            ),
+        )
     if response is None:
         error = _error_text(fault) if fault else "no response"
         return _row(case_id, turn, latency_ms=latency_ms, attempts=attempts, error=error)

@@ -9,7 +9,9 @@ changed file is never served stale.
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import stat
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
@@ -55,6 +57,9 @@ def content_sha256(paths: Sequence[Path]) -> str:
     cases stage taken by the run, the case set's key, the metrics' ``cases_sha256``) hash a
     million-case file once, and a file written since is hashed again."""
     stats = [path.stat() for path in paths]
+    for path, found in zip(paths, stats, strict=True):
+        if not stat.S_ISREG(found.st_mode):  # a device or a pipe: hashing it might never end
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
     key = tuple(
         (str(p.resolve()), s.st_dev, s.st_ino, s.st_size, s.st_mtime_ns)
         for p, s in zip(paths, stats, strict=True)

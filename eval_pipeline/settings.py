@@ -61,6 +61,10 @@ def celery_backend() -> str:
     return os.environ.get(CELERY_BACKEND_ENV) or celery_broker()
 
 
+class SettingError(ValueError):
+    """An environment variable holds something its setting cannot take (bad input, exit 2)."""
+
+
 def whole_number_env(name: str, unit: str) -> int | None:
     """The whole number >= 1 the environment variable ``name`` sets (None: unset or blank);
     anything else is bad input, named with what it counts (``unit``)."""
@@ -72,5 +76,5 @@ def whole_number_env(name: str, unit: str) -> int | None:
     except ValueError:
         value = 0
     if value < 1:
-        raise ValueError(f"{name} must be a whole number of {unit} >= 1, got {text!r}")
+        raise SettingError(f"{name} must be a whole number of {unit} >= 1, got {text!r}")
     return value

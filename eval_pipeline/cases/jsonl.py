@@ -8,7 +8,9 @@ of the file is still read.
 - Lines are split on ``\\n`` only (a trailing ``\\r`` is dropped, so CRLF files work).
   ``str.splitlines`` would also split on U+2028, U+0085 or a lone CR, which are legal inside
   JSON, and shift every later line number.
-- Each line is decoded on its own: an undecodable byte is that line's problem.
+- Each line is decoded on its own: an undecodable byte is that line's problem. A line longer
+  than :data:`MAX_LINE_BYTES` ends the file's reading with a problem, and only a regular file is
+  read (``/dev/zero`` would never end).
 - JSON is parsed strictly: duplicate keys, NaN / Infinity (and numbers too big for a float),
   nesting deeper than :data:`MAX_DEPTH` and lone surrogate escapes (text that cannot be
   written back as UTF-8) are problems, not silently accepted values.
@@ -18,7 +20,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import islice
@@ -26,6 +30,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 MAX_DEPTH = 64
+MAX_LINE_BYTES = 16 << 20  # a line (one case, one recorded turn) longer than this is a problem
 BLANK = frozenset(b" \t\r")  # JSON whitespace; a line of only these holds no record
 _BLANK_BYTES = bytes(sorted(BLANK))
 _UTF8_BOM = b"\xef\xbb\xbf"
@@ -94,15 +99,41 @@ def iter_jsonl(path: Path, lines: LineRange | None = None) -> Iterator[JsonLine 
         yield LineProblem(0, "(file)", f"cannot be read: {exc.strerror or exc}")
         return
     with handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            yield LineProblem(0, "(file)", "not a regular file (a device, pipe or socket): name a file")
+            return
         try:
             if lines is None:
-                yield from _lines_of(enumerate(handle, start=1))
+                yield from _lines_of(_bounded_lines(handle, 1))
             else:
                 handle.seek(lines.start)
-                numbered = islice(enumerate(handle, start=lines.first_line), lines.count)
+                numbered = islice(_bounded_lines(handle, lines.first_line), lines.count)
                 yield from _lines_of(numbered, whole=False)
+        except _LineTooLong as exc:
+            yield LineProblem(
+                exc.line,
+                "(line)",
+                f"longer than {MAX_LINE_BYTES >> 20} MB; the rest of the file was not read",
+            )
         except OSError as exc:
             yield LineProblem(0, "(file)", f"cannot be read: {exc.strerror or exc}")
+
+
+class _LineTooLong(Exception):
+    def __init__(self, line: int) -> None:
+        super().__init__(line)
+        self.line = line
+
+
+def _bounded_lines(handle: BinaryIO, first: int) -> Iterator[tuple[int, bytes]]:
+    """The file's lines numbered from ``first``, none held past MAX_LINE_BYTES (a file without a
+    newline, however big, is never read whole)."""
+    number = first
+    while line := handle.readline(MAX_LINE_BYTES + 1):
+        if len(line) > MAX_LINE_BYTES:
+            raise _LineTooLong(number)
+        yield number, line
+        number += 1
 
 
 def parse_jsonl(data: bytes) -> tuple[list[JsonLine], list[LineProblem]]:
@@ -207,7 +238,10 @@ def parse_json_line(raw: bytes) -> dict[str, Any] | LineProblem:
     try:
         value = _DECODER.decode(text)
     except json.JSONDecodeError as exc:
-        return LineProblem(0, "(line)", f"not valid JSON: {exc.msg} at column {exc.colno}")
+        # Some of the json module's messages end in "at" already ("Invalid control character at").
+        return LineProblem(
+            0, "(line)", f"not valid JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}"
+        )
     except _Rejected as exc:
         return LineProblem(0, exc.field, str(exc))
     except ValueError as exc:  # e.g. an integer with more digits than Python converts

@@ -68,7 +68,7 @@ def _describe(error: dict[str, object]) -> str:
         return "required field is missing"
     if error.get("type") == "extra_forbidden":
         return "unknown field (not part of the case schema)"
-    if "input" in error and error.get("type") != "missing":
+    if "input" in error and "(got " not in message:  # a model's own message may say what it got
         shown = json.dumps(error["input"], ensure_ascii=False, default=str)
         if len(shown) > 60:
             shown = shown[:57] + "..."

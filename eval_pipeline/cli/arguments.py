@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import date
+from pathlib import Path
 
 import typer
 
@@ -23,4 +24,12 @@ def run_night(text: str, *, latest: date) -> str:
         raise typer.BadParameter(
             f"{text} has not happened yet: expected a day up to {latest}", param_hint="--date"
         )
+    return text
+
+
+def local_folder(text: str, option: str) -> str:
+    """``text`` unless it names an existing local path that is not a folder (a history root, a
+    report folder): that is BadParameter (exit 2) before anything runs, not a failure after it."""
+    if "://" not in text and Path(text).exists() and not Path(text).is_dir():
+        raise typer.BadParameter(f"{text!r} is a file; expected a folder", param_hint=option)
     return text

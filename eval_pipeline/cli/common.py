@@ -14,6 +14,7 @@ from rich.text import Text
 from eval_pipeline.cases.loading import CaseFileError
 from eval_pipeline.i18n.prompts import LockedSplitError
 from eval_pipeline.runtimes.base import RuntimeSpecError
+from eval_pipeline.settings import SettingError
 
 EXIT_OK = 0
 EXIT_CHECK_FAILED = 1  # a blocking (ERROR) check failed
@@ -70,7 +71,7 @@ def bad_input_exits() -> Iterator[None]:
             print_plain(str(problem))
         err().print(f"[red]{len(exc.problems)} problem(s); nothing was run.[/red]")
         raise typer.Exit(EXIT_BAD_INPUT) from None
-    except (RuntimeSpecError, LockedSplitError, KeyError, FileNotFoundError) as exc:
+    except (RuntimeSpecError, LockedSplitError, SettingError, KeyError, FileNotFoundError) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
         print_plain(Text.assemble(("error:", "red"), " ", str(message)))
         raise typer.Exit(EXIT_BAD_INPUT) from None

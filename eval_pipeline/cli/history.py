@@ -19,8 +19,10 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from eval_pipeline.cli.arguments import local_folder
 from eval_pipeline.cli.common import EXIT_BAD_INPUT, app, bad_input_exits, err, history_app, out, short_id
 from eval_pipeline.cli.terminal import terminal_view
+from eval_pipeline.dagster_wiring.dead_runs import fail_dead_runs_of_existing_instance
 from eval_pipeline.history.compact import compact
 from eval_pipeline.history.compare import latest_pair
 from eval_pipeline.history.comparison import RunComparison, compare_runs
@@ -108,6 +110,7 @@ def history(
     wide: WideOption = False,
 ) -> None:
     """Metric values of every stored run, oldest first (or the result of --sql)."""
+    fail_dead_runs_of_existing_instance()
     if ctx.invoked_subcommand is not None:
         return
     open_views = connect if sql is None else read_only_connection
@@ -476,6 +479,7 @@ def report(
     ] = False,
 ) -> None:
     """A static HTML report (offline, no CDN): the latest run's checks and failing cases, then trends."""
+    local_folder(folder, "--out")
     with _bad_query_exits():
         path = write_report(root or history_root(), folder)
     out().print(f"wrote {path}", highlight=False)

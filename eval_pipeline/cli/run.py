@@ -16,7 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from eval_pipeline.cli.arguments import run_night
+from eval_pipeline.cli.arguments import local_folder, run_night
 from eval_pipeline.cli.common import (
     EXIT_BAD_INPUT,
     EXIT_CHECK_FAILED,
@@ -44,7 +44,10 @@ from eval_pipeline.runtimes.targets import find_target
 from eval_pipeline.runtimes.warm import warm_runtimes
 from eval_pipeline.scoring import number_text
 from eval_pipeline.settings import CELERY_BROKER_ENV, celery_broker
+from eval_pipeline.settings import history_root as default_history_root
 from eval_pipeline.settings import runtime_spec as default_runtime_spec
+from eval_pipeline.stage_files import batch_turns
+from eval_pipeline.workers import worker_count
 
 if TYPE_CHECKING:
     from eval_pipeline.dagster_wiring.launch import LaneOutcome
@@ -357,6 +360,8 @@ def run(
     # (closed when the command ends, however it ends).
     ctx.with_resource(warm_runtimes())
     with bad_input_exits():
+        worker_count(), batch_turns()  # settings a run reads deep inside: bad ones are bad input now
+        local_folder(history or default_history_root(), "--history")
         target = find_target(
             default_runtime_spec() if runtime is None else runtime,  # '' is bad input, not the default
             parse_runtime_options(runtime_option or []),
@@ -366,7 +371,7 @@ def run(
         # Dagster loads only now, while a worker pool the runtime started loads its runtime.
         from eval_pipeline.dagster_wiring.code_location import EXECUTOR_ENV
         from eval_pipeline.dagster_wiring.launch import ensure_instance, materialize_lane
-        from eval_pipeline.dagster_wiring.schedules import HIDDEN_TAG_PREFIX
+        from eval_pipeline.dagster_wiring.tags import HIDDEN_TAG_PREFIX
 
         if isinstance(built, RecordedRun):  # a re-score runs the recorded run's lane and split
             target = rescore_of(built, target, history)

@@ -16,9 +16,13 @@ from eval_pipeline.cases.loading import (
     LoadedCase,
 )
 from eval_pipeline.cli.common import app, bad_input_exits, out
+from eval_pipeline.dagster_wiring.dead_runs import fail_dead_runs_of_existing_instance
 from eval_pipeline.i18n.schema import evalcase_v1_schema_text
 from eval_pipeline.lanes import LaneSpec, discover_lanes, find_lane, lane_kind
 from eval_pipeline.pipeline import lane_threads
+from eval_pipeline.runtimes.targets import load_targets
+from eval_pipeline.settings import targets_file
+from eval_pipeline.workers import worker_count
 
 
 @app.command()
@@ -31,12 +35,15 @@ def validate(
         str | None, typer.Option(help="Lane whose case schema applies to files outside any lane folder.")
     ] = None,
 ) -> None:
-    """Validate case files; print every problem as file:line: field: message and exit 2 if any."""
+    """Validate case files (and evals/runtimes.yaml); print every problem as file:line: field: message
+    and exit 2 if any."""
+    fail_dead_runs_of_existing_instance()
     with bad_input_exits():
+        worker_count()  # a big file is validated by worker processes: a bad count is bad input now
+        problems: list[CaseProblem] = target_problems()
         lanes = discover_lanes()
         groups = _files_by_lane(lanes, paths, lane) if paths else {s.name: _lane_files(s) for s in lanes}
         by_name = {s.name: s for s in lanes}
-        problems: list[CaseProblem] = []
         cases = 0
         for name, files in groups.items():
             model = lane_kind(by_name[name]).case_model
@@ -64,6 +71,15 @@ def schema(
     with bad_input_exits():
         model = lane_kind(find_lane(name)).case_model
         typer.echo(json.dumps(model.model_json_schema(), indent=2, ensure_ascii=False))
+
+
+def target_problems() -> list[CaseProblem]:
+    """Every problem of the runtime targets file (each target's options included)."""
+    try:
+        load_targets(targets_file())
+    except CaseFileError as exc:
+        return exc.problems
+    return []
 
 
 def _lane_files(spec: LaneSpec) -> list[Path]:

@@ -37,6 +37,7 @@ from eval_pipeline.dagster_wiring.markdown import markdown_table
 from eval_pipeline.dagster_wiring.partitions import CUSTOM_PREFIX, custom_case_set, lane_partitions, series_of
 from eval_pipeline.dagster_wiring.resources import HistoryResource, RuntimeResource
 from eval_pipeline.dagster_wiring.runtime_targets import runtime_pool_slot, transcripts_runtime_dep
+from eval_pipeline.dagster_wiring.tags import DATE_TAG, VERDICT_TAG
 from eval_pipeline.drive import samples_to_drive
 from eval_pipeline.failures import FirstFailing, first_failing
 from eval_pipeline.history import append_run, commit_run, find_regressions, lane_chart_markdown
@@ -53,6 +54,7 @@ from eval_pipeline.pipeline import (
 )
 from eval_pipeline.progress import FanOut, LogProgress, ProgressObserver
 from eval_pipeline.runtimes.base import RuntimeSpecError
+from eval_pipeline.runtimes.redaction import redacted_spec
 from eval_pipeline.runtimes.registry import build_runtime
 from eval_pipeline.samples import flaky_in, samples_in
 from eval_pipeline.scoring import judge, measurement
@@ -71,8 +73,6 @@ from eval_pipeline.tables import (
 from eval_pipeline.viewer.links import run_page_url
 
 STAGES = ("cases", "transcripts", "turn_predicates", "case_predicates", "metrics", "history")
-DATE_TAG = "eval_pipeline/date"  # the night a run belongs to (YYYY-MM-DD); default: the day it started
-VERDICT_TAG = "eval_pipeline/verdict"  # pass, warn, fail or void: added when the run is in history
 MAX_FAILING_ROWS = 50
 PROGRESS_EVERY_SECONDS = 10.0
 # Nightly at 02:00 plus a night's slack: a lane whose metrics are older has missed a night.
@@ -229,7 +229,9 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
         with runtime_pool_slot(context.instance, context.run, step_key, target, context.log):
             chat_runtime = build_runtime(target.spec, target.options)
             try:
-                context.log.info(f"driving {target.name} ({chat_runtime.spec}) over {cases.row_count} cases")
+                context.log.info(
+                    f"driving {target.name} ({redacted_spec(chat_runtime.spec)}) over {cases.row_count} cases"
+                )
                 observers = FanOut(
                     LogProgress(context.log, every_s=PROGRESS_EVERY_SECONDS, label=spec.name), progress
                 )
@@ -255,7 +257,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
                 "turns": table.row_count,
                 "errors": len(errors),
                 "runtime": target.name,
-                "runtime_spec": chat_runtime.spec,
+                "runtime_spec": redacted_spec(chat_runtime.spec),
             },
         )
 
@@ -432,7 +434,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
             RUN_MANIFESTS,
             [
                 {
-                    "runtime_spec": runtime.target(series["runtime"]).spec,
+                    "runtime_spec": redacted_spec(runtime.target(series["runtime"]).spec),
                     "partition_date": night,
                     "started_at": row["started_at"],
                     "committed_at": datetime.now(UTC),

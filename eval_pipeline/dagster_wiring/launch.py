@@ -24,9 +24,9 @@ import pyarrow.parquet as pq
 from dagster._core.definitions.reconstruct import ReconstructableRepository
 from dagster._core.storage.defs_state.base import set_defs_state_storage
 
-from eval_pipeline.dagster_wiring.assets import DATE_TAG
 from eval_pipeline.dagster_wiring.checks import GATE_CHECK, MEASUREMENT_CHECK
 from eval_pipeline.dagster_wiring.code_location import REPOSITORY_LABEL, build_definitions
+from eval_pipeline.dagster_wiring.dead_runs import fail_dead_runs
 from eval_pipeline.dagster_wiring.io_manager import PATH_METADATA, ParquetIOManager
 from eval_pipeline.dagster_wiring.partitions import (
     custom_case_set,
@@ -36,8 +36,9 @@ from eval_pipeline.dagster_wiring.partitions import (
 )
 from eval_pipeline.dagster_wiring.resources import HistoryResource, RuntimeResource
 from eval_pipeline.dagster_wiring.runtime_targets import observe_target
-from eval_pipeline.dagster_wiring.schedules import HIDDEN_TAG_PREFIX, job_name, series_tags
+from eval_pipeline.dagster_wiring.schedules import job_name, series_tags
 from eval_pipeline.dagster_wiring.sqlite_files import sqlite_files_kept_open
+from eval_pipeline.dagster_wiring.tags import DATE_TAG, HOST_TAG, PID_TAG
 from eval_pipeline.failures import FirstFailing, first_failing
 from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.progress import NoProgress, ProgressObserver
@@ -52,8 +53,6 @@ from eval_pipeline.tables import nullable_types
 # Runs launched by the UI or the daemon carry their code location in this tag, and the UI
 # lists a job's runs by it; an in-process run gets it here so it shows under its lane's job.
 REPOSITORY_TAG = ".dagster/repository"
-HOST_TAG = f"{HIDDEN_TAG_PREFIX}host"
-PID_TAG = f"{HIDDEN_TAG_PREFIX}pid"  # the process running an in-process (CLI) run: dead → the run failed
 CODE_LOCATION_MODULE = "eval_pipeline.definitions"
 CELERY_DEFINITIONS = "celery_definitions"  # the code location with the Celery executor
 QUEUE_TAG = "dagster-celery/queue"
@@ -151,7 +150,7 @@ def ensure_instance() -> dg.DagsterInstance:
     Creating a SQLite instance migrates its schema; two processes doing that at once on a
     fresh DAGSTER_HOME collide, so creation happens under a file lock. Runs of this host
     whose process died (killed, out of memory) are marked failed here, so they never stay
-    STARTED.
+    unfinished (``dead_runs``).
     """
     home = dagster_home()
     home.mkdir(parents=True, exist_ok=True)
@@ -163,7 +162,7 @@ def ensure_instance() -> dg.DagsterInstance:
             shutil.copyfile(template, config)
         instance = dg.DagsterInstance.get()
         instance.get_runs(limit=1)  # touch every storage while we hold the lock
-        fail_orphaned_runs(instance)
+        fail_dead_runs(instance)
     return instance
 
 
@@ -176,30 +175,6 @@ def instance_lock(home: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def fail_orphaned_runs(instance: dg.DagsterInstance) -> list[str]:
-    """Mark STARTED runs launched from this host by a process that no longer exists as FAILED."""
-    host = socket.gethostname()
-    failed = []
-    for run in instance.get_runs(
-        dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED], tags={HOST_TAG: host})
-    ):
-        pid = run.tags.get(PID_TAG, "")
-        if pid.isdigit() and not _alive(int(pid)):
-            instance.report_run_failed(run, f"the process that ran it (pid {pid} on {host}) is gone")
-            failed.append(run.run_id)
-    return failed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _root_cause(error: Any) -> tuple[str, str]:

@@ -14,6 +14,7 @@ import dagster as dg
 from pydantic import Field
 
 from eval_pipeline.runtimes.base import RuntimeSpecError
+from eval_pipeline.runtimes.redaction import redacted_spec
 from eval_pipeline.runtimes.targets import RuntimeTarget, load_targets, rescore_target, resolve_target
 from eval_pipeline.runtimes.warm import warm_runtimes
 from eval_pipeline.settings import history_root, targets_file
@@ -57,7 +58,7 @@ class RuntimeResource(dg.ConfigurableResource):
             target = resolve_target(self.spec, self.options, targets)
             if target.name != name:
                 raise RuntimeSpecError(
-                    f"the runtime resource's spec {self.spec!r} is target {target.name!r}, but this "
+                    f"the runtime resource's spec {redacted_spec(self.spec)!r} is target {target.name!r}, but this "
                     f"partition is runtime {name!r}: pick partition {target.name!r} or clear the spec"
                 )
             return target

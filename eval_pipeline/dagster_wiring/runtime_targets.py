@@ -33,6 +33,7 @@ import dagster as dg
 
 from eval_pipeline.dagster_wiring.partitions import RUNTIME, RUNTIME_TARGETS, runtime_targets
 from eval_pipeline.runtimes.base import RuntimeSpecError
+from eval_pipeline.runtimes.redaction import redacted_spec
 from eval_pipeline.runtimes.targets import RuntimeTarget, load_targets
 from eval_pipeline.runtimes.versions import runtime_version
 from eval_pipeline.settings import targets_file
@@ -84,7 +85,7 @@ def _observe_runtime_targets(context: dg.AssetExecutionContext) -> dg.DataVersio
     )
     versions, problems = observed_versions(targets, registered)
     for name, version in versions.items():
-        context.log.info(f"{name} ({targets[name].spec}): runtime version {version}")
+        context.log.info(f"{name} ({redacted_spec(targets[name].spec)}): runtime version {version}")
     for name, problem in problems.items():
         # Not observed (its previous version stands): an unreachable server is not a new runtime.
         context.log.warning(f"{name}: runtime version unknown, not observed: {problem}")

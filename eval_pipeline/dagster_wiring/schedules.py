@@ -13,21 +13,14 @@ from collections.abc import Iterator
 
 import dagster as dg
 
-from eval_pipeline.dagster_wiring.assets import DATE_TAG
 from eval_pipeline.dagster_wiring.partitions import partition_key, register_series
+from eval_pipeline.dagster_wiring.tags import DATE_TAG, LANE_TAG, SERIES_TAG
 from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.runtimes.targets import load_targets, nightly_targets
 from eval_pipeline.settings import targets_file
 
 NIGHTLY_CRON = "0 2 * * *"
 NIGHTLY_TIMEZONE = "UTC"
-# The Dagster UI shows a run's tags in its tag strip, except those under Dagster's hidden prefix
-# `.dagster/` (no public API names it). A run shows the few a person reads: Dagster's partition
-# tags (the series: case set and runtime target; the job names the lane), the night and the
-# verdict. What code reads to find runs is kept out of sight.
-HIDDEN_TAG_PREFIX = ".dagster/eval_pipeline/"
-LANE_TAG = f"{HIDDEN_TAG_PREFIX}lane"
-SERIES_TAG = f"{HIDDEN_TAG_PREFIX}series"
 
 
 def job_name(spec: LaneSpec) -> str:

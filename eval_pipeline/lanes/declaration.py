@@ -10,9 +10,10 @@ every listed metric meeting its threshold). The metric names a lane emits are th
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from eval_pipeline.scoring import CaseSeverity
 
@@ -43,6 +44,14 @@ class FieldSpec(_Block):
 
     @model_validator(mode="after")
     def _shape(self) -> FieldSpec:
+        if self.pattern is not None:
+            try:
+                re.compile(self.pattern)
+            except re.error as exc:
+                raise ValueError(f"pattern {self.pattern!r} is not a regular expression: {exc}") from None
+        for name in self.fields or {}:
+            if not re.match(_NAME, name):
+                raise ValueError(f"field name {name!r} must match {_NAME}")
         if (self.type is None) == (self.enum is None):
             raise ValueError("a field has either a type or an enum")
         if self.type == "list" and self.items is None:
@@ -61,6 +70,14 @@ class CaseSchema(_Block):
 
     fields: dict[str, FieldSpec] = Field(min_length=1)
     checks: list[str] = Field(default_factory=list, description="Registered case checks on the whole case.")
+
+    @field_validator("fields")
+    @classmethod
+    def _names(cls, fields: dict[str, FieldSpec]) -> dict[str, FieldSpec]:
+        for name in fields:
+            if not re.match(_NAME, name) or name == "id":
+                raise ValueError(f"field name {name!r} must match {_NAME} and not be id (every case has one)")
+        return fields
 
 
 class TurnSource(_Block):

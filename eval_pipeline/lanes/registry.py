@@ -7,9 +7,10 @@ from pathlib import Path
 from eval_pipeline.cases.loading import CaseFileError, CaseProblem
 from eval_pipeline.lanes.declared import DeclaredLane
 from eval_pipeline.lanes.kind import LANE_KINDS, LaneKind, emitted_metrics
-from eval_pipeline.lanes.spec import LaneSpec, lane_file, load_lane_spec
+from eval_pipeline.lanes.spec import LaneSpec, lane_file, load_lane_document
 from eval_pipeline.lanes.validation import declaration_problems
 from eval_pipeline.settings import evals_dir
+from eval_pipeline.strict_yaml import YamlDocument, location
 
 
 def lane_kind(spec: LaneSpec) -> LaneKind:
@@ -37,29 +38,28 @@ def discover_lanes(root: Path | None = None) -> list[LaneSpec]:
         path = lane_file(folder)
         if path is None:
             continue
-        spec = load_lane_spec(path)
-        problems.extend(_lane_problems(spec, str(path)))
+        spec, document = load_lane_document(path)
+        problems.extend(_lane_problems(spec, document))
         if any(s.name == spec.name for s in specs):
-            problems.append(CaseProblem(str(path), 0, "name", f"lane name {spec.name!r} used by two folders"))
+            problems.append(document.problem(("name",), f"lane name {spec.name!r} used by two folders"))
         specs.append(spec)
     if problems:
         raise CaseFileError(problems)
     return sorted(specs, key=lambda s: s.name)
 
 
-def _lane_problems(spec: LaneSpec, path: str) -> list[CaseProblem]:
+def _lane_problems(spec: LaneSpec, document: YamlDocument) -> list[CaseProblem]:
+    """What is wrong with a lane beyond its file's types, each at its field's line."""
     if spec.kind is not None and spec.kind not in LANE_KINDS:
-        return [CaseProblem(path, 0, "kind", f"unknown lane kind {spec.kind!r}; known: {LANE_KINDS.names()}")]
+        return [document.problem(("kind",), f"unknown lane kind {spec.kind!r}; known: {LANE_KINDS.names()}")]
     if spec.kind is None:
         declared = declaration_problems(spec)
         if declared:
-            return [CaseProblem(path, 0, field, message) for field, message in declared]
+            return [document.problem(location(field), message) for field, message in declared]
     emitted = emitted_metrics(lane_kind(spec))
     return [
-        CaseProblem(
-            path,
-            0,
-            f"thresholds[{i}].metric",
+        document.problem(
+            ("thresholds", i, "metric"),
             f"{t.metric!r} is not a metric of lane {spec.name!r}; it emits {sorted(emitted)}",
         )
         for i, t in enumerate(spec.thresholds)

@@ -9,7 +9,16 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    create_model,
+    field_validator,
+    model_validator,
+)
 
 from eval_pipeline.lanes.declaration import CaseSchema, FieldSpec
 from eval_pipeline.predicates import CASE_CHECKS
@@ -24,6 +33,23 @@ def case_model(name: str, schema: CaseSchema) -> type[BaseModel]:
     fields.update(_fields(name, schema.fields))
     validators = {**_field_validators(schema.fields), **_case_validators(schema.checks)}
     return create_model(name, __config__=_CONFIG, __validators__=validators, **fields)
+
+
+def default_problems(schema: CaseSchema) -> list[tuple[str, str]]:
+    """(field, message) for every declared ``default`` its own field's type refuses: said once, of
+    lane.yaml, instead of on every case line that leaves the field out."""
+    problems = []
+    for field, spec in schema.fields.items():
+        if not spec.has_default or spec.default is None:
+            continue
+        try:
+            annotated: Any = Annotated[_annotation(f"Case_{field}", spec), _field_info(spec)]
+            TypeAdapter(annotated).validate_python(spec.default, strict=True)
+        except ValidationError as exc:
+            problems.append((f"{field}.default", f"{exc.errors()[0]['msg']} (got {spec.default!r})"))
+        except Exception as exc:  # the field itself cannot be built: case_model says why
+            problems.append((field, str(exc).splitlines()[0]))
+    return problems
 
 
 def _fields(name: str, specs: dict[str, FieldSpec]) -> dict[str, Any]:

@@ -11,15 +11,14 @@ ones report (a lift target or a red-on-creation goal).
 from __future__ import annotations
 
 from pathlib import Path, PurePosixPath
-from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from eval_pipeline.cases.loading import CaseFileError, CaseProblem
 from eval_pipeline.lanes.declaration import CaseRule, CaseSchema, Declaration, MetricSpec, Threads, TurnRule
 from eval_pipeline.paired import ALPHA
 from eval_pipeline.scoring import DEFAULT_MAX_ERROR_RATE, Severity, Statistic, ThresholdOp
+from eval_pipeline.strict_yaml import YamlDocument, read_yaml_file
 
 MAX_REPEAT = 1000
 LANE_FILES: tuple[str, ...] = ("lane.yaml", "manifest.yaml")
@@ -91,7 +90,7 @@ class LaneSpec(BaseModel):
     threads: Threads | None = None
     turn_predicates: list[TurnRule] = Field(default_factory=list)
     case_predicates: list[CaseRule] = Field(default_factory=list)
-    metrics: dict[str, MetricSpec] | None = None
+    metrics: dict[str, MetricSpec] | None = Field(default=None, min_length=1)
     folder: Path = Path(".")
 
     @field_validator("splits")
@@ -105,12 +104,32 @@ class LaneSpec(BaseModel):
             if not files:
                 raise ValueError(f"split {split!r} lists no case files")
             for file in files:
-                parts = PurePosixPath(file).parts
-                if not file.strip() or PurePosixPath(file).is_absolute() or ".." in parts or "\\" in file:
+                if not _relative_inside(file):
                     raise ValueError(
                         f"split {split!r} lists {file!r}: case files are relative paths inside the lane folder"
                     )
         return splits
+
+    @field_validator("contract")
+    @classmethod
+    def _contract_inside(cls, contract: str) -> str:
+        if not _relative_inside(contract):
+            raise ValueError(f"{contract!r}: the contract is a relative path inside the lane folder")
+        return contract
+
+    def outside_paths(self) -> list[tuple[tuple[str | int, ...], str]]:
+        """(field, path) of every file the lane names that resolves outside its folder (a
+        symbolic link pointing out of it): a lane may read its own folder only."""
+        folder = self.folder.resolve()
+        named: list[tuple[tuple[str | int, ...], str]] = [(("contract",), self.contract)]
+        named += [
+            (("splits", split, i), file)
+            for split, files in self.splits.items()
+            for i, file in enumerate(files)
+        ]
+        return [
+            (loc, file) for loc, file in named if not (self.folder / file).resolve().is_relative_to(folder)
+        ]
 
     @model_validator(mode="after")
     def _consistent(self) -> LaneSpec:
@@ -158,6 +177,12 @@ class LaneSpec(BaseModel):
         return path.read_text(encoding="utf-8") if path.exists() else ""
 
 
+def _relative_inside(file: str) -> bool:
+    """Whether ``file`` is written as a relative path that stays inside the folder it is relative to."""
+    path = PurePosixPath(file)
+    return bool(file.strip()) and not path.is_absolute() and ".." not in path.parts and "\\" not in file
+
+
 DEFAULT_THRESHOLDS: tuple[ThresholdSpec, ...] = (
     ThresholdSpec(
         metric="error_rate",
@@ -171,92 +196,26 @@ DEFAULT_THRESHOLDS: tuple[ThresholdSpec, ...] = (
 
 def load_lane_spec(path: Path) -> LaneSpec:
     """Read and validate one lane file; problems are reported like case-file problems (file:line: field)."""
-    name = str(path)
+    return load_lane_document(path)[0]
+
+
+def load_lane_document(path: Path) -> tuple[LaneSpec, YamlDocument]:
+    """:func:`load_lane_spec`, with the file's document (the line of every field) for later checks."""
+    document = read_yaml_file(path)
+    if document.key_problems:
+        raise CaseFileError(document.key_problems)
+    if not isinstance(document.data, dict):
+        raise CaseFileError([CaseProblem(str(path), 1, "(file)", "expected a mapping at the top level")])
     try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise CaseFileError(
-            [CaseProblem(name, 0, "(file)", f"cannot be read: {exc.strerror or exc}")]
-        ) from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise CaseFileError([CaseProblem(name, line, "(file)", f"not UTF-8 text ({exc.reason})")]) from None
-    data, lines, problems = _read_yaml(name, text)
-    if problems:
-        raise CaseFileError(problems)
-    if not isinstance(data, dict):
-        raise CaseFileError([CaseProblem(name, 1, "(file)", "expected a mapping at the top level")])
-    try:
-        return LaneSpec.model_validate({**data, "folder": path.parent}, strict=True)
+        spec = LaneSpec.model_validate({**document.data, "folder": path.parent}, strict=True)
     except ValidationError as exc:
+        raise CaseFileError([document.problem(err["loc"], err["msg"]) for err in exc.errors()]) from None
+    outside = spec.outside_paths()
+    if outside:
         raise CaseFileError(
-            [
-                CaseProblem(name, _line_of(lines, err["loc"]), _dotted(err["loc"]), err["msg"])
-                for err in exc.errors()
-            ]
-        ) from None
-
-
-def _read_yaml(name: str, text: str) -> tuple[Any, dict[tuple[str | int, ...], int], list[CaseProblem]]:
-    """The document, the line of every key and list item, and problems (bad YAML, duplicate keys)."""
-    loader = yaml.SafeLoader(text)
-    try:
-        node = loader.get_single_node()
-        lines: dict[tuple[str | int, ...], int] = {}
-        problems = _walk_nodes(name, node, (), lines) if node is not None else []
-        data = loader.construct_document(node) if node is not None and not problems else None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else 0
-        return None, {}, [CaseProblem(name, line, "(yaml)", f"not valid YAML: {exc}")]
-    except RecursionError:
-        return None, {}, [CaseProblem(name, 0, "(yaml)", "nested too deeply")]
-    finally:
-        loader.dispose()
-    return data, lines, problems
-
-
-def _walk_nodes(
-    name: str, node: yaml.Node, path: tuple[str | int, ...], lines: dict[tuple[str | int, ...], int]
-) -> list[CaseProblem]:
-    problems: list[CaseProblem] = []
-    if isinstance(node, yaml.MappingNode):
-        seen: dict[str, int] = {}
-        for key_node, value_node in node.value:
-            key = str(key_node.value)
-            line = key_node.start_mark.line + 1
-            if key in seen:
-                problems.append(
-                    CaseProblem(
-                        name, line, _dotted((*path, key)), f"duplicate key (first at line {seen[key]})"
-                    )
-                )
-                continue
-            seen[key] = line
-            lines[(*path, key)] = line
-            problems += _walk_nodes(name, value_node, (*path, key), lines)
-    elif isinstance(node, yaml.SequenceNode):
-        for index, item in enumerate(node.value):
-            lines[(*path, index)] = item.start_mark.line + 1
-            problems += _walk_nodes(name, item, (*path, index), lines)
-    return problems
-
-
-def _line_of(lines: dict[tuple[str | int, ...], int], loc: tuple[str | int, ...]) -> int:
-    """The line of the deepest key the error's location names (0 when none is known)."""
-    for end in range(len(loc), 0, -1):
-        if tuple(loc[:end]) in lines:
-            return lines[tuple(loc[:end])]
-    return 0
-
-
-def _dotted(loc: tuple[str | int, ...]) -> str:
-    return (
-        "".join(f"[{p}]" if isinstance(p, int) else (f".{p}" if i else str(p)) for i, p in enumerate(loc))
-        or "(file)"
-    )
+            [document.problem(loc, f"{file!r} leads outside the lane folder") for loc, file in outside]
+        )
+    return spec, document
 
 
 def lane_file(folder: Path) -> Path | None:

@@ -1,10 +1,16 @@
-"""Problems of a lane declaration that its types cannot catch: names that must resolve.
+"""Problems of a lane declaration that its types cannot catch: names that must resolve, and
+values that must agree with each other (a rule's role with the threads, a ``where`` value with
+its field's enum, a rate's threshold with [0, 1], a default with its field's type).
 
-Each problem is ``(field, message)``; discovery reports them as ``file:0: field: message``.
+Each problem is ``(field, message)``; discovery reports them as ``file:line: field: message``
+at the line of that field in ``lane.yaml``.
 """
 
 from __future__ import annotations
 
+from eval_pipeline.lanes.declaration import Declaration
+from eval_pipeline.lanes.kind import COMMON_METRICS
+from eval_pipeline.lanes.schema import case_model, default_problems
 from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.predicates import CASE_CHECKS, PREDICATES
 
@@ -54,6 +60,8 @@ def declaration_problems(spec: LaneSpec) -> list[tuple[str, str]]:
     declared: list[str] = []
     for name, metric in declaration.metrics.items():
         where = f"metrics.{name}"
+        if name in COMMON_METRICS:
+            problems.append((where, f"{name!r} is a metric every lane emits; name this one differently"))
         scored = on_cases if metric.over == "cases" else on_turns
         if metric.predicate is not None and metric.predicate not in scored:
             problems.append((where, f"no {metric.over[:-1]} row carries predicate {metric.predicate!r}"))
@@ -64,7 +72,65 @@ def declaration_problems(spec: LaneSpec) -> list[tuple[str, str]]:
                 problems.append((where, f"all_of names {part!r}, which has no threshold to meet"))
         problems += _fields(f"{where}.where", metric.where, fields)
         declared.append(name)
+    problems += _roles(declaration)
+    problems += _enum_values(declaration)
+    problems += _rate_thresholds(spec)
+    problems += [
+        (f"case_schema.fields.{field}", message)
+        for field, message in default_problems(declaration.case_schema)
+    ]
+    try:
+        case_model("Case", declaration.case_schema)
+    except Exception as exc:  # a pattern pydantic's engine refuses, a field name it cannot take
+        problems.append(("case_schema", f"cannot be built into a case model: {str(exc).splitlines()[0]}"))
     return problems
+
+
+def _roles(declaration: Declaration) -> list[tuple[str, str]]:
+    """A turn rule's role must be the role of some turn its threads send."""
+    roles = {source.role for source in declaration.threads.turns}
+    return [
+        (f"turn_predicates[{i}].role", f"no turn has role {rule.role!r}; the threads send {sorted(roles)}")
+        for i, rule in enumerate(declaration.turn_predicates)
+        if rule.role is not None and rule.role not in roles
+    ]
+
+
+def _enum_values(declaration: Declaration) -> list[tuple[str, str]]:
+    """A ``where`` value of an enum field must be one of its values (else it matches no case)."""
+    specs = declaration.case_schema.fields
+    named = [
+        *((f"turn_predicates[{i}].where", rule.where) for i, rule in enumerate(declaration.turn_predicates)),
+        *((f"case_predicates[{i}].where", rule.where) for i, rule in enumerate(declaration.case_predicates)),
+        *((f"metrics.{name}.where", metric.where) for name, metric in declaration.metrics.items()),
+    ]
+    problems = []
+    for where, accepted in named:
+        for field, values in accepted.items():
+            enum = (specs[field].enum if field in specs else None) or []
+            problems += [
+                (f"{where}.{field}", f"{value!r} is not one of {field}'s values {enum}")
+                for value in values
+                if enum and value not in enum
+            ]
+    return problems
+
+
+def _rate_thresholds(spec: LaneSpec) -> list[tuple[str, str]]:
+    """A threshold on a rate (every value between 0 and 1) must lie in [0, 1]: else it always or never holds."""
+    declaration = spec.declaration
+    assert declaration is not None
+    rates = {name for name, metric in declaration.metrics.items() if metric.count is None} | set(
+        COMMON_METRICS
+    )
+    return [
+        (
+            f"thresholds[{i}].value",
+            f"{t.metric!r} is a rate, between 0 and 1; a bound of {t.value:g} is never met or always met",
+        )
+        for i, t in enumerate(spec.thresholds)
+        if t.metric in rates and not 0.0 <= t.value <= 1.0
+    ]
 
 
 def _named(where: str, names: list[str], levels: tuple[str, ...]) -> list[tuple[str, str]]:

@@ -6,6 +6,7 @@ a runtime says besides the four typed fields travels in ``raw``.
 
 from __future__ import annotations
 
+import json
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -21,6 +22,27 @@ class TurnResponse(BaseModel):
     surface_tag: str | None = None
     epistemic_status: str | None = None
     raw: dict[str, Any] = Field(default_factory=dict)
+
+
+def not_unicode_text(response: TurnResponse) -> str | None:
+    """The first field of ``response`` holding text that UTF-8 cannot carry (a lone surrogate,
+    which a Python bot or a JSON ``\\ud800`` escape can produce), else None. Such a turn is
+    that turn's fault: the text could be neither stored nor shown."""
+    for name in ("surface", "grounding_source", "surface_tag", "epistemic_status"):
+        value = getattr(response, name)
+        if value is not None and not _encodes(value):
+            return name
+    if response.raw and not _encodes(json.dumps(response.raw, ensure_ascii=False, default=str)):
+        return "raw"
+    return None
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 class RuntimeSpecError(ValueError):

@@ -57,21 +57,23 @@ NUMERIC_BOUNDS: dict[str, tuple[float, float]] = {
 }
 
 
-def bound_problems(options: Mapping[str, Any]) -> list[str]:
-    """``key: message`` for every shared numeric option outside its bounds (types are the model's job)."""
+def bound_problems(options: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(key, message) for every shared numeric option outside its bounds (types are the model's job)."""
     problems = []
     for key, (low, high) in NUMERIC_BOUNDS.items():
         value = options.get(key)
         if isinstance(value, bool) or not isinstance(value, int | float):
             continue
         if not (math.isfinite(value) and low <= value <= high):
-            problems.append(f"{key}: must be between {low:g} and {high:g}")
+            problems.append((key, f"must be between {low:g} and {high:g}"))
     return problems
 
 
-def validate_options(scheme: str, model: type[ModelT], options: Mapping[str, Any]) -> ModelT:
+def option_problems(
+    model: type[ModelT], options: Mapping[str, Any]
+) -> tuple[ModelT | None, list[tuple[str, str]]]:
     """``options`` validated strictly against an adapter's model (a number is not text, text is not a
-    number) and the shared bounds; problems raise RuntimeSpecError naming each key."""
+    number) and the shared bounds: the validated options, or None and (key, message) per problem."""
     problems = bound_problems(options)
     try:
         validated = model.model_validate(dict(options), strict=True)
@@ -80,10 +82,17 @@ def validate_options(scheme: str, model: type[ModelT], options: Mapping[str, Any
             key = ".".join(str(part) for part in error["loc"]) or "(options)"
             if error["type"] == "extra_forbidden":
                 known = ", ".join(sorted(model.model_fields)) or "none: this runtime takes no options"
-                problems.append(f"{key}: unknown option (known: {known})")
+                problems.append((key, f"unknown option (known: {known})"))
             else:
                 # The value is not echoed: options may carry header values a log must not show.
-                problems.append(f"{key}: {error['msg']}")
-    if problems:
-        raise RuntimeSpecError(f"{scheme} runtime options: " + "; ".join(problems))
+                problems.append((key, str(error["msg"])))
+        return None, problems
+    return (None if problems else validated), problems
+
+
+def validate_options(scheme: str, model: type[ModelT], options: Mapping[str, Any]) -> ModelT:
+    """:func:`option_problems`, raising RuntimeSpecError naming each key."""
+    validated, problems = option_problems(model, options)
+    if validated is None:
+        raise RuntimeSpecError(f"{scheme} runtime options: " + "; ".join(f"{k}: {m}" for k, m in problems))
     return validated

@@ -6,7 +6,8 @@ target and the validated options); reads ``{"id", "session", "prompt"}`` /
 that echoes the request's ``id`` (exec protocol v2). A bot that raises answers
 ``{"error": ...}`` for that turn; the worker carries on with the other sessions. A target that
 cannot be loaded (the adapter checks the spec without running the module) answers every turn
-with the reason, so each is a fault that says why instead of a worker dying at start-up.
+with the reason, so each is a fault that says why instead of a worker dying at start-up. What
+the bot prints goes to stderr: the protocol keeps stdout to itself.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from eval_pipeline.runtimes.adapters.python_object import (
     PythonOptions,
     resolve_target,
     session_chat,
+    takes_seed,
     to_reply,
 )
 from eval_pipeline.runtimes.base import RuntimeSpecError
@@ -40,6 +42,7 @@ def serve(stdin: TextIO, stdout: TextIO) -> None:
             if isinstance(exc, RuntimeSpecError)
             else f"python runtime: cannot load {config['target']}: {type(exc).__name__}: {exc}"
         )
+    seeded = target is not None and takes_seed(target, options)
     sessions: dict[str, Callable[[str], Any]] = {}
     for line in stdin:
         if not line.strip():
@@ -55,13 +58,36 @@ def serve(stdin: TextIO, stdout: TextIO) -> None:
             try:
                 chat = sessions.get(session_id)
                 if chat is None:
-                    chat = sessions[session_id] = session_chat(target, options)
+                    seed = request.get("seed") if seeded else None
+                    chat = sessions[session_id] = session_chat(target, options, seed)
                 reply = to_reply(chat(str(request["prompt"])), options)
             except Exception as exc:  # a failing turn is data; the worker serves on
                 reply = {"error": f"{type(exc).__name__}: {exc}"}
-        stdout.write(json.dumps({**reply, "id": request.get("id")}, ensure_ascii=False) + "\n")
+        stdout.write(reply_line(reply, request.get("id")) + "\n")
         stdout.flush()
 
 
+def reply_line(reply: dict[str, Any], request_id: Any) -> str:
+    """The protocol line of ``reply``; an answer UTF-8 cannot carry (a lone surrogate) is that
+    turn's error, not a line this worker cannot write (nor one that costs its other sessions)."""
+    line = json.dumps({**reply, "id": request_id}, ensure_ascii=False)
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        error = "malformed_reply: the answer is not Unicode text (it holds a lone surrogate)"
+        return json.dumps({"error": error, "id": request_id}, ensure_ascii=False)
+    return line
+
+
+def protocol_stdout() -> TextIO:
+    """This process's stdout kept for the protocol alone: file descriptor 1 (and ``sys.stdout``)
+    then point at stderr, so whatever the bot prints, from Python or from C, never reaches the
+    protocol stream as a line it would have to be told apart from."""
+    protocol = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return protocol
+
+
 if __name__ == "__main__":
-    serve(sys.stdin, sys.stdout)
+    serve(sys.stdin, protocol_stdout())

@@ -10,17 +10,24 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from pydantic import BaseModel
+
 from eval_pipeline.registry import Registry
 from eval_pipeline.runtimes.base import ChatRuntime, RuntimeSpecError
+from eval_pipeline.runtimes.options import option_problems
+from eval_pipeline.runtimes.redaction import redacted_spec
 
 RuntimeFactory = Callable[[str, Mapping[str, Any]], ChatRuntime]
 
 # One factory per scheme; every module of ``eval_pipeline.runtimes.adapters`` is discovered.
 RUNTIME_ADAPTERS: Registry[RuntimeFactory] = Registry("runtime scheme", "eval_pipeline.runtimes.adapters")
+# Each scheme's options model, so a declared target's options are checked when the file is read.
+RUNTIME_OPTIONS: Registry[type[BaseModel]] = Registry("runtime options", "eval_pipeline.runtimes.adapters")
 
 
-def register_runtime(scheme: str) -> Callable[[RuntimeFactory], RuntimeFactory]:
-    """Decorator: ``@register_runtime("openai")`` on ``factory(argument, options)``."""
+def register_runtime(scheme: str, options: type[BaseModel]) -> Callable[[RuntimeFactory], RuntimeFactory]:
+    """Decorator: ``@register_runtime("openai", OpenAIOptions)`` on ``factory(argument, options)``."""
+    RUNTIME_OPTIONS.add(scheme, options)
     return RUNTIME_ADAPTERS.register(scheme)
 
 
@@ -29,12 +36,29 @@ def split_spec(spec: str) -> tuple[str, str]:
     return scheme, argument
 
 
+def unknown_runtime(spec: str) -> str | None:
+    """Why ``spec`` names no adapter, or None: its scheme is known."""
+    if split_spec(spec)[0] in RUNTIME_ADAPTERS:
+        return None
+    return f"unknown runtime {redacted_spec(spec)!r}: expected one of " + ", ".join(
+        f"{name}:..." if name != "reference" else name for name in RUNTIME_ADAPTERS.names()
+    )
+
+
+def spec_problems(spec: str, options: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(field, message) for a spec naming no adapter or options its adapter refuses, without building
+    anything: how a declared target is checked when ``runtimes.yaml`` is read."""
+    unknown = unknown_runtime(spec)
+    if unknown is not None:
+        return [("spec", unknown)]
+    _, problems = option_problems(RUNTIME_OPTIONS.get(split_spec(spec)[0]), options)
+    return [(f"options.{key}", message) for key, message in problems]
+
+
 def build_runtime(spec: str, options: Mapping[str, Any] | None = None) -> ChatRuntime:
     """The runtime a spec names. Unknown schemes and bad arguments raise RuntimeSpecError."""
+    unknown = unknown_runtime(spec)
+    if unknown is not None:
+        raise RuntimeSpecError(unknown)
     scheme, argument = split_spec(spec)
-    if scheme not in RUNTIME_ADAPTERS:
-        raise RuntimeSpecError(
-            f"unknown runtime {spec!r}: expected one of "
-            + ", ".join(f"{name}:..." if name != "reference" else name for name in RUNTIME_ADAPTERS.names())
-        )
     return RUNTIME_ADAPTERS.get(scheme)(argument, dict(options or {}))

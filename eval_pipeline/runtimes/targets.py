@@ -30,12 +30,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from eval_pipeline.cases.loading import CaseFileError, CaseProblem
 from eval_pipeline.runtimes.base import RuntimeSpecError
-from eval_pipeline.runtimes.registry import split_spec
+from eval_pipeline.runtimes.registry import spec_problems, split_spec
+from eval_pipeline.strict_yaml import Location, location, read_yaml_file
 
 TARGETS_FILE = "runtimes.yaml"
 TARGET_NAME = r"^[a-z0-9][a-z0-9_-]{0,62}$"
@@ -114,43 +114,44 @@ def load_targets(path: Path) -> dict[str, RuntimeTarget]:
     """
     if not path.exists():
         return {"reference": RuntimeTarget("reference", "reference", nightly=True, declared=True)}
-    text = path.read_text(encoding="utf-8")
-    try:
-        root = yaml.compose(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else 1
-        raise CaseFileError([CaseProblem(str(path), line, "(yaml)", f"not valid YAML: {exc}")]) from None
-    problems: list[CaseProblem] = []
-    entries = _mapping_items(root, path, "(file)", problems)
-    target_nodes = {key: node for key, node, _ in entries}.get("targets")
-    if not entries or target_nodes is None:
-        line = 1 if root is None else root.start_mark.line + 1
-        problems.append(CaseProblem(str(path), line, "targets", "expected a mapping of target name → spec"))
-        raise CaseFileError(problems)
-    for key, _, line in entries:
-        if key != "targets":
-            problems.append(CaseProblem(str(path), line, key, "unknown key (expected: targets)"))
+    document = read_yaml_file(path)
+    root = document.data
+    if not isinstance(root, dict) or not isinstance(root.get("targets"), dict):
+        loc: Location = ("targets",) if isinstance(root, dict) and "targets" in root else ()
+        raise CaseFileError(
+            [
+                CaseProblem(
+                    str(path), document.line_of(loc), "targets", "expected a mapping of target name → spec"
+                )
+            ]
+        )
+    problems = [*document.key_problems]
+    problems += [
+        document.problem((key,), "unknown key (expected: targets)") for key in root if key != "targets"
+    ]
     targets: dict[str, RuntimeTarget] = {}
-    for name, node, line in _mapping_items(target_nodes, path, "targets", problems):
+    for name, entry in root["targets"].items():
+        if not isinstance(name, str):
+            continue  # a key problem already
         if not _TARGET_NAME.match(name):
-            problems.append(
-                CaseProblem(str(path), line, f"targets.{name}", f"a target name must match {TARGET_NAME}")
-            )
+            problems.append(document.problem(("targets", name), f"a target name must match {TARGET_NAME}"))
+            continue
+        if not isinstance(entry, dict):
+            problems.append(document.problem(("targets", name), "expected a mapping (spec, options, …)"))
             continue
         try:
-            declared = TargetDeclaration.model_validate(yaml.safe_load(yaml.serialize(node)))
+            declared = TargetDeclaration.model_validate(entry)
         except ValidationError as exc:
-            for error in exc.errors():
-                where = ".".join(str(p) for p in error["loc"])
-                problems.append(
-                    CaseProblem(
-                        str(path),
-                        line,
-                        f"targets.{name}" + (f".{where}" if where else ""),
-                        error["msg"],
-                    )
-                )
+            problems += [
+                document.problem(("targets", name, *error["loc"]), error["msg"]) for error in exc.errors()
+            ]
+            continue
+        # Every target's options are checked now, selected or not, each at its own line.
+        found = spec_problems(declared.spec, declared.options)
+        if found:
+            problems += [
+                document.problem(("targets", name, *location(field)), message) for field, message in found
+            ]
             continue
         targets[name] = RuntimeTarget(
             name,
@@ -166,43 +167,10 @@ def load_targets(path: Path) -> dict[str, RuntimeTarget]:
             repeat=declared.repeat,
         )
     if problems:
-        raise CaseFileError(problems)
+        raise CaseFileError(sorted(problems, key=lambda p: p.line))
     if not targets:
         raise CaseFileError([CaseProblem(str(path), 1, "targets", "declares no target")])
     return targets
-
-
-def _mapping_items(
-    node: yaml.Node | None, path: Path, where: str, problems: list[CaseProblem]
-) -> list[tuple[str, yaml.Node, int]]:
-    """A YAML mapping's (key, value node, key line) triples; duplicate and non-text keys are problems."""
-    if not isinstance(node, yaml.MappingNode):
-        line = 1 if node is None else node.start_mark.line + 1
-        problems.append(CaseProblem(str(path), line, where, "expected a mapping"))
-        return []
-    items: list[tuple[str, yaml.Node, int]] = []
-    seen: set[str] = set()
-    for key_node, value_node in node.value:
-        key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
-        line = key_node.start_mark.line + 1
-        if not isinstance(key, str) or not key:
-            problems.append(CaseProblem(str(path), line, where, "keys must be text"))
-            continue
-        if key in seen:
-            problems.append(CaseProblem(str(path), line, f"{where}.{key}", "declared twice"))
-            continue
-        seen.add(key)
-        items.append((key, value_node, line))
-    return items
-
-
-def _field_line(node: yaml.Node, field: str, default: int) -> int:
-    """The line of ``field``'s key inside a target's mapping (else the target's own line)."""
-    if isinstance(node, yaml.MappingNode):
-        for key_node, _ in node.value:
-            if isinstance(key_node, yaml.ScalarNode) and key_node.value == field:
-                return key_node.start_mark.line + 1
-    return default
 
 
 def derived_name(spec: str, options: Mapping[str, Any]) -> str:

@@ -33,8 +33,10 @@ class SharedRuntime:
     def spec(self) -> str:
         return self._pool.spec
 
-    def open_session(self, session_id: str) -> ChatSession:
-        return self._pool.open_session(session_id)
+    def open_session(self, session_id: str, seed: int | None = None) -> ChatSession:
+        if seed is None:
+            return self._pool.open_session(session_id)
+        return self._pool.open_session(session_id, seed=seed)  # type: ignore[call-arg]
 
     def close(self) -> None:
         """The pool stays up for the rest of the scope."""

@@ -135,3 +135,57 @@ def test_problems_are_printed_as_plain_text(tmp_path: Path) -> None:
     result = runner.invoke(app, ["validate", "--lane", "deterministic_fluency", str(path)])
     assert result.exit_code == EXIT_BAD_INPUT
     assert '"[bold]x[/bold] :smile:"' in result.stderr and "😄" not in result.stderr
+
+
+@pytest.mark.parametrize("contract", ["/etc/passwd", "../../../../etc/passwd", "link.md"])
+def test_a_contract_outside_the_lane_folder_is_bad_input(evals: Path, contract: str) -> None:
+    (evals.parent / "link.md").symlink_to("/etc/passwd")
+    text = evals.read_text(encoding="utf-8")
+    evals.write_text(text.replace("contract: contract.md", f"contract: {contract}", 1), encoding="utf-8")
+    line = text.split("contract: contract.md")[0].count("\n") + 1
+    shown = bad_input("validate")
+    assert f"{evals}:{line}: contract:" in shown and ("inside the lane folder" in shown or "outside" in shown)
+    assert "root:" not in shown  # the file's content is never read, let alone shown
+
+
+def test_problem_wording_says_each_thing_once(tmp_path: Path) -> None:
+    path = tmp_path / "cases.jsonl"
+    path.write_bytes(b'{"id": "a", "schema_version": true}\n{"id": "b\x01"}\n')
+    shown = bad_input("validate", "--lane", "i18n_prompt", str(path))
+    assert "schema_version must be the integer 1 (got true)" in shown
+    assert "(got true) (got true)" not in shown
+    assert f"{path}:2: (line): not valid JSON: Invalid control character at column" in shown
+
+
+def test_a_file_where_a_folder_goes_is_bad_input_before_anything_runs(tmp_path: Path) -> None:
+    a_file = tmp_path / "a_file"
+    a_file.write_text("not a folder\n", encoding="utf-8")
+    assert "'" + str(a_file) + "' is a file; expected a folder" in bad_input("report", "--out", str(a_file))
+    assert "is a file; expected a folder" in bad_input(*FLUENCY, "--history", str(a_file))
+    assert a_file.read_text(encoding="utf-8") == "not a folder\n"
+
+
+@pytest.mark.parametrize("command", [["validate"], FLUENCY])
+def test_a_bad_worker_count_in_the_environment_is_bad_input(
+    command: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EVAL_PIPELINE_WORKERS", "abc")
+    assert "EVAL_PIPELINE_WORKERS must be a whole number of processes >= 1, got 'abc'" in bad_input(*command)
+
+
+def test_bad_options_of_a_target_nobody_selected_are_reported_at_their_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "evals"
+    shutil.copytree(PROJECT_ROOT / "evals" / "deterministic_fluency", root / "deterministic_fluency")
+    targets = root / "runtimes.yaml"
+    targets.write_text(
+        "targets:\n  reference: {spec: reference}\n  staging:\n    spec: openai:http://127.0.0.1:9/v1\n"
+        "    options: {model: m, max_retries: 100, timeoutt_s: 5}\n",
+        encoding="utf-8",
+    )
+    monkeypatch.setenv("EVAL_PIPELINE_EVALS", str(root))
+    for command in (["validate"], FLUENCY):
+        shown = bad_input(*command)
+        assert f"{targets}:5: targets.staging.options.max_retries: must be between 0 and 20" in shown
+        assert f"{targets}:5: targets.staging.options.timeoutt_s: unknown option" in shown

@@ -19,14 +19,14 @@ import pytest
 
 from eval_pipeline.dagster_wiring.code_location import REPOSITORY_LABEL, build_definitions
 from eval_pipeline.dagster_wiring.launch import (
-    PID_TAG,
     REPOSITORY_TAG,
     LaneOutcome,
     ensure_instance,
     materialize_lane,
 )
 from eval_pipeline.dagster_wiring.partitions import partition_key, register_series
-from eval_pipeline.dagster_wiring.schedules import LANE_TAG, SERIES_TAG, job_name
+from eval_pipeline.dagster_wiring.schedules import job_name
+from eval_pipeline.dagster_wiring.tags import LANE_TAG, PID_TAG, SERIES_TAG
 from eval_pipeline.history import connect
 from eval_pipeline.lanes import find_lane
 from eval_pipeline.pipeline import evaluate_lane

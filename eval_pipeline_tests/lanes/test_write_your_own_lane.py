@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -83,3 +84,77 @@ def test_a_declaration_naming_an_unknown_predicate_is_a_lane_file_problem(lane_f
         discover_lanes(lane_folder)
     (problem,) = caught.value.problems
     assert problem.field == "metrics.no_apology_rate" and "no_apologee" in problem.message
+
+
+def without_metrics(text: str) -> str:
+    return text[: text.index("\nmetrics:")] + "\nmetrics: {}\n"
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "message"),
+    [
+        (
+            lambda t: t.replace("prompt: {type: str, min_length: 1}", "prompt: {type: str, pattern: '([a-'}"),
+            "case_schema.fields.prompt",
+            "is not a regular expression",
+        ),
+        (
+            lambda t: t.replace(
+                "    prompt: {type: str", "    __class__: {type: str, default: ''}\n    prompt: {type: str"
+            ),
+            "case_schema.fields",
+            "field name '__class__' must match",
+        ),
+        (without_metrics, "metrics", "should have at least 1 item"),
+        (
+            lambda t: t.replace(
+                "  cases: {count: cases}", "  cases: {count: cases}\n  error_rate: {rate: no_apology}"
+            ),
+            "metrics.error_rate",
+            "'error_rate' is a metric every lane emits",
+        ),
+        (
+            lambda t: t.replace("value: 0.9", "value: 1.5"),
+            "thresholds[0].value",
+            "'no_apology_rate' is a rate",
+        ),
+        (
+            lambda t: t.replace("  - role: probe", "  - role: prob"),
+            "turn_predicates[0].role",
+            "no turn has role 'prob'",
+        ),
+        (
+            lambda t: t.replace("where: {kind: [plain]}", "where: {kind: [plane]}"),
+            "turn_predicates[0].where.kind",
+            "'plane' is not one of kind's values",
+        ),
+        (
+            lambda t: t.replace("items: {type: str}, default: []}", "items: {type: str}, default: 'none'}"),
+            "case_schema.fields.setup.default",
+            "Input should be a valid list",
+        ),
+    ],
+    ids=[
+        "bad-pattern",
+        "dunder-field",
+        "no-metrics",
+        "error-rate",
+        "rate-above-1",
+        "role",
+        "enum",
+        "default",
+    ],
+)
+def test_a_declaration_that_cannot_work_is_one_problem_at_its_line(
+    lane_folder: Path, change: Callable[[str], str], field: str, message: str
+) -> None:
+    path = lane_folder / "no_needless_apology" / "lane.yaml"
+    text = change(path.read_text("utf-8"))
+    assert text != path.read_text("utf-8")
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(CaseFileError) as caught:
+        discover_lanes(lane_folder)
+    (problem,) = [p for p in caught.value.problems if p.field == field]
+    assert message in problem.message, problem
+    first_word = field.split(".")[-1].split("[")[0]
+    assert problem.line > 0 and first_word in text.splitlines()[problem.line - 1], problem

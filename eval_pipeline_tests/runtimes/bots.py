@@ -107,3 +107,18 @@ def make_untagged_bot() -> Callable[[str], dict[str, Any]]:
         return {"surface": response.surface, "grounding_source": response.grounding_source}
 
     return reply
+
+
+def make_seeded_bot(seed: int | None = None) -> Callable[[str], str]:
+    """A factory that takes a sample's seed and says which seed it was given."""
+    return lambda prompt: f"My seed is {seed}."
+
+
+def make_unruly_bot() -> Callable[[str], str]:
+    """A bot that prints as it thinks, and answers a prompt saying SURROGATE with a lone surrogate."""
+
+    def chat(prompt: str) -> str:
+        print("thinking about", prompt)
+        return "Half a character: \ud800." if "SURROGATE" in prompt else f"You asked: {prompt}"
+
+    return chat

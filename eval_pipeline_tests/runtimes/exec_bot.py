@@ -42,6 +42,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--never-read", action="store_true")
     parser.add_argument("--pid-file")
+    parser.add_argument("--upstream", help="ignored: an argument a spec may carry (a URL with a token in it)")
     args = parser.parse_args()
     record_pid(args.pid_file, os.getpid())
     if args.never_read:

@@ -257,7 +257,7 @@ def test_exec_crash_and_garbage_fail_their_turns_and_lost_sessions_only() -> Non
         runtime.close()
     errors = transcripts.set_index(["case_id", "turn_index"])["error"]
     assert errors.isna()[("a", 0)]
-    assert errors[("a", 1)].startswith("TurnFault: malformed_reply: not JSON")
+    assert errors[("a", 1)].startswith("TurnFault: malformed_reply: not valid JSON")
     # A line that is not the reply leaves the stream out of step: the child is restarted.
     assert all(errors[("a", i)].startswith("TurnFault: session_lost") for i in (2, 3, 4))
     assert errors.isna()[("b", 0)]  # a new session on the restarted child answers

@@ -84,7 +84,7 @@ def test_targets_declare_repeat_and_a_bad_one_is_reported_with_its_line(tmp_path
     )
     with pytest.raises(CaseFileError) as raised:
         load_targets(path)
-    assert any(f"{path}:3: targets.bad.repeat:" in str(p) for p in raised.value.problems)
+    assert any(f"{path}:5: targets.bad.repeat:" in str(p) for p in raised.value.problems)  # its own line
     path.write_text("targets:\n  noisy: {spec: reference, repeat: 5}\n")
     assert load_targets(path)["noisy"].samples_for(1) == 5
 

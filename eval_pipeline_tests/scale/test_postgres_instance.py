@@ -13,7 +13,7 @@ import pytest
 
 from eval_pipeline.dagster_wiring.checks import GATE_CHECK
 from eval_pipeline.dagster_wiring.launch import ensure_instance, materialize_lane
-from eval_pipeline.dagster_wiring.schedules import LANE_TAG
+from eval_pipeline.dagster_wiring.tags import LANE_TAG
 from eval_pipeline.lanes import find_lane
 from eval_pipeline.runtimes.targets import find_target
 from eval_pipeline.settings import PROJECT_ROOT

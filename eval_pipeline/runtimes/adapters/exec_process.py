@@ -8,7 +8,8 @@ Protocol v2 (one JSON object per line, UTF-8, on the child's stdin and stdout)::
 - Each request gets exactly one reply line, which echoes the request's ``id``: an opaque
   string, unique among the requests a child receives (today ``<session>:<turn>#<n>``).
   ``session`` is the case id: the child keeps one conversation per session id (turns of a
-  session arrive in order).
+  session arrive in order). With a run seed (``--seed``) every request also carries its
+  sample's ``seed`` (an integer, the same for every turn of a session).
 - A reply must carry ``surface`` (a string). ``grounding_source``, ``surface_tag`` and
   ``epistemic_status`` are optional strings; any other key is kept in the transcript's
   ``raw``. A reply ``{"id": ..., "error": "..."}`` records that turn as failed.
@@ -63,10 +64,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from eval_pipeline.cases.jsonl import LineProblem, parse_json_line
 from eval_pipeline.runtimes import exec_guard
 from eval_pipeline.runtimes.base import ChatSession, RuntimeSpecError, TurnResponse
 from eval_pipeline.runtimes.faults import TurnFault
 from eval_pipeline.runtimes.options import validate_options
+from eval_pipeline.runtimes.redaction import redacted_spec
 from eval_pipeline.runtimes.registry import register_runtime
 
 TYPED_FIELDS = ("grounding_source", "surface_tag", "epistemic_status")
@@ -126,16 +129,12 @@ def _shown(text: str | bytes, limit: int = 80) -> str:
 
 def parse_reply_line(line: bytes, request_id: str) -> dict[str, Any]:
     """One stdout line as the reply to ``request_id``; raises StreamFault when it is not that."""
-    try:
-        text = line.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise StreamFault("malformed_reply", f"not UTF-8 (byte {exc.start}): {_shown(line)}") from None
-    try:
-        reply = json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
-        raise StreamFault("malformed_reply", f"not JSON: {_shown(text)}") from None
-    if not isinstance(reply, dict):
-        raise StreamFault("malformed_reply", f"expected a JSON object, got {type(reply).__name__}")
+    # The strict reader of case files: a key twice, NaN, a lone surrogate or deep nesting is
+    # malformed here too (a reply whose "surface" came twice would otherwise record the last).
+    reply = parse_json_line(line)
+    if isinstance(reply, LineProblem):
+        where = "" if reply.field == "(line)" else f"{reply.field}: "
+        raise StreamFault("malformed_reply", f"{where}{reply.message}: {_shown(line)}")
     if "id" not in reply:
         raise StreamFault(
             "protocol_mismatch", f"the reply has no 'id' (request {request_id!r}; protocol v2 echoes it)"
@@ -176,7 +175,7 @@ def resolve_command(argv: Sequence[str], env: Mapping[str, str], cwd: str | None
         found = shutil.which(program, path=env.get("PATH", os.defpath))
     if found is None:
         raise RuntimeSpecError(
-            f"exec runtime: cannot start {shlex.join(argv)}: {program!r} is not an executable file"
+            f"exec runtime: cannot start {redacted_spec(shlex.join(argv))}: {program!r} is not an executable file"
             + ("" if os.sep in program else " on PATH")
         )
     return [os.path.abspath(found), *argv[1:]]
@@ -231,7 +230,9 @@ class ChildProcess:
             )
         except OSError as exc:
             os.close(lifeline)
-            raise RuntimeSpecError(f"exec runtime: cannot start {shlex.join(self._command)}: {exc}") from None
+            raise RuntimeSpecError(
+                f"exec runtime: cannot start {redacted_spec(shlex.join(self._command))}: {exc}"
+            ) from None
         finally:
             os.close(guard_end)
         assert process.stdin is not None and process.stdout is not None
@@ -395,17 +396,22 @@ def _close_pipes(process: subprocess.Popen[bytes]) -> None:
 
 
 class ExecSession:
-    def __init__(self, runtime: ExecRuntime, session_id: str, child: ChildProcess) -> None:
+    def __init__(
+        self, runtime: ExecRuntime, session_id: str, child: ChildProcess, seed: int | None = None
+    ) -> None:
         self._runtime = runtime
         self._session_id = session_id
         self._child = child
+        self._seed = seed
         self._generation = child.ensure_started()
         self._requests_sent = 0
 
     def send(self, prompt: str) -> TurnResponse:
         request_id = f"{self._session_id}:{self._requests_sent}#{self._child.next_request_number()}"
         self._requests_sent += 1
-        message = {"id": request_id, "session": self._session_id, "prompt": prompt}
+        message: dict[str, Any] = {"id": request_id, "session": self._session_id, "prompt": prompt}
+        if self._seed is not None:
+            message["seed"] = self._seed
         reply = self._child.request(message, self._generation)
         del reply["id"]  # the protocol's, not the runtime's
         return reply_to_response(reply)
@@ -458,11 +464,14 @@ class ExecRuntime:
         for child in self._children:
             child.ensure_started()
 
-    def open_session(self, session_id: str) -> ChatSession:
+    # A sample's seed travels in each of its session's requests (``seed``), for the child to use.
+    accepts_seed = True
+
+    def open_session(self, session_id: str, seed: int | None = None) -> ChatSession:
         with self._lock:
             child = min(self._children, key=lambda c: c.sessions)
             child.sessions += 1
-        return ExecSession(self, session_id, child)
+        return ExecSession(self, session_id, child, seed)
 
     def release(self, child: ChildProcess) -> None:
         with self._lock:
@@ -480,13 +489,15 @@ def exec_argv(argument: str) -> list[str]:
     try:
         argv = shlex.split(argument)
     except ValueError as exc:
-        raise RuntimeSpecError(f"exec runtime: cannot parse command {argument!r}: {exc}") from None
+        raise RuntimeSpecError(
+            f"exec runtime: cannot parse command {redacted_spec(argument)!r}: {exc}"
+        ) from None
     if not argv:
         raise RuntimeSpecError("exec runtime needs a command: exec:<command> [args...]")
     return argv
 
 
-@register_runtime("exec")
+@register_runtime("exec", ExecOptions)
 def exec_runtime(argument: str, options: Mapping[str, Any]) -> ExecRuntime:
     argv = exec_argv(argument)
     config = validate_options("exec", ExecOptions, options)

@@ -75,7 +75,7 @@ def read_recorded_run(root: str, run_id_or_prefix: str) -> RecordedRun:
     return RecordedRun(run_id, series, recording)
 
 
-@register_runtime("history")
+@register_runtime("history", HistoryOptions)
 def history_runtime(argument: str, options: Mapping[str, Any]) -> RecordedRun:
     if not argument.strip():
         raise RuntimeSpecError(

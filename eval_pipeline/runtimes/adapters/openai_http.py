@@ -15,7 +15,8 @@ Options (``--runtime-option KEY=VALUE``):
   servers accept). The key itself is never an option, never in ``spec``, never logged.
 - ``headers``: extra request headers; ``header_envs``: header name → environment variable
   for header values that are secrets.
-- ``max_concurrency`` (16), ``timeout_s`` (60, per request), ``max_retries`` (3),
+- ``max_concurrency`` (16), ``timeout_s`` (60: the whole request, connect to last byte, each
+  attempt), ``max_retries`` (3),
   ``backoff_s`` (0.5), ``max_backoff_s`` (30).
 - ``response_fields``: TurnResponse field → dotted path into the response JSON, e.g.
   ``{"grounding_source": "choices.0.message.grounding_source"}``. Without it,
@@ -216,10 +217,13 @@ class OpenAIRuntime:
 
         async with self._limit:
             try:
-                if self.options.stream:
-                    return await self._streamed(messages, seed)
-                return await self._whole(messages, seed)
-            except openai.APITimeoutError:
+                # The SDK's timeout bounds each read, so a server dripping a byte at a time never
+                # trips it: the whole request, connect to last byte, has ``timeout_s``.
+                async with asyncio.timeout(self.options.timeout_s):
+                    if self.options.stream:
+                        return await self._streamed(messages, seed)
+                    return await self._whole(messages, seed)
+            except (openai.APITimeoutError, TimeoutError):
                 raise TurnFault(
                     f"timed out after {self.options.timeout_s:g}s: {self.endpoint}", transient=True
                 ) from None
@@ -374,7 +378,7 @@ class OpenAISession:
         pass
 
 
-@register_runtime("openai")
+@register_runtime("openai", OpenAIOptions)
 def openai_runtime(argument: str, options: Mapping[str, Any]) -> OpenAIRuntime:
     parts = urlsplit(argument)
     if parts.scheme not in ("http", "https") or not parts.hostname:

@@ -12,7 +12,9 @@ the ``fields`` option, everything else it carries goes to ``raw``.
 Options: ``method`` ("chat"), ``target`` ("factory" | "chat"), ``kwargs`` ({}), ``fields``
 (TurnResponse field → attribute/key name), ``paths`` (extra import paths, searched first),
 ``env`` (environment for the runtime), ``workers`` (0 = in this process; N or "auto" = N
-worker processes, "auto" being one per core), ``timeout_s`` (per turn, worker mode).
+worker processes, "auto" being one per core), ``timeout_s`` (per turn, 300: a turn not answered
+by then is a ``timeout`` fault, in-process too, where the hung call is abandoned and the rest of
+its session is ``session_lost``).
 
 CPU-bound runtimes belong in workers: each worker is a child process running
 :mod:`eval_pipeline.runtimes.python_worker`, which speaks the ``exec:`` JSON-lines protocol;
@@ -36,8 +38,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from eval_pipeline.runtimes.adapters.exec_process import TYPED_FIELDS, ExecRuntime, reply_to_response
+from eval_pipeline.runtimes.adapters.exec_process import TYPED_FIELDS, ExecRuntime, fault, reply_to_response
 from eval_pipeline.runtimes.base import ChatRuntime, ChatSession, RuntimeSpecError, TurnResponse
+from eval_pipeline.runtimes.faults import TurnFault
+from eval_pipeline.runtimes.in_process import call_with_deadline
 from eval_pipeline.runtimes.options import validate_options
 from eval_pipeline.runtimes.registry import register_runtime
 from eval_pipeline.runtimes.warm import shared
@@ -201,16 +205,26 @@ def session_chat(target: Any, options: PythonOptions, seed: int | None = None) -
 
 
 class PythonSession:
+    """One bot's conversation in this process; each call has ``timeout_s`` to answer."""
+
     def __init__(self, chat: Callable[[str], Any], options: PythonOptions) -> None:
         self._chat = chat
         self._options = options
+        self._abandoned = False  # a call timed out and may still run: the bot is not ours to call
 
     def send(self, prompt: str) -> TurnResponse:
-        return reply_to_response(to_reply(self._chat(prompt), self._options))
+        if self._abandoned:
+            raise fault("session_lost", "an earlier turn of this session timed out and its call still runs")
+        try:
+            answer = call_with_deadline(lambda: self._chat(prompt), self._options.timeout_s)
+        except TurnFault as exc:
+            self._abandoned = exc.kind == "timeout"
+            raise
+        return reply_to_response(to_reply(answer, self._options))
 
     def close(self) -> None:
         close = getattr(self._chat, "__self__", None)
-        if close is not None and callable(getattr(close, "close", None)):
+        if not self._abandoned and close is not None and callable(getattr(close, "close", None)):
             close.close()
 
 
@@ -231,7 +245,10 @@ class PythonRuntime:
         return self._spec
 
     def open_session(self, session_id: str, seed: int | None = None) -> ChatSession:
-        return PythonSession(session_chat(self._target, self._options, seed), self._options)
+        chat = call_with_deadline(
+            lambda: session_chat(self._target, self._options, seed), self._options.timeout_s
+        )
+        return PythonSession(chat, self._options)
 
     def close(self) -> None:
         pass
@@ -269,7 +286,7 @@ def worker_runtime(target_name: str, options: PythonOptions, workers: int) -> Ex
     return runtime
 
 
-@register_runtime("python")
+@register_runtime("python", PythonOptions)
 def python_runtime(argument: str, options: Mapping[str, Any]) -> ChatRuntime:
     config = validate_options("python", PythonOptions, options)
     workers = config.worker_count()

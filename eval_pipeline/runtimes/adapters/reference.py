@@ -35,7 +35,7 @@ class ReferenceOptions(BaseModel):
     """Path of a concept pack JSON file; default: the embedded pack."""
 
 
-@register_runtime("reference")
+@register_runtime("reference", ReferenceOptions)
 def reference_runtime(argument: str, options: Mapping[str, Any]) -> ReferenceRuntime:
     validated = validate_options("reference", ReferenceOptions, options)
     if argument not in _MODES:

@@ -435,7 +435,7 @@ def _parquet_recording(path: Path) -> pa.Table:
     return recorded_turns(name, *rows_to_turns(name, table.to_pylist()))
 
 
-@register_runtime("replay")
+@register_runtime("replay", NoOptions)
 def replay_runtime(argument: str, options: Mapping[str, Any]) -> ReplayRuntime:
     if not argument:
         raise RuntimeSpecError("replay needs a file: replay:PATH (JSONL or Parquet)")

@@ -1,0 +1,47 @@
+"""Credentials out of every runtime spec that is stored or shown.
+
+A spec is the one text a person may put a secret into by mistake: ``openai:http://user:sk-…@host/v1``,
+``openai:https://host/v1?api_key=…``, an ``exec:`` command with a tokened URL among its
+arguments. :func:`redacted_spec` is what every stored and printed spec goes through (the
+``runtime_spec`` of history's ``run_manifests``, asset metadata, log lines, error messages):
+every URL in it loses its userinfo, and query values whose name looks secret (key, token,
+secret, password, auth, signature, credential) or whose value looks like an API key are
+replaced. The spec a runtime is built from is not changed: only what is written down.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
+
+REDACTED = "***"
+_URL = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
+_SECRET_NAME = re.compile(r"key|token|secret|passw|pwd|auth|sig|credential|session", re.IGNORECASE)
+_SECRET_VALUE = re.compile(r"^(sk|pk|rk|ghp|gho|xox[abp])[-_]", re.IGNORECASE)
+
+
+def redacted_url(url: str) -> str:
+    """``url`` without its userinfo and with its secret-looking query values replaced."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = parts.port
+    except ValueError:  # not a URL Python can take apart: keep nothing after the scheme's host
+        return url.split("://", 1)[0] + "://" + REDACTED
+    if ":" in host:  # an IPv6 literal keeps its brackets
+        host = f"[{host}]"
+    netloc = (f"{REDACTED}@" if "@" in parts.netloc else "") + host + (f":{port}" if port is not None else "")
+    query = "&".join(
+        f"{quote(name, safe='')}=" + (REDACTED if _secret(name, value) else quote(value, safe=""))
+        for name, value in parse_qsl(parts.query, keep_blank_values=True)
+    )
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def _secret(name: str, value: str) -> bool:
+    return bool(_SECRET_NAME.search(name) or _SECRET_VALUE.match(value))
+
+
+def redacted_spec(spec: str) -> str:
+    """``spec`` with every URL in it redacted (see :func:`redacted_url`); safe to store and print."""
+    return _URL.sub(lambda found: redacted_url(found.group()), spec)

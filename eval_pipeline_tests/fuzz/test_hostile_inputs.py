@@ -1,0 +1,79 @@
+"""Hostile lane.yaml, runtimes.yaml and runtime replies: every input gives exit 0/1/2/4 with a
+message, never a traceback, never more than 1 GB, never past its deadline."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from eval_pipeline_tests.fuzz.bounded_cli import MAX_RSS_BYTES, run_bounded
+from eval_pipeline_tests.fuzz.hostile import DEADLINE_S, REPLIES, Outcome, _yaml_mutations
+
+
+def batch(source: str, count: int, seed: int) -> list[Outcome]:
+    """One batch in a child process under the memory ceiling; its peak memory bounds each input's."""
+    command = [
+        sys.executable,
+        "-m",
+        "eval_pipeline_tests.fuzz.hostile",
+        source,
+        f"--count={count}",
+        f"--seed={seed}",
+    ]
+    result = run_bounded(command, deadline_s=count * DEADLINE_S)
+    assert result.exit_code == 0 and not result.timed_out, (result.exit_code, result.stderr[-3000:])
+    assert result.peak_rss_bytes <= MAX_RSS_BYTES, f"{result.peak_rss_bytes / 2**20:.0f} MB"
+    return [Outcome(**outcome) for outcome in json.loads(result.stdout)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("source", ["lane", "targets"])
+def test_every_hostile_project_file_is_a_clean_exit(source: str) -> None:
+    kinds = _yaml_mutations()
+    outcomes = batch(source, len(kinds) + 5, seed=7)
+    assert {o.kind for o in outcomes} == set(kinds)
+    assert [v for o in outcomes for v in o.violations()] == []
+    # Only the mutations that keep the file valid may pass; the attacks must be refused.
+    passed = {o.kind for o in outcomes if o.exit_code == 0}
+    assert passed <= {
+        "unchanged",
+        "tab_indent",
+        "long_scalar",
+        "unknown_tag",
+        "bom",
+        "swapped_type",
+        "byte_flip",
+        "truncated",
+        "only_comment",
+        "duplicate_nested",
+        "unknown_key",
+    }, passed
+    refused = {o.kind for o in outcomes if o.exit_code == 2}
+    assert {
+        "alias_bomb",
+        "self_alias",
+        "python_tag",
+        "deep_flow",
+        "python_name",
+        "deep_block",
+        "duplicate_top",
+        "non_text_key",
+        "bad_utf8",
+        "utf16",
+        "huge_file",
+        "two_documents",
+    } <= refused, refused
+
+
+@pytest.mark.slow
+def test_every_hostile_runtime_reply_is_a_clean_exit() -> None:
+    outcomes = batch("reply", len(REPLIES), seed=7)
+    assert {o.kind for o in outcomes} == set(REPLIES)
+    assert [v for o in outcomes for v in o.violations()] == []
+    by_kind = {o.kind: o.exit_code for o in outcomes}
+    assert by_kind["answer"] in (0, 1)  # a well-formed answer is judged
+    assert (
+        by_kind["duplicate_surface"] == 4 and by_kind["lone_surrogate"] == 4
+    )  # faults, never recorded as answers
