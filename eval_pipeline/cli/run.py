@@ -29,6 +29,7 @@ from eval_pipeline.cli.common import (
     out,
     short_id,
 )
+from eval_pipeline.cli.notify import run_notifier
 from eval_pipeline.cli.rescore import recorded_lane_and_split, rescore_of
 from eval_pipeline.failures import evidence_object, fault_counts
 from eval_pipeline.junit import SuiteRun, junit_xml
@@ -44,6 +45,7 @@ from eval_pipeline.runtimes.targets import find_target
 from eval_pipeline.runtimes.warm import warm_runtimes
 from eval_pipeline.scoring import number_text
 from eval_pipeline.settings import CELERY_BROKER_ENV, celery_broker
+from eval_pipeline.settings import history_root as default_history_root
 from eval_pipeline.settings import runtime_spec as default_runtime_spec
 
 if TYPE_CHECKING:
@@ -344,6 +346,10 @@ def run(
         ),
     ] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show Dagster's step logs.")] = False,
+    notify: Annotated[
+        bool,
+        typer.Option("--notify", help="Send each lane run's events to the channels of evals/notify.yaml."),
+    ] = False,
     executor: Annotated[
         Executor | None,
         typer.Option(
@@ -372,6 +378,7 @@ def run(
             target = rescore_of(built, target, history)
             lane, split = recorded_lane_and_split(built, lane, split, repeat)
         pairs = _select(lane, split, custom=cases is not None)
+        notifier = run_notifier(notify)
         if cases is not None and len({spec.name for spec, _ in pairs}) != 1:
             raise KeyError("--cases evaluates one lane's contract: name exactly one --lane")
         for spec, s in pairs:  # every case file is valid, and its prompts composable, before anything runs
@@ -412,6 +419,8 @@ def run(
             _print(outcome)
     if as_json:
         typer.echo(json.dumps(_document(batch_id, outcomes), indent=2, sort_keys=False))
+    if notifier is not None:
+        notifier.send(outcomes, night=day, instance=instance, history_root=history or default_history_root())
     if junit is not None:
         junit.parent.mkdir(parents=True, exist_ok=True)
         junit.write_text(junit_xml([_suite(o) for o in outcomes]), encoding="utf-8")

@@ -1,0 +1,140 @@
+"""What happened to a lane run that someone should hear about: pure functions over its outcome.
+
+A lane run yields at most one event of each kind:
+
+- ``void``: the run did not measure its runtime (too many turns faulted); nothing else is said;
+- ``check_failed``: a threshold check failed (severity ERROR when a blocking one did, else WARN);
+- ``regression``: the lane's ``no_regression`` check failed (its own verdict, read from the
+  check, never re-derived);
+- ``recovered``: the run passed its blocking checks and the series' previous run in history
+  had failed (or was void).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from eval_pipeline.notify.config import EventKind, Severity
+
+REGRESSION_CHECK = "no_regression"  # the lane's check on its history asset (dagster_wiring.checks)
+MEASUREMENT_CHECK = "measurement"
+FAILING_CASES_SHOWN = 5
+
+
+@dataclass(frozen=True)
+class CheckFact:
+    """One check of the run, as its evaluation stated it."""
+
+    name: str
+    passed: bool
+    severity: str
+    verdict: str
+    value: float | None = None
+    threshold: str | None = None
+    description: str = ""
+    metadata: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class FailingCase:
+    case_id: str
+    predicate: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class LaneRun:
+    """What a message says about one lane run: its series, night, checks and first failing cases."""
+
+    lane: str
+    split: str
+    runtime: str
+    case_set: str
+    run_id: str
+    night: str
+    checks: tuple[CheckFact, ...]
+    failing_cases: tuple[FailingCase, ...] = ()  # the first few, hard first
+    failing_total: int = 0  # failing case results in all
+    measurement_note: str = ""
+
+    @property
+    def series(self) -> str:
+        return f"{self.lane}/{self.split}/{self.runtime}/{self.case_set}"
+
+    @property
+    def void(self) -> bool:
+        return any(c.name == MEASUREMENT_CHECK and not c.passed for c in self.checks)
+
+    @property
+    def threshold_failures(self) -> list[CheckFact]:
+        return [c for c in self.checks if c.threshold is not None and not c.passed and c.verdict != "void"]
+
+    @property
+    def failed(self) -> bool:
+        """Void, or a blocking (ERROR) threshold failed: what a later pass recovers from."""
+        return self.void or any(c.severity == "ERROR" for c in self.threshold_failures)
+
+
+@dataclass(frozen=True)
+class Event:
+    kind: EventKind
+    severity: Severity
+    run: LaneRun
+    checks: tuple[CheckFact, ...]  # the checks the event is about
+    headline: str  # one line: what happened to which series
+
+    @property
+    def dedup_key(self) -> tuple[str, str, str]:
+        """One message per series, event and night."""
+        return (self.run.series, self.kind, self.run.night)
+
+
+def lane_run_events(run: LaneRun, *, previous_failed: bool | None) -> list[Event]:
+    """The events of one lane run; ``previous_failed``: whether the series' previous run failed
+    (None: it has none)."""
+    label = f"{run.lane}/{run.split} [{run.runtime}]" + (
+        "" if run.case_set == run.split else f" {{{run.case_set}}}"
+    )
+    if run.void:
+        measurement = tuple(c for c in run.checks if c.name == MEASUREMENT_CHECK)
+        return [Event("void", "ERROR", run, measurement, f"{label}: void, the runtime was not measured")]
+    events: list[Event] = []
+    failed = run.threshold_failures
+    if failed:
+        severity: Severity = "ERROR" if any(c.severity == "ERROR" for c in failed) else "WARN"
+        names = ", ".join(c.name for c in failed)
+        events.append(
+            Event(
+                "check_failed",
+                severity,
+                run,
+                tuple(failed),
+                f"{label}: {len(failed)} check(s) failed: {names}",
+            )
+        )
+    regression = next((c for c in run.checks if c.name == REGRESSION_CHECK and not c.passed), None)
+    if regression is not None:
+        events.append(
+            Event("regression", "WARN", run, (regression,), f"{label}: regressed: {regression.description}")
+        )
+    if previous_failed and not run.failed:
+        events.append(
+            Event("recovered", "ERROR", run, (), f"{label}: recovered, its blocking checks pass again")
+        )
+    return events
+
+
+def regressed_metrics(check: CheckFact) -> list[str]:
+    """The metrics the regression check names in its metadata (empty when it names none)."""
+    listed = (check.metadata or {}).get("regressed_metrics")
+    return [str(m) for m in listed] if isinstance(listed, (list, tuple)) else []
+
+
+def first_cases(
+    rows: Sequence[Mapping[Any, Any]], limit: int = FAILING_CASES_SHOWN
+) -> tuple[FailingCase, ...]:
+    return tuple(
+        FailingCase(str(r["case_id"]), str(r["predicate"]), str(r.get("reason") or "")) for r in rows[:limit]
+    )
