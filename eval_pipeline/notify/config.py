@@ -33,6 +33,7 @@ NOTIFY_FILE = "notify.yaml"
 EventKind = Literal["check_failed", "regression", "void", "recovered"]
 EVENT_KINDS: tuple[EventKind, ...] = get_args(EventKind)
 Severity = Literal["ERROR", "WARN"]
+SEVERITIES: tuple[Severity, ...] = get_args(Severity)
 ChannelFormat = Literal["slack", "json"]
 CHANNEL_NAME = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$"
 ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
@@ -56,7 +57,7 @@ class Route(BaseModel):
     events: list[EventKind] = Field(min_length=1)
     lanes: Literal["all"] | list[str] = "all"
     runtimes: Literal["all"] | list[str] = "all"
-    severity: list[Severity] = Field(default_factory=lambda: ["ERROR", "WARN"])
+    severity: list[Severity] = Field(default_factory=lambda: list(SEVERITIES))
 
     def hears(self, kind: EventKind, lane: str, runtime: str, severity: Severity) -> bool:
         return (
