@@ -12,9 +12,14 @@ from eval_pipeline.notify.config import (
     notify_file,
 )
 from eval_pipeline.notify.delivery import Delivery, Ledger, instance_ledger, post_json
-from eval_pipeline.notify.dispatch import Dispatched, dispatch, links_for, notify_lane_runs
+from eval_pipeline.notify.dispatch import (
+    Dispatched,
+    dispatch,
+    links_for,
+    notify_lane_runs,
+    previous_run_failed,
+)
 from eval_pipeline.notify.events import CheckFact, Event, FailingCase, LaneRun, lane_run_events
-from eval_pipeline.notify.history_status import previous_run_failed
 from eval_pipeline.notify.render import Links, json_payload, slack_payload
 
 __all__ = [

@@ -7,10 +7,11 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from eval_pipeline.history.previous import previous_run_id, run_failed
+from eval_pipeline.history.views import connect
 from eval_pipeline.notify.config import NotifyConfig, channel_url
 from eval_pipeline.notify.delivery import Delivery, Ledger, post_json
 from eval_pipeline.notify.events import Event, LaneRun, lane_run_events
-from eval_pipeline.notify.history_status import previous_run_failed
 from eval_pipeline.notify.render import Links, payload
 
 DAGSTER_URL_ENV = "EVAL_PIPELINE_DAGSTER_URL"  # the webserver's base URL: links to <base>/runs/<run_id>
@@ -94,3 +95,13 @@ def notify_lane_runs(
         done.duplicates += sent.duplicates
         done.warnings += sent.warnings
     return done
+
+
+def previous_run_failed(history_root: str, run: LaneRun) -> bool | None:
+    """Whether the series' run before ``run`` failed (None: it has none)."""
+    con = connect(history_root)
+    try:
+        previous = previous_run_id(con, run.lane, run.split, run.runtime, run.case_set, run.run_id)
+        return None if previous is None else run_failed(con, previous, run.lane)
+    finally:
+        con.close()
