@@ -11,7 +11,6 @@ import typer
 
 from eval_pipeline.cli.common import EXIT_CHECK_FAILED, app, bad_input_exits, out, print_plain
 from eval_pipeline.notify import (
-    CheckFact,
     Event,
     FailingCase,
     LaneRun,
@@ -70,6 +69,8 @@ def run_notifier(notify: bool) -> RunNotifier | None:
 
 def sample_event() -> Event:
     """A made-up failing run: what a channel's messages look like."""
+    from eval_pipeline.dagster_wiring.launch import CheckOutcome  # Dagster loads only when needed
+
     run = LaneRun(
         lane="deterministic_fluency",
         split="public",
@@ -77,7 +78,16 @@ def sample_event() -> Event:
         case_set="public",
         run_id="0" * 32,
         night="2026-12-01",
-        checks=(CheckFact("no_dotted_inventory_rate", False, "ERROR", "fail", 0.3333, ">= 0.85"),),
+        checks=(
+            CheckOutcome(
+                "no_dotted_inventory_rate",
+                passed=False,
+                severity="ERROR",
+                value=0.3333,
+                threshold=">= 0.85",
+                verdict="fail",
+            ),
+        ),
         failing_cases=(
             FailingCase("fluency_sample_001", "no_dotted_inventory", "found a dotted inventory: 'a.b.c'"),
         ),

@@ -19,13 +19,12 @@ from eval_pipeline.notify.dispatch import (
     notify_lane_runs,
     previous_run_failed,
 )
-from eval_pipeline.notify.events import CheckFact, Event, FailingCase, LaneRun, lane_run_events
+from eval_pipeline.notify.events import Event, FailingCase, LaneRun, lane_run_events
 from eval_pipeline.notify.render import Links, json_payload, slack_payload
 
 __all__ = [
     "EVENT_KINDS",
     "Channel",
-    "CheckFact",
     "Delivery",
     "Dispatched",
     "Event",

@@ -27,6 +27,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from eval_pipeline.cases.loading import CaseFileError, CaseProblem
+from eval_pipeline.runtimes.targets import composed_yaml
 from eval_pipeline.settings import evals_dir
 
 NOTIFY_FILE = "notify.yaml"
@@ -114,12 +115,7 @@ def load_notify_config(
     given, must set every channel's ``url_env`` (what ``validate`` asks; at run time an unset
     variable is a warning, not bad input)."""
     text = path.read_text(encoding="utf-8")
-    try:
-        root = yaml.compose(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else 1
-        raise CaseFileError([CaseProblem(str(path), line, "(yaml)", f"not valid YAML: {exc}")]) from None
+    root = composed_yaml(path, text)
     problems: list[CaseProblem] = []
     document = yaml.safe_load(text) if root is not None else None
     if not isinstance(document, dict):

@@ -14,27 +14,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from eval_pipeline.notify.config import EventKind, Severity
 
-REGRESSION_CHECK = "no_regression"  # the lane's check on its history asset (dagster_wiring.checks)
+if TYPE_CHECKING:  # a lane run's checks as the CLI and the sensor read them back from Dagster
+    from eval_pipeline.dagster_wiring.launch import CheckOutcome
+
+REGRESSION_CHECK = "no_regression"  # dagster_wiring.checks names them (not imported: it loads Dagster)
 MEASUREMENT_CHECK = "measurement"
 FAILING_CASES_SHOWN = 5
-
-
-@dataclass(frozen=True)
-class CheckFact:
-    """One check of the run, as its evaluation stated it."""
-
-    name: str
-    passed: bool
-    severity: str
-    verdict: str
-    value: float | None = None
-    threshold: str | None = None
-    description: str = ""
-    metadata: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -54,7 +43,7 @@ class LaneRun:
     case_set: str
     run_id: str
     night: str
-    checks: tuple[CheckFact, ...]
+    checks: tuple[CheckOutcome, ...]
     failing_cases: tuple[FailingCase, ...] = ()  # the first few, hard first
     failing_total: int = 0  # failing case results in all
     measurement_note: str = ""
@@ -68,7 +57,7 @@ class LaneRun:
         return any(c.name == MEASUREMENT_CHECK and not c.passed for c in self.checks)
 
     @property
-    def threshold_failures(self) -> list[CheckFact]:
+    def threshold_failures(self) -> list[CheckOutcome]:
         return [c for c in self.checks if c.threshold is not None and not c.passed and c.verdict != "void"]
 
     @property
@@ -82,7 +71,7 @@ class Event:
     kind: EventKind
     severity: Severity
     run: LaneRun
-    checks: tuple[CheckFact, ...]  # the checks the event is about
+    checks: tuple[CheckOutcome, ...]  # the checks the event is about
     headline: str  # one line: what happened to which series
 
     @property
@@ -126,9 +115,9 @@ def lane_run_events(run: LaneRun, *, previous_failed: bool | None) -> list[Event
     return events
 
 
-def regressed_metrics(check: CheckFact) -> list[str]:
+def regressed_metrics(check: CheckOutcome) -> list[str]:
     """The metrics the regression check names in its metadata (empty when it names none)."""
-    listed = (check.metadata or {}).get("regressed_metrics")
+    listed = check.metadata.get("regressed_metrics")
     return [str(m) for m in listed] if isinstance(listed, (list, tuple)) else []
 
 

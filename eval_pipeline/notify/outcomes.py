@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from eval_pipeline.notify.events import FAILING_CASES_SHOWN, CheckFact, LaneRun, first_cases
+from eval_pipeline.notify.events import FAILING_CASES_SHOWN, LaneRun, first_cases
 
 if TYPE_CHECKING:
     from eval_pipeline.dagster_wiring.launch import LaneOutcome
@@ -21,19 +21,7 @@ def lane_run(outcome: LaneOutcome, night: str) -> LaneRun:
         case_set=outcome.case_set,
         run_id=outcome.run_id,
         night=night,
-        checks=tuple(
-            CheckFact(
-                name=c.name,
-                passed=c.passed,
-                severity=c.severity,
-                verdict=c.verdict,
-                value=c.value,
-                threshold=c.threshold,
-                description=c.description,
-                metadata=dict(c.metadata),
-            )
-            for c in outcome.checks
-        ),
+        checks=tuple(outcome.checks),
         failing_cases=() if failing is None else first_cases(failing.rows.to_dict("records")),
         failing_total=0 if failing is None else failing.results,
         measurement_note=outcome.measurement_note,

@@ -114,13 +114,7 @@ def load_targets(path: Path) -> dict[str, RuntimeTarget]:
     """
     if not path.exists():
         return {"reference": RuntimeTarget("reference", "reference", nightly=True, declared=True)}
-    text = path.read_text(encoding="utf-8")
-    try:
-        root = yaml.compose(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else 1
-        raise CaseFileError([CaseProblem(str(path), line, "(yaml)", f"not valid YAML: {exc}")]) from None
+    root = composed_yaml(path, path.read_text(encoding="utf-8"))
     problems: list[CaseProblem] = []
     entries = _mapping_items(root, path, "(file)", problems)
     target_nodes = {key: node for key, node, _ in entries}.get("targets")
@@ -170,6 +164,17 @@ def load_targets(path: Path) -> dict[str, RuntimeTarget]:
     if not targets:
         raise CaseFileError([CaseProblem(str(path), 1, "targets", "declares no target")])
     return targets
+
+
+def composed_yaml(path: Path, text: str) -> yaml.Node | None:
+    """``text`` (the content of ``path``) as a YAML node tree, whose marks give each key's line;
+    a syntax error is a :class:`CaseFileError` at its line."""
+    try:
+        return yaml.compose(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else 1
+        raise CaseFileError([CaseProblem(str(path), line, "(yaml)", f"not valid YAML: {exc}")]) from None
 
 
 def _mapping_items(

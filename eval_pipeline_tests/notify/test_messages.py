@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from eval_pipeline.dagster_wiring.launch import CheckOutcome
 from eval_pipeline.notify import (
-    CheckFact,
     FailingCase,
     LaneRun,
     Links,
@@ -16,14 +16,14 @@ from eval_pipeline.notify import (
 )
 from eval_pipeline.notify.render import SLACK_BLOCK_LIMIT, SLACK_HEADER_LIMIT, SLACK_TEXT_LIMIT
 
-FAILED = CheckFact("fabrication_rate", False, "ERROR", "fail", 0.5, "== 0")
-WARNED = CheckFact("no_dotted_inventory_rate", False, "WARN", "warn", 0.25, ">= 0.85")
-PASSED = CheckFact("refusal_rate", True, "ERROR", "pass", 1.0, ">= 0.95")
-MEASURED = CheckFact("measurement", True, "ERROR", "pass", description="2 of 40 turns faulted")
+FAILED = CheckOutcome("fabrication_rate", False, "ERROR", 0.5, "== 0", "fail")
+WARNED = CheckOutcome("no_dotted_inventory_rate", False, "WARN", 0.25, ">= 0.85", "warn")
+PASSED = CheckOutcome("refusal_rate", True, "ERROR", 1.0, ">= 0.95", "pass")
+MEASURED = CheckOutcome("measurement", True, "ERROR", None, None, "pass", "2 of 40 turns faulted")
 
 
 def lane_run(
-    checks: tuple[CheckFact, ...], *, cases: int = 0, reason: str = "a confident definition"
+    checks: tuple[CheckOutcome, ...], *, cases: int = 0, reason: str = "a confident definition"
 ) -> LaneRun:
     failing = tuple(FailingCase(f"case_{i:05d}", "no_fabrication", f"{reason} #{i}") for i in range(cases))
     return LaneRun(
@@ -58,10 +58,12 @@ def texts(payload: dict[str, Any]) -> list[str]:
 
 
 def test_events_of_a_run_follow_its_checks_and_the_previous_run() -> None:
-    regression = CheckFact(
+    regression = CheckOutcome(
         "no_regression",
         False,
         "WARN",
+        None,
+        None,
         "warn",
         description="1 metric(s) regressed",
         metadata={"regressed_metrics": ["refusal_rate"]},
@@ -86,8 +88,8 @@ def test_events_of_a_run_follow_its_checks_and_the_previous_run() -> None:
     assert lane_run_events(lane_run((MEASURED, WARNED)), previous_failed=True)[-1].kind == "recovered"
     void_run = lane_run(
         (
-            CheckFact("measurement", False, "ERROR", "void", description="40 of 40 turns faulted"),
-            CheckFact("refusal_rate", False, "ERROR", "void", None, ">= 0.95"),
+            CheckOutcome("measurement", False, "ERROR", None, None, "void", "40 of 40 turns faulted"),
+            CheckOutcome("refusal_rate", False, "ERROR", None, ">= 0.95", "void"),
         )
     )
     assert [e.kind for e in lane_run_events(void_run, previous_failed=False)] == ["void"]
