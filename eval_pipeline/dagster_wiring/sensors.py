@@ -17,13 +17,14 @@ from datetime import UTC, datetime, timedelta
 import dagster as dg
 
 from eval_pipeline.cases.loading import CaseFileError
-from eval_pipeline.dagster_wiring.assets import DATE_TAG
+from eval_pipeline.dagster_wiring.assets import DATE_TAG, METRICS_FRESHNESS
 from eval_pipeline.dagster_wiring.partitions import RUNTIME_TARGETS, case_sets_name
 from eval_pipeline.dagster_wiring.resources import HistoryResource
 from eval_pipeline.dagster_wiring.schedules import HIDDEN_TAG_PREFIX, LANE_TAG, SERIES_TAG
 from eval_pipeline.lanes.spec import LaneSpec
-from eval_pipeline.notify import configured, instance_ledger, notify_file, notify_lane_runs
+from eval_pipeline.notify import configured, dispatch, instance_ledger, notify_file, notify_lane_runs
 from eval_pipeline.notify.outcomes import lane_run
+from eval_pipeline.notify.staleness import stale_series_events
 from eval_pipeline.runtimes.targets import load_targets
 from eval_pipeline.settings import targets_file
 
@@ -68,8 +69,9 @@ RUNS_PER_TICK = 100
 
 
 def notify_sensor(specs: Sequence[LaneSpec]) -> dg.SensorDefinition:
-    """Sends the events of every lane run the daemon (a schedule, the UI) finished, to the
-    channels of ``evals/notify.yaml``, through the code ``run --notify`` uses; the ledger in
+    """Sends the events of every lane run the daemon (a schedule, the UI) finished, and a
+    ``stale`` event for each nightly series whose last run is older than the lanes' freshness
+    window, to the channels of ``evals/notify.yaml``, through the code ``run --notify`` uses; the ledger in
     the instance's storage keeps it to one message per series, event and night."""
     by_name = {spec.name: spec for spec in specs}
 
@@ -78,7 +80,8 @@ def notify_sensor(specs: Sequence[LaneSpec]) -> dg.SensorDefinition:
         minimum_interval_seconds=60,
         default_status=dg.DefaultSensorStatus.RUNNING,
         description="Sends each finished lane run's events (check failed, regression, void, recovered) "
-        "to the channels of evals/notify.yaml, once per series, event and night.",
+        "and each stale nightly series to the channels of evals/notify.yaml, once per series, event "
+        "and night.",
     )
     def _notify(context: dg.SensorEvaluationContext, history: HistoryResource) -> dg.SkipReason:
         # launch assembles the definitions this module is part of: imported at tick time
@@ -115,12 +118,19 @@ def notify_sensor(specs: Sequence[LaneSpec]) -> dg.SensorDefinition:
             runs.append(lane_run(stored_outcome(spec, context.instance, run), night))
         if records:
             context.update_cursor(str(max(r.update_timestamp for r in records).timestamp()))
-        done = notify_lane_runs(
-            runs,
-            config,
-            instance_ledger(context.instance.storage_directory()),
-            history_root=history.resolved_root(),
+        ledger = instance_ledger(context.instance.storage_directory())
+        done = notify_lane_runs(runs, config, ledger, history_root=history.resolved_root())
+        nightly = [t.name for t in load_targets(targets_file()).values() if t.nightly]
+        nightly_series = {
+            (s.name, split, target, split) for s in specs for split in s.nightly_splits for target in nightly
+        }
+        stale = stale_series_events(
+            history.resolved_root(),
+            nightly_series,
+            now=datetime.now(UTC),
+            window=METRICS_FRESHNESS.fail_window.to_timedelta(),
         )
+        done.add(dispatch(stale, config, ledger))
         for warning in done.warnings:
             context.log.warning(f"notification {warning}")
         for channel, kind, series in done.sent:

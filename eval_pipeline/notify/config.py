@@ -6,7 +6,7 @@
       team: {format: slack, url_env: TEAM_WEBHOOK_URL}     # the URL lives in the environment
       pager: {format: json, url_env: PAGER_HOOK}
     routes:
-      - {channel: team, events: [check_failed, regression, void, recovered], lanes: all}
+      - {channel: team, events: [check_failed, regression, void, stale, recovered], lanes: all}
       - {channel: pager, events: [check_failed], lanes: [refusal_calibration],
          runtimes: [staging], severity: [ERROR]}
 
@@ -31,7 +31,7 @@ from eval_pipeline.runtimes.targets import composed_yaml
 from eval_pipeline.settings import evals_dir
 
 NOTIFY_FILE = "notify.yaml"
-EventKind = Literal["check_failed", "regression", "void", "recovered"]
+EventKind = Literal["check_failed", "regression", "void", "recovered", "stale"]
 EVENT_KINDS: tuple[EventKind, ...] = get_args(EventKind)
 Severity = Literal["ERROR", "WARN"]
 SEVERITIES: tuple[Severity, ...] = get_args(Severity)

@@ -29,6 +29,11 @@ class Dispatched:
     duplicates: int = 0
     warnings: list[str] = field(default_factory=list)
 
+    def add(self, other: Dispatched) -> None:
+        self.sent += other.sent
+        self.duplicates += other.duplicates
+        self.warnings += other.warnings
+
 
 def links_for(run_id: str, environ: Mapping[str, str] | None = None) -> Links:
     env = os.environ if environ is None else environ
@@ -88,12 +93,8 @@ def notify_lane_runs(
         except Exception as exc:  # history unreadable: say so, and still send the other events
             done.warnings.append(f"could not read the previous run of {run.series} from history: {exc}")
             previous_failed = None
-        sent = dispatch(
-            lane_run_events(run, previous_failed=previous_failed), config, ledger, environ=environ, post=post
-        )
-        done.sent += sent.sent
-        done.duplicates += sent.duplicates
-        done.warnings += sent.warnings
+        events = lane_run_events(run, previous_failed=previous_failed)
+        done.add(dispatch(events, config, ledger, environ=environ, post=post))
     return done
 
 

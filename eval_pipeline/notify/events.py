@@ -8,14 +8,18 @@ A lane run yields at most one event of each kind:
   check, never re-derived);
 - ``recovered``: the run passed its blocking checks and the series' previous run in history
   had failed (or was void).
+
+A series is ``stale`` when its last run started longer ago than the lanes' freshness window.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from eval_pipeline.history.runs import series_label
 from eval_pipeline.notify.config import EventKind, Severity
 
 if TYPE_CHECKING:  # a lane run's checks as the CLI and the sensor read them back from Dagster
@@ -53,6 +57,10 @@ class LaneRun:
         return f"{self.lane}/{self.split}/{self.runtime}/{self.case_set}"
 
     @property
+    def label(self) -> str:
+        return series_label(self.lane, self.split, self.runtime, self.case_set)
+
+    @property
     def void(self) -> bool:
         return any(c.name == MEASUREMENT_CHECK and not c.passed for c in self.checks)
 
@@ -83,9 +91,7 @@ class Event:
 def lane_run_events(run: LaneRun, *, previous_failed: bool | None) -> list[Event]:
     """The events of one lane run; ``previous_failed``: whether the series' previous run failed
     (None: it has none)."""
-    label = f"{run.lane}/{run.split} [{run.runtime}]" + (
-        "" if run.case_set == run.split else f" {{{run.case_set}}}"
-    )
+    label = run.label
     if run.void:
         measurement = tuple(c for c in run.checks if c.name == MEASUREMENT_CHECK)
         return [Event("void", "ERROR", run, measurement, f"{label}: void, the runtime was not measured")]
@@ -127,3 +133,22 @@ def first_cases(
     return tuple(
         FailingCase(str(r["case_id"]), str(r["predicate"]), str(r.get("reason") or "")) for r in rows[:limit]
     )
+
+
+def stale_events(
+    last_runs: Sequence[tuple[LaneRun, datetime]], *, now: datetime, window: timedelta
+) -> list[Event]:
+    """A ``stale`` event (filed under ``now``'s night) for each series whose last run, with the
+    time it started, is older than ``window``."""
+    events = []
+    for run, started in last_runs:
+        age = now - started
+        if age <= window:
+            continue
+        hours = f"{age.total_seconds() / 3600:.0f} h"
+        limit = f"{window.total_seconds() / 3600:g} h"
+        headline = (
+            f"{run.label}: stale, its last run {run.run_id[:8]} started {hours} ago (freshness {limit})"
+        )
+        events.append(Event("stale", "ERROR", replace(run, night=now.date().isoformat()), (), headline))
+    return events

@@ -18,6 +18,7 @@ _ICON = {
     "check_failed": ":red_circle:",
     "regression": ":chart_with_downwards_trend:",
     "void": ":warning:",
+    "stale": ":hourglass:",
     "recovered": ":large_green_circle:",
 }
 

@@ -94,4 +94,4 @@ def test_a_good_file_validates_and_routes_by_event_lane_runtime_and_severity(
     assert config.channels_for("check_failed", "refusal_calibration", "reference", "WARN") == ["team"]
     assert config.channels_for("check_failed", "refusal_calibration", "staging", "ERROR") == ["team"]
     assert config.channels_for("void", "deterministic_fluency", "reference", "ERROR") == ["team"]
-    assert config.channels_for("stale", "deterministic_fluency", "reference", "ERROR") == []  # type: ignore[arg-type]
+    assert config.channels_for("stale", "deterministic_fluency", "reference", "ERROR") == []  # not routed

@@ -4,6 +4,7 @@ runs are left to ``run --notify``."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import dagster as dg
@@ -14,6 +15,7 @@ from eval_pipeline.dagster_wiring.launch import ensure_instance, materialize_lan
 from eval_pipeline.dagster_wiring.resources import HistoryResource
 from eval_pipeline.dagster_wiring.sensors import CLI_SOURCE_TAG, NOTIFY_SENSOR_NAME, notify_sensor
 from eval_pipeline.lanes.registry import discover_lanes
+from eval_pipeline.notify.staleness import stale_series_events
 from eval_pipeline.runtimes.targets import load_targets
 from eval_pipeline.settings import targets_file
 from eval_pipeline_tests.notify.conftest import Receiver
@@ -82,3 +84,25 @@ def test_a_bad_notify_file_is_logged_and_nothing_is_sent(evals: Path) -> None:
     (evals / "notify.yaml").write_text("channels: {team: {format: slack}}\n", encoding="utf-8")
     message, cursor = tick(ensure_instance(), None)
     assert message.endswith("notify.yaml is not valid: 1 problem(s), nothing sent") and cursor is None
+
+
+def test_a_nightly_series_whose_last_run_is_older_than_the_freshness_window_is_stale(evals: Path) -> None:
+    staging(evals, "reference:no-refusal")
+    instance = ensure_instance()
+    run_id = nightly_run(instance, "2026-11-27")
+    series = {("refusal_calibration", "dev", "staging", "dev")}
+    window = timedelta(hours=26)
+    root = HistoryResource().resolved_root()
+    assert stale_series_events(root, series, now=datetime.now(UTC), window=window) == []
+    later = datetime.now(UTC) + timedelta(hours=27)
+    (event,) = stale_series_events(root, series, now=later, window=window)
+    assert (event.kind, event.severity, event.run.run_id) == ("stale", "ERROR", run_id)
+    assert event.run.night == later.date().isoformat()  # one message per night the series stays stale
+    assert event.headline.startswith("refusal_calibration/dev [staging]: stale, its last run")
+    assert event.headline.endswith("started 27 h ago (freshness 26 h)")
+    assert (
+        stale_series_events(
+            root, {("refusal_calibration", "dev", "reference", "dev")}, now=later, window=window
+        )
+        == []
+    )
