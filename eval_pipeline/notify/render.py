@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from eval_pipeline.notify.events import Event, regressed_metrics
+from eval_pipeline.notify.events import Event, FailingCase, regressed_metrics
 
 SLACK_TEXT_LIMIT = 3000  # characters in one section's text (Block Kit)
 SLACK_HEADER_LIMIT = 150  # characters in a header block's plain text
@@ -62,13 +62,19 @@ def check_lines(event: Event) -> list[str]:
     return lines
 
 
+def shown_cases(event: Event) -> tuple[FailingCase, ...]:
+    """The failing cases a message lists: those of a failed check or a regression (a void run's
+    results are its faults' echoes; a recovery and a stale series have none to show)."""
+    return event.run.failing_cases if event.kind in ("check_failed", "regression") else ()
+
+
 def case_lines(event: Event) -> list[str]:
-    """The first failing cases with their reasons, then how many more (none for a void run:
-    every result there is a fault's echo)."""
+    """The first failing cases with their reasons, then how many more."""
     run = event.run
-    if event.kind not in ("check_failed", "regression") or not run.failing_cases:
+    cases = shown_cases(event)
+    if not cases:
         return []
-    lines = [f"{c.case_id} · {c.predicate}: {clipped(c.reason, REASON_LIMIT)}" for c in run.failing_cases]
+    lines = [f"{c.case_id} · {c.predicate}: {clipped(c.reason, REASON_LIMIT)}" for c in cases]
     more = run.failing_total - len(run.failing_cases)
     if more > 0:
         lines.append(f"…and {more} more: eval-pipeline show {run.run_id[:8]}")
@@ -102,11 +108,9 @@ def json_payload(event: Event, links: Links) -> dict[str, Any]:
             for c in event.checks
         ],
         "failing_cases": [
-            {"case_id": c.case_id, "predicate": c.predicate, "reason": c.reason} for c in run.failing_cases
-        ]
-        if event.kind in ("check_failed", "regression")
-        else [],
-        "failing_total": run.failing_total,
+            {"case_id": c.case_id, "predicate": c.predicate, "reason": c.reason} for c in shown_cases(event)
+        ],
+        "failing_total": run.failing_total if shown_cases(event) else 0,
         "links": {"dagster_run": links.dagster or None, "viewer_run": links.viewer or None},
     }
 
