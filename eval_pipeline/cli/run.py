@@ -29,7 +29,9 @@ from eval_pipeline.cli.common import (
     out,
     short_id,
 )
+from eval_pipeline.cli.notify import run_notifier
 from eval_pipeline.cli.rescore import recorded_lane_and_split, rescore_of
+from eval_pipeline.cli.summary import check_baseline, write_summary
 from eval_pipeline.failures import evidence_object, fault_counts
 from eval_pipeline.junit import SuiteRun, junit_xml
 from eval_pipeline.lanes.registry import discover_lanes
@@ -347,6 +349,24 @@ def run(
         ),
     ] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show Dagster's step logs.")] = False,
+    summary_md: Annotated[
+        Path | None,
+        typer.Option(
+            "--summary-md",
+            help="Also write a GitHub-flavoured markdown summary here: verdict, metrics against the "
+            "baseline, failing cases, faults.",
+        ),
+    ] = None,
+    baseline: Annotated[
+        str | None,
+        typer.Option(
+            help="Run id (or unique prefix) the summary compares with; default: each series' previous run."
+        ),
+    ] = None,
+    notify: Annotated[
+        bool,
+        typer.Option("--notify", help="Send each lane run's events to the channels of evals/notify.yaml."),
+    ] = False,
     executor: Annotated[
         Executor | None,
         typer.Option(
@@ -377,6 +397,8 @@ def run(
             target = rescore_of(built, target, history)
             lane, split = recorded_lane_and_split(built, lane, split, repeat)
         pairs = _select(lane, split, custom=cases is not None)
+        notifier = run_notifier(notify)
+        check_baseline(history or default_history_root(), baseline)
         if cases is not None and len({spec.name for spec, _ in pairs}) != 1:
             raise KeyError("--cases evaluates one lane's contract: name exactly one --lane")
         for spec, s in pairs:  # every case file is valid, and its prompts composable, before anything runs
@@ -417,6 +439,10 @@ def run(
             _print(outcome)
     if as_json:
         typer.echo(json.dumps(_document(batch_id, outcomes), indent=2, sort_keys=False))
+    if notifier is not None:
+        notifier.send(outcomes, night=day, instance=instance, history_root=history or default_history_root())
+    if summary_md is not None:
+        write_summary(summary_md, outcomes, history_root=history or default_history_root(), baseline=baseline)
     if junit is not None:
         junit.parent.mkdir(parents=True, exist_ok=True)
         junit.write_text(junit_xml([_suite(o) for o in outcomes]), encoding="utf-8")

@@ -19,6 +19,7 @@ from eval_pipeline.cli.common import app, bad_input_exits, out
 from eval_pipeline.dagster_wiring.dead_runs import fail_dead_runs_of_existing_instance
 from eval_pipeline.i18n.schema import evalcase_v1_schema_text
 from eval_pipeline.lanes import LaneSpec, discover_lanes, find_lane, lane_kind
+from eval_pipeline.notify.config import notify_file_problems
 from eval_pipeline.pipeline import lane_threads
 from eval_pipeline.runtimes.targets import load_targets
 from eval_pipeline.settings import targets_file
@@ -52,6 +53,7 @@ def validate(
             cases += len(loaded)
             if not lane_problems:  # what run does next: compose every case's prompts
                 lane_threads(by_name[name], "validate", [item.case for item in loaded])
+        problems += notify_file_problems(by_name, load_targets(targets_file()))
         if problems:
             raise CaseFileError(problems)
         count = sum(len(f) for f in groups.values())

@@ -13,7 +13,7 @@ from eval_pipeline.dagster_wiring.io_manager import ParquetIOManager
 from eval_pipeline.dagster_wiring.resources import HistoryResource, RuntimeResource
 from eval_pipeline.dagster_wiring.runtime_targets import observe_job, observe_schedule, runtime_targets_asset
 from eval_pipeline.dagster_wiring.schedules import lane_job, nightly_schedule
-from eval_pipeline.dagster_wiring.sensors import series_keys_sensor
+from eval_pipeline.dagster_wiring.sensors import notify_sensor, series_keys_sensor
 from eval_pipeline.lanes.registry import discover_lanes
 from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.progress import NoProgress
@@ -76,7 +76,7 @@ def build_definitions(
             observe_schedule,
             history_compaction_schedule,
         ],
-        sensors=[series_keys_sensor(specs)],
+        sensors=[series_keys_sensor(specs), notify_sensor(specs)],
         resources={**default_resources(), **(resources or {})},
         executor=executor(executor_name),
     )

@@ -38,7 +38,7 @@ from eval_pipeline.dagster_wiring.resources import HistoryResource, RuntimeResou
 from eval_pipeline.dagster_wiring.runtime_targets import observe_target
 from eval_pipeline.dagster_wiring.schedules import job_name, series_tags
 from eval_pipeline.dagster_wiring.sqlite_files import sqlite_files_kept_open
-from eval_pipeline.dagster_wiring.tags import DATE_TAG, HOST_TAG, PID_TAG
+from eval_pipeline.dagster_wiring.tags import DATE_TAG, HOST_TAG, PID_TAG, SERIES_TAG
 from eval_pipeline.failures import FirstFailing, first_failing
 from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.progress import NoProgress, ProgressObserver
@@ -390,6 +390,35 @@ def _outcome(
         # No step failed, yet the run did: the executor lost a step (a Celery worker died).
         outcome.failure_kind, outcome.failure = _run_failure(result.all_events)
     return outcome
+
+
+@dataclass(frozen=True)
+class StoredRunResult:
+    """A finished run's events as the instance stored them, read like an execution result (for
+    runs this process did not execute: the daemon's)."""
+
+    run_id: str
+    success: bool
+    all_events: list[dg.DagsterEvent]
+
+    def get_asset_check_evaluations(self) -> list[Any]:
+        return [
+            event.event_specific_data
+            for event in self.all_events
+            if event.event_type == dg.DagsterEventType.ASSET_CHECK_EVALUATION
+        ]
+
+    def get_step_failure_events(self) -> list[dg.DagsterEvent]:
+        return [event for event in self.all_events if event.is_step_failure]
+
+
+def stored_outcome(spec: LaneSpec, instance: dg.DagsterInstance, run: dg.DagsterRun) -> LaneOutcome:
+    """The outcome of a lane run the instance holds, read from its stored events (its series
+    from its tags), exactly as a run this process executed is read."""
+    _, split, runtime, case_set = run.tags[SERIES_TAG].split("/", 3)
+    events = [entry.dagster_event for entry in instance.all_logs(run.run_id) if entry.dagster_event]
+    result = StoredRunResult(run.run_id, run.status == dg.DagsterRunStatus.SUCCESS, events)
+    return _outcome(spec, result, split, case_set, runtime)
 
 
 def _run_failure(events: Any) -> tuple[str, str]:

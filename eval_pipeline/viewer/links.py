@@ -10,15 +10,17 @@ does not hold has no link (``None``).
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import quote, urlencode
 
 VIEWER_URL_ENV = "EVAL_PIPELINE_VIEWER_URL"
 
 
-def run_page_url(run_id: str) -> str | None:
-    """The run's page in the viewer at ``$EVAL_PIPELINE_VIEWER_URL``; None when it is not set."""
-    base = _viewer_base()
+def run_page_url(run_id: str, environ: Mapping[str, str] | None = None) -> str | None:
+    """The run's page in the viewer at ``$EVAL_PIPELINE_VIEWER_URL`` (in ``environ``, default the
+    process's environment); None when it is not set."""
+    base = _viewer_base(environ)
     return None if base is None else base + SERVED.run(run_id)
 
 
@@ -28,8 +30,8 @@ def case_page_url(run_id: str, case_id: str) -> str | None:
     return None if base is None else base + SERVED.case(run_id, case_id)
 
 
-def _viewer_base() -> str | None:
-    base = os.environ.get(VIEWER_URL_ENV, "").strip()
+def _viewer_base(environ: Mapping[str, str] | None = None) -> str | None:
+    base = (os.environ if environ is None else environ).get(VIEWER_URL_ENV, "").strip()
     return base.rstrip("/") or None
 
 

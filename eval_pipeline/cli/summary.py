@@ -1,0 +1,114 @@
+"""What ``run --summary-md FILE`` writes: each lane run's outcome beside its baseline, as the
+CI summary (:mod:`eval_pipeline.ci_summary`)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from eval_pipeline.ci_summary import FAILING_ROWS_SHOWN, LaneSummary, MetricLine, summary_markdown
+from eval_pipeline.failures import fault_counts
+from eval_pipeline.history.previous import metric_values, named_run_id, previous_run_id
+from eval_pipeline.history.runs import resolve_run_id, series_label
+from eval_pipeline.history.views import connect
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from eval_pipeline.dagster_wiring.launch import LaneOutcome
+
+
+def check_baseline(history_root: str, baseline: str | None) -> None:
+    """``--baseline`` names a committed run (KeyError, bad input, before anything runs)."""
+    if baseline is None:
+        return
+    con = connect(history_root)
+    try:
+        resolve_run_id(con, baseline)
+    finally:
+        con.close()
+
+
+def lane_verdict(outcome: LaneOutcome) -> str:
+    """error (the run broke), else the worst check word: void, fail, warn; else pass."""
+    if outcome.failure is not None:
+        return "error"
+    words = {c.verdict for c in outcome.checks}
+    return next((word for word in ("void", "fail", "warn") if word in words), "pass")
+
+
+def lane_summary(
+    outcome: LaneOutcome, baseline_run_id: str | None, baseline: dict[str, float | None]
+) -> LaneSummary:
+    checks = {c.name: c for c in outcome.checks}
+    metrics: list[MetricLine] = []
+    rows = [] if outcome.metrics is None else outcome.metrics.to_dict("records")
+    for row in rows:
+        name = str(row["metric"])
+        check = checks.get(name)
+        value = row["value"]
+        metrics.append(
+            MetricLine(
+                metric=name,
+                value=None if pd.isna(value) else float(value),
+                baseline=baseline.get(name),
+                threshold=""
+                if check is None or check.threshold is None
+                else f"{check.threshold} ({check.severity})",
+                verdict="" if check is None else check.verdict,
+            )
+        )
+    failing = None if outcome.void or outcome.failure else outcome.first_failing(FAILING_ROWS_SHOWN)
+    faulted = outcome.faulted_turns()
+    notes = [f"void: {outcome.measurement_note}"] if outcome.void else []
+    if outcome.failure is not None:
+        notes.append(f"the run failed ({outcome.failure_kind}): {outcome.failure}")
+    return LaneSummary(
+        title=series_label(outcome.lane, outcome.split, outcome.runtime, outcome.case_set),
+        run_id=outcome.run_id,
+        verdict=lane_verdict(outcome),
+        metrics=metrics,
+        baseline_run_id=baseline_run_id,
+        failing_rows=[] if failing is None else failing.rows.to_dict("records"),
+        failing_total=0 if failing is None else failing.results,
+        faults=[] if faulted is None else fault_counts(faulted),
+        notes=notes,
+    )
+
+
+def _baseline_of(con: duckdb.DuckDBPyConnection, outcome: LaneOutcome, baseline: str | None) -> str | None:
+    if baseline is not None:
+        return named_run_id(con, baseline, outcome.lane)
+    return previous_run_id(
+        con, outcome.lane, outcome.split, outcome.runtime, outcome.case_set, outcome.run_id
+    )
+
+
+def write_summary(
+    path: Path, outcomes: Sequence[LaneOutcome], *, history_root: str, baseline: str | None
+) -> None:
+    """The summary of ``outcomes``, written whole or not at all (a temporary file, renamed)."""
+    con = connect(history_root)
+    try:
+        lanes = []
+        for outcome in outcomes:
+            against = _baseline_of(con, outcome, baseline)
+            values = {} if against is None else metric_values(con, against, outcome.lane)
+            lanes.append(lane_summary(outcome, against, values))
+    finally:
+        con.close()
+    text = summary_markdown(lanes)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
