@@ -29,7 +29,7 @@ from eval_pipeline.cli.common import (
     out,
     short_id,
 )
-from eval_pipeline.cli.rescore import recorded_lane_and_split, rescore_of
+from eval_pipeline.cli.rescore import recorded_lane_and_split, rescore_of, with_history_root
 from eval_pipeline.failures import evidence_object, fault_counts
 from eval_pipeline.junit import SuiteRun, junit_xml
 from eval_pipeline.lanes.registry import discover_lanes
@@ -357,9 +357,12 @@ def run(
     # (closed when the command ends, however it ends).
     ctx.with_resource(warm_runtimes())
     with bad_input_exits():
-        target = find_target(
-            default_runtime_spec() if runtime is None else runtime,  # '' is bad input, not the default
-            parse_runtime_options(runtime_option or []),
+        target = with_history_root(
+            find_target(
+                default_runtime_spec() if runtime is None else runtime,  # '' is bad input, not the default
+                parse_runtime_options(runtime_option or []),
+            ),
+            history,
         )
         built = build_runtime(target.spec, target.options)  # a bad spec fails here, before any run starts
         built.close()
@@ -368,7 +371,7 @@ def run(
         from eval_pipeline.dagster_wiring.launch import ensure_instance, materialize_lane
 
         if isinstance(built, RecordedRun):  # a re-score runs the recorded run's lane and split
-            target = rescore_of(built, target, history)
+            target = rescore_of(built, target)
             lane, split = recorded_lane_and_split(built, lane, split, repeat)
         pairs = _select(lane, split, custom=cases is not None)
         if cases is not None and len({spec.name for spec, _ in pairs}) != 1:

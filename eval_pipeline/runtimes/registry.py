@@ -29,12 +29,14 @@ def split_spec(spec: str) -> tuple[str, str]:
     return scheme, argument
 
 
+def spec_schemes() -> str:
+    """The schemes a runtime spec may start with, as a user writes them (``openai:...``)."""
+    return ", ".join(name if name == "reference" else f"{name}:..." for name in RUNTIME_ADAPTERS.names())
+
+
 def build_runtime(spec: str, options: Mapping[str, Any] | None = None) -> ChatRuntime:
     """The runtime a spec names. Unknown schemes and bad arguments raise RuntimeSpecError."""
     scheme, argument = split_spec(spec)
     if scheme not in RUNTIME_ADAPTERS:
-        raise RuntimeSpecError(
-            f"unknown runtime {spec!r}: expected one of "
-            + ", ".join(f"{name}:..." if name != "reference" else name for name in RUNTIME_ADAPTERS.names())
-        )
+        raise RuntimeSpecError(f"unknown runtime {spec!r}: expected one of {spec_schemes()}")
     return RUNTIME_ADAPTERS.get(scheme)(argument, dict(options or {}))

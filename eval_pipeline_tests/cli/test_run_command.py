@@ -133,3 +133,17 @@ def test_a_run_of_several_lanes_observes_its_target_once_before_the_first() -> N
         "deterministic_fluency_job",
         "articulation_of_status_job",
     ]
+
+
+@pytest.mark.parametrize(("name", "close"), [("reference-nogloss", "reference-no-gloss"), ("staging", None)])
+def test_an_unknown_runtime_name_lists_the_declared_targets_and_the_closest(
+    name: str, close: str | None
+) -> None:
+    result = CliRunner().invoke(app, ["run", "--runtime", name])
+    assert result.exit_code == 2
+    message = " ".join(result.output.split())
+    assert f"unknown runtime {name!r}" in message
+    assert "declared in evals/runtimes.yaml (reference, reference-no-gloss)" in message
+    assert ("did you mean" in message) == (close is not None)
+    if close:
+        assert f"did you mean {close!r}?" in message
