@@ -305,10 +305,12 @@ def first_failure(
 
 @app.command("compare")
 def compare(
-    lane: Annotated[str, typer.Option("--lane", help="The lane.")],
     runtimes: Annotated[
         list[str], typer.Option("--runtime", help="A runtime target's name; give exactly two (A, then B).")
     ],
+    lane: Annotated[
+        str | None, typer.Option("--lane", help="Default: the only lane both runtimes ran.")
+    ] = None,
     split: Annotated[
         str | None, typer.Option("--split", help="Default: the only split both runtimes ran.")
     ] = None,
@@ -321,6 +323,7 @@ def compare(
 ) -> None:
     """Two runtimes' latest runs side by side: metrics with 95% Wilson intervals, and the cases that flip."""
     with _bad_query_exits(), connect(root or history_root()) as con:
+        lane = lane or _common_lane(con, runtimes)
         result = compare_runtimes(con, lane=lane, runtimes=runtimes, split=split, case_set=case_set)
     if as_json:
         out().print_json(json.dumps(_comparison_document(result), default=str))
@@ -346,6 +349,24 @@ def compare(
         title=f"cases that flip, A={a.runtime} → B={b.runtime} ({len(flips)})",
         empty="no case flips",
     )
+
+
+def _common_lane(con: duckdb.DuckDBPyConnection, runtimes: Sequence[str]) -> str:
+    """The one lane every named runtime has a committed run of (else bad input, naming the lanes)."""
+    lanes = [
+        lane
+        for (lane,) in con.execute(
+            "SELECT lane FROM runs WHERE list_contains(?, runtime) GROUP BY lane "
+            "HAVING count(DISTINCT runtime) = len(list_distinct(?)) ORDER BY lane",
+            [list(runtimes), list(runtimes)],
+        ).fetchall()
+    ]
+    if len(lanes) == 1:
+        return str(lanes[0])
+    named = " and ".join(repr(r) for r in dict.fromkeys(runtimes))
+    if not lanes:
+        raise KeyError(f"compare: no lane has committed runs of both {named}")
+    raise KeyError(f"compare: {named} both ran lanes {', '.join(lanes)}: name one with --lane")
 
 
 def _comparison_document(result: RuntimeComparison) -> dict[str, object]:
