@@ -106,6 +106,18 @@ def test_a_void_measurement_passes_nothing() -> None:
     assert not judge(thresholds, _metrics(2, 20), max_error_rate=0.2)[1].void  # type: ignore[arg-type]
 
 
+def test_a_metric_that_measured_nothing_is_void_with_its_reason_not_failed() -> None:
+    thresholds = [_Threshold("telemetry_consistency_rate", "==", 1.0, "ERROR")]
+    metrics = [MetricValue("telemetry_consistency_rate", None, 0.0, 0.0), *_metrics(0, 20)]
+    (verdict,) = judge(thresholds, metrics)  # type: ignore[arg-type]
+    assert (verdict.passed, verdict.void, verdict.word) == (False, True, "void")
+    assert verdict.void_reason.startswith("not measured: no case or turn it reads was applicable (0/0)")
+    (measured,) = judge(
+        thresholds, [MetricValue("telemetry_consistency_rate", 1.0, 3.0, 3.0), *_metrics(0, 20)]
+    )  # type: ignore[arg-type]
+    assert (measured.word, measured.void_reason) == ("pass", "")
+
+
 def test_the_history_gate_fails_a_void_run_even_when_only_warn_thresholds_missed() -> None:
     warn_only = [_Threshold("error_rate", "==", 0.0, "WARN")]
     for faulted, passed in ((0, True), (1, True), (2, False)):

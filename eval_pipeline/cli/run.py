@@ -169,6 +169,13 @@ def _print(outcome: LaneOutcome) -> None:
             failed = not check.passed and check.description and check.name != MEASUREMENT_CHECK
             note = f" ({escape(check.description)})" if failed else ""
             out().print(f"  {check.name}: {_verdict(check.verdict)}{note}", highlight=False)
+    if not outcome.void:  # a void run says why once, below; a check that measured nothing says it here
+        for check in outcome.checks:
+            if check.name in metric_names and check.verdict == "void":
+                out().print(
+                    f"  {check.name}: {_verdict('void')} {escape(check.description.removeprefix('void: '))}",
+                    highlight=False,
+                )
     _print_flaky(outcome)
     _print_failing(outcome)
     _print_faults(outcome)
@@ -417,6 +424,7 @@ def run(
     if junit is not None:
         junit.parent.mkdir(parents=True, exist_ok=True)
         junit.write_text(junit_xml([_suite(o) for o in outcomes]), encoding="utf-8")
+        err().print(f"wrote JUnit XML to {junit}", markup=False, highlight=False, soft_wrap=True)
     raise typer.Exit(_exit_code(outcomes, summary=not as_json))
 
 
@@ -428,7 +436,14 @@ def _exit_code(outcomes: list[LaneOutcome], *, summary: bool) -> int:
     void = [o for o in outcomes if o.void]
     blocking = [(o, c) for o in outcomes for c in o.blocking_failures]
     if summary:
-        line = f"{len(outcomes)} lane run(s); {len(blocking)} blocking check failure(s)"
+        measured = [c for o in outcomes if not o.void for c in o.checks]
+        warnings = sum(c.verdict == "warn" for c in measured)
+        line = (
+            f"{len(outcomes)} lane run(s); {len(blocking)} blocking check failure(s); {warnings} warning(s)"
+        )
+        unmeasured = sum(c.verdict == "void" for c in measured)
+        if unmeasured:
+            line += f"; {unmeasured} check(s) not measured (void)"
         if void:
             line += f"; {len(void)} void (the measurement failed: {', '.join(o.lane for o in void)})"
         style = rich_style("void" if void else "fail" if blocking else "pass")

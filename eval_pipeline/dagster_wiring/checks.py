@@ -178,7 +178,7 @@ def threshold_check_results(
             metadata["statistic"] = dg.MetadataValue.text(verdict.statistic)
             if verdict.gated_value is not None:
                 metadata["gated_value"] = dg.MetadataValue.float(rounded(verdict.gated_value))
-        description = f"void: {measured.explain()}" if verdict.void else t.reason
+        description = f"void: {verdict.void_reason}" if verdict.void else t.reason
         if m.failing_case_ids and not verdict.passed:
             description = f"{failing_sentence(m.failing_case_ids)} {description}"
         results.append(
