@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import pandas as pd
+import pyarrow.compute as pc
 import typer
 from rich.markup import escape
 from rich.table import Table
@@ -38,6 +39,7 @@ from eval_pipeline.palette import rich_style
 from eval_pipeline.pipeline import prepare_cases
 from eval_pipeline.progress import rich_progress
 from eval_pipeline.runtimes.adapters.history import RecordedRun
+from eval_pipeline.runtimes.adapters.replay import ReplayRuntime
 from eval_pipeline.runtimes.options import parse_runtime_options
 from eval_pipeline.runtimes.registry import build_runtime
 from eval_pipeline.runtimes.targets import find_target
@@ -45,6 +47,7 @@ from eval_pipeline.runtimes.warm import warm_runtimes
 from eval_pipeline.scoring import number_text
 from eval_pipeline.settings import CELERY_BROKER_ENV, celery_broker
 from eval_pipeline.settings import runtime_spec as default_runtime_spec
+from eval_pipeline.stage_files import StageFile
 
 if TYPE_CHECKING:
     from eval_pipeline.dagster_wiring.launch import LaneOutcome
@@ -77,6 +80,42 @@ def _select(lanes: list[str] | None, split: str | None, custom: bool) -> list[tu
         else:
             raise KeyError(f"lane {spec.name!r} has no split {split!r}; it has {sorted(spec.splits)}")
     return pairs
+
+
+def _recorded_pairs(
+    recording: ReplayRuntime,
+    pairs: list[tuple[LaneSpec, str]],
+    prepared: dict[tuple[str, str], StageFile],
+    *,
+    named: bool,
+) -> list[tuple[LaneSpec, str]]:
+    """The lane runs a recording can answer, decided before anything runs: without ``--lane``
+    the lanes whose cases it recorded (said on stderr); a named lane it recorded no case of,
+    or only some cases of, is bad input."""
+    recorded = set(pc.unique(recording.recording["case_id"]).to_pylist())
+    answered, skipped = [], []
+    for spec, split in pairs:
+        case_ids = prepared[(spec.name, split)].read(["case_id"])["case_id"]
+        missing = [case for case in case_ids if case not in recorded]
+        if not missing:
+            answered.append((spec, split))
+        elif named or len(missing) < len(case_ids):
+            raise KeyError(
+                f"{recording.path}: records no turn of {len(missing)} of the {len(case_ids)} cases of "
+                f"{spec.name} [{split}] (the first: {missing[0]!r}); replay a recording of the whole split"
+            )
+        else:
+            skipped.append(f"{spec.name} [{split}]")
+    if not answered:
+        raise KeyError(f"{recording.path}: records no case of any lane's split; name the lane with --lane")
+    if skipped:
+        err().print(
+            f"{recording.path} records no case of {', '.join(skipped)}: not run",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+    return answered
 
 
 def _records(df: pd.DataFrame | None) -> list[dict[str, Any]]:
@@ -383,8 +422,10 @@ def run(
         pairs = _select(lane, split, custom=cases is not None)
         if cases is not None and len({spec.name for spec, _ in pairs}) != 1:
             raise KeyError("--cases evaluates one lane's contract: name exactly one --lane")
-        for spec, s in pairs:  # every case file is valid, and its prompts composable, before anything runs
-            prepare_cases(spec, s, cases)
+        # Every case file is valid, and its prompts composable, before anything runs.
+        prepared = {(spec.name, s): prepare_cases(spec, s, cases) for spec, s in pairs}
+        if isinstance(built, ReplayRuntime) and not isinstance(built, RecordedRun):
+            pairs = _recorded_pairs(built, pairs, prepared, named=bool(lane))
         tomorrow = datetime.now(UTC).date() + timedelta(days=1)  # east of UTC it may already be tomorrow
         day = run_night(date or datetime.now(UTC).date().isoformat(), latest=tomorrow)
         chosen = executor or (
