@@ -31,7 +31,7 @@ from eval_pipeline.cli.common import (
     short_id,
 )
 from eval_pipeline.cli.rescore import recorded_lane_and_split, rescore_of, with_history_root
-from eval_pipeline.failures import evidence_object, fault_counts
+from eval_pipeline.failures import evidence_object, fault_counts, fault_text
 from eval_pipeline.junit import SuiteRun, junit_xml
 from eval_pipeline.lanes.registry import discover_lanes
 from eval_pipeline.lanes.spec import MAX_REPEAT, LaneSpec
@@ -305,7 +305,7 @@ def _print_faults(outcome: LaneOutcome) -> None:
     total = sum(f["turns"] for f in faults)
     err().print(f"[bold]faults[/bold] ({total} of {outcome.turn_count} turns):", highlight=False)
     for fault in faults:
-        err().print(Text(f"  {fault['turns']:>4} × {fault['fault']}"), highlight=False, soft_wrap=True)
+        err().print(Text(f"  {fault['turns']:>4} × {fault_text(fault)}"), highlight=False, soft_wrap=True)
 
 
 def _suite(outcome: LaneOutcome) -> SuiteRun:

@@ -15,7 +15,7 @@ from rich.text import Text
 from eval_pipeline.cli.common import app, bad_input_exits, out, short_id
 from eval_pipeline.dagster_wiring.launch import ensure_instance
 from eval_pipeline.dagster_wiring.stored_runs import stored_runs
-from eval_pipeline.failures import evidence_object, failing_cases, fault_counts
+from eval_pipeline.failures import evidence_object, failing_cases, fault_counts, fault_text
 from eval_pipeline.history.runs import RUN_MATCH, find_runs
 from eval_pipeline.history.views import connect
 from eval_pipeline.palette import rich_style
@@ -127,7 +127,7 @@ def _print_failing(run: RunTables) -> None:
         )
         console.print(Text(f"      {row['reason']}"), highlight=False)
     for fault in fault_counts(run.transcripts):
-        console.print(Text(f"  fault, {fault['turns']} turn(s): {fault['fault']}"), highlight=False)
+        console.print(Text(f"  fault, {fault['turns']} turn(s): {fault_text(fault)}"), highlight=False)
 
 
 def _print_case(run: RunTables, case_id: str) -> None:
