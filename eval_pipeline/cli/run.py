@@ -28,6 +28,7 @@ from eval_pipeline.cli.common import (
     bad_input_exits,
     err,
     out,
+    run_title,
     short_id,
 )
 from eval_pipeline.cli.rescore import recorded_lane_and_split, rescore_of, with_history_root
@@ -169,8 +170,7 @@ def _verdict(word: str) -> str:
 
 
 def _print(outcome: LaneOutcome) -> None:
-    cases = "" if outcome.case_set == outcome.split else f" · cases {outcome.case_set}"
-    title = escape(f"{outcome.lane} [{outcome.split}] · {outcome.runtime}{cases}")
+    title = escape(run_title(outcome.lane, outcome.split, outcome.runtime, outcome.case_set))
     if outcome.failure is not None:
         err().print(
             f"[red]{title}: run failed[/red] ({outcome.failure_kind}): {escape(outcome.failure)}",
@@ -435,6 +435,14 @@ def run(
             raise KeyError(
                 f"--executor celery needs a broker: set {CELERY_BROKER_ENV} (e.g. redis://host:6379/0)"
             )
+    if not target.declared and not as_json:  # a derived name says nothing of what it runs
+        options = f" {json.dumps(dict(target.options), sort_keys=True)}" if target.options else ""
+        err().print(
+            f"runtime {target.name}: {target.spec}{options} (not declared in evals/runtimes.yaml)",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
     instance = ensure_instance()
     batch_id = uuid.uuid4().hex
     outcomes: list[LaneOutcome] = []

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import re
+
 from typer.testing import CliRunner
 
 from eval_pipeline.cli import app
@@ -20,6 +23,14 @@ def test_a_runtime_without_telemetry_leaves_the_telemetry_check_void_with_its_re
             env={"COLUMNS": "100"},
         )
     assert result.exit_code == EXIT_OK, result.output
+    # The derived target name is shown with the spec it stands for.
+    hint = re.search(
+        r"runtime (openai-[0-9a-f]{8}): (\S+) (\{.*?\}) \(not declared in evals/runtimes.yaml\)",
+        result.stderr,
+    )
+    assert hint is not None, result.stderr
+    assert (hint.group(2), json.loads(hint.group(3))) == (f"openai:{server.base_url}", {"model": "reference"})
+    assert f"warmed_session_consistency [public] · {hint.group(1)}" in result.stdout
     text = " ".join(result.stdout.split())
     assert (
         "telemetry_consistency_rate: void not measured: no case or turn it reads was applicable (0/0)" in text
