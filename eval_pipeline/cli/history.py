@@ -16,11 +16,12 @@ import pandas as pd
 import typer
 from rich import box
 from rich.markup import escape
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
 from eval_pipeline.cli.common import EXIT_BAD_INPUT, app, bad_input_exits, err, history_app, out, short_id
-from eval_pipeline.cli.terminal import terminal_view
+from eval_pipeline.cli.terminal import FittedTable, fit, record_heading, terminal_view
 from eval_pipeline.history.compact import compact
 from eval_pipeline.history.compare import RuntimeComparison, compare_runtimes
 from eval_pipeline.history.diff import diff_pairs, pairs_to_diff, verdict_text
@@ -71,14 +72,12 @@ HISTORY_TABLE_COLUMNS = (
 )
 VERDICT_COLUMNS = frozenset({"check", "verdict", "verdict_a", "verdict_b"})  # coloured like the report
 DIFF_METRIC_COLUMNS = ("metric", "value_a", "value_b", "delta")
-DIFF_FLIP_COLUMNS = ("case_id", "predicate", "change", "code_a", "code_b")
+DIFF_FLIP_COLUMNS = ("case_id", "predicate", "change", "code_a", "code_b", "surface_a", "surface_b")
 FLAKY_CASE_COLUMNS = ("lane", "split", "runtime", "case_set", "case_id", "predicate", "flips", "flip_rate")
 FLAKY_RATE_COLUMNS = ("lane", "split", "runtime", "case_set", "metric", "value", "wilson_low", "wilson_high")
-# Without --wide: everything but the previous run's day and the two surfaces (which wrap).
+# Without --wide: everything but the previous run's day and the two surfaces (their change says it).
 FIRST_FAILURE_COLUMNS = tuple(
-    c
-    for c in ALL_FIRST_FAILURE_COLUMNS
-    if c not in ("previous_date", "surface_before", "surface_after", "surface_change")
+    c for c in ALL_FIRST_FAILURE_COLUMNS if c not in ("previous_date", "surface_before", "surface_after")
 )
 
 
@@ -298,7 +297,7 @@ def first_failure(
         output,
         title=f"first failure of {case_id}",
         empty=looked_at,
-        columns=(*FIRST_FAILURE_COLUMNS, "surface_change"),
+        columns=FIRST_FAILURE_COLUMNS,
         wide=wide,
     )
 
@@ -392,9 +391,9 @@ def _comparison_document(result: RuntimeComparison) -> dict[str, object]:
 
 
 def _comparison_table(result: RuntimeComparison) -> Table:
-    table = Table(title="metrics (value, numerator/denominator, 95% Wilson interval)")
-    for column in ("metric", f"A {result.a.runtime}", f"B {result.b.runtime}", "delta", "threshold"):
-        table.add_column(column, overflow="fold")
+    table = Table(title="metrics (value, numerator/denominator, 95% Wilson interval)", title_justify="left")
+    for column in ("metric", "A", "B", "delta", "threshold"):  # A and B are named above
+        table.add_column(column, no_wrap=True)
     for row in _records(result.metrics):
         threshold = "" if row["threshold"] is None else f"{row['threshold_op']} {_cell(row['threshold'])}"
         delta = "" if row["delta"] is None else f"{row['delta']:+.4g}"
@@ -413,11 +412,10 @@ def _side_cell(row: dict[str, object], side: str) -> Text:
     if numerator is not None and denominator is not None:
         parts.append(f"{_cell(numerator)}/{_cell(denominator)}")
     low, high = row[f"wilson_low_{side}"], row[f"wilson_high_{side}"]
-    if isinstance(low, float) and isinstance(high, float):
-        parts.append(f"[{low:.3f}, {high:.3f}]")
+    interval = f"\n[{low:.3f}, {high:.3f}]" if isinstance(low, float) and isinstance(high, float) else ""
     passed = row[f"passed_{side}"]
     style = "" if passed is None else ("green" if passed else "bold red")
-    return Text("  ".join(parts), style=style)
+    return Text("  ".join(parts) + interval, style=style)  # the interval on a line of its own
 
 
 def _short_label(ref: RunRef) -> str:
@@ -468,21 +466,43 @@ def emit(
         out().print_json(json.dumps(_records(rows), default=str))
         return
     if rows.empty:
-        out().print(f"{title}: {empty}" if title else empty, markup=False, highlight=False, soft_wrap=True)
+        out().print(f"{title}: {empty}" if title else empty, markup=False, highlight=False)
         return
     rows, notes = terminal_view(rows, columns, wide=wide)
-    title = " · ".join([t for t in (title, *notes) if t])
-    table = Table(title=title or None, show_lines=False, box=box.SIMPLE_HEAD, title_justify="left")
-    for column in rows.columns:
-        table.add_column(str(column), overflow="fold")
-    for record in _records(rows):
-        table.add_row(
-            *(
-                Text("" if v is None else _cell(v), style=rich_style(str(v)) if k in VERDICT_COLUMNS else "")
-                for k, v in record.items()
+    cells = pd.DataFrame(
+        [["" if v is None else _cell(v) for v in record.values()] for record in _records(rows)],
+        columns=[str(c) for c in rows.columns],
+        index=rows.index,
+    )
+    for fitted in fit(cells, notes, width=out().width, wide=wide):
+        _print_fitted(fitted, title)
+
+
+def _print_fitted(fitted: FittedTable, title: str) -> None:
+    """One fitted table: a table of names and values, or, when its rows carry prose, each row
+    as a line of its names and values with its prose wrapped under it."""
+    heading = " · ".join([t for t in (title, *fitted.notes) if t])
+    if fitted.dropped:
+        heading += f" (without {', '.join(fitted.dropped)}: --wide shows them)"
+    console = out()
+    if heading:  # above the table, wrapped at the terminal's width (a table title wraps at the table's)
+        console.print(Text(heading, style="italic"), highlight=False)
+    if fitted.texts.columns.empty:
+        table = Table(show_lines=False, box=box.SIMPLE_HEAD)
+        for column in fitted.cells.columns:
+            table.add_column(str(column), no_wrap=True)
+        for record in fitted.cells.to_dict("records"):
+            table.add_row(
+                *(Text(v, style=rich_style(v) if k in VERDICT_COLUMNS else "") for k, v in record.items())
             )
-        )
-    out().print(table)
+        console.print(table)
+        return
+    for cells, prose in zip(fitted.cells.to_dict("records"), fitted.texts.to_dict("records"), strict=True):
+        heading_line = Text(record_heading({str(k): v for k, v in cells.items()}), style="bold")
+        console.print(Padding(heading_line, (0, 0, 0, 2)), highlight=False)
+        for name, text in prose.items():
+            if text:  # wrapped under its row, indented
+                console.print(Padding(Text(f"{name}: {text}"), (0, 0, 0, 6)), highlight=False)
 
 
 def _records(rows: pd.DataFrame) -> list[dict[str, object]]:
