@@ -187,7 +187,12 @@ def _print(outcome: LaneOutcome) -> None:
     if sampled:
         table.caption = f"{caption} · {_samples(outcome.metrics)} samples per case"
     for column in columns:
-        table.add_column(column, justify="left" if column in ("metric", "threshold", "check") else "right")
+        # Only the threshold's words may wrap: a metric name or a number is never cut.
+        table.add_column(
+            column,
+            justify="left" if column in ("metric", "threshold", "check") else "right",
+            no_wrap=column != "threshold",
+        )
     for row in outcome.metrics.to_dict("records"):
         value = "n/a" if pd.isna(row["value"]) else number_text(row["value"])
         n = "" if pd.isna(row["denominator"]) else f"{row['numerator']:.15g}/{row['denominator']:.15g}"
