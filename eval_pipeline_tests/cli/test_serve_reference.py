@@ -1,0 +1,50 @@
+"""``serve-reference`` says how to read the fields its replies carry, and a run that does so
+measures what a plain ``openai:`` run cannot (the fluency lane's grounding-dependent predicates)."""
+
+from __future__ import annotations
+
+import json
+import select
+import shlex
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from eval_pipeline.cli import app
+from eval_pipeline.cli.common import EXIT_OK
+
+
+def line_within(process: subprocess.Popen[str], seconds: float) -> str:
+    """The process's next line of output; '' when none comes within ``seconds``."""
+    assert process.stdout is not None
+    ready, _, _ = select.select([process.stdout], [], [], seconds)
+    return process.stdout.readline() if ready else ""
+
+
+@pytest.mark.slow
+def test_serve_reference_prints_the_run_that_reads_its_fields_and_stops_on_ctrl_c() -> None:
+    executable = Path(sys.executable).parent / "eval-pipeline"
+    server = subprocess.Popen(
+        [str(executable), "serve-reference", "--port", "0"], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert server.stdout is not None
+        serving, hint, command = (line_within(server, 120) for _ in range(3))
+        url = serving.split()[1]
+        assert hint == "its replies carry grounding_source, surface_tag, epistemic_status; to read them:\n"
+        words = shlex.split(command)
+        assert words[:4] == ["eval-pipeline", "run", "--runtime", f"openai:{url}"]
+        result = CliRunner().invoke(
+            app, [*words[1:], "--lane", "deterministic_fluency", "--json"], env={"COLUMNS": "100"}
+        )
+        assert result.exit_code == EXIT_OK, result.output
+        (lane,) = json.loads(result.stdout)["lanes"]
+        checks = {c["name"]: c["verdict"] for c in lane["checks"]}
+        assert checks["expected_predicates_pass_rate"] == "pass"  # 4/15 when grounding_source is not read
+    finally:
+        server.send_signal(signal.SIGINT)
+        assert server.wait(timeout=10) in (0, -signal.SIGINT)
