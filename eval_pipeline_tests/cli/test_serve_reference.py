@@ -4,11 +4,11 @@ measures what a plain ``openai:`` run cannot (the fluency lane's grounding-depen
 from __future__ import annotations
 
 import json
-import select
 import shlex
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -18,11 +18,16 @@ from eval_pipeline.cli import app
 from eval_pipeline.cli.common import EXIT_OK
 
 
-def line_within(process: subprocess.Popen[str], seconds: float) -> str:
-    """The process's next line of output; '' when none comes within ``seconds``."""
+def first_lines(process: subprocess.Popen[str], count: int, seconds: float) -> list[str]:
+    """The process's first ``count`` lines of output, as many as came within ``seconds``."""
     assert process.stdout is not None
-    ready, _, _ = select.select([process.stdout], [], [], seconds)
-    return process.stdout.readline() if ready else ""
+    stdout, lines = process.stdout, []
+    reader = threading.Thread(
+        target=lambda: lines.extend(stdout.readline() for _ in range(count)), daemon=True
+    )
+    reader.start()
+    reader.join(seconds)
+    return [*lines, *[""] * (count - len(lines))]
 
 
 @pytest.mark.slow
@@ -33,7 +38,7 @@ def test_serve_reference_prints_the_run_that_reads_its_fields_and_stops_on_ctrl_
     )
     try:
         assert server.stdout is not None
-        serving, hint, command = (line_within(server, 120) for _ in range(3))
+        serving, hint, command = first_lines(server, 3, 120)
         url = serving.split()[1]
         assert hint == "its replies carry grounding_source, surface_tag, epistemic_status; to read them:\n"
         words = shlex.split(command)
