@@ -158,3 +158,15 @@ def test_every_readme_command_that_can_run_here_exits_0(
         for reason in sorted({c.not_run for c in skipped}):
             print(f"  {sum(c.not_run == reason for c in skipped)} × {reason}")
     assert not failed, "\n".join(failed)
+
+
+def test_every_dagster_release_the_readme_names_is_the_one_the_project_pins() -> None:
+    pinned = re.search(r'"dagster==([0-9.]+)"', (PROJECT_ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert pinned is not None
+    dg_tools = (PROJECT_ROOT / ".ci" / "dg-tools.txt").read_text(encoding="utf-8")
+    assert f"dagster-dg-cli=={pinned.group(1)}" in dg_tools
+    for readme in READMES:
+        named = set(re.findall(r"\b1\.1[0-9]\.[0-9]+\b", readme.read_text(encoding="utf-8")))
+        assert named <= {pinned.group(1)}, (
+            f"{readme.name} names {sorted(named)}; the project pins {pinned.group(1)}"
+        )
