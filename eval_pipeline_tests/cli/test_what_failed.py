@@ -114,7 +114,7 @@ def test_a_runtime_that_is_down_is_a_void_measurement_exit_4(tmp_path: Path) -> 
         "the measurement failed: void: 2 of 2 turns faulted (error_rate 1 > max_error_rate 0.05)"
         in result.stderr
     )
-    assert "1 void (the measurement failed: deterministic_fluency)" in result.stdout
+    assert "1 void (the measurement failed: deterministic_fluency)" in " ".join(result.stdout.split())
     assert (
         "measurement: void" in result.stdout and "failing cases: not judged, the run is void" in result.stdout
     )
