@@ -8,6 +8,7 @@ reads the same everywhere.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -175,14 +176,45 @@ def case_faults(transcripts: pd.DataFrame) -> dict[str, str]:
     return first
 
 
+# The call ids an adapter appends to a fault message (`` [x-litellm-call-id: 4f2a…]``): they
+# name the call in the gateway's logs and differ on every turn, so faults group without them.
+_CALL_ID_SUFFIX = re.compile(r"(?:\s\[[A-Za-z0-9_-]+: [^\[\]]*\])+$")
+_CALL_ID = re.compile(r"\[([A-Za-z0-9_-]+): ([^\[\]]*)\]")
+CALL_IDS_SHOWN = 3  # call ids printed per fault; the rest are counted
+
+
 def fault_counts(transcripts: pd.DataFrame) -> list[dict[str, Any]]:
-    """The distinct fault messages of a run's turns with how many turns each, most common first."""
+    """The distinct faults of a run's turns with how many turns each, most common first.
+
+    A fault is its message without the call ids a gateway adapter appends; each keeps every
+    call id of its turns (``call_ids``, in turn order, each once)."""
     if transcripts.empty or "error" not in transcripts:
         return []
-    counts = Counter(str(e) for e in transcripts["error"].dropna())
+    counts: Counter[str] = Counter()
+    ids: dict[str, dict[str, None]] = {}
+    for error in transcripts["error"].dropna():
+        message = str(error)
+        suffix = _CALL_ID_SUFFIX.search(message)
+        fault = message[: suffix.start()] if suffix else message
+        counts[fault] += 1
+        found = ids.setdefault(fault, {})
+        for name, value in _CALL_ID.findall(suffix.group(0) if suffix else ""):
+            found[f"{name}: {value}"] = None
     return [
-        {"turns": n, "fault": fault} for fault, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        {"turns": n, "fault": fault, "call_ids": list(ids[fault])}
+        for fault, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
     ]
+
+
+def fault_text(fault: Mapping[str, Any]) -> str:
+    """A :func:`fault_counts` entry as one line's text: the fault, then its first call ids and
+    how many more."""
+    call_ids: list[str] = fault.get("call_ids") or []
+    if not call_ids:
+        return str(fault["fault"])
+    shown = ", ".join(call_ids[:CALL_IDS_SHOWN])
+    more = f" and {len(call_ids) - CALL_IDS_SHOWN} more" if len(call_ids) > CALL_IDS_SHOWN else ""
+    return f"{fault['fault']} [{shown}{more}]"
 
 
 def last_surfaces(transcripts: pd.DataFrame) -> dict[str, str]:

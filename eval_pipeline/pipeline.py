@@ -253,14 +253,15 @@ def error_rate(transcripts: pd.DataFrame) -> MetricValue:
 # --- the stages over stage files, one case batch at a time (what the Dagster assets run) ------
 
 
-def prepare_cases(spec: LaneSpec, split: str, cases_path: str | Path | None = None) -> None:
+def prepare_cases(spec: LaneSpec, split: str, cases_path: str | Path | None = None) -> StageFile:
     """Write the cases stage of a run about to start (what ``run`` checks before anything runs);
     the run's cases stage takes the file instead of validating the same files again."""
     key = _prepared_key(spec, split, cases_path)
     stale = _PREPARED.pop(key, None)
     if stale is not None:
         stale.path.unlink(missing_ok=True)
-    _PREPARED[key] = write_cases(spec, split, cases_path)
+    _PREPARED[key] = prepared = write_cases(spec, split, cases_path)
+    return prepared
 
 
 def cases_stage(

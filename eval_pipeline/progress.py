@@ -16,9 +16,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.text import Text
 
 
 @dataclass
@@ -120,12 +122,25 @@ class RichProgress:
             )
 
 
+# The bar and its figures at their widest (a million turns, thousands a second), so the
+# description is shown in full on the bar's line only when both fit the terminal.
+PROGRESS_FIGURES_WIDTH = 74
+BAR_WIDTH = 20
+
+
 @contextmanager
 def rich_progress(description: str = "turns", console: Console | None = None) -> Iterator[RichProgress]:
-    """``with rich_progress("fluency/dev") as progress: drive(..., on_turn=progress, on_start=progress.start)``."""
+    """``with rich_progress("fluency/dev") as progress: drive(..., on_turn=progress, on_start=progress.start)``.
+
+    A description too long to share a line with the bar at the terminal's width is printed on
+    its own line above it, whole, rather than cut."""
+    console = console or Console()
+    if cell_len(description) + PROGRESS_FIGURES_WIDTH > console.width:
+        console.print(Text(description, style="bold"), highlight=False)
+        description = ""
     columns = (
         TextColumn("[bold]{task.description}"),
-        BarColumn(),
+        BarColumn(bar_width=BAR_WIDTH),
         MofNCompleteColumn(),
         TextColumn("errors {task.fields[errors]}"),
         TextColumn("{task.fields[rate]:.1f} turns/s"),

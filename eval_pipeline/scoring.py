@@ -233,8 +233,10 @@ class ThresholdVerdict:
     """One threshold judged against one run's metric: computed once, rendered everywhere
     (the metrics table's ``passed`` and ``verdict`` columns, the asset check, the CLI, JUnit).
 
-    ``passed`` is False when the measurement is void: a check of an unmeasured run is never
-    counted as passed, whatever its value.
+    ``passed`` is False when the check is void: when the run's measurement is void (a check of
+    an unmeasured run is never counted as passed, whatever its value), or when its metric could
+    not be computed (no case or turn it reads was applicable: nothing was measured, so it is
+    neither a pass nor a failure). ``void_reason`` says which, in words.
     """
 
     threshold: Threshold
@@ -242,6 +244,7 @@ class ThresholdVerdict:
     passed: bool
     void: bool = False
     statistic: Statistic = "mean"
+    void_reason: str = ""
 
     @property
     def gated_value(self) -> float | None:
@@ -271,13 +274,24 @@ def judge(
     missing = sorted({t.metric for t in thresholds} - set(index))
     if missing:
         raise ValueError(f"thresholds name metrics the lane does not emit: {missing}")
-    void = measurement(metrics, max_error_rate).void
+    measured = measurement(metrics, max_error_rate)
     verdicts = []
     for t in thresholds:
         metric = index[t.metric]
         statistic = gated_statistic(t.statistic, t.op, metric.samples)
         gated = metric.statistic(statistic)
+        reason = measured.explain() if measured.void else "" if gated is not None else not_measured(metric)
         verdicts.append(
-            ThresholdVerdict(t, metric, compare(gated, t.op, t.value) and not void, void, statistic)
+            ThresholdVerdict(
+                t, metric, compare(gated, t.op, t.value) and not reason, bool(reason), statistic, reason
+            )
         )
     return verdicts
+
+
+def not_measured(metric: MetricValue) -> str:
+    """Why a metric that could not be computed says nothing about the runtime."""
+    counted = "" if metric.denominator is None else f" ({metric.numerator or 0:g}/{metric.denominator:g})"
+    return (
+        f"not measured: no case or turn it reads was applicable{counted}; the runtime sent nothing it judges"
+    )

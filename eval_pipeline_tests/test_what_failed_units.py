@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from eval_pipeline.cases.loading import CaseFileError
 from eval_pipeline.cli.terminal import terminal_view
 from eval_pipeline.dagster_wiring.checks import gate_check_result
-from eval_pipeline.failures import evidence_object, failing_cases, fault_counts, first_failing
+from eval_pipeline.failures import evidence_object, failing_cases, fault_counts, fault_text, first_failing
 from eval_pipeline.history.runs import resolve_run_id
 from eval_pipeline.history.svg import legend_layout
 from eval_pipeline.history.views import connect
@@ -106,6 +106,18 @@ def test_a_void_measurement_passes_nothing() -> None:
     assert not judge(thresholds, _metrics(2, 20), max_error_rate=0.2)[1].void  # type: ignore[arg-type]
 
 
+def test_a_metric_that_measured_nothing_is_void_with_its_reason_not_failed() -> None:
+    thresholds = [_Threshold("telemetry_consistency_rate", "==", 1.0, "ERROR")]
+    metrics = [MetricValue("telemetry_consistency_rate", None, 0.0, 0.0), *_metrics(0, 20)]
+    (verdict,) = judge(thresholds, metrics)  # type: ignore[arg-type]
+    assert (verdict.passed, verdict.void, verdict.word) == (False, True, "void")
+    assert verdict.void_reason.startswith("not measured: no case or turn it reads was applicable (0/0)")
+    (measured,) = judge(
+        thresholds, [MetricValue("telemetry_consistency_rate", 1.0, 3.0, 3.0), *_metrics(0, 20)]
+    )  # type: ignore[arg-type]
+    assert (measured.word, measured.void_reason) == ("pass", "")
+
+
 def test_the_history_gate_fails_a_void_run_even_when_only_warn_thresholds_missed() -> None:
     warn_only = [_Threshold("error_rate", "==", 0.0, "WARN")]
     for faulted, passed in ((0, True), (1, True), (2, False)):
@@ -191,8 +203,24 @@ def test_failing_cases_and_faults() -> None:
     assert failing[["case_id", "severity"]].values.tolist() == [["a", "hard"], ["b", "report"]]
     assert failing["evidence"].tolist() == [{}, {"k": [1]}]
     transcripts = pd.DataFrame({"case_id": ["a", "a", "b"], "error": ["boom", "boom", None]})
-    assert fault_counts(transcripts) == [{"turns": 2, "fault": "boom"}]
+    assert fault_counts(transcripts) == [{"turns": 2, "fault": "boom", "call_ids": []}]
     assert evidence_object("not json") == {"text": "not json"} and evidence_object({"a": 1}) == {"a": 1}
+
+
+def test_faults_group_without_the_call_ids_a_gateway_appends_and_keep_every_id() -> None:
+    fault = "TurnFault: HTTP 500 from http://gateway/v1: upstream exploded"
+    errors = [f"{fault} [x-request-id: r{i}] [x-litellm-call-id: {i:04d}-call]" for i in range(200)]
+    transcripts = pd.DataFrame({"case_id": [f"c{i}" for i in range(201)], "error": [*errors, "boom"]})
+    grouped, other = fault_counts(transcripts)
+    assert (grouped["turns"], grouped["fault"]) == (200, fault)
+    assert len(grouped["call_ids"]) == 400 and grouped["call_ids"][:2] == [
+        "x-request-id: r0",
+        "x-litellm-call-id: 0000-call",
+    ]
+    assert fault_text(grouped) == (
+        f"{fault} [x-request-id: r0, x-litellm-call-id: 0000-call, x-request-id: r1 and 397 more]"
+    )
+    assert other == {"turns": 1, "fault": "boom", "call_ids": []} and fault_text(other) == "boom"
 
 
 def _history_file(root: Path, run_id: str, evidence: pa.Array) -> None:

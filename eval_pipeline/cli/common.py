@@ -77,6 +77,13 @@ def bad_input_exits() -> Iterator[None]:
         raise typer.Exit(EXIT_BAD_INPUT) from None
 
 
+def run_title(lane: str, split: str, runtime: str, case_set: str) -> str:
+    """How a lane run is titled in ``run`` and ``show``: ``lane [split] · runtime``, plus
+    ``· cases <case set>`` when it did not run the split's own cases."""
+    cases = "" if case_set == split else f" · cases {case_set}"
+    return f"{lane} [{split}] · {runtime}{cases}"
+
+
 def short_id(run_id: str) -> str:
     return run_id[:SHORT_ID]
 

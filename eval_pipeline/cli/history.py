@@ -16,12 +16,13 @@ import pandas as pd
 import typer
 from rich import box
 from rich.markup import escape
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
 from eval_pipeline.cli.arguments import local_folder
 from eval_pipeline.cli.common import EXIT_BAD_INPUT, app, bad_input_exits, err, history_app, out, short_id
-from eval_pipeline.cli.terminal import terminal_view
+from eval_pipeline.cli.terminal import FittedTable, fit, record_heading, terminal_view
 from eval_pipeline.dagster_wiring.dead_runs import fail_dead_runs_of_existing_instance
 from eval_pipeline.history.compact import compact
 from eval_pipeline.history.compare import latest_pair
@@ -76,15 +77,14 @@ HISTORY_TABLE_COLUMNS = (
 )
 VERDICT_COLUMNS = frozenset({"check", "verdict", "verdict_a", "verdict_b"})  # coloured like the report
 DIFF_METRIC_COLUMNS = ("metric", "value_a", "value_b", "delta")
-# A flipped case predicate: each side's code, with its pass counts when a run has repeats.
-FLIP_VIEW_COLUMNS = ("case_id", "predicate", "change", "a", "b")
+# A flipped case predicate: each side's code, with its pass counts when a run has repeats, and
+# both surfaces (prose: wrapped under the row).
+FLIP_VIEW_COLUMNS = ("case_id", "predicate", "change", "a", "b", "surface_a", "surface_b")
 FLAKY_CASE_COLUMNS = ("lane", "split", "runtime", "case_set", "case_id", "predicate", "flips", "alternations")
 FLAKY_RATE_COLUMNS = ("lane", "split", "runtime", "case_set", "metric", "value", "wilson_low", "wilson_high")
-# Without --wide: everything but the previous run's day and the two surfaces (which wrap).
+# Without --wide: everything but the previous run's day and the two surfaces (their change says it).
 FIRST_FAILURE_COLUMNS = tuple(
-    c
-    for c in ALL_FIRST_FAILURE_COLUMNS
-    if c not in ("previous_date", "surface_before", "surface_after", "surface_change")
+    c for c in ALL_FIRST_FAILURE_COLUMNS if c not in ("previous_date", "surface_before", "surface_after")
 )
 
 
@@ -305,14 +305,13 @@ def first_failure(
         output,
         title=f"first failure of {case_id}",
         empty=looked_at,
-        columns=(*FIRST_FAILURE_COLUMNS, "surface_change"),
+        columns=FIRST_FAILURE_COLUMNS,
         wide=wide,
     )
 
 
 @app.command("compare")
 def compare(
-    lane: Annotated[str, typer.Option("--lane", help="The lane.")],
     runtimes: Annotated[
         list[str] | None,
         typer.Option("--runtime", help="A runtime target's name; give two (A, then B): their latest runs."),
@@ -322,6 +321,9 @@ def compare(
         typer.Option(
             "--run", help="A run id (any unique prefix); give two (A, then B) instead of --runtime."
         ),
+    ] = None,
+    lane: Annotated[
+        str | None, typer.Option("--lane", help="Default: the only lane both runtimes (or runs) ran.")
     ] = None,
     split: Annotated[
         str | None, typer.Option("--split", help="Default: the only split both runtimes ran.")
@@ -337,7 +339,10 @@ def compare(
     """Is B different from A? Per metric, a paired test on the cases both ran (exact McNemar,
     bootstrap 95% CI, Holm across the lane's metrics), then the cases that flipped, once each."""
     with _bad_query_exits(), connect(root or history_root()) as con:
+        if runtimes and lane is None:
+            lane = _common_lane(con, runtimes)
         a, b = _runs_to_compare(con, lane, runtimes or [], runs or [], split, case_set)
+        lane = a.lane
         spec = declared_lane(lane)
         rows = lane_kind(spec).metric_rows if spec else {}
         result = compare_runs(con, a, b, rows, alpha=spec.regression_alpha if spec else ALPHA)
@@ -366,9 +371,27 @@ def compare(
     )
 
 
+def _common_lane(con: duckdb.DuckDBPyConnection, runtimes: Sequence[str]) -> str:
+    """The one lane every named runtime has a committed run of (else bad input, naming the lanes)."""
+    lanes = [
+        lane
+        for (lane,) in con.execute(
+            "SELECT lane FROM runs WHERE list_contains(?, runtime) GROUP BY lane "
+            "HAVING count(DISTINCT runtime) = len(list_distinct(?)) ORDER BY lane",
+            [list(runtimes), list(runtimes)],
+        ).fetchall()
+    ]
+    if len(lanes) == 1:
+        return str(lanes[0])
+    named = " and ".join(repr(r) for r in dict.fromkeys(runtimes))
+    if not lanes:
+        raise KeyError(f"compare: no lane has committed runs of both {named}")
+    raise KeyError(f"compare: {named} both ran lanes {', '.join(lanes)}: name one with --lane")
+
+
 def _runs_to_compare(
     con: duckdb.DuckDBPyConnection,
-    lane: str,
+    lane: str | None,
     runtimes: Sequence[str],
     runs: Sequence[str],
     split: str | None,
@@ -378,6 +401,8 @@ def _runs_to_compare(
     if runs and runtimes:
         raise KeyError("give two --runtime or two --run, not both")
     if not runs:
+        if lane is None:
+            raise KeyError("give two --runtime (A, then B) or two --run")
         return latest_pair(con, lane=lane, runtimes=runtimes, split=split, case_set=case_set)
     if len(runs) != 2:
         raise KeyError(f"give two runs (--run A --run B), got {list(runs)}")
@@ -509,21 +534,43 @@ def emit(
         out().print_json(json.dumps(_records(rows), default=str))
         return
     if rows.empty:
-        out().print(f"{title}: {empty}" if title else empty, markup=False, highlight=False, soft_wrap=True)
+        out().print(f"{title}: {empty}" if title else empty, markup=False, highlight=False)
         return
     rows, notes = terminal_view(rows, columns, wide=wide)
-    title = " · ".join([t for t in (title, *notes) if t])
-    table = Table(title=title or None, show_lines=False, box=box.SIMPLE_HEAD, title_justify="left")
-    for column in rows.columns:
-        table.add_column(str(column), overflow="fold")
-    for record in _records(rows):
-        table.add_row(
-            *(
-                Text("" if v is None else _cell(v), style=rich_style(str(v)) if k in VERDICT_COLUMNS else "")
-                for k, v in record.items()
+    cells = pd.DataFrame(
+        [["" if v is None else _cell(v) for v in record.values()] for record in _records(rows)],
+        columns=[str(c) for c in rows.columns],
+        index=rows.index,
+    )
+    for fitted in fit(cells, notes, width=out().width, wide=wide):
+        _print_fitted(fitted, title)
+
+
+def _print_fitted(fitted: FittedTable, title: str) -> None:
+    """One fitted table: a table of names and values, or, when its rows carry prose, each row
+    as a line of its names and values with its prose wrapped under it."""
+    heading = " · ".join([t for t in (title, *fitted.notes) if t])
+    if fitted.dropped:
+        heading += f" (without {', '.join(fitted.dropped)}: --wide shows them)"
+    console = out()
+    if heading:  # above the table, wrapped at the terminal's width (a table title wraps at the table's)
+        console.print(Text(heading, style="italic"), highlight=False)
+    if fitted.texts.columns.empty:
+        table = Table(show_lines=False, box=box.SIMPLE_HEAD)
+        for column in fitted.cells.columns:
+            table.add_column(str(column), no_wrap=True)
+        for record in fitted.cells.to_dict("records"):
+            table.add_row(
+                *(Text(v, style=rich_style(v) if k in VERDICT_COLUMNS else "") for k, v in record.items())
             )
-        )
-    out().print(table)
+        console.print(table)
+        return
+    for cells, prose in zip(fitted.cells.to_dict("records"), fitted.texts.to_dict("records"), strict=True):
+        heading_line = Text(record_heading({str(k): v for k, v in cells.items()}), style="bold")
+        console.print(Padding(heading_line, (0, 0, 0, 2)), highlight=False)
+        for name, text in prose.items():
+            if text:  # wrapped under its row, indented
+                console.print(Padding(Text(f"{name}: {text}"), (0, 0, 0, 6)), highlight=False)
 
 
 def _records(rows: pd.DataFrame) -> list[dict[str, object]]:

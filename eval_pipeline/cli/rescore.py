@@ -2,17 +2,27 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from eval_pipeline.runtimes.adapters.history import RecordedRun
+from eval_pipeline.runtimes.registry import split_spec
 from eval_pipeline.runtimes.targets import HISTORY_SCHEME, RuntimeTarget, rescore_name
 
 
-def rescore_of(recorded: RecordedRun, target: RuntimeTarget, history_root: str | None) -> RuntimeTarget:
+def with_history_root(target: RuntimeTarget, history_root: str | None) -> RuntimeTarget:
+    """A ``history:`` target reads the run from ``--history`` when given (and no ``root`` option
+    says otherwise); any other target is returned as it is."""
+    if not history_root or split_spec(target.spec)[0] != HISTORY_SCHEME or "root" in target.options:
+        return target
+    return replace(target, options={**target.options, "root": history_root})
+
+
+def rescore_of(recorded: RecordedRun, target: RuntimeTarget) -> RuntimeTarget:
     """The re-score's target: the full run id in its spec and name (a prefix given on the
     command line names the same series), and the history root it was read from."""
-    options = dict(target.options)
-    if history_root and "root" not in options:
-        options["root"] = history_root
-    return RuntimeTarget(rescore_name(recorded.run_id), f"{HISTORY_SCHEME}:{recorded.run_id}", options)
+    return RuntimeTarget(
+        rescore_name(recorded.run_id), f"{HISTORY_SCHEME}:{recorded.run_id}", dict(target.options)
+    )
 
 
 def recorded_lane_and_split(

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import pandas as pd
+import pyarrow.compute as pc
 import typer
 from rich.markup import escape
 from rich.table import Table
@@ -27,12 +28,13 @@ from eval_pipeline.cli.common import (
     bad_input_exits,
     err,
     out,
+    run_title,
     short_id,
 )
 from eval_pipeline.cli.notify import run_notifier
-from eval_pipeline.cli.rescore import recorded_lane_and_split, rescore_of
+from eval_pipeline.cli.rescore import recorded_lane_and_split, rescore_of, with_history_root
 from eval_pipeline.cli.summary import check_baseline, write_summary
-from eval_pipeline.failures import evidence_object, fault_counts
+from eval_pipeline.failures import evidence_object, fault_counts, fault_text
 from eval_pipeline.junit import SuiteRun, junit_xml
 from eval_pipeline.lanes.registry import discover_lanes
 from eval_pipeline.lanes.spec import MAX_REPEAT, LaneSpec
@@ -40,6 +42,7 @@ from eval_pipeline.palette import rich_style
 from eval_pipeline.pipeline import prepare_cases
 from eval_pipeline.progress import rich_progress
 from eval_pipeline.runtimes.adapters.history import RecordedRun
+from eval_pipeline.runtimes.adapters.replay import ReplayRuntime
 from eval_pipeline.runtimes.options import parse_runtime_options
 from eval_pipeline.runtimes.registry import build_runtime
 from eval_pipeline.runtimes.targets import find_target
@@ -48,7 +51,7 @@ from eval_pipeline.scoring import number_text
 from eval_pipeline.settings import CELERY_BROKER_ENV, celery_broker
 from eval_pipeline.settings import history_root as default_history_root
 from eval_pipeline.settings import runtime_spec as default_runtime_spec
-from eval_pipeline.stage_files import batch_turns
+from eval_pipeline.stage_files import StageFile, batch_turns
 from eval_pipeline.workers import worker_count
 
 if TYPE_CHECKING:
@@ -82,6 +85,42 @@ def _select(lanes: list[str] | None, split: str | None, custom: bool) -> list[tu
         else:
             raise KeyError(f"lane {spec.name!r} has no split {split!r}; it has {sorted(spec.splits)}")
     return pairs
+
+
+def _recorded_pairs(
+    recording: ReplayRuntime,
+    pairs: list[tuple[LaneSpec, str]],
+    prepared: dict[tuple[str, str], StageFile],
+    *,
+    named: bool,
+) -> list[tuple[LaneSpec, str]]:
+    """The lane runs a recording can answer, decided before anything runs: without ``--lane``
+    the lanes whose cases it recorded (said on stderr); a named lane it recorded no case of,
+    or only some cases of, is bad input."""
+    recorded = set(pc.unique(recording.recording["case_id"]).to_pylist())
+    answered, skipped = [], []
+    for spec, split in pairs:
+        case_ids = prepared[(spec.name, split)].read(["case_id"])["case_id"]
+        missing = [case for case in case_ids if case not in recorded]
+        if not missing:
+            answered.append((spec, split))
+        elif named or len(missing) < len(case_ids):
+            raise KeyError(
+                f"{recording.path}: records no turn of {len(missing)} of the {len(case_ids)} cases of "
+                f"{spec.name} [{split}] (the first: {missing[0]!r}); replay a recording of the whole split"
+            )
+        else:
+            skipped.append(f"{spec.name} [{split}]")
+    if not answered:
+        raise KeyError(f"{recording.path}: records no case of any lane's split; name the lane with --lane")
+    if skipped:
+        err().print(
+            f"{recording.path} records no case of {', '.join(skipped)}: not run",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+    return answered
 
 
 def _records(df: pd.DataFrame | None) -> list[dict[str, Any]]:
@@ -135,8 +174,7 @@ def _verdict(word: str) -> str:
 
 
 def _print(outcome: LaneOutcome) -> None:
-    cases = "" if outcome.case_set == outcome.split else f" · cases {outcome.case_set}"
-    title = escape(f"{outcome.lane} [{outcome.split}] · {outcome.runtime}{cases}")
+    title = escape(run_title(outcome.lane, outcome.split, outcome.runtime, outcome.case_set))
     if outcome.failure is not None:
         err().print(
             f"[red]{title}: run failed[/red] ({outcome.failure_kind}): {escape(outcome.failure)}",
@@ -153,7 +191,12 @@ def _print(outcome: LaneOutcome) -> None:
     if sampled:
         table.caption = f"{caption} · {_samples(outcome.metrics)} samples per case"
     for column in columns:
-        table.add_column(column, justify="left" if column in ("metric", "threshold", "check") else "right")
+        # Only the threshold's words may wrap: a metric name or a number is never cut.
+        table.add_column(
+            column,
+            justify="left" if column in ("metric", "threshold", "check") else "right",
+            no_wrap=column != "threshold",
+        )
     for row in outcome.metrics.to_dict("records"):
         value = "n/a" if pd.isna(row["value"]) else number_text(row["value"])
         n = "" if pd.isna(row["denominator"]) else f"{row['numerator']:.15g}/{row['denominator']:.15g}"
@@ -174,6 +217,13 @@ def _print(outcome: LaneOutcome) -> None:
             failed = not check.passed and check.description and check.name != MEASUREMENT_CHECK
             note = f" ({escape(check.description)})" if failed else ""
             out().print(f"  {check.name}: {_verdict(check.verdict)}{note}", highlight=False)
+    if not outcome.void:  # a void run says why once, below; a check that measured nothing says it here
+        for check in outcome.checks:
+            if check.name in metric_names and check.verdict == "void":
+                out().print(
+                    f"  {check.name}: {_verdict('void')} {escape(check.description.removeprefix('void: '))}",
+                    highlight=False,
+                )
     _print_flaky(outcome)
     _print_failing(outcome)
     _print_faults(outcome)
@@ -264,7 +314,7 @@ def _print_faults(outcome: LaneOutcome) -> None:
     total = sum(f["turns"] for f in faults)
     err().print(f"[bold]faults[/bold] ({total} of {outcome.turn_count} turns):", highlight=False)
     for fault in faults:
-        err().print(Text(f"  {fault['turns']:>4} × {fault['fault']}"), highlight=False, soft_wrap=True)
+        err().print(Text(f"  {fault['turns']:>4} × {fault_text(fault)}"), highlight=False, soft_wrap=True)
 
 
 def _suite(outcome: LaneOutcome) -> SuiteRun:
@@ -382,9 +432,12 @@ def run(
     with bad_input_exits():
         worker_count(), batch_turns()  # settings a run reads deep inside: bad ones are bad input now
         local_folder(history or default_history_root(), "--history")
-        target = find_target(
-            default_runtime_spec() if runtime is None else runtime,  # '' is bad input, not the default
-            parse_runtime_options(runtime_option or []),
+        target = with_history_root(
+            find_target(
+                default_runtime_spec() if runtime is None else runtime,  # '' is bad input, not the default
+                parse_runtime_options(runtime_option or []),
+            ),
+            history,
         )
         built = build_runtime(target.spec, target.options)  # a bad spec fails here, before any run starts
         built.close()
@@ -394,15 +447,17 @@ def run(
         from eval_pipeline.dagster_wiring.tags import HIDDEN_TAG_PREFIX
 
         if isinstance(built, RecordedRun):  # a re-score runs the recorded run's lane and split
-            target = rescore_of(built, target, history)
+            target = rescore_of(built, target)
             lane, split = recorded_lane_and_split(built, lane, split, repeat)
         pairs = _select(lane, split, custom=cases is not None)
         notifier = run_notifier(notify)
         check_baseline(history or default_history_root(), baseline)
         if cases is not None and len({spec.name for spec, _ in pairs}) != 1:
             raise KeyError("--cases evaluates one lane's contract: name exactly one --lane")
-        for spec, s in pairs:  # every case file is valid, and its prompts composable, before anything runs
-            prepare_cases(spec, s, cases)
+        # Every case file is valid, and its prompts composable, before anything runs.
+        prepared = {(spec.name, s): prepare_cases(spec, s, cases) for spec, s in pairs}
+        if isinstance(built, ReplayRuntime) and not isinstance(built, RecordedRun):
+            pairs = _recorded_pairs(built, pairs, prepared, named=bool(lane))
         tomorrow = datetime.now(UTC).date() + timedelta(days=1)  # east of UTC it may already be tomorrow
         day = run_night(date or datetime.now(UTC).date().isoformat(), latest=tomorrow)
         chosen = executor or (
@@ -412,6 +467,14 @@ def run(
             raise KeyError(
                 f"--executor celery needs a broker: set {CELERY_BROKER_ENV} (e.g. redis://host:6379/0)"
             )
+    if not target.declared and not as_json:  # a derived name says nothing of what it runs
+        options = f" {json.dumps(dict(target.options), sort_keys=True)}" if target.options else ""
+        err().print(
+            f"runtime {target.name}: {target.spec}{options} (not declared in evals/runtimes.yaml)",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
     instance = ensure_instance()
     batch_id = uuid.uuid4().hex
     outcomes: list[LaneOutcome] = []
@@ -446,6 +509,7 @@ def run(
     if junit is not None:
         junit.parent.mkdir(parents=True, exist_ok=True)
         junit.write_text(junit_xml([_suite(o) for o in outcomes]), encoding="utf-8")
+        err().print(f"wrote JUnit XML to {junit}", markup=False, highlight=False, soft_wrap=True)
     raise typer.Exit(_exit_code(outcomes, summary=not as_json))
 
 
@@ -457,7 +521,14 @@ def _exit_code(outcomes: list[LaneOutcome], *, summary: bool) -> int:
     void = [o for o in outcomes if o.void]
     blocking = [(o, c) for o in outcomes for c in o.blocking_failures]
     if summary:
-        line = f"{len(outcomes)} lane run(s); {len(blocking)} blocking check failure(s)"
+        measured = [c for o in outcomes if not o.void for c in o.checks]
+        warnings = sum(c.verdict == "warn" for c in measured)
+        line = (
+            f"{len(outcomes)} lane run(s); {len(blocking)} blocking check failure(s); {warnings} warning(s)"
+        )
+        unmeasured = sum(c.verdict == "void" for c in measured)
+        if unmeasured:
+            line += f"; {unmeasured} check(s) not measured (void)"
         if void:
             line += f"; {len(void)} void (the measurement failed: {', '.join(o.lane for o in void)})"
         style = rich_style("void" if void else "fail" if blocking else "pass")

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Annotated
 
 import typer
 
 from eval_pipeline.cli.common import EXIT_BAD_INPUT, app, err, out
-from eval_pipeline.runtimes.serve import COMPLETIONS_PATH, ReferenceServer, ServeConfig
+from eval_pipeline.runtimes.serve import (
+    COMPLETIONS_PATH,
+    EXTRA_FIELDS,
+    MODEL_ID,
+    ReferenceServer,
+    ServeConfig,
+    response_fields,
+)
 
 
 @app.command("serve-reference")
@@ -53,6 +61,15 @@ def serve_reference(
     # The first line is machine-readable so a script that started us can find the port.
     out().print(
         f"serving {server.base_url} ({COMPLETIONS_PATH})", markup=False, highlight=False, soft_wrap=True
+    )
+    # Its replies carry the typed fields beside the text; a plain openai: run would not read them.
+    out().print(f"its replies carry {', '.join(EXTRA_FIELDS)}; to read them:", markup=False, highlight=False)
+    out().print(  # one line, to copy as it is
+        f"  eval-pipeline run --runtime openai:{server.base_url} -o model={MODEL_ID} "
+        f"-o 'response_fields={json.dumps(response_fields())}'",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
     )
     try:
         server.serve_forever()

@@ -12,10 +12,10 @@ import pandas as pd
 import typer
 from rich.text import Text
 
-from eval_pipeline.cli.common import app, bad_input_exits, out, short_id
+from eval_pipeline.cli.common import app, bad_input_exits, out, run_title, short_id
 from eval_pipeline.dagster_wiring.launch import ensure_instance
 from eval_pipeline.dagster_wiring.stored_runs import stored_runs
-from eval_pipeline.failures import evidence_object, failing_cases, fault_counts
+from eval_pipeline.failures import evidence_object, failing_cases, fault_counts, fault_text
 from eval_pipeline.history.runs import RUN_MATCH, find_runs
 from eval_pipeline.history.views import connect
 from eval_pipeline.palette import rich_style
@@ -45,13 +45,19 @@ def _from_instance(prefix: str) -> list[RunTables]:
         runs.append(
             RunTables(
                 run.run_id,
-                f"{run.lane} {{{run.case_set}}} [{run.runtime}]",
+                run_title(run.lane, _split_of(case_predicates, run.case_set), run.runtime, run.case_set),
                 case_predicates,
                 transcripts if transcripts is not None else pd.DataFrame(),
                 run.table("turn_predicates"),
             )
         )
     return runs
+
+
+def _split_of(case_predicates: pd.DataFrame, case_set: str) -> str:
+    """The split a stored run ran (its rows carry it; a run without rows: its case set)."""
+    splits = case_predicates["split"].dropna() if "split" in case_predicates else pd.Series()
+    return str(splits.iloc[0]) if len(splits) else case_set
 
 
 def _from_history(prefix: str, root: str) -> list[RunTables]:
@@ -63,7 +69,7 @@ def _from_history(prefix: str, root: str) -> list[RunTables]:
         return [
             RunTables(
                 ref.run_id,
-                ref.series_label(),
+                run_title(ref.lane, ref.split, ref.runtime, ref.case_set),
                 con.execute(f"SELECT * FROM case_predicates WHERE {RUN_MATCH}", ref.params()).df(),
                 con.execute(
                     f"SELECT * FROM transcripts WHERE {RUN_MATCH} ORDER BY case_id, turn_index", ref.params()
@@ -127,7 +133,7 @@ def _print_failing(run: RunTables) -> None:
         )
         console.print(Text(f"      {row['reason']}"), highlight=False)
     for fault in fault_counts(run.transcripts):
-        console.print(Text(f"  fault, {fault['turns']} turn(s): {fault['fault']}"), highlight=False)
+        console.print(Text(f"  fault, {fault['turns']} turn(s): {fault_text(fault)}"), highlight=False)
 
 
 def _print_case(run: RunTables, case_id: str) -> None:

@@ -29,6 +29,7 @@ from eval_pipeline.dagster_wiring.checks import (
     regression_check_result,
     regression_check_spec,
     rounded,
+    run_is_void,
     series_label,
     threshold_check_results,
     threshold_check_specs,
@@ -88,8 +89,10 @@ def viewer_link(run_id: str) -> dict[str, dg.MetadataValue]:
 def run_verdict(metrics: pd.DataFrame) -> str:
     """The run's verdict word from its metrics rows: void, else fail (an ERROR threshold
     failed), else warn (a WARN one did), else pass."""
+    if run_is_void(metrics):
+        return "void"
     verdicts = set(metrics["verdict"].dropna().astype(str))
-    return next((word for word in ("void", "fail", "warn") if word in verdicts), "pass")
+    return next((word for word in ("fail", "warn") if word in verdicts), "pass")
 
 
 class CasesConfig(dg.Config):

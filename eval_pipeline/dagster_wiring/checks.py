@@ -155,15 +155,25 @@ def preview_apis() -> Iterator[None]:
         yield
 
 
+def run_is_void(metrics: pd.DataFrame) -> bool:
+    """Whether the run measured nothing, from its metrics rows: every threshold's verdict is
+    void (a void measurement voids them all; one metric with nothing to measure voids only its own)."""
+    gated = metrics[metrics["threshold"].notna()]
+    return bool(len(gated)) and bool(gated["verdict"].eq("void").all())
+
+
 def gate_check_result(metrics: pd.DataFrame) -> dg.AssetCheckResult:
-    """The gate's result, read from the verdicts the metrics table already holds."""
-    void = bool(metrics["verdict"].eq("void").any())
+    """The gate's result, read from the verdicts the metrics table already holds: failed when the
+    run is void, or an ERROR threshold failed (a threshold that measured nothing is not a failure)."""
+    void = run_is_void(metrics)
     failed = metrics[
-        metrics["severity"].eq("ERROR").fillna(False) & metrics["passed"].eq(False).fillna(False)
+        metrics["severity"].eq("ERROR").fillna(False)
+        & metrics["passed"].eq(False).fillna(False)
+        & metrics["verdict"].ne("void").fillna(True)
     ]
     failed_names = [str(m) for m in failed["metric"]]
     if void:
-        description = "void: the runtime was not measured (too many turns faulted; see the measurement check)"
+        description = "void: the run measured nothing (see the measurement check and each threshold's reason)"
     elif failed_names:
         description = f"{len(failed_names)} ERROR threshold(s) failed: {', '.join(failed_names)}"
     else:
@@ -244,7 +254,7 @@ def threshold_check_results(
                 )
         # A failed check says what failed first (metric, value, threshold, severity), then
         # which cases, then why the threshold exists.
-        sentences = [f"void: {measured.explain()}" if verdict.void else t.reason]
+        sentences = [f"void: {verdict.void_reason}" if verdict.void else t.reason]
         if m.failing_case_ids and not verdict.passed:
             sentences.insert(0, failing_sentence(m.failing_case_ids))
         if not verdict.passed and not verdict.void:

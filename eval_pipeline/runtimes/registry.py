@@ -36,13 +36,16 @@ def split_spec(spec: str) -> tuple[str, str]:
     return scheme, argument
 
 
+def spec_schemes() -> str:
+    """The schemes a runtime spec may start with, as a user writes them (``openai:...``)."""
+    return ", ".join(name if name == "reference" else f"{name}:..." for name in RUNTIME_ADAPTERS.names())
+
+
 def unknown_runtime(spec: str) -> str | None:
     """Why ``spec`` names no adapter, or None: its scheme is known."""
     if split_spec(spec)[0] in RUNTIME_ADAPTERS:
         return None
-    return f"unknown runtime {redacted_spec(spec)!r}: expected one of " + ", ".join(
-        f"{name}:..." if name != "reference" else name for name in RUNTIME_ADAPTERS.names()
-    )
+    return f"unknown runtime {redacted_spec(spec)!r}: expected one of {spec_schemes()}"
 
 
 def spec_problems(spec: str, options: Mapping[str, Any]) -> list[tuple[str, str]]:

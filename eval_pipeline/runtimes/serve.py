@@ -128,13 +128,18 @@ def usage(response: TurnResponse, prompts: list[str]) -> dict[str, int]:
     }
 
 
+# The reference runtime's typed fields, carried beside ``content`` in the assistant message.
+EXTRA_FIELDS = ("grounding_source", "surface_tag", "epistemic_status")
+
+
 def extra_fields(response: TurnResponse) -> dict[str, str | None]:
     """The reference runtime's typed fields, carried beside ``content`` in the assistant message."""
-    return {
-        "grounding_source": response.grounding_source,
-        "surface_tag": response.surface_tag,
-        "epistemic_status": response.epistemic_status,
-    }
+    return {name: getattr(response, name) for name in EXTRA_FIELDS}
+
+
+def response_fields() -> dict[str, str]:
+    """The ``openai:`` adapter's ``response_fields`` option that reads :data:`EXTRA_FIELDS`."""
+    return {name: f"choices.0.message.{name}" for name in EXTRA_FIELDS}
 
 
 def completion_body(response: TurnResponse, model: str, prompts: list[str], serial: int) -> dict[str, Any]:

@@ -22,6 +22,7 @@ so ad-hoc runs form their own series and never enter a nightly one.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import re
@@ -34,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from eval_pipeline.cases.loading import CaseFileError, CaseProblem
 from eval_pipeline.runtimes.base import RuntimeSpecError
-from eval_pipeline.runtimes.registry import spec_problems, split_spec
+from eval_pipeline.runtimes.registry import RUNTIME_ADAPTERS, spec_problems, spec_schemes, split_spec
 from eval_pipeline.strict_yaml import Location, location, read_yaml_file
 
 TARGETS_FILE = "runtimes.yaml"
@@ -207,9 +208,21 @@ def resolve_target(
         if declared.spec == text and dict(declared.options) == dict(options):
             return declared
     scheme, argument = split_spec(text)
+    if scheme not in RUNTIME_ADAPTERS:
+        raise RuntimeSpecError(unknown_runtime_message(text, targets))
     if scheme == HISTORY_SCHEME and argument.strip():  # its name says which run it re-scores
         return RuntimeTarget(rescore_name(argument), text, dict(options))
     return RuntimeTarget(derived_name(text, options), text, dict(options))
+
+
+def unknown_runtime_message(text: str, targets: Mapping[str, RuntimeTarget]) -> str:
+    """Why ``text`` names no runtime: the declared targets (and the closest), and the spec schemes."""
+    close = difflib.get_close_matches(text, list(targets), n=1, cutoff=0.6)
+    return (
+        f"unknown runtime {text!r}: neither a target declared in evals/runtimes.yaml "
+        f"({', '.join(targets) or 'none'}) nor a runtime spec ({spec_schemes()})"
+        + (f"; did you mean {close[0]!r}?" if close else "")
+    )
 
 
 # A re-score of a committed run (``history:RUN_ID``) is a series of its own, named after the run.

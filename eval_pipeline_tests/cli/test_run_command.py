@@ -140,3 +140,17 @@ def test_a_run_of_several_lanes_observes_its_target_once_before_the_first() -> N
     first_run = instance.get_run_record_by_id(runs[-1].run_id)
     assert first_run is not None and first_run.create_timestamp.timestamp() >= observations[0].timestamp
     assert isinstance(observations[0].asset_observation, dg.AssetObservation)
+
+
+@pytest.mark.parametrize(("name", "close"), [("reference-nogloss", "reference-no-gloss"), ("staging", None)])
+def test_an_unknown_runtime_name_lists_the_declared_targets_and_the_closest(
+    name: str, close: str | None
+) -> None:
+    result = CliRunner().invoke(app, ["run", "--runtime", name])
+    assert result.exit_code == 2
+    message = " ".join(result.output.split())
+    assert f"unknown runtime {name!r}" in message
+    assert "declared in evals/runtimes.yaml (reference, reference-no-gloss)" in message
+    assert ("did you mean" in message) == (close is not None)
+    if close:
+        assert f"did you mean {close!r}?" in message

@@ -60,10 +60,18 @@ def test_no_gloss_lists_failing_cases_with_reasons_quoting_the_surface(tmp_path:
     assert "The answer is only a provenance disclosure with no content: “belief — pack-grounded" in listing
     more = re.search(r"…and 20 more; all of them: eval-pipeline show ([0-9a-f]{8})\n", listing)
     assert more is not None, listing
+    # The last line counts warnings too (the no-gloss surfaces miss WARN targets), and --junit
+    # says where it wrote.
+    warned = re.search(r"1 lane run\(s\); 0 blocking check failure\(s\); (\d+) warning\(s\)\n", out)
+    assert warned is not None and int(warned.group(1)) == out.count("│ warn ") > 0, out
+    assert f"wrote JUnit XML to {junit}" in " ".join(result.stderr.split())
 
     # `show` with the printed 8-character prefix lists all 30, then one case's whole transcript.
     shown = cli("show", more.group(1))
     assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.startswith(
+        f"deterministic_fluency [public] · reference-no-gloss · run {more.group(1)}"
+    )
     assert (
         shown.stdout.count(" · report · ") == 30
         and "fluency_wisdom_005 · post_gloss_predicates" in shown.stdout
@@ -106,7 +114,7 @@ def test_a_runtime_that_is_down_is_a_void_measurement_exit_4(tmp_path: Path) -> 
         "the measurement failed: void: 2 of 2 turns faulted (error_rate 1 > max_error_rate 0.05)"
         in result.stderr
     )
-    assert "1 void (the measurement failed: deterministic_fluency)" in result.stdout
+    assert "1 void (the measurement failed: deterministic_fluency)" in " ".join(result.stdout.split())
     assert (
         "measurement: void" in result.stdout and "failing cases: not judged, the run is void" in result.stdout
     )

@@ -73,3 +73,13 @@ def test_a_rescore_of_an_unknown_run_is_bad_input(sampled_evals: Path) -> None:
     result = CliRunner().invoke(app, ["run", "--runtime", "history:ffffffff"])
     assert result.exit_code == 2
     assert "history:ffffffff" in result.output and "no run" in result.output
+
+
+def test_a_rescore_reads_the_run_from_the_history_root_the_command_line_names(
+    sampled_evals: Path, tmp_path: Path
+) -> None:
+    elsewhere = str(tmp_path / "elsewhere")  # not $EVAL_PIPELINE_HISTORY
+    recorded = run_json("--runtime", "coin", "--history", elsewhere)
+    same = run_json("--runtime", f"history:{recorded['run_id'][:8]}", "--history", elsewhere)
+    assert same["runtime"] == rescore_name(recorded["run_id"])
+    assert same["metrics"] == recorded["metrics"]
