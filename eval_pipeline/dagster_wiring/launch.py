@@ -236,22 +236,62 @@ def materialize_lane(
                 register_series(instance, spec.name, [case_set], [target.name])
             if observe:
                 observe_target(instance, target)
-        return _materialize(
-            spec,
-            target,
-            run_on,
-            case_set,
-            split=split,
-            date=date,
-            cases_path=cases_path,
-            runtime_config=runtime_config,
-            history_root=history_root,
-            progress=progress,
-            tags=tags,
-            log_level=log_level,
-            executor=executor,
-            tables_dir=tables_dir,
-        )
+        run_config: dict[str, Any] = {
+            "ops": {
+                f"{spec.name}__cases": {
+                    "config": {"cases_path": cases_path, "split": split if cases_path else ""}
+                }
+            },
+            "loggers": {"console": {"config": {"log_level": log_level}}},
+        }
+        run_tags = {
+            **series_tags(spec.name, split, target.name, case_set),
+            DATE_TAG: date,
+            REPOSITORY_TAG: REPOSITORY_LABEL,
+            HOST_TAG: socket.gethostname(),
+            PID_TAG: str(os.getpid()),
+            **({QUEUE_TAG: target.queue} if target.queue else {}),
+            **(tags or {}),
+        }
+        key = partition_key(case_set, target.name)
+        # Definitions loaded now read their state from *this* instance, whatever instance an
+        # earlier run in this process left as the current one.
+        with set_defs_state_storage(run_on.defs_state_storage):
+            if executor == "celery":
+                # Steps run in worker processes, which load the code location themselves: the
+                # resources' settings travel in the run config, and no progress bar reaches them.
+                run_config["resources"] = {
+                    "runtime": {"config": runtime_config},
+                    # resolved here: a worker's environment may name another history
+                    "history": {"config": {"root": history_root or default_history_root()}},
+                }
+                job = ReconstructableRepository.for_module(
+                    CODE_LOCATION_MODULE, CELERY_DEFINITIONS, working_directory=str(PROJECT_ROOT)
+                ).get_reconstructable_job(job_name(spec))
+                partition_tags = job.get_definition().get_tags_for_partition_key(key, None)
+                with dg.execute_job(
+                    job, run_on, run_config=run_config, tags={**run_tags, **partition_tags}
+                ) as result:
+                    return _outcome(spec, result, split, case_set, target.name)
+            definitions = build_definitions(
+                [spec],
+                resources={
+                    "runtime": RuntimeResource(**runtime_config),
+                    "history": HistoryResource(root=history_root),
+                    "progress": progress or NoProgress(),
+                    "tables_io_manager": ParquetIOManager(base_dir=tables_dir),
+                },
+                executor_name="in_process",
+            )
+            with partitions_remembered(run_on):
+                in_process = definitions.resolve_job_def(job_name(spec)).execute_in_process(
+                    instance=run_on,
+                    partition_key=key,
+                    run_config=run_config,
+                    raise_on_error=False,
+                    tags=run_tags,
+                )
+            return _outcome(spec, in_process, split, case_set, target.name)
 
 
 def is_ad_hoc(target: RuntimeTarget, cases_path: str) -> bool:
@@ -259,81 +299,6 @@ def is_ad_hoc(target: RuntimeTarget, cases_path: str) -> bool:
     (its spec lives only in the command line: ``replay:``, ``openai:…``, ``history:``), or its
     cases are a custom file."""
     return not target.declared or bool(cases_path)
-
-
-def _materialize(
-    spec: LaneSpec,
-    target: RuntimeTarget,
-    instance: dg.DagsterInstance,
-    case_set: str,
-    *,
-    split: str,
-    date: str,
-    cases_path: str,
-    runtime_config: dict[str, Any],
-    history_root: str,
-    progress: ProgressObserver | None,
-    tags: dict[str, str] | None,
-    log_level: str,
-    executor: str,
-    tables_dir: str = "",
-) -> LaneOutcome:
-    run_config: dict[str, Any] = {
-        "ops": {
-            f"{spec.name}__cases": {
-                "config": {"cases_path": cases_path, "split": split if cases_path else ""}
-            }
-        },
-        "loggers": {"console": {"config": {"log_level": log_level}}},
-    }
-    run_tags = {
-        **series_tags(spec.name, split, target.name, case_set),
-        DATE_TAG: date,
-        REPOSITORY_TAG: REPOSITORY_LABEL,
-        HOST_TAG: socket.gethostname(),
-        PID_TAG: str(os.getpid()),
-        **({QUEUE_TAG: target.queue} if target.queue else {}),
-        **(tags or {}),
-    }
-    key = partition_key(case_set, target.name)
-    # Definitions loaded now read their state from *this* instance, whatever instance an
-    # earlier run in this process left as the current one.
-    with set_defs_state_storage(instance.defs_state_storage):
-        if executor == "celery":
-            # Steps run in worker processes, which load the code location themselves: the
-            # resources' settings travel in the run config, and no progress bar reaches them.
-            run_config["resources"] = {
-                "runtime": {"config": runtime_config},
-                # resolved here: a worker's environment may name another history
-                "history": {"config": {"root": history_root or default_history_root()}},
-            }
-            job = ReconstructableRepository.for_module(
-                CODE_LOCATION_MODULE, CELERY_DEFINITIONS, working_directory=str(PROJECT_ROOT)
-            ).get_reconstructable_job(job_name(spec))
-            partition_tags = job.get_definition().get_tags_for_partition_key(key, None)
-            with dg.execute_job(
-                job, instance, run_config=run_config, tags={**run_tags, **partition_tags}
-            ) as result:
-                return _outcome(spec, result, split, case_set, target.name)
-        definitions = build_definitions(
-            [spec],
-            resources={
-                "runtime": RuntimeResource(**runtime_config),
-                "history": HistoryResource(root=history_root),
-                "progress": progress or NoProgress(),
-                "tables_io_manager": ParquetIOManager(base_dir=tables_dir),
-            },
-            executor_name="in_process",
-        )
-        with partitions_remembered(instance):
-            in_process = definitions.resolve_job_def(job_name(spec)).execute_in_process(
-                instance=instance,
-                partition_key=key,
-                run_config=run_config,
-                raise_on_error=False,
-                tags=run_tags,
-            )
-        return _outcome(spec, in_process, split, case_set, target.name)
 
 
 def _outcome(
