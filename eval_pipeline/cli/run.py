@@ -410,7 +410,8 @@ def run(
     baseline: Annotated[
         str | None,
         typer.Option(
-            help="Run id (or unique prefix) the summary compares with; default: each series' previous run."
+            help="What the summary compares with: a run id (or unique prefix), or a runtime target "
+            "(its latest run of each lane's split and cases); default: each series' previous run."
         ),
     ] = None,
     notify: Annotated[

@@ -13,7 +13,13 @@ import pandas as pd
 
 from eval_pipeline.ci_summary import FAILING_ROWS_SHOWN, LaneSummary, MetricLine, summary_markdown
 from eval_pipeline.failures import fault_counts
-from eval_pipeline.history.previous import metric_values, named_run_id, previous_run_id
+from eval_pipeline.history.previous import (
+    has_runtime,
+    latest_run_id,
+    metric_values,
+    named_run_id,
+    previous_run_id,
+)
 from eval_pipeline.history.runs import resolve_run_id, series_label
 from eval_pipeline.history.views import connect
 
@@ -24,12 +30,20 @@ if TYPE_CHECKING:
 
 
 def check_baseline(history_root: str, baseline: str | None) -> None:
-    """``--baseline`` names a committed run (KeyError, bad input, before anything runs)."""
+    """``--baseline`` names a committed run, or a runtime target with committed runs (KeyError,
+    bad input, before anything runs)."""
     if baseline is None:
         return
     con = connect(history_root)
     try:
-        resolve_run_id(con, baseline)
+        if not has_runtime(con, baseline):
+            try:
+                resolve_run_id(con, baseline)
+            except KeyError as exc:
+                raise KeyError(
+                    f"--baseline {baseline!r}: neither a run id (or prefix) nor a runtime target with runs "
+                    f"in history ({exc.args[0]})"
+                ) from None
     finally:
         con.close()
 
@@ -38,8 +52,10 @@ def lane_verdict(outcome: LaneOutcome) -> str:
     """error (the run broke), else the worst check word: void, fail, warn; else pass."""
     if outcome.failure is not None:
         return "error"
+    if outcome.void:
+        return "void"
     words = {c.verdict for c in outcome.checks}
-    return next((word for word in ("void", "fail", "warn") if word in words), "pass")
+    return next((word for word in ("fail", "warn") if word in words), "pass")
 
 
 def lane_summary(
@@ -82,6 +98,11 @@ def lane_summary(
 
 
 def _baseline_of(con: duckdb.DuckDBPyConnection, outcome: LaneOutcome, baseline: str | None) -> str | None:
+    """The run a lane run is compared with: ``baseline``'s run of the lane, or the latest run of the
+    series with runtime target ``baseline`` (the same lane, split and cases), else the series'
+    previous run."""
+    if baseline is not None and has_runtime(con, baseline):
+        return latest_run_id(con, outcome.lane, outcome.split, baseline, outcome.case_set)
     if baseline is not None:
         return named_run_id(con, baseline, outcome.lane)
     return previous_run_id(

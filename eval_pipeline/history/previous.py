@@ -27,10 +27,30 @@ def previous_run_id(
     return None if row is None else str(row[0])
 
 
-def run_failed(con: duckdb.DuckDBPyConnection, run_id: str, lane: str) -> bool:
-    """Whether a committed lane run failed: an ERROR threshold failed, or it was void."""
+def latest_run_id(
+    con: duckdb.DuckDBPyConnection, lane: str, split: str, runtime: str, case_set: str
+) -> str | None:
+    """The series' latest committed run; None when it has none."""
     row = con.execute(
-        "SELECT coalesce(bool_or(verdict IN ('fail', 'void')), false) FROM metrics WHERE run_id = ? AND lane = ?",
+        "SELECT run_id FROM runs WHERE lane = ? AND split = ? AND runtime = ? AND case_set = ? "
+        "ORDER BY seq DESC LIMIT 1",
+        [lane, split, runtime, case_set],
+    ).fetchone()
+    return None if row is None else str(row[0])
+
+
+def has_runtime(con: duckdb.DuckDBPyConnection, runtime: str) -> bool:
+    """Whether history holds a committed run of runtime target ``runtime``."""
+    return con.execute("SELECT count(*) FROM runs WHERE runtime = ?", [runtime]).fetchone() != (0,)
+
+
+def run_failed(con: duckdb.DuckDBPyConnection, run_id: str, lane: str) -> bool:
+    """Whether a committed lane run failed: an ERROR threshold failed, or it was void (every
+    threshold void; one metric that measured nothing is not a failed run)."""
+    row = con.execute(
+        "SELECT coalesce(bool_or(verdict = 'fail'), false) "
+        "OR coalesce(bool_and(verdict = 'void') FILTER (WHERE threshold IS NOT NULL), false) "
+        "FROM metrics WHERE run_id = ? AND lane = ?",
         [run_id, lane],
     ).fetchone()
     return bool(row and row[0])

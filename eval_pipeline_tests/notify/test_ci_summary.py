@@ -143,6 +143,14 @@ def test_run_summary_md_compares_with_the_series_previous_run_or_the_baseline_na
     assert f"baseline {run_id}" in text
     # reference-no-gloss held 0.5 where the reference holds 1: the delta says so
     assert "| no\\_dotted\\_inventory\\_rate | 1 | 0\\.5 | \\+0\\.5 |" in text
+    # A runtime target as the baseline: its latest run of the same lane, split and cases.
+    by_runtime = tmp_path / "by-runtime.md"
+    result = runner.invoke(app, [*args, "--summary-md", str(by_runtime), "--baseline", "reference-no-gloss"])
+    assert result.exit_code == 0
+    text = by_runtime.read_text(encoding="utf-8")
+    assert f"baseline {run_id}" in text
+    assert "| no\\_dotted\\_inventory\\_rate | 1 | 0\\.5 | \\+0\\.5 |" in text
     bad = runner.invoke(app, [*args, "--summary-md", str(tmp_path / "bad.md"), "--baseline", "ffffffff"])
     assert bad.exit_code == EXIT_BAD_INPUT and "no run 'ffffffff' in history" in bad.stderr
+    assert "neither a run id (or prefix) nor a runtime target" in bad.stderr
     assert not (tmp_path / "bad.md").exists()
