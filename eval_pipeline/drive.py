@@ -40,7 +40,14 @@ from eval_pipeline.runtimes.base import (
     TurnResponse,
     not_unicode_text,
 )
-from eval_pipeline.runtimes.faults import NO_RETRY, RetryPolicy, TurnFault, is_transient
+from eval_pipeline.runtimes.faults import (
+    NO_RETRY,
+    RetryPolicy,
+    TurnFault,
+    is_transient,
+    split_call_ids,
+    with_call_ids,
+)
 from eval_pipeline.samples import derive_seed
 from eval_pipeline.tables import TRANSCRIPTS, frame, lane_columns, nullable_types
 
@@ -68,9 +75,11 @@ def concurrency_of(runtime: ChatRuntime) -> int:
 
 def send_with_retries(
     session: ChatSession, prompt: str, retry: RetryPolicy
-) -> tuple[TurnResponse | None, BaseException | None, int]:
-    """Send one turn, retrying transient faults: (response or None, last fault or None, attempts)."""
+) -> tuple[TurnResponse | None, str | None, int]:
+    """Send one turn, retrying transient faults: (response or None, the fault's text or None,
+    attempts). The text is the last attempt's fault, carrying every attempt's call ids."""
     attempts = 0
+    call_ids: list[str] = []
     while True:
         attempts += 1
         try:
@@ -79,7 +88,8 @@ def send_with_retries(
             raise
         except Exception as exc:
             if attempts > retry.max_retries or not is_transient(exc):
-                return None, exc, attempts
+                return None, with_call_ids(_error_text(exc), call_ids), attempts
+            call_ids += split_call_ids(str(exc))[1]
             time.sleep(retry.delay_s(attempts, getattr(exc, "retry_after", None)))
 
 
@@ -134,20 +144,21 @@ def run_session(
 
 def _send(session: ChatSession, case_id: str, turn: TurnRequest, retry: RetryPolicy) -> dict[str, Any]:
     started = time.perf_counter()
-    response, fault, attempts = send_with_retries(session, turn.prompt, retry)
+    response, error, attempts = send_with_retries(session, turn.prompt, retry)
     latency_ms = (time.perf_counter() - started) * 1000.0
     unencodable = None if response is None else not_unicode_text(response)
     if unencodable is not None:
-        response, fault = (
+        response, error = (
             None,
-            TurnFault(
-                f"malformed_reply: {unencodable!r} is not Unicode text (it holds a lone surrogate)",
-                kind="malformed_reply",
+            _error_text(
+                TurnFault(
+                    f"malformed_reply: {unencodable!r} is not Unicode text (it holds a lone surrogate)",
+                    kind="malformed_reply",
+                )
             ),
         )
     if response is None:
-        error = _error_text(fault) if fault else "no response"
-        return _row(case_id, turn, latency_ms=latency_ms, attempts=attempts, error=error)
+        return _row(case_id, turn, latency_ms=latency_ms, attempts=attempts, error=error or "no response")
     raw = dict(response.raw)
     # An adapter that retries internally reports its own attempts for the last send.
     attempts += int(raw.pop("attempts", 1)) - 1

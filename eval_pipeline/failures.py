@@ -8,7 +8,6 @@ reads the same everywhere.
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ import pandas as pd
 
 from eval_pipeline.collector import each_without_collector
 from eval_pipeline.lanes.metric_rows import MetricRows
+from eval_pipeline.runtimes.faults import split_call_ids
 from eval_pipeline.samples import SAMPLE_INDEX, sample_count
 from eval_pipeline.stage_files import StageFile, failed
 
@@ -176,10 +176,6 @@ def case_faults(transcripts: pd.DataFrame) -> dict[str, str]:
     return first
 
 
-# The call ids an adapter appends to a fault message (`` [x-litellm-call-id: 4f2a…]``): they
-# name the call in the gateway's logs and differ on every turn, so faults group without them.
-_CALL_ID_SUFFIX = re.compile(r"(?:\s\[[A-Za-z0-9_-]+: [^\[\]]*\])+$")
-_CALL_ID = re.compile(r"\[([A-Za-z0-9_-]+): ([^\[\]]*)\]")
 CALL_IDS_SHOWN = 3  # call ids printed per fault; the rest are counted
 
 
@@ -193,13 +189,9 @@ def fault_counts(transcripts: pd.DataFrame) -> list[dict[str, Any]]:
     counts: Counter[str] = Counter()
     ids: dict[str, dict[str, None]] = {}
     for error in transcripts["error"].dropna():
-        message = str(error)
-        suffix = _CALL_ID_SUFFIX.search(message)
-        fault = message[: suffix.start()] if suffix else message
+        fault, call_ids = split_call_ids(str(error))
         counts[fault] += 1
-        found = ids.setdefault(fault, {})
-        for name, value in _CALL_ID.findall(suffix.group(0) if suffix else ""):
-            found[f"{name}: {value}"] = None
+        ids.setdefault(fault, {}).update(dict.fromkeys(call_ids))
     return [
         {"turns": n, "fault": fault, "call_ids": list(ids[fault])}
         for fault, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))

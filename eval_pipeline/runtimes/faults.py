@@ -12,7 +12,31 @@ message with it, so the transcript's ``error`` carries it too.
 from __future__ import annotations
 
 import random
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass
+
+# The call ids an adapter appends to a fault message (`` [x-litellm-call-id: 4f2a…]``): they
+# name the call in the gateway's logs and differ on every turn, so faults group without them.
+_CALL_ID_SUFFIX = re.compile(r"(?:\s\[[A-Za-z0-9_-]+: [^\[\]]*\])+$")
+_CALL_ID = re.compile(r"\[([A-Za-z0-9_-]+): ([^\[\]]*)\]")
+
+
+def split_call_ids(message: str) -> tuple[str, list[str]]:
+    """A fault message without the call ids appended to it, and those ids (``name: value``)."""
+    suffix = _CALL_ID_SUFFIX.search(message)
+    if suffix is None:
+        return message, []
+    return message[: suffix.start()], [
+        f"{name}: {value}" for name, value in _CALL_ID.findall(suffix.group(0))
+    ]
+
+
+def with_call_ids(message: str, earlier: Iterable[str]) -> str:
+    """``message`` carrying the ``earlier`` attempts' call ids before its own, each once."""
+    fault, own = split_call_ids(message)
+    ids = dict.fromkeys([*earlier, *own])
+    return fault + "".join(f" [{call_id}]" for call_id in ids)
 
 
 class TurnFault(RuntimeError):

@@ -16,10 +16,11 @@ import openai
 import pytest
 
 from eval_pipeline.drive import drive
+from eval_pipeline.failures import fault_counts, fault_text
 from eval_pipeline.lanes.kind import Thread, TurnRequest
 from eval_pipeline.runtimes import RuntimeSpecError, TurnResponse, build_runtime
 from eval_pipeline.runtimes.adapters.openai_http import OpenAIRuntime
-from eval_pipeline.runtimes.faults import TurnFault
+from eval_pipeline.runtimes.faults import TurnFault, split_call_ids
 from eval_pipeline.runtimes.serve import ServeConfig
 from eval_pipeline_tests.runtimes.helpers import served_reference
 from eval_pipeline_tests.runtimes.scripted_server import (
@@ -144,6 +145,40 @@ def test_response_id_and_call_id_headers_are_kept_in_raw() -> None:
     assert response.raw["call_ids"] == {"x-request-id": "req-123", "x-litellm-call-id": "litellm-456"}
     custom = ask(reply, call_id_headers=["X-Other"])
     assert custom.raw["call_ids"] == {"x-other": "no"}
+
+
+def test_a_turn_that_failed_every_attempt_keeps_every_attempts_call_ids() -> None:
+    """Three attempts, three HTTP 500s with their own call ids: the turn's fault names all three,
+    and the fault summary groups the turns on the message without them."""
+    replies = [
+        json_reply({"error": {"message": "boom"}}, status=500, headers={"x-litellm-call-id": f"try-{i}"})
+        for i in range(6)
+    ]
+    with (
+        scripted(*replies) as server,
+        openai_runtime(server.base_url, max_retries=2, backoff_s=0.01, max_backoff_s=0.01) as runtime,
+    ):
+        transcripts = drive(
+            runtime,
+            [
+                Thread(case_id=case, turns=(TurnRequest(turn_index=0, role="turn", prompt="What is truth?"),))
+                for case in ("a", "b")
+            ],
+        )
+        sent = len(server.requests)
+    assert sent == 6 and list(transcripts["attempts"]) == [3, 3]
+    endpoint = f"POST {server.base_url}/chat/completions"
+    ids_per_turn = []
+    for error in transcripts["error"]:  # the sessions run side by side: which ids each got varies
+        message, ids = split_call_ids(str(error))
+        assert message == f"TurnFault: HTTP 500 from {endpoint}: boom"
+        ids_per_turn.append(ids)
+    assert [len(set(ids)) for ids in ids_per_turn] == [3, 3]  # each attempt's id, once each
+    assert sorted(i for ids in ids_per_turn for i in ids) == [f"x-litellm-call-id: try-{i}" for i in range(6)]
+    (fault,) = fault_counts(transcripts)
+    assert fault["turns"] == 2 and fault["fault"] == f"TurnFault: HTTP 500 from {endpoint}: boom"
+    assert sorted(fault["call_ids"]) == [f"x-litellm-call-id: try-{i}" for i in range(6)]
+    assert fault_text(fault).endswith(" and 3 more]")
 
 
 def test_call_ids_name_a_failed_call_too() -> None:
