@@ -4,7 +4,7 @@ point (in this process, as ``eval-pipeline`` would run it), and exits 0.
 
 A command that cannot run in a test says so in the README, with why: a trailing
 ``# not run in tests: <why>``, or ``<!-- not run in tests: <why> -->`` on the line before its
-block (for a whole block). The README's placeholders (a run id such as ``1a03cf48``, ``RUN_A
+block (for a whole block). The README's placeholders (run ids such as ``1a03cf48`` and ``7be2d019``, ``RUN_A
 RUN_B``, the ``serve-reference`` port) are the ones of the runs made before them, and of a
 server the test starts. Lanes run against a scratch ``evals/`` holding the lanes the README's
 commands name, so each ``run`` stays small.
@@ -36,6 +36,7 @@ SHELL_FENCE = re.compile(r"\s*```(?:bash|sh|shell|console)\s*$")
 LANES = ("deterministic_fluency", "refusal_calibration")
 SHELL = re.compile(r"[;&|<>$`]|&&")  # a command the shell must run; the others run in-process
 RUN_ID = "1a03cf48"  # the README's example run id
+OTHER_RUN_ID = "7be2d019"  # … and the other run of a comparison
 SERVED = "http://127.0.0.1:8000/v1"  # the README's serve-reference address
 
 
@@ -119,7 +120,7 @@ def recorded_turns(path: Path) -> None:
 
 def with_placeholders(text: str, history: Path, served: str) -> str:
     """The command with the README's placeholders replaced by this history's run ids."""
-    if RUN_ID not in text and "RUN_A RUN_B" not in text:
+    if RUN_ID not in text and OTHER_RUN_ID not in text and "RUN_A RUN_B" not in text:
         return text.replace(SERVED, served)
     with connect(str(history)) as con:
         runs = con.execute(
@@ -127,7 +128,11 @@ def with_placeholders(text: str, history: Path, served: str) -> str:
             "AND split = 'public' AND case_set = 'public' ORDER BY started_at"
         ).fetchall()
     assert len(runs) >= 2, "the README runs the fluency lane twice before it names a run"
-    return text.replace(RUN_ID, runs[0][0][:8]).replace("RUN_A RUN_B", f"{runs[-2][0]} {runs[-1][0]}")
+    return (
+        text.replace(RUN_ID, runs[0][0][:8])
+        .replace(OTHER_RUN_ID, runs[-1][0][:8])
+        .replace("RUN_A RUN_B", f"{runs[-2][0]} {runs[-1][0]}")
+    )
 
 
 @pytest.mark.slow
