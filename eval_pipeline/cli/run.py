@@ -44,6 +44,7 @@ from eval_pipeline.progress import rich_progress
 from eval_pipeline.runtimes.adapters.history import RecordedRun
 from eval_pipeline.runtimes.adapters.replay import ReplayRuntime
 from eval_pipeline.runtimes.options import parse_runtime_options
+from eval_pipeline.runtimes.redaction import redacted_options, redacted_spec
 from eval_pipeline.runtimes.registry import build_runtime
 from eval_pipeline.runtimes.targets import find_target
 from eval_pipeline.runtimes.warm import warm_runtimes
@@ -469,9 +470,9 @@ def run(
                 f"--executor celery needs a broker: set {CELERY_BROKER_ENV} (e.g. redis://host:6379/0)"
             )
     if not target.declared and not as_json:  # a derived name says nothing of what it runs
-        options = f" {json.dumps(dict(target.options), sort_keys=True)}" if target.options else ""
+        options = f" {json.dumps(redacted_options(target.options), sort_keys=True)}" if target.options else ""
         err().print(
-            f"runtime {target.name}: {target.spec}{options} (not declared in evals/runtimes.yaml)",
+            f"runtime {target.name}: {redacted_spec(target.spec)}{options} (not declared in evals/runtimes.yaml)",
             markup=False,
             highlight=False,
             soft_wrap=True,

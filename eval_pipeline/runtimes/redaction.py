@@ -12,6 +12,8 @@ replaced. The spec a runtime is built from is not changed: only what is written 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from typing import Any
 from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
 
 REDACTED = "***"
@@ -45,3 +47,19 @@ def _secret(name: str, value: str) -> bool:
 def redacted_spec(spec: str) -> str:
     """``spec`` with every URL in it redacted (see :func:`redacted_url`); safe to store and print."""
     return _URL.sub(lambda found: redacted_url(found.group()), spec)
+
+
+def redacted_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """Runtime options safe to print: a value under a secret-looking name (``api_key``,
+    ``Authorization``), or that looks like an API key, is replaced, in nested mappings too; a
+    text value's URLs are redacted."""
+    shown: dict[str, Any] = {}
+    for name, value in options.items():
+        if isinstance(value, Mapping):
+            shown[name] = redacted_options(value)
+        elif isinstance(value, str):
+            secret = _SECRET_NAME.search(str(name)) or _SECRET_VALUE.match(value) or " sk-" in f" {value}"
+            shown[name] = REDACTED if secret else redacted_spec(value)
+        else:
+            shown[name] = value
+    return shown

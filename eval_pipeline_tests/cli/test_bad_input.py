@@ -20,7 +20,8 @@ FLUENCY = ["run", "--lane", "deterministic_fluency", "--split", "dev"]
 
 
 def bad_input(*args: str) -> str:
-    result = runner.invoke(app, list(args))
+    # Wide enough that the usage panel never wraps inside a path (a long temporary folder would).
+    result = runner.invoke(app, list(args), env={"COLUMNS": "1000"})
     assert result.exit_code == EXIT_BAD_INPUT, (result.exit_code, result.output, result.exception)
     assert result.exception is None or isinstance(result.exception, SystemExit)  # no traceback
     return " ".join(result.stderr.replace("│", " ").split())  # usage errors come in a wrapped panel

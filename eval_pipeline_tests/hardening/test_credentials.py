@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from eval_pipeline.cli import app
 from eval_pipeline.history import connect
-from eval_pipeline.runtimes.redaction import redacted_spec
+from eval_pipeline.runtimes.redaction import redacted_options, redacted_spec
 from eval_pipeline_tests.runtimes.helpers import served_reference
 
 runner = CliRunner()
@@ -35,6 +35,23 @@ FLUENCY = ["run", "--lane", "deterministic_fluency", "--split", "dev"]
 )
 def test_a_spec_is_shown_without_its_credentials(spec: str, shown: str) -> None:
     assert redacted_spec(spec) == shown
+
+
+def test_options_are_shown_without_their_credentials() -> None:
+    options = {
+        "model": "reference",
+        "api_key": "plain-looking",
+        "headers": {"Authorization": "Bearer abc", "X-Trace": "on", "X-Other": "sk-live-9"},
+        "base": "http://user:pw@gw.example/v1",
+        "max_retries": 3,
+    }
+    assert redacted_options(options) == {
+        "model": "reference",
+        "api_key": "***",
+        "headers": {"Authorization": "***", "X-Trace": "on", "X-Other": "***"},
+        "base": "http://***@gw.example/v1",
+        "max_retries": 3,
+    }
 
 
 @pytest.mark.slow
