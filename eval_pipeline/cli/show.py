@@ -82,7 +82,7 @@ def _from_history(prefix: str, root: str) -> list[RunTables]:
 
 def find_run_tables(prefix: str, root: str) -> list[RunTables]:
     """The lane runs of the one run id ``prefix`` names: the instance's files first (they hold
-    every stage, and runs a blocking check stopped), else history. KeyError if none or several."""
+    every stage, and runs that broke before history), else history. KeyError if none or several."""
     runs = _from_instance(prefix) or _from_history(prefix, root)
     ids = sorted({r.run_id for r in runs})
     if not ids:

@@ -1,7 +1,7 @@
 """A run's stage tables as the instance stored them, found by run id prefix.
 
-History keeps only runs that reached the ``history`` asset; a run stopped by a blocking
-check or a void measurement still left its stage tables in the instance's storage
+History keeps only runs that reached the ``history`` asset; a run that broke before it (a
+stage raised, a worker died) still left its stage tables in the instance's storage
 (``tables/<lane>/<asset>/<case_set>/<runtime>/<run_id>.parquet``, see ``io_manager``), so
 ``eval-pipeline show`` can explain it too.
 """
