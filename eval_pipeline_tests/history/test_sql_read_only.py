@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
@@ -137,36 +139,39 @@ def vector(statement: str, root: Path, tmp_path: Path) -> str:
     )
 
 
+@contextmanager
+def untouched(history: str, tmp_path: Path, statement: str) -> Iterator[str]:
+    """The statement aimed at this history (the body runs it); afterwards every history file
+    holds the bytes it held before, and nothing was written outside."""
+    root = Path(history)
+    before = file_digests(root)
+    query = vector(statement, root, tmp_path)
+    yield query
+    assert file_digests(root) == before, query
+    assert not (tmp_path / "written.out").exists(), query
+
+
 @pytest.mark.parametrize("statement", WRITE_VECTORS)
 def test_the_connection_itself_cannot_write_into_history_whatever_the_statement(
     history: str, tmp_path: Path, statement: str
 ) -> None:
     """No statement filter in the way: the locked connection alone keeps every file as it was."""
-    root = Path(history)
-    before = file_digests(root)
-    query = vector(statement, root, tmp_path)
-    with read_only_connection(history) as con:
+    with untouched(history, tmp_path, statement) as query, read_only_connection(history) as con:
         try:
             for part in con.extract_statements(query):
                 con.execute(part.query)
         except duckdb.Error:
             pass  # refused: what matters is that nothing below changed
-    assert file_digests(root) == before, query
-    assert not (tmp_path / "written.out").exists(), query
 
 
 @pytest.mark.parametrize("statement", WRITE_VECTORS)
 def test_history_sql_refuses_every_write_vector_and_leaves_history_byte_identical(
     history: str, tmp_path: Path, statement: str
 ) -> None:
-    root = Path(history)
-    before = file_digests(root)
-    query = vector(statement, root, tmp_path)
-    code, output = sql(history, query)
+    with untouched(history, tmp_path, statement) as query:
+        code, output = sql(history, query)
     only_plans = statement.startswith("EXPLAIN COPY")  # a plan, not run: it reads, writes nothing
     assert code == (0 if only_plans else EXIT_BAD_INPUT), (query, output)
-    assert file_digests(root) == before, query
-    assert not (tmp_path / "written.out").exists(), query
 
 
 def test_help_says_the_connection_is_read_only() -> None:
