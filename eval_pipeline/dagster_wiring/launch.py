@@ -26,7 +26,7 @@ from dagster._core.storage.defs_state.base import set_defs_state_storage
 
 from eval_pipeline.dagster_wiring.checks import GATE_CHECK, MEASUREMENT_CHECK
 from eval_pipeline.dagster_wiring.code_location import REPOSITORY_LABEL, build_definitions
-from eval_pipeline.dagster_wiring.dead_runs import fail_dead_runs
+from eval_pipeline.dagster_wiring.dead_runs import fail_dead_runs, mark_live
 from eval_pipeline.dagster_wiring.io_manager import PATH_METADATA, ParquetIOManager
 from eval_pipeline.dagster_wiring.partitions import (
     custom_case_set,
@@ -163,6 +163,7 @@ def ensure_instance() -> dg.DagsterInstance:
         instance = dg.DagsterInstance.get()
         instance.get_runs(limit=1)  # touch every storage while we hold the lock
         fail_dead_runs(instance)
+    mark_live(home)
     return instance
 
 
