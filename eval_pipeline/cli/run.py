@@ -31,7 +31,7 @@ from eval_pipeline.cli.common import (
     run_title,
     short_id,
 )
-from eval_pipeline.cli.notify import run_notifier
+from eval_pipeline.cli.notifier import run_notifier
 from eval_pipeline.cli.rescore import recorded_lane_and_split, rescore_of, with_history_root
 from eval_pipeline.cli.summary import check_baseline, write_summary
 from eval_pipeline.failures import evidence_object, fault_counts, fault_text
