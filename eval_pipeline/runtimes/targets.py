@@ -104,10 +104,6 @@ class RuntimeTarget:
         return lane_max_error_rate if self.max_error_rate is None else self.max_error_rate
 
 
-def targets_path(evals: Path) -> Path:
-    return evals / TARGETS_FILE
-
-
 def load_targets(path: Path) -> dict[str, RuntimeTarget]:
     """The declared targets by name; every problem is reported as ``file:line: field: message``.
 
