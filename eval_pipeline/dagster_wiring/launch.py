@@ -21,6 +21,10 @@ from typing import Any, cast
 import dagster as dg
 import pandas as pd
 import pyarrow.parquet as pq
+
+# No public API: rebuilding the code location's job by name in a Celery worker
+# (`dg.reconstructable` takes only a module-level job), and pointing definitions built in this
+# process at the instance a run uses.
 from dagster._core.definitions.reconstruct import ReconstructableRepository
 from dagster._core.storage.defs_state.base import set_defs_state_storage
 
