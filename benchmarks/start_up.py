@@ -42,7 +42,14 @@ LANES = (
     "refusal_calibration",
     "conversational_thread_coherence",
 )
-TINY_ARGS = ["--repeat", "1", "--lanes", "2", "--no-main-job"]
+# The test suite's run of this benchmark (benchmarks/README.md, "Tiny runs").
+TINY_RUNS = {
+    "--repeat 1 --lanes 2 --no-main-job": [
+        r"^eval-pipeline --help +[0-9.]+ s +[0-9.]+ s CPU$",
+        r"^run, 1 lane\(s\) +[0-9.]+ s +[0-9.]+ s CPU$",
+        r"^each further lane adds +-?[0-9.]+ s +-?[0-9.]+ s CPU$",
+    ]
+}
 
 
 Figure = tuple[float, float]  # (wall seconds, CPU seconds of the process and its children)
