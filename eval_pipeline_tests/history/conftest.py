@@ -61,6 +61,7 @@ class StoredRun:
     cases_sha256: str = CASES_SHA256
     hour: int = 2
     split: str = SPLIT
+    lane: str = LANE
 
     @property
     def started_at(self) -> pd.Timestamp:
@@ -115,7 +116,7 @@ def run_tables(
 def run_keys(stored: StoredRun) -> dict[str, str]:
     return {
         "run_id": stored.run_id,
-        "lane": LANE,
+        "lane": stored.lane,
         "split": stored.split,
         "runtime": stored.runtime,
         "case_set": stored.case_set,
@@ -132,7 +133,7 @@ def manifest(stored: StoredRun) -> pd.DataFrame:
                 "started_at": stored.started_at.to_pydatetime(),
                 "cases_sha256": stored.cases_sha256,
                 "pipeline_version": "test",
-                "dagster_job": f"{LANE}_job",
+                "dagster_job": f"{stored.lane}_job",
             }
         ],
         **run_keys(stored),
@@ -151,9 +152,9 @@ def record_run(
     """Append one lane run's tables to history, then commit it, as the Dagster side does."""
     tables = run_tables(run, stored, keep_transcripts=keep_transcripts, turn_verdicts=turn_verdicts)
     for table, df in tables.items():
-        append_run(root, table, df, lane=LANE, date=stored.date, run_id=stored.run_id)
+        append_run(root, table, df, lane=stored.lane, date=stored.date, run_id=stored.run_id)
     if commit:
-        commit_run(root, manifest(stored), lane=LANE, date=stored.date, run_id=stored.run_id)
+        commit_run(root, manifest(stored), lane=stored.lane, date=stored.date, run_id=stored.run_id)
 
 
 @pytest.fixture

@@ -101,7 +101,9 @@ def test_commit_refuses_a_partial_run_and_is_idempotent(history: str, lane_runs:
     tables = run_tables(lane_runs[True], KILLED)
     append_run(history, "metrics", tables["metrics"], lane=LANE, date=KILLED.date, run_id=KILLED.run_id)
     claims_all = manifest(KILLED).assign(tables=",".join(DATA_TABLES))
-    with pytest.raises(ValueError, match=r"tables \['case_predicates', 'turn_verdicts', 'transcripts'\] are not stored"):
+    with pytest.raises(
+        ValueError, match=r"tables \['case_predicates', 'turn_verdicts', 'transcripts'\] are not stored"
+    ):
         commit_run(history, claims_all, lane=LANE, date=KILLED.date, run_id=KILLED.run_id)
     with pytest.raises(ValueError, match="manifest column run_id holds"):
         commit_run(history, manifest(KILLED), lane=LANE, date=KILLED.date, run_id="another-run")
