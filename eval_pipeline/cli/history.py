@@ -101,7 +101,7 @@ def history(
         typer.Option(
             "--sql",
             help="One read-only DuckDB query (SELECT, WITH, FROM, DESCRIBE, EXPLAIN) over the views "
-            "metrics, case_predicates, transcripts, runs. It runs on a read-only connection: it cannot "
+            "metrics, case_predicates, turn_verdicts, transcripts, runs. It runs on a read-only connection: it cannot "
             "write files, ATTACH databases, install extensions or read files outside the history root.",
         ),
     ] = None,

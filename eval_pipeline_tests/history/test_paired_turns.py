@@ -19,7 +19,7 @@ import pytest
 from typer.testing import CliRunner
 
 from eval_pipeline.cli import app
-from eval_pipeline.history.regression import MetricFinding, find_regressions
+from eval_pipeline.history.regression import MetricFinding, find_regressions, regression_sentence
 from eval_pipeline.history.store import append_run, run_file
 from eval_pipeline.lanes import find_lane, lane_kind
 from eval_pipeline.paired import paired_figures
@@ -129,7 +129,13 @@ def test_a_turn_rate_regression_is_flagged(history_root: Path, coherence: LaneRu
     root = str(history_root)
     record_run(root, coherence, BEFORE)
     worse = worsened(coherence, first_turns(coherence, 2))
-    finding = regressions(root, worse)[METRIC]
+    findings = regressions(root, worse)
+    finding = findings[METRIC]
+    # What the check's description (and the CLI, under the lane's metrics) says.
+    assert regression_sentence(list(findings.values())) == (
+        "1 metric(s) regressed vs run-t1: length_adequate_rate "
+        f"(12 turns worse, 0 better of 58 turns in 6 cases, p = {1 / 10_001:.4g})"
+    )
     assert (finding.cases, finding.turns, finding.worse, finding.better) == (6, 58, 12, 0)
     assert finding.regressed and "significantly worse vs run-t1" in finding.note
     assert "clustered: bootstrap over cases" in finding.note
