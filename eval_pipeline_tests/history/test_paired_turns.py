@@ -9,6 +9,7 @@ faults, as a runtime that got worse on them would have them, and both runs go th
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from typer.testing import CliRunner
 
 from eval_pipeline.cli import app
 from eval_pipeline.history.regression import MetricFinding, find_regressions, regression_sentence
+from eval_pipeline.history.report import write_report
 from eval_pipeline.history.store import append_run, run_file
 from eval_pipeline.lanes import find_lane, lane_kind
 from eval_pipeline.paired import paired_figures
@@ -310,3 +312,23 @@ def test_the_history_asset_path_stores_and_reads_stage_files(
     assert append_run(root, "turn_verdicts", turns, lane=LANE, date=AFTER.date, run_id=AFTER.run_id) is None
     with pytest.raises(ValueError, match="not those of turn_verdicts"):
         append_run(root, "turn_verdicts", transcripts, lane=LANE, date="2024-06-03", run_id="run-t3")
+
+
+def test_the_report_shows_a_turn_rate_regression(
+    history_root: Path, tmp_path: Path, coherence: LaneRun
+) -> None:
+    """The HTML report decides no_regression as the check does, the current run's turn verdicts
+    read back from history."""
+    root = str(history_root)
+    record_run(root, coherence, BEFORE)
+    record_run(root, worsened(coherence, first_turns(coherence, 2)), AFTER)
+    html = write_report(root, tmp_path / "report").read_text(encoding="utf-8")
+    regression = html[html.index("<h4>no_regression against run-t1") :]
+    regression = regression[: regression.index("</table>")]
+    assert '<span class="warn">warn</span>' in regression
+    assert re.search(
+        r"length_adequate_rate</td><td>1</td><td>0.7931</td><td class=\"num\">12 turns</td>"
+        r"<td class=\"num\">0 turns</td><td class=\"num\">9.999e-05</td><td class=\"warn\">regressed<",
+        regression,
+    ), regression
+    assert "of 58 turns in 6 cases" in regression
