@@ -325,7 +325,7 @@ def _finding(
         worse, better, unit = len(worse_ids), len(counts.went_worse(not up)), "cases"
     if not len(counts.case_ids):
         return found(f"not tested: no common {unit[:-1]} has a verdict", cases=0, worse=0, better=0)
-    if rows.over == "cases" and counts.one_verdict_each:
+    if counts.one_verdict_each:  # as compare decides: one verdict per case a side is a 2×2 table
         p = mcnemar_one_sided(worse, better)
         how = f"one-sided exact McNemar p = {p:.4g}"
     else:
