@@ -20,6 +20,7 @@ import pytest
 from typer.testing import CliRunner
 
 from eval_pipeline.cli import app
+from eval_pipeline.dagster_wiring.launch import ensure_instance, materialize_lane
 from eval_pipeline.history.regression import MetricFinding, find_regressions, regression_sentence
 from eval_pipeline.history.report import write_report
 from eval_pipeline.history.store import append_run, run_file
@@ -27,6 +28,7 @@ from eval_pipeline.lanes import find_lane, lane_kind
 from eval_pipeline.paired import paired_figures
 from eval_pipeline.pipeline import LaneRun, error_rate, evaluate_lane
 from eval_pipeline.runtimes import build_runtime
+from eval_pipeline.runtimes.targets import find_target
 from eval_pipeline.stage_files import StageFile, StageWriter
 from eval_pipeline.tables import TRANSCRIPTS, TURN_PREDICATES, TURN_VERDICTS, nullable_types, with_run_columns
 
@@ -332,3 +334,43 @@ def test_the_report_shows_a_turn_rate_regression(
         regression,
     ), regression
     assert "of 58 turns in 6 cases" in regression
+
+
+@pytest.mark.slow
+def test_the_no_regression_check_tests_a_rate_over_turns_in_a_dagster_run(tmp_path: Path) -> None:
+    """Two nights of one runtime (the same replay path) through Dagster: the thread answers as
+    recorded, then with the first two turns of every thread cut short. The history asset pairs
+    the turns from the run's stage files and the check's metadata carries the turn counts."""
+    columns = ["case_id", "turn_index", "prompt", "surface", "grounding_source", "surface_tag"]
+    live = evaluate_lane(find_lane(LANE), SPLIT, build_runtime("reference")).transcripts[columns]
+    recorded = tmp_path / "night.jsonl"
+    nights = []
+    for cut in (False, True):
+        replies = live.copy()
+        if cut:
+            replies.loc[replies["turn_index"] < 2, "surface"] = "It is so."
+        recorded.write_text(
+            "\n".join(json.dumps(r) for r in replies.to_dict("records")) + "\n", encoding="utf-8"
+        )
+        nights.append(
+            materialize_lane(
+                find_lane(LANE),
+                find_target(f"replay:{recorded}"),
+                split=SPLIT,
+                date="2026-11-30",
+                instance=ensure_instance(),
+            )
+        )
+    first, second = ({c.name: c for c in night.checks} for night in nights)
+    assert first["no_regression"].passed and not second["no_regression"].passed
+    metadata = second["no_regression"].metadata
+    assert METRIC in metadata["regressed_metrics"]
+    paired = {row["metric"]: row for row in metadata["paired_counts"]}
+    assert {k: paired[METRIC][k] for k in ("cases", "turns", "worse", "better", "regressed")} == {
+        "cases": 6,
+        "turns": 58,
+        "worse": 12,
+        "better": 0,
+        "regressed": True,
+    }
+    assert paired["error_rate"]["turns"] == 58 and paired["error_rate"]["regressed"] is False
