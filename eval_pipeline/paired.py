@@ -19,8 +19,8 @@ rate, up to N with N samples, up to the case's turns for a rate over turns. A si
   distinct kinds rather than the cases. The 95% interval is the percentile interval of
   ``rate_b − rate_a`` over :data:`RESAMPLES` resamples from a fixed seed (reproducible).
   Where McNemar does not apply (clustered), the same resamples give the p-value: two-sided,
-  ``min(1, 2 · (k + 1) / (R + 1))`` with ``k`` the resamples on the far side of 0 from the
-  smaller tail (``Δ* ≤ 0`` or ``Δ* ≥ 0``) and ``R`` the resamples; one-sided "B is worse",
+  ``min(1, 2 · (k + 1) / (R + 1))`` with ``k`` the smaller of the numbers of resamples with
+  ``Δ* ≤ 0`` and with ``Δ* ≥ 0``, and ``R`` the resamples; one-sided "B is worse",
   ``(k + 1) / (R + 1)`` with ``k`` the resamples where B is no worse. The ``+ 1`` keeps a
   p-value from a finite number of resamples above 0 (at least ``1 / (R + 1)``). It is the
   p-value the percentile interval inverts: it is below 0.05 about when the 95% interval
