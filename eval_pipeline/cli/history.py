@@ -101,7 +101,7 @@ def history(
         typer.Option(
             "--sql",
             help="One read-only DuckDB query (SELECT, WITH, FROM, DESCRIBE, EXPLAIN) over the views "
-            "metrics, case_predicates, transcripts, runs. It runs on a read-only connection: it cannot "
+            "metrics, case_predicates, turn_verdicts, transcripts, runs. It runs on a read-only connection: it cannot "
             "write files, ATTACH databases, install extensions or read files outside the history root.",
         ),
     ] = None,
@@ -436,8 +436,9 @@ def _comparison_tables(result: RunComparison) -> list[Table]:
             Text(m.verdict.split(" at α")[0], style=_VERDICT_STYLES.get(m.verdict, "dim")),
         )
     paired = _table(
-        "paired test on the common cases: exact McNemar (p) where a case holds one verdict a side, "
-        f"else a clustered bootstrap; 95% CI from {result.resamples:,} resamples, seed {result.seed}"
+        "paired test on the common cases (rates over turns: on the turns both judged): exact McNemar "
+        "where a case holds one verdict a side, else clustered: bootstrap over cases (whole cases "
+        f"resampled, its p); 95% CI from {result.resamples:,} resamples, seed {result.seed}"
     )
     for column in ("metric", "A only", "B only", "95% CI of B − A", "p", "p (Holm)"):
         paired.add_column(column, overflow="fold")
@@ -450,7 +451,7 @@ def _comparison_tables(result: RunComparison) -> list[Table]:
             "" if counts is None else str(counts.only_a),
             "" if counts is None else str(counts.only_b),
             f"[{figures.ci_low:+.3f}, {figures.ci_high:+.3f}]",
-            "" if figures.p_value is None else f"{figures.p_value:.4g}",
+            f"{figures.p_value:.4g}" + (" clustered" if figures.clustered else ""),
             "" if m.p_holm is None else f"{m.p_holm:.4g}",
         )
     return [values, paired] if tested else [values]
