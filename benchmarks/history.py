@@ -35,8 +35,13 @@ from eval_pipeline.pipeline import metric_rows
 from eval_pipeline.scoring import ERROR_RATE, MetricValue, count, judge
 from eval_pipeline.tables import CASE_PREDICATES, METRICS, RUN_MANIFESTS, frame
 
-# Test-suite runs (eval_pipeline_tests/test_benchmarks_run.py): arguments → a line of figures.
-TINY_RUNS = {"--years 0.02 --workers 1": r"^diff of two runs +[0-9.]+s"}
+# Test-suite runs (eval_pipeline_tests/test_benchmarks_run.py): arguments → lines of figures.
+TINY_RUNS = {
+    "--years 0.02 --workers 1": [
+        r"^trend \(1 metric, 1 lane\)( +[0-9.]+s){4}$",
+        r"^diff of two runs( +[0-9.]+s){4}$",
+    ]
+}
 
 LANES = ("lane_a", "lane_b", "lane_c", "lane_d")
 RATES = [f"metric_{i:02d}_rate" for i in range(18)]  # with `cases` and error_rate: 20 metrics

@@ -28,6 +28,9 @@ from eval_pipeline.lanes.metric_rows import MetricRows
 from eval_pipeline.paired import paired_figures
 from eval_pipeline.tables import SCHEMAS
 
+# Test-suite runs (eval_pipeline_tests/test_benchmarks_run.py): arguments → lines of figures.
+TINY_RUNS = {"--cases 1000 --resamples 200": [r"^compare_runs, 4 rates, flips and document: [0-9.]+ s$"]}
+
 LANE, SPLIT, RUNTIME, DAY = "bench_lane", "public", "reference", "2026-12-01"
 SERIES = {"lane": LANE, "split": SPLIT, "runtime": RUNTIME, "case_set": SPLIT}
 

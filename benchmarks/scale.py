@@ -26,6 +26,16 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+# Test-suite runs (eval_pipeline_tests/test_benchmarks_run.py): arguments → lines of figures.
+TINY_RUNS = {
+    "--n 100 --lanes deterministic_fluency conversational_thread_coherence": [
+        r"^deterministic_fluency, 100 cases, 100 turns",
+        r"^conversational_thread_coherence, 10 cases, 100 turns",
+        r"^  ratio pipeline / loop +[0-9.]+$",
+    ],
+    "--cpu --cpu-repeat 1 --start-s 0.1 --turn-ms 1": [r"^  ratio pipeline / serial +[0-9.]+$"],
+}
+
 FLUENCY = "deterministic_fluency"
 THREAD = "conversational_thread_coherence"
 FLUENCY_PREDICATES = (

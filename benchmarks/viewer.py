@@ -33,6 +33,14 @@ import pyarrow.parquet as pq
 from eval_pipeline.history.store import commit_run, run_file
 from eval_pipeline.tables import JSON_TEXT, RUN_MANIFESTS, SCHEMAS, frame
 
+# Test-suite runs (eval_pipeline_tests/test_benchmarks_run.py): arguments → lines of figures.
+TINY_RUNS = {
+    "--cases 20 --big-turns 200 --repeat 1 --starts 1": [
+        r"^grid, every case, page 1 +[0-9.]+s +[0-9.]+s$",
+        r"^report: \d+ pages written in [0-9.]+ s$",
+    ]
+}
+
 LANE, BIG_LANE, SPLIT, DAY = "bench_lane", "bench_big_run", "public", "2026-11-30"
 RUNTIMES = ("reference", "reference-no-gloss", "staging", "candidate")
 PREDICATES = ("no_placeholder", "complete_punctuation", "no_dotted_inventory", "no_provenance_only")
