@@ -7,9 +7,10 @@ A benchmark declares its test-suite runs in a module-level constant (``benchmark
 each key the arguments of one run (split as a shell splits them), each value the regular
 expressions of the lines of figures that run promises: each must match a line of its standard
 output, and each line it matches must hold a number. The constant is read from the script's source, so collecting these tests
-imports none of the benchmarks. Each run is its own process, in a scratch folder with its own
-state, history and temporary folder; the timeout only stops a run that hangs: speed is what
-the benchmarks print, never asserted here.
+imports none of the benchmarks. Each run is its own process, started from the project's root
+as ``benchmarks/README.md`` runs them, with its own state, history and temporary folder (every
+file a benchmark writes goes there); the timeout only stops a run that hangs: speed is what the
+benchmarks print, never asserted here.
 """
 
 from __future__ import annotations
@@ -184,12 +185,13 @@ def test_every_benchmark_runs_at_its_tiny_size(script: Path, run: TinyRun | None
 
 
 def run_benchmark(run: TinyRun, scratch: Path) -> subprocess.CompletedProcess[str]:
-    """The run in its own process (group) in ``scratch``; on a hang, the group is stopped."""
+    """The run in its own process (group), its temporary files in ``scratch``; the group is
+    stopped when it hangs, and whatever it left running when it ends."""
     env = {**os.environ, "TMPDIR": str(scratch), "PYTHONUNBUFFERED": "1", "COLUMNS": "200"}
-    command = [sys.executable, str(run.script), *shlex.split(run.args)]
+    command = [sys.executable, str(run.script.relative_to(PROJECT_ROOT)), *shlex.split(run.args)]
     process = subprocess.Popen(
         command,
-        cwd=scratch,
+        cwd=PROJECT_ROOT,
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
