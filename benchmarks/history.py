@@ -13,6 +13,7 @@ thresholds (``scoring.judge``), made into rows by ``pipeline.metric_rows`` and e
 from __future__ import annotations
 
 import argparse
+import itertools
 import shutil
 import tempfile
 import time
@@ -61,18 +62,19 @@ def run_tables(lane: str, day: date, seed: int) -> dict[str, pd.DataFrame]:
     run_columns |= {"runtime": RUNTIME, "case_set": SPLIT}
     started_at = datetime(day.year, day.month, day.day, 2, tzinfo=UTC)
     passed = rng.random(len(CASES) * len(PREDICATES)) > 0.05
-    case_rows = pd.DataFrame(
+    case_rows = [
         {
-            "case_id": np.repeat(CASES, len(PREDICATES)),
-            "predicate": np.tile(PREDICATES, len(CASES)),
-            "passed": passed,
+            "case_id": case_id,
+            "predicate": predicate,
+            "passed": bool(held),
             "severity": "hard",
-            "code": np.where(passed, "ok", "failed"),
+            "code": "ok" if held else "failed",
             "message": "",
             "evidence": "{}",
             "sample_index": 0,
         }
-    )
+        for (case_id, predicate), held in zip(itertools.product(CASES, PREDICATES), passed, strict=True)
+    ]
     held = rng.integers(80, 101, len(RATES))
     values = [
         *(MetricValue(name, n / 100, float(n), 100.0) for name, n in zip(RATES, held, strict=True)),
@@ -95,7 +97,7 @@ def run_tables(lane: str, day: date, seed: int) -> dict[str, pd.DataFrame]:
     )
     return {
         "metrics": metrics,
-        "case_predicates": frame(CASE_PREDICATES, case_rows.to_dict("records"), **run_columns),
+        "case_predicates": frame(CASE_PREDICATES, case_rows, **run_columns),
         "run_manifests": manifest,
     }
 
@@ -172,7 +174,7 @@ def main() -> None:
         a = RunRef(f"lane_b-{(last - timedelta(days=1)).isoformat()}", "lane_b", SPLIT, RUNTIME, SPLIT)
         b = RunRef(f"lane_b-{last.isoformat()}", "lane_b", SPLIT, RUNTIME, SPLIT)
         assert len(trend_duckdb(root)) == days and diff_duckdb(root, a, b) == diff_pandas(root, a, b)
-        rows = {
+        rows: dict[str, list[Callable[[], object]]] = {
             "trend (1 metric, 1 lane)": [lambda: trend_duckdb(root), lambda: trend_pandas(root)],
             "diff of two runs": [lambda: diff_duckdb(root, a, b), lambda: diff_pandas(root, a, b)],
         }
