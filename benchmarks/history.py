@@ -17,7 +17,7 @@ import itertools
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -55,6 +55,16 @@ THRESHOLDS = [
 ]
 
 
+def metrics_table(
+    values: Sequence[MetricValue], thresholds: Sequence[ThresholdSpec], **columns: object
+) -> pd.DataFrame:
+    """A run's metrics table as the pipeline's metrics stage builds it: ``values`` judged against
+    ``thresholds`` (``scoring.judge``), made into rows by ``pipeline.metric_rows``, the table by
+    ``tables.frame``, ``columns`` (the run columns, its night, …) filling whole columns."""
+    rows = metric_rows(values, judge(thresholds, values))
+    return frame(METRICS, rows, **{"pipeline_version": __version__, **columns})
+
+
 def run_tables(lane: str, day: date, seed: int) -> dict[str, pd.DataFrame]:
     """One run's metrics, case_predicates and manifest, with a few random flips per night."""
     rng = np.random.default_rng(seed)
@@ -82,13 +92,7 @@ def run_tables(lane: str, day: date, seed: int) -> dict[str, pd.DataFrame]:
         MetricValue(ERROR_RATE, 0.0, 0.0, float(len(CASES))),
     ]
     night = {"partition_date": day.isoformat(), "started_at": started_at, "cases_sha256": "0" * 64}
-    metrics = frame(
-        METRICS,
-        metric_rows(values, judge(THRESHOLDS, values)),
-        **run_columns,
-        **night,
-        pipeline_version=__version__,
-    )
+    metrics = metrics_table(values, THRESHOLDS, **run_columns, **night)
     manifest = frame(
         RUN_MANIFESTS,
         [{**night, "runtime_spec": RUNTIME}],  # commit_run fills committed_at and tables
