@@ -6,8 +6,8 @@ A benchmark declares its test-suite runs in a module-level constant (``benchmark
 
 each key the arguments of one run (split as a shell splits them), each value the regular
 expressions of the lines of figures that run promises: each must match a line of its standard
-output, and each line it matches must hold a number. The constant is read from the script's source, so collecting these tests
-imports none of the benchmarks. Each run is its own process, started from the project's root
+output, and each line it matches must hold a number. The constant is read from the script's
+source, so collecting these tests imports none of the benchmarks. Each run is its own process, started from the project's root
 as ``benchmarks/README.md`` runs them, with its own state, history and temporary folder (every
 file a benchmark writes goes there); the timeout only stops a run that hangs: speed is what the
 benchmarks print, never asserted here.
@@ -76,7 +76,7 @@ def declared_runs(script: Path) -> list[TinyRun]:
     where = f"{name}:{assigned[-1].lineno}: {DECLARATION}"
     try:
         runs = ast.literal_eval(assigned[-1].value)
-    except ValueError as error:
+    except (ValueError, TypeError, SyntaxError, RecursionError) as error:
         raise ValueError(f"{where} is not a literal ({error}): {HOW_TO_DECLARE}") from None
     if not isinstance(runs, dict) or not runs:
         raise ValueError(
@@ -85,7 +85,12 @@ def declared_runs(script: Path) -> list[TinyRun]:
     declared = []
     for args, figures in runs.items():
         if not isinstance(args, str) or not isinstance(figures, list) or not figures:
-            raise ValueError(f"{where}: {args!r}: {figures!r} is not text → a list: {HOW_TO_DECLARE}")
+            raise ValueError(
+                f"{where}: {args!r}: {figures!r}: expected the arguments (text) → a non-empty list of "
+                f"regular expressions: {HOW_TO_DECLARE}"
+            )
+        if not args.strip():
+            raise ValueError(f"{where}: a run without arguments runs at full size: {HOW_TO_DECLARE}")
         try:
             shlex.split(args)
             for pattern in figures:
@@ -128,13 +133,13 @@ def test_the_benchmarks_are_found() -> None:
 def test_every_benchmark_declares_its_tiny_runs(script: Path) -> None:
     if problem := declaration_problem(script):
         pytest.fail(problem, pytrace=False)
-    assert all(run.args.strip() for run in declared_runs(script)), f"{script.name}: a run needs arguments"
 
 
 def test_a_new_benchmark_is_found_and_told_how_to_declare_its_tiny_runs(tmp_path: Path) -> None:
     (tmp_path / "undeclared.py").write_text('"""A benchmark."""\nSIZES = [1]\n', encoding="utf-8")
     (tmp_path / "listed.py").write_text('TINY_RUNS = ["--n 10"]\n', encoding="utf-8")
     (tmp_path / "one_pattern.py").write_text('TINY_RUNS = {"--n 10": "^n"}\n', encoding="utf-8")
+    (tmp_path / "full_size.py").write_text('TINY_RUNS = {" ": ["^n"]}\n', encoding="utf-8")
     (tmp_path / "bad_pattern.py").write_text('TINY_RUNS = {"--n 10": ["(unclosed"]}\n', encoding="utf-8")
     (tmp_path / "declared.py").write_text(
         'import not_installed_anywhere\n\nTINY_RUNS: dict[str, list[str]] = {"--n 10": [r"^n +\\d+"]}\n',
@@ -143,6 +148,7 @@ def test_a_new_benchmark_is_found_and_told_how_to_declare_its_tiny_runs(tmp_path
     assert [s.name for s in benchmark_scripts(tmp_path)] == [
         "bad_pattern.py",
         "declared.py",
+        "full_size.py",
         "listed.py",
         "one_pattern.py",
         "undeclared.py",
@@ -152,8 +158,12 @@ def test_a_new_benchmark_is_found_and_told_how_to_declare_its_tiny_runs(tmp_path
         declared_runs(tmp_path / "undeclared.py")
     with pytest.raises(ValueError, match=rf"^{folder}/listed\.py:1: TINY_RUNS is list .*a non-empty dict"):
         declared_runs(tmp_path / "listed.py")
-    with pytest.raises(ValueError, match=rf"^{folder}/one_pattern\.py:1: TINY_RUNS: '--n 10': '\^n' is not"):
+    with pytest.raises(
+        ValueError, match=rf"^{folder}/one_pattern\.py:1: TINY_RUNS: '--n 10': '\^n': expected the"
+    ):
         declared_runs(tmp_path / "one_pattern.py")
+    with pytest.raises(ValueError, match=rf"^{folder}/full_size\.py:1: TINY_RUNS: a run without arguments"):
+        declared_runs(tmp_path / "full_size.py")
     with pytest.raises(ValueError, match=rf"^{folder}/bad_pattern\.py:1: TINY_RUNS: '--n 10'.*missing \)"):
         declared_runs(tmp_path / "bad_pattern.py")
     assert declared_runs(tmp_path / "declared.py") == [
