@@ -76,18 +76,18 @@ def run_tables(lane: str, day: date, seed: int) -> dict[str, pd.DataFrame]:
         {
             "case_id": case_id,
             "predicate": predicate,
-            "passed": bool(held),
+            "passed": bool(holds),
             "severity": "hard",
-            "code": "ok" if held else "failed",
+            "code": "ok" if holds else "failed",
             "message": "",
             "evidence": "{}",
             "sample_index": 0,
         }
-        for (case_id, predicate), held in zip(itertools.product(CASES, PREDICATES), passed, strict=True)
+        for (case_id, predicate), holds in zip(itertools.product(CASES, PREDICATES), passed, strict=True)
     ]
-    held = rng.integers(80, 101, len(RATES))
+    numerators = rng.integers(80, 101, len(RATES))
     values = [
-        *(MetricValue(name, n / 100, float(n), 100.0) for name, n in zip(RATES, held, strict=True)),
+        *(MetricValue(name, n / 100, float(n), 100.0) for name, n in zip(RATES, numerators, strict=True)),
         count("cases", len(CASES)),
         MetricValue(ERROR_RATE, 0.0, 0.0, float(len(CASES))),
     ]
