@@ -33,6 +33,16 @@ from eval_pipeline_tests.fuzz.bounded_cli import run_bounded
 from eval_pipeline_tests.fuzz.harness import COUNT_FIELDS, FuzzCounts, fuzz_lane
 from eval_pipeline_tests.fuzz.hostile import DEADLINE_S, REPLIES, Outcome
 
+# Test-suite runs (eval_pipeline_tests/test_benchmarks_run.py): arguments → lines of figures.
+TINY_RUNS = {
+    "--lines 20 --hostile 1": [
+        r"^all lanes +120 +[0-9,]+( +0){5}$",
+        r"^lane +1 .* 0$",
+        r"^targets +1 .* 0$",
+        r"^reply +\d+ .* 0$",
+    ]
+}
+
 COLUMNS = COUNT_FIELDS
 
 

@@ -49,6 +49,9 @@ from eval_pipeline.runtimes import build_runtime
 from eval_pipeline.stage_files import StageFile, StageWriter
 from eval_pipeline.tables import CASE_PREDICATES, SCHEMAS, TRANSCRIPTS, TURN_PREDICATES
 
+# Test-suite runs (eval_pipeline_tests/test_benchmarks_run.py): arguments → lines of figures.
+TINY_RUNS = {"--cases 1000 --resamples 200": [r"^compare_runs, 4 rates, flips and document: [0-9.]+ s$"]}
+
 LANE, SPLIT, RUNTIME, DAY = "bench_lane", "public", "reference", "2026-12-01"
 SERIES = {"lane": LANE, "split": SPLIT, "runtime": RUNTIME, "case_set": SPLIT}
 
