@@ -159,6 +159,7 @@ def _document(batch_id: str, outcomes: list[LaneOutcome]) -> dict[str, Any]:
                         "severity": c.severity,
                         "value": c.value,
                         "threshold": c.threshold,
+                        "void_reason": c.metadata.get("void_reason"),
                     }
                     for c in o.checks
                 ],
@@ -335,6 +336,11 @@ def _suite(outcome: LaneOutcome) -> SuiteRun:
             "runtime": outcome.runtime,
             "case_set": outcome.case_set,
             **{f"check.{c.name}": c.verdict for c in outcome.checks},
+            **{
+                f"check.{c.name}.void_reason": why
+                for c in outcome.checks
+                if (why := c.metadata.get("void_reason"))
+            },
             **({"failure": outcome.failure} if outcome.failure else {}),
         },
         timestamp=datetime.now(UTC),
