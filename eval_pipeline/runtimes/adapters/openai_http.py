@@ -32,7 +32,9 @@ Options (``--runtime-option KEY=VALUE``):
 
 A reply is an answer whenever it has ``choices[0].message``: ``content: null`` is an empty
 surface, and tool calls are kept in ``raw``. Per turn, ``raw`` holds the response ``id``,
-model name, finish reason, token usage, tool calls and call ids. Objects and lists reached by
+model name, finish reason, token usage, tool calls and call ids. A body (or streamed chunk)
+is read by the strict JSON reader of case files: a key twice, ``NaN`` or a lone surrogate
+escape is a malformed reply, that turn's fault. Objects and lists reached by
 ``response_fields`` are stored as JSON. An error names the URL (never credentials), the HTTP
 status, the server's message (first 500 characters) or the underlying cause.
 """
@@ -41,7 +43,6 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
-import json
 import os
 import threading
 import time
@@ -51,6 +52,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from eval_pipeline.cases.jsonl import LineProblem, parse_json_line
 from eval_pipeline.runtimes.adapters.openai_replies import (
     ReplyError,
     StreamAssembly,
@@ -147,6 +149,17 @@ def _secret(env: str, *, required: bool) -> str | None:
     if not value and required:
         raise RuntimeSpecError(f"openai runtime: environment variable {env} is not set")
     return value or None
+
+
+def strict_json(body: bytes) -> dict[str, Any] | str:
+    """A reply body (or streamed chunk) read by the strict JSON reader of case files and
+    ``exec:`` replies: a key twice, ``NaN``, a lone surrogate or deep nesting is refused, never
+    "the last one wins". The object, or what is wrong with it (``field: message``)."""
+    document = parse_json_line(body)
+    if isinstance(document, LineProblem):
+        where = "" if document.field == "(line)" else f"{document.field}: "
+        return f"{where}{document.message}"
+    return document
 
 
 class _EventLoopThread:
@@ -253,12 +266,10 @@ class OpenAIRuntime:
 
     def _body_document(self, http: Any) -> Any:
         """The JSON of a whole (read) HTTP response, else a fault quoting the start of the body."""
-        try:
-            return http.json()
-        except ValueError:
-            raise self._malformed(
-                f"the body is not JSON: {shorten(http.text, 200)!r}", http.headers
-            ) from None
+        document = strict_json(http.content)
+        if isinstance(document, str):
+            raise self._malformed(f"the body: {document}: {shorten(http.text, 200)!r}", http.headers)
+        return document
 
     async def _streamed(self, messages: list[dict[str, str]], seed: int | None) -> TurnResponse:
         started = time.perf_counter()
@@ -306,9 +317,12 @@ class OpenAIRuntime:
             payload = sse_payload(line)
             if payload is None:
                 continue
+            chunk = strict_json(payload.encode("utf-8", "surrogatepass"))
             try:
-                carried_token = assembly.add(json.loads(payload))
-            except ValueError as exc:  # ReplyError, or a chunk that is not JSON
+                if isinstance(chunk, str):
+                    raise ReplyError(chunk)
+                carried_token = assembly.add(chunk)
+            except ReplyError as exc:
                 raise self._malformed(
                     f"chunk {assembly.chunks + 1}: {shorten(str(exc), 200)}", reply.headers
                 ) from None
