@@ -19,8 +19,9 @@ Options (``--runtime-option KEY=VALUE``):
   attempt), ``max_retries`` (3),
   ``backoff_s`` (0.5), ``max_backoff_s`` (30).
 - ``response_fields``: TurnResponse field → dotted path into the response JSON, e.g.
-  ``{"grounding_source": "choices.0.message.grounding_source"}``. Without it,
-  ``grounding_source`` is ``"none"`` and the other fields are empty.
+  ``{"grounding_source": "choices.0.message.x_grounding"}``. A field it does not map is read
+  at ``choices.0.message.<field>``, beside ``content`` (where ``serve-reference`` sends it);
+  a reply without it leaves the field null: not supplied, which the run reports.
 - ``system_prompt``: an optional first system message; ``request_params``: extra
   request-body parameters (``temperature``, ``seed``...).
 - ``stream`` (false; ``request_params={"stream": true}`` means the same): ask for a streamed
@@ -47,7 +48,7 @@ import os
 import threading
 import time
 from collections.abc import Coroutine, Mapping
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -83,6 +84,14 @@ PLACEHOLDER_KEY = "not-needed"  # sent to servers that ask for no key (the SDK r
 TRANSIENT_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 
 ResponseField = Literal["grounding_source", "surface_tag", "epistemic_status"]
+RESPONSE_FIELDS: tuple[ResponseField, ...] = get_args(ResponseField)
+
+
+def default_path(field: str) -> str:
+    """Where a response field is read when ``response_fields`` does not map it: beside ``content``."""
+    return f"choices.0.message.{field}"
+
+
 T = TypeVar("T")
 
 
@@ -346,11 +355,12 @@ class OpenAIRuntime:
             surface = reply_surface(message, self.options.tool_call_surface)
         except ReplyError as exc:
             raise self._malformed(str(exc), headers) from None
+        # A field not mapped is read where serve-reference puts it, beside ``content``; a server
+        # that sends no such field leaves it null (not supplied), never a made-up "none".
         fields: dict[str, Any] = {
-            name: field_text(read_path(document, path)) for name, path in self.options.response_fields.items()
+            name: field_text(read_path(document, self.options.response_fields.get(name, default_path(name))))
+            for name in RESPONSE_FIELDS
         }
-        if fields.get("grounding_source") is None:
-            fields["grounding_source"] = "none"
         raw: dict[str, Any] = {
             "id": read_path(document, "id"),
             "model": read_path(document, "model"),
