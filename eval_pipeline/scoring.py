@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from eval_pipeline.intervals import wilson_interval
+from eval_pipeline.predicates.explain import not_applicable_why
 
 ThresholdOp = Literal[">=", "<=", "==", ">", "<"]
 # The one severity vocabulary: a threshold check blocks (ERROR) or reports (WARN).
@@ -325,8 +326,8 @@ def not_measured(metric: MetricValue) -> str:
     """Why a metric that could not be computed says nothing about the runtime: which
     not-applicable codes emptied its denominator, on how many of its rows (the one place the
     sentence is made; the CLI, ``--json``, JUnit and the check metadata show it)."""
-    from eval_pipeline.predicates.explain import not_applicable_why
-
+    if metric.denominator is None:  # derived from other metrics (all_of), one of them unmeasured
+        return "a metric it is derived from measured nothing (see that metric's check)"
     rows = metric.rows_are
     total = sum(n for _, n in metric.not_applicable)
     if not total:

@@ -45,6 +45,10 @@ def test_the_void_reason_names_the_codes_that_emptied_the_denominator() -> None:
     assert (
         verdict.void_reason == "no turn qualified (of 3 turns: first_ask on 2, first_ask_not_grounded on 1)"
     )
+    # A metric derived from others (all_of) without counts: it names where to look.
+    derived = ThresholdSpec(metric="both", op="==", value=1.0, severity="ERROR", reason="r")
+    (verdict,) = judge([derived], [MetricValue("both", None)])
+    assert verdict.void_reason == "a metric it is derived from measured nothing (see that metric's check)"
     # A metric with one applicable row is measured: no reason, a verdict.
     (verdict,) = judge([TELEMETRY], telemetry_rate(turn_rows(["no_telemetry", "pass"], [None, True])))
     assert not verdict.void and verdict.passed and verdict.void_reason == ""
