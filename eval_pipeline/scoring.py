@@ -160,8 +160,11 @@ def ranked_codes(counts: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
     return tuple(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
 
 
-def added_not_applicable(values: Iterable[MetricValue]) -> tuple[tuple[str, int], ...]:
-    """The not-applicable codes of one metric measured in parts (case batches, samples), added up."""
+def added_not_applicable(values: Sequence[MetricValue]) -> tuple[tuple[str, int], ...]:
+    """The not-applicable codes of one metric measured in parts (case batches, samples), added
+    up when no part had an applicable row (else none: the metric was measured, as in one piece)."""
+    if any(value.denominator for value in values):
+        return ()
     total: Counter[str] = Counter()
     for value in values:
         total.update(dict(value.not_applicable))

@@ -60,6 +60,10 @@ def test_the_codes_add_up_over_case_batches_and_samples() -> None:
     batches = merge_batches([SampleMetrics([first], None), SampleMetrics([second], None)])
     (merged,) = batches.per_sample[0]
     assert merged.not_applicable == (("no_telemetry", 5),) and merged.rows_are == "turns"
+    # A batch with an applicable row makes the metric measured: no codes, as in one piece.
+    measured = telemetry_rate(turn_rows(["pass"], [True]))
+    (whole,) = merge_batches([SampleMetrics([first], None), SampleMetrics([measured], None)]).per_sample[0]
+    assert whole.value == 1.0 and whole.not_applicable == ()
     (pooled,) = pool([[merged], [merged]], [merged])
     (verdict,) = judge([TELEMETRY], [pooled])
     assert verdict.void_reason == "no turn carried telemetry (no_telemetry on 10 of 10 turns)"
