@@ -36,3 +36,9 @@ def test_a_streamed_chunk_naming_a_key_twice_is_the_turns_fault() -> None:
     (turn,) = turns_of(event_stream([chunk({"content": "Tru"}), duplicated]), stream=True)
     assert turn["surface"] is None, turn
     assert "chunk 2: content: duplicate key 'content' in one object" in str(turn["error"]), turn["error"]
+
+
+def test_a_body_starting_with_a_utf8_byte_order_mark_is_still_an_answer() -> None:
+    body = b'\xef\xbb\xbf{"choices": ' + FIRST + b"}"
+    (turn,) = turns_of(Scripted(body=body))
+    assert (turn["surface"], turn["error"]) == ("I do not know that.", None)

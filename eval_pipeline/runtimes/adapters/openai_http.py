@@ -275,7 +275,7 @@ class OpenAIRuntime:
 
     def _body_document(self, http: Any) -> Any:
         """The JSON of a whole (read) HTTP response, else a fault quoting the start of the body."""
-        document = strict_json(http.content)
+        document = strict_json(http.content.removeprefix(b"\xef\xbb\xbf"))  # a UTF-8 BOM is no fault
         if isinstance(document, str):
             raise self._malformed(f"the body: {document}: {shorten(http.text, 200)!r}", http.headers)
         return document
