@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Annotated
 
@@ -15,7 +14,6 @@ from eval_pipeline.runtimes.serve import (
     MODEL_ID,
     ReferenceServer,
     ServeConfig,
-    response_fields,
 )
 
 
@@ -62,11 +60,15 @@ def serve_reference(
     out().print(
         f"serving {server.base_url} ({COMPLETIONS_PATH})", markup=False, highlight=False, soft_wrap=True
     )
-    # Its replies carry the typed fields beside the text; a plain openai: run would not read them.
-    out().print(f"its replies carry {', '.join(EXTRA_FIELDS)}; to read them:", markup=False, highlight=False)
+    # Its replies carry the typed fields beside the text, where a plain openai: run reads them.
+    out().print(
+        f"its replies carry {', '.join(EXTRA_FIELDS)} beside content, where openai: reads them; to run:",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
     out().print(  # one line, to copy as it is
-        f"  eval-pipeline run --runtime openai:{server.base_url} -o model={MODEL_ID} "
-        f"-o 'response_fields={json.dumps(response_fields())}'",
+        f"  eval-pipeline run --runtime openai:{server.base_url} -o model={MODEL_ID}",
         markup=False,
         highlight=False,
         soft_wrap=True,

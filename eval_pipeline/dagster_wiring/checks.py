@@ -224,6 +224,8 @@ def threshold_check_results(
         }
         if m.denominator is not None:
             metadata["denominator"] = count_text(m.denominator)
+        if verdict.void:
+            metadata["void_reason"] = dg.MetadataValue.text(verdict.void_reason)
         if m.failing_case_ids:
             shown = m.failing_case_ids[:MAX_CASES_SHOWN]
             rows = failing_rows_for_metric(metric_rows.get(m.metric), shown, failing, faults, samples=samples)
