@@ -63,7 +63,12 @@ def hostile(count: int, seed: int) -> None:
     print(
         f"\n{'source':10} {'inputs':>7} {'exit codes':28} {'slowest s':>10} {'peak MB':>8} {'violations':>11}"
     )
-    for source, inputs in (("lane", count), ("targets", count), ("notify", count), ("reply", len(REPLIES))):
+    for source, inputs in (
+        ("lane", count),
+        ("targets", count),
+        ("notify", count),
+        ("reply", min(count, len(REPLIES))),
+    ):
         command = [
             sys.executable,
             "-m",
