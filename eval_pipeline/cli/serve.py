@@ -8,13 +8,6 @@ from typing import Annotated
 import typer
 
 from eval_pipeline.cli.common import EXIT_BAD_INPUT, app, err, out
-from eval_pipeline.runtimes.serve import (
-    COMPLETIONS_PATH,
-    EXTRA_FIELDS,
-    MODEL_ID,
-    ReferenceServer,
-    ServeConfig,
-)
 
 
 @app.command("serve-reference")
@@ -35,6 +28,14 @@ def serve_reference(
     ] = None,
 ) -> None:
     """Serve the reference runtime (POST /v1/chat/completions, GET /v1/models) on 127.0.0.1 until Ctrl-C."""
+    from eval_pipeline.runtimes.serve import (
+        COMPLETIONS_PATH,
+        EXTRA_FIELDS,
+        MODEL_ID,
+        ReferenceServer,
+        ServeConfig,
+    )
+
     api_key = None
     if api_key_env is not None:
         api_key = os.environ.get(api_key_env)
