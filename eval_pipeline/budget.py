@@ -131,11 +131,13 @@ class BudgetMeter:
 
     def summary(self, answered_sessions: int, total_sessions: int) -> str:
         """What the run spent and how far it got, for a run the budget stopped."""
-        cost = f"cost {self.cost:.6g}" + (
-            f" (+ {self.unknown_cost_turns:,} turn(s) of unknown cost)" if self.unknown_cost_turns else ""
-        )
+        cost = ""
+        if self.budget.max_cost is not None or self.cost:
+            cost = f", cost {self.cost:.6g}" + (
+                f" (+ {self.unknown_cost_turns:,} turn(s) of unknown cost)" if self.unknown_cost_turns else ""
+            )
         return (
             f"budget reached ({self.reason}); this run sent {self.sessions:,} session(s), "
-            f"{self.turns:,} turn(s), {cost}; {answered_sessions:,} of {total_sessions:,} sessions answered, "
+            f"{self.turns:,} turn(s){cost}; {answered_sessions:,} of {total_sessions:,} sessions answered, "
             f"{self.not_started:,} not started. The run is void; run it again with --resume to continue"
         )
