@@ -47,8 +47,14 @@ class RunLedger:
         self._lock = threading.Lock()
         self.sessions = 0
         self.resumed = 0
+        self.warnings: list[str] = []
         for warning in journal.warnings:
-            warn(warning)
+            self._warning(warning)
+
+    def _warning(self, text: str) -> None:
+        with self._lock:
+            self.warnings.append(text)
+        self._warn(text)
 
     def answered(self, key: str, sample_index: int, threads: Sequence[Thread]) -> list[dict[str, Any]] | None:
         with self._lock:
@@ -58,7 +64,7 @@ class RunLedger:
             return None
         expected = [(t.case_id, turn.turn_index, turn.prompt) for t in threads for turn in t.turns]
         if session_turns(rows) != expected or any(row.get("sample_index") != sample_index for row in rows):
-            self._warn(
+            self._warning(
                 f"{self.journal.writer.path}: session {key!r} (sample {sample_index}) holds other turns "
                 "than this run sends: skipped, the session is sent again"
             )
@@ -83,12 +89,14 @@ class RunLedger:
 
     @property
     def note(self) -> str:
-        """What the run says about its journal: how much it resumed, or that it started afresh."""
+        """What the run says about its journal, a line each: the entries it skipped, then how
+        much it resumed, or that it started afresh."""
+        lines = list(self.warnings)
         if self.journal.note:
-            return self.journal.note
-        if self.journal.resumed_from is not None:
-            return f"resumed: {self.resumed:,} of {self.sessions:,} sessions from the journal"
-        return ""
+            lines.append(self.journal.note)
+        elif self.journal.resumed_from is not None:
+            lines.append(f"resumed: {self.resumed:,} of {self.sessions:,} sessions from the journal")
+        return "\n".join(lines)
 
     def close(self) -> None:
         self.journal.writer.close()

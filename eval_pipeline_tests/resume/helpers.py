@@ -20,14 +20,44 @@ from eval_pipeline.runtimes.serve import ReferenceServer, response_fields
 
 EXECUTABLE = Path(sys.executable).parent / "eval-pipeline"
 LANE = "conversational_thread_coherence"
-SUBJECTS = ["truth", "doubt", "mind", "attention", "habit", "error", "knowledge", "belief", "memory", "language"]
+SUBJECTS = [
+    "truth",
+    "doubt",
+    "mind",
+    "attention",
+    "habit",
+    "error",
+    "knowledge",
+    "belief",
+    "memory",
+    "language",
+]
 TURNS_PER_THREAD = 10
 
 # What must equal between a resumed run and an uninterrupted one (latency, raw and the run id
 # aside), of each table history keeps.
 TABLE_COLUMNS = {
-    "transcripts": ["case_id", "sample_index", "turn_index", "role", "prompt", "surface", "grounding_source", "error", "seed"],
-    "case_predicates": ["case_id", "sample_index", "predicate", "passed", "severity", "code", "message", "evidence"],
+    "transcripts": [
+        "case_id",
+        "sample_index",
+        "turn_index",
+        "role",
+        "prompt",
+        "surface",
+        "grounding_source",
+        "error",
+        "seed",
+    ],
+    "case_predicates": [
+        "case_id",
+        "sample_index",
+        "predicate",
+        "passed",
+        "severity",
+        "code",
+        "message",
+        "evidence",
+    ],
     "metrics": ["metric", "value", "numerator", "denominator", "verdict"],
 }
 
@@ -58,7 +88,9 @@ def openai_arguments(server: ReferenceServer) -> list[str]:
     ]
 
 
-def run_cli(arguments: list[str], env: Mapping[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    arguments: list[str], env: Mapping[str, str] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [str(EXECUTABLE), "run", *arguments],
         env={**os.environ, **(env or {})},
@@ -69,7 +101,10 @@ def run_cli(arguments: list[str], env: Mapping[str, str] | None = None, timeout:
 
 
 def kill_when(
-    arguments: list[str], ready: Callable[[], bool], env: Mapping[str, str] | None = None, timeout: float = 300
+    arguments: list[str],
+    ready: Callable[[], bool],
+    env: Mapping[str, str] | None = None,
+    timeout: float = 300,
 ) -> subprocess.Popen[str]:
     """Start ``eval-pipeline run`` and SIGKILL it as soon as ``ready()`` holds."""
     child = subprocess.Popen(
@@ -82,7 +117,9 @@ def kill_when(
     deadline = time.monotonic() + timeout
     while not ready():
         if child.poll() is not None:
-            raise AssertionError(f"the run ended before it was killed: {child.stderr.read()[-3000:] if child.stderr else ''}")
+            raise AssertionError(
+                f"the run ended before it was killed: {child.stderr.read()[-3000:] if child.stderr else ''}"
+            )
         if time.monotonic() > deadline:
             child.kill()
             raise AssertionError("the run never got far enough to be killed")

@@ -70,8 +70,14 @@ def test_a_cost_budget_stops_within_one_session_per_slot_and_resume_finishes(tmp
     runtime = PricedRuntime()
     sessions, concurrency, max_cost = 60, 4, 5.0
     ledger = open_ledger(
-        tmp_path, IDENTITY, "run-1", resume=False, parent_run_id=None, budget=Budget(max_cost=max_cost),
-        warn=lambda _: None, cost_of=cost_in_raw,
+        tmp_path,
+        IDENTITY,
+        "run-1",
+        resume=False,
+        parent_run_id=None,
+        budget=Budget(max_cost=max_cost),
+        warn=lambda _: None,
+        cost_of=cost_in_raw,
     )
     try:
         stopped = drive(runtime, threads(sessions), concurrency=concurrency, ledger=ledger)

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from eval_pipeline.journal import (
+    CorruptRecord,
     JournalIdentity,
     decode_record,
     encode_record,
-    CorruptRecord,
     open_journal,
     read_journal,
 )
@@ -35,8 +35,16 @@ IDENTITY = JournalIdentity(
 
 def rows(case_id: str, turns: int = 2) -> list[dict[str, Any]]:
     return [
-        {"case_id": case_id, "turn_index": i, "prompt": f"p{i} é", "surface": f"answer {i}\nsecond line",
-         "latency_ms": 12.345678901234, "error": None, "sample_index": 0, "seed": None}
+        {
+            "case_id": case_id,
+            "turn_index": i,
+            "prompt": f"p{i} é",
+            "surface": f"answer {i}\nsecond line",
+            "latency_ms": 12.345678901234,
+            "error": None,
+            "sample_index": 0,
+            "seed": None,
+        }
         for i in range(turns)
     ]
 
@@ -94,7 +102,11 @@ def test_a_hand_edited_line_is_skipped_and_the_others_are_kept(tmp_path: Path) -
     path.write_bytes(b"\n".join(lines))
     contents = read_journal(path)
     assert set(contents.sessions) == {("case_a", 0), ("case_c", 0)}
-    assert len(contents.warnings) == 1 and ":3: skipped" in contents.warnings[0] and "checksum" in contents.warnings[0]
+    assert (
+        len(contents.warnings) == 1
+        and ":3: skipped" in contents.warnings[0]
+        and "checksum" in contents.warnings[0]
+    )
 
 
 @pytest.mark.parametrize(

@@ -53,16 +53,28 @@ def lane_table(run: LaneRun, table: str) -> pd.DataFrame:
 
 
 @pytest.mark.slow
-def test_a_killed_run_resumes_sending_only_the_unanswered_sessions(tmp_path: Path, isolated_state: Path) -> None:
+def test_a_killed_run_resumes_sending_only_the_unanswered_sessions(
+    tmp_path: Path, isolated_state: Path
+) -> None:
     cases = write_threads(tmp_path / "threads.jsonl", THREADS)
     with served_reference(ServeConfig(latency_ms=20)) as server:
-        common = [*openai_arguments(server), "--lane", LANE, "--cases", str(cases), "--concurrency", str(CONCURRENCY)]
+        common = [
+            *openai_arguments(server),
+            "--lane",
+            LANE,
+            "--cases",
+            str(cases),
+            "--concurrency",
+            str(CONCURRENCY),
+        ]
         uninterrupted = uninterrupted_run(server, cases)
         assert requests_served(server) == TOTAL_TURNS
 
         resumed = tmp_path / "resumed"
         before = requests_served(server)
-        kill_when([*common, "--history", str(resumed)], lambda: requests_served(server) - before >= TOTAL_TURNS // 2)
+        kill_when(
+            [*common, "--history", str(resumed)], lambda: requests_served(server) - before >= TOTAL_TURNS // 2
+        )
         sent_before_kill = requests_served(server) - before
         kept = journaled_sessions(isolated_state)
         assert THREADS // 5 <= kept <= THREADS * 4 // 5, kept  # about half
