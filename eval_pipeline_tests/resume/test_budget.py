@@ -126,7 +126,7 @@ def test_answered_turns_of_unknown_cost_stop_a_cost_budget() -> None:
 
 
 def test_a_cost_budget_needs_a_price() -> None:
-    with pytest.raises(RuntimeSpecError, match="'reference' has no price:.*--max-turns"):
+    with pytest.raises(RuntimeSpecError, match=r"'reference' has no price:.*--max-turns"):
         check_priced(Budget(max_cost=1.0), "reference", None)
     check_priced(Budget(max_turns=10), "reference", None)
     check_priced(Budget(max_cost=1.0), "priced", {"input": 1.0, "output": 2.0})
