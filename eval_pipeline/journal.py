@@ -73,7 +73,7 @@ class JournalIdentity:
 
 def encode_record(record: Mapping[str, Any]) -> bytes:
     """One journal line: ``<length> <crc32> <json>\\n``."""
-    payload = json.dumps(record, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+    payload = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode()
     return b"%d %08x " % (len(payload), zlib.crc32(payload)) + payload + b"\n"
 
 
