@@ -55,7 +55,9 @@ def start_server(latency_ms: float) -> tuple[subprocess.Popen[str], str]:
     return server, match.group(1)
 
 
-def journaled_drive(runtime: object, threads: list[Thread], concurrency: int, folder: Path, run: int) -> float:
+def journaled_drive(
+    runtime: object, threads: list[Thread], concurrency: int, folder: Path, run: int
+) -> float:
     """Wall seconds of one drive with the run's journal kept (its writer closed, all fsynced)."""
     identity = JournalIdentity("bench", "dev", "dev", "0" * 64, "bench", None, 1, None)
     started = time.perf_counter()
@@ -82,7 +84,9 @@ def http_figures(cases: int, latency_ms: float, concurrencies: list[int], rounds
     try:
         with tempfile.TemporaryDirectory() as scratch:
             for concurrency in concurrencies:
-                runtime = build_runtime(f"openai:{url}", {"model": "reference", "max_concurrency": concurrency})
+                runtime = build_runtime(
+                    f"openai:{url}", {"model": "reference", "max_concurrency": concurrency}
+                )
                 drive(runtime, threads[: min(64, cases)], concurrency=concurrency)  # warm connections
                 plain, journaled, errors = [], [], 0
                 for run in range(rounds):

@@ -16,6 +16,9 @@ import pandas as pd
 import pyarrow.dataset as ds
 
 from eval_pipeline.journal import read_journal
+from eval_pipeline.lanes.registry import discover_lanes
+from eval_pipeline.pipeline import LaneRun, evaluate_lane
+from eval_pipeline.runtimes.registry import build_runtime
 from eval_pipeline.runtimes.serve import ReferenceServer, response_fields
 
 EXECUTABLE = Path(sys.executable).parent / "eval-pipeline"
@@ -77,14 +80,35 @@ def requests_served(server: ReferenceServer) -> int:
     return sum(server.fault_counts.values())
 
 
+def served_options() -> dict[str, object]:
+    """The ``openai:`` options that read the served reference's extra fields."""
+    return {"model": "reference", "response_fields": response_fields()}
+
+
+def uninterrupted_run(
+    server: ReferenceServer, split: str | None, cases: Path | None, concurrency: int
+) -> LaneRun:
+    """The lane over ``cases`` (else ``split``'s) against the server in one uninterrupted piece
+    (no Dagster, no history): what a resumed run's tables must equal."""
+    spec = next(s for s in discover_lanes() if s.name == LANE)
+    runtime = build_runtime(f"openai:{server.base_url}", served_options())
+    try:
+        return evaluate_lane(
+            spec, split or spec.nightly_splits[0], runtime, cases_path=cases, concurrency=concurrency
+        )
+    finally:
+        runtime.close()
+
+
 def openai_arguments(server: ReferenceServer) -> list[str]:
     return [
         "--runtime",
         f"openai:{server.base_url}",
-        "-o",
-        "model=reference",
-        "-o",
-        f"response_fields={json.dumps(response_fields())}",
+        *(
+            part
+            for name, value in served_options().items()
+            for part in ("-o", f"{name}={json.dumps(value) if not isinstance(value, str) else value}")
+        ),
     ]
 
 
@@ -147,8 +171,7 @@ def committed_runs(root: Path) -> list[str]:
     return sorted(set(history_table(root, "run_manifests")["run_id"]))
 
 
-def comparable(root: Path, table: str) -> pd.DataFrame:
-    """A history table's rows without the columns a re-run legitimately changes, in one order."""
+def comparable(rows: pd.DataFrame, table: str) -> pd.DataFrame:
+    """A table's rows without the columns a re-run legitimately changes, in one order."""
     columns = TABLE_COLUMNS[table]
-    frame = history_table(root, table)[columns].astype(str)
-    return frame.sort_values(columns).reset_index(drop=True)
+    return rows[columns].astype(str).sort_values(columns).reset_index(drop=True)

@@ -9,22 +9,21 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from eval_pipeline.lanes.registry import discover_lanes
-from eval_pipeline.pipeline import LaneRun, evaluate_lane
-from eval_pipeline.runtimes.registry import build_runtime
-from eval_pipeline.runtimes.serve import ReferenceServer, ServeConfig, response_fields
+from eval_pipeline.runtimes.serve import ServeConfig
 from eval_pipeline_tests.resume.helpers import (
     LANE,
     TABLE_COLUMNS,
     TURNS_PER_THREAD,
     committed_runs,
     comparable,
+    history_table,
     journaled_sessions,
     journals,
     kill_when,
     openai_arguments,
     requests_served,
     run_cli,
+    uninterrupted_run,
     write_threads,
 )
 from eval_pipeline_tests.runtimes.helpers import served_reference
@@ -32,24 +31,6 @@ from eval_pipeline_tests.runtimes.helpers import served_reference
 THREADS = 200
 TOTAL_TURNS = THREADS * TURNS_PER_THREAD
 CONCURRENCY = 16
-
-
-def uninterrupted_run(server: ReferenceServer, cases: Path) -> LaneRun:
-    """The same cases against the same server in one uninterrupted piece (no Dagster, no history)."""
-    spec = next(s for s in discover_lanes() if s.name == LANE)
-    runtime = build_runtime(
-        f"openai:{server.base_url}", {"model": "reference", "response_fields": response_fields()}
-    )
-    try:
-        return evaluate_lane(spec, spec.nightly_splits[0], runtime, cases_path=cases, concurrency=CONCURRENCY)
-    finally:
-        runtime.close()
-
-
-def lane_table(run: LaneRun, table: str) -> pd.DataFrame:
-    columns = TABLE_COLUMNS[table]
-    frame = getattr(run, table)[columns].astype(str)
-    return frame.sort_values(columns).reset_index(drop=True)
 
 
 @pytest.mark.slow
@@ -67,7 +48,7 @@ def test_a_killed_run_resumes_sending_only_the_unanswered_sessions(
             "--concurrency",
             str(CONCURRENCY),
         ]
-        uninterrupted = uninterrupted_run(server, cases)
+        uninterrupted = uninterrupted_run(server, None, cases, CONCURRENCY)
         assert requests_served(server) == TOTAL_TURNS
 
         resumed = tmp_path / "resumed"
@@ -92,4 +73,8 @@ def test_a_killed_run_resumes_sending_only_the_unanswered_sessions(
     assert len(committed_runs(resumed)) == 1
     assert journals(isolated_state) == []  # committed: nothing left to resume
     for table in TABLE_COLUMNS:
-        pd.testing.assert_frame_equal(comparable(resumed, table), lane_table(uninterrupted, table), obj=table)
+        pd.testing.assert_frame_equal(
+            comparable(history_table(resumed, table), table),
+            comparable(getattr(uninterrupted, table), table),
+            obj=table,
+        )

@@ -16,10 +16,7 @@ import pytest
 import yaml
 
 from eval_pipeline.dagster_wiring.launch import ensure_instance
-from eval_pipeline.lanes.registry import discover_lanes
-from eval_pipeline.pipeline import evaluate_lane
-from eval_pipeline.runtimes.registry import build_runtime
-from eval_pipeline.runtimes.serve import ServeConfig, response_fields
+from eval_pipeline.runtimes.serve import ServeConfig
 from eval_pipeline.settings import EVALS_ENV, PROJECT_ROOT
 from eval_pipeline_tests.resume.helpers import (
     LANE,
@@ -27,10 +24,13 @@ from eval_pipeline_tests.resume.helpers import (
     TURNS_PER_THREAD,
     committed_runs,
     comparable,
+    history_table,
     journaled_sessions,
     journals,
     kill_when,
     requests_served,
+    served_options,
+    uninterrupted_run,
     write_threads,
 )
 from eval_pipeline_tests.runtimes.helpers import served_reference
@@ -49,17 +49,15 @@ def test_reexecution_from_failure_resumes_from_the_journal(
     write_threads(evals / LANE / "dev" / "cases.jsonl", THREADS)
     monkeypatch.setenv(EVALS_ENV, str(evals))
     with served_reference(ServeConfig(latency_ms=20)) as server:
-        options = {"model": "reference", "response_fields": response_fields()}
-        target = {"spec": f"openai:{server.base_url}", "options": options, "concurrency": CONCURRENCY}
+        target = {
+            "spec": f"openai:{server.base_url}",
+            "options": served_options(),
+            "concurrency": CONCURRENCY,
+        }
         (evals / "runtimes.yaml").write_text(
             yaml.safe_dump({"targets": {"served": target}}), encoding="utf-8"
         )
-        spec = next(s for s in discover_lanes() if s.name == LANE)
-        runtime = build_runtime(target["spec"], options)
-        try:
-            uninterrupted = evaluate_lane(spec, "dev", runtime, concurrency=CONCURRENCY)
-        finally:
-            runtime.close()
+        uninterrupted = uninterrupted_run(server, "dev", None, CONCURRENCY)
         total = THREADS * TURNS_PER_THREAD
         assert requests_served(server) == total
 
@@ -91,6 +89,8 @@ def test_reexecution_from_failure_resumes_from_the_journal(
     logs = " ".join(str(entry.user_message) for entry in instance.all_logs(child_id))
     assert f"resumed: {kept:,} of {THREADS:,} sessions from the journal" in logs
     for table in TABLE_COLUMNS:
-        expected = getattr(uninterrupted, table)[TABLE_COLUMNS[table]].astype(str)
-        expected = expected.sort_values(TABLE_COLUMNS[table]).reset_index(drop=True)
-        pd.testing.assert_frame_equal(comparable(history_root, table), expected, obj=table)
+        pd.testing.assert_frame_equal(
+            comparable(history_table(history_root, table), table),
+            comparable(getattr(uninterrupted, table), table),
+            obj=table,
+        )
