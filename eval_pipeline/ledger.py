@@ -11,6 +11,8 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from logging import Logger
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,7 @@ from eval_pipeline.budget import Budget, BudgetMeter, BudgetReached, RowCost, ro
 from eval_pipeline.journal import JournalIdentity, OpenedJournal, open_journal, session_turns
 from eval_pipeline.lanes.kind import Thread
 from eval_pipeline.runtimes.base import ChatRuntime, RuntimeSpecError
+from eval_pipeline.runtimes.targets import RuntimeTarget
 from eval_pipeline.runtimes.versions import runtime_version
 from eval_pipeline.stage_files import StageFile
 from eval_pipeline.tables import column_values
@@ -117,6 +120,37 @@ def open_ledger(
     ``resume``, see :func:`eval_pipeline.journal.open_journal`) and its budget's meter."""
     journal = open_journal(root, identity, run_id, resume=resume, parent_run_id=parent_run_id)
     return RunLedger(journal, BudgetMeter(budget, cost_of) if budget.limited else None, warn)
+
+
+def transcripts_ledger(
+    runtime: ChatRuntime,
+    root: Path,
+    identity: JournalIdentity,
+    target: RuntimeTarget,
+    run_id: str,
+    *,
+    resume: bool,
+    parent_run_id: str | None,
+    budget: Budget,
+    log: Logger,
+) -> RunLedger | None:
+    """The ledger of a transcripts step driving ``runtime`` for ``identity`` (its runtime
+    version told now), or None for a recording, which is sent nothing, so keeps no journal and
+    spends no budget."""
+    if is_recording(runtime):
+        if resume or budget.limited:
+            log.info("a recording is sent nothing: it keeps no journal and spends no budget")
+        return None
+    version = known_runtime_version(target.spec, target.options)
+    return open_ledger(
+        root,
+        replace(identity, runtime_version=version),
+        run_id,
+        resume=resume,
+        parent_run_id=parent_run_id,
+        budget=budget,
+        warn=log.warning,
+    )
 
 
 def known_runtime_version(spec: str, options: Mapping[str, Any]) -> str | None:

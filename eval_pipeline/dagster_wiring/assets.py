@@ -46,7 +46,7 @@ from eval_pipeline.history import append_run, commit_run, find_regressions, lane
 from eval_pipeline.journal import JournalIdentity, remove_journals
 from eval_pipeline.lanes.registry import lane_kind
 from eval_pipeline.lanes.spec import LaneSpec
-from eval_pipeline.ledger import cases_sha256, is_recording, known_runtime_version, open_ledger
+from eval_pipeline.ledger import cases_sha256, transcripts_ledger
 from eval_pipeline.memo import content_sha256
 from eval_pipeline.pipeline import (
     cases_stage,
@@ -79,8 +79,8 @@ from eval_pipeline.viewer.links import run_page_url
 STAGES = ("cases", "transcripts", "turn_predicates", "case_predicates", "metrics", "history")
 MAX_FAILING_ROWS = 50
 PROGRESS_EVERY_SECONDS = 10.0
-# Nightly at 02:00 plus a night's slack: a lane whose metrics are older has missed a night.
 JOURNAL_METADATA = "journal"  # what the transcripts step says of its journal (resumed, started afresh)
+# Nightly at 02:00 plus a night's slack: a lane whose metrics are older has missed a night.
 METRICS_FRESHNESS = dg.FreshnessPolicy.time_window(fail_window=timedelta(hours=26))
 
 
@@ -238,31 +238,26 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
         with runtime_pool_slot(context.instance, context.run, step_key, target, context.log):
             chat_runtime = build_runtime(target.spec, target.options)
             samples = samples_to_drive(chat_runtime, runtime.samples_for(target, spec.repeat))
-            resume = runtime.resume or context.run.parent_run_id is not None  # a re-execution resumes
-            ledger = None
-            if is_recording(chat_runtime):
-                if resume:
-                    context.log.info("resume: a recording is sent nothing and keeps no journal")
-            else:
-                identity = JournalIdentity(
+            ledger = transcripts_ledger(
+                chat_runtime,
+                runtime.journal_root(context.instance),
+                JournalIdentity(
                     lane=spec.name,
                     split=run_columns["split"],
                     case_set=run_columns["case_set"],
                     cases_sha256=cases_sha256(cases, spec.name, spec.version),
                     runtime=target.name,
-                    runtime_version=known_runtime_version(target.spec, target.options),
+                    runtime_version=None,  # told by the ledger, for a runtime that is sent anything
                     samples=samples,
                     seed=runtime.seed,
-                )
-                ledger = open_ledger(
-                    runtime.journal_root(context.instance),
-                    identity,
-                    context.run.run_id,
-                    resume=resume,
-                    parent_run_id=context.run.parent_run_id,
-                    budget=budget,
-                    warn=context.log.warning,
-                )
+                ),
+                target,
+                context.run.run_id,
+                resume=runtime.resume or context.run.parent_run_id is not None,  # a re-execution resumes
+                parent_run_id=context.run.parent_run_id,
+                budget=budget,
+                log=context.log,
+            )
             try:
                 context.log.info(
                     f"driving {target.name} ({redacted_spec(chat_runtime.spec)}) over {cases.row_count} cases"
