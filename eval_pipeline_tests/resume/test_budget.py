@@ -13,11 +13,13 @@ from typing import Any
 import pytest
 
 from eval_pipeline.budget import Budget, BudgetMeter, BudgetReached, check_priced
+from eval_pipeline.cases.loading import CaseFileError
 from eval_pipeline.drive import drive
 from eval_pipeline.journal import JournalIdentity, read_journal
 from eval_pipeline.lanes.kind import Thread, TurnRequest
 from eval_pipeline.ledger import open_ledger
 from eval_pipeline.runtimes.base import RuntimeSpecError, TurnResponse
+from eval_pipeline.runtimes.targets import load_targets, resolve_target
 
 TURN_COST = 0.25
 TURNS = 3
@@ -138,3 +140,40 @@ def test_the_command_lines_budget_wins_over_the_targets() -> None:
     assert Budget().over(target) == target
     with pytest.raises(ValueError, match="max_cost"):
         Budget(max_cost=float("nan"))
+
+
+def test_a_targets_budget_is_read_from_runtimes_yaml_and_checked_at_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "runtimes.yaml"
+    path.write_text(
+        "targets:\n"
+        "  capped:\n"
+        "    spec: reference\n"
+        "    budget: {max_turns: 500}\n"
+        "  uncapped: {spec: 'reference:no-gloss'}\n",
+        encoding="utf-8",
+    )
+    targets = load_targets(path)
+    assert targets["capped"].budget == Budget(max_turns=500)
+    assert targets["uncapped"].budget == Budget()
+    assert resolve_target("capped", {"pack": "x.json"}, targets).budget == Budget(max_turns=500)
+
+    path.write_text(
+        "targets:\n"
+        "  capped:\n"
+        "    spec: reference\n"
+        "    budget:\n"
+        "      max_turns: 0\n"
+        "      max_cost: .nan\n"
+        "      max_spend: 3\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(CaseFileError) as caught:
+        load_targets(path)
+    problems = [str(problem) for problem in caught.value.problems]
+    assert any(
+        ":5: targets.capped.budget.max_turns:" in p and "greater than or equal to 1" in p for p in problems
+    )
+    assert any(":6: targets.capped.budget.max_cost:" in p for p in problems)
+    assert any(":7: targets.capped.budget.max_spend:" in p and "not permitted" in p for p in problems), (
+        problems
+    )
