@@ -264,7 +264,16 @@ def open_journal(
     os.ftruncate(fresh, 0)
     writer = JournalWriter(target, fresh)
     writer.append({"journal": FORMAT_VERSION, "identity": asdict(identity)})
-    note = f"resume: no journal of this series in {folder}: started afresh" if resume else ""
+    others = [path for path in folder.glob(f"*{SUFFIX}") if path != target]
+    if resume:
+        note = f"resume: no journal of this series to take over in {folder}: started afresh"
+    elif others:
+        note = (
+            f"{len(others)} other journal(s) of this series in {folder} not used (--resume answers from an "
+            "interrupted run's); this run starts afresh"
+        )
+    else:
+        note = ""
     return OpenedJournal(writer, {}, note, [])
 
 

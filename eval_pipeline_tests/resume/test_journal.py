@@ -158,3 +158,14 @@ def test_sessions_reach_the_disk_without_closing(tmp_path: Path) -> None:
             time.sleep(0.05)
     finally:
         opened.writer.close()
+
+
+def test_a_fresh_run_says_it_leaves_an_interrupted_runs_journal_unused(tmp_path: Path) -> None:
+    journal_with(tmp_path, "run-1", ["case_a"])
+    fresh = open_journal(tmp_path, IDENTITY, "run-2", resume=False)
+    fresh.writer.close()
+    assert fresh.answered == {}
+    assert fresh.note.startswith("1 other journal(s) of this series") and "--resume" in fresh.note
+    alone = open_journal(tmp_path / "elsewhere", IDENTITY, "run-3", resume=False)
+    alone.writer.close()
+    assert alone.note == ""
