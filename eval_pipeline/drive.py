@@ -250,21 +250,19 @@ def drive(
 
     def run(sample: tuple[list[Thread], int]) -> list[dict[str, Any]]:
         session, sample_index = sample
-        if ledger is None:
-            return run_session(
-                runtime, session, on_turn, retry=retry, sample_index=sample_index, run_seed=seed
-            )
         key = session_key(session)
-        recorded = ledger.answered(key, sample_index, session)
-        if recorded is not None:
-            if on_turn:
-                for row in recorded:
-                    on_turn(row)
-            return recorded
-        if not ledger.may_start():
-            return []
+        if ledger is not None:
+            recorded = ledger.answered(key, sample_index, session)
+            if recorded is not None:
+                if on_turn is not None:
+                    for row in recorded:
+                        on_turn(row)
+                return recorded
+            if not ledger.may_start():
+                return []
         rows = run_session(runtime, session, on_turn, retry=retry, sample_index=sample_index, run_seed=seed)
-        ledger.completed(key, sample_index, rows)
+        if ledger is not None:
+            ledger.completed(key, sample_index, rows)
         return rows
 
     # Samples of one case are interleaved with other cases, not queued behind each other.
