@@ -286,6 +286,12 @@ def _take_over(found: tuple[Path, int], target: Path, identity: JournalIdentity)
                 f"{path}: not a journal (no header that checks); remove it to start afresh"
             )
         differences = contents.identity.differences(identity)
+        if None in (identity.runtime_version, contents.identity.runtime_version):
+            raise RuntimeSpecError(
+                f"{path}: cannot resume from this journal: the runtime version of {identity.runtime!r} "
+                "could not be told (now or when it was written), so its answers cannot be matched to "
+                "this runtime; run without --resume to start afresh"
+            )
         if differences:
             raise RuntimeSpecError(
                 f"{path}: cannot resume from this journal: it was written for "

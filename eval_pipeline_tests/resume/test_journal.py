@@ -116,8 +116,9 @@ def test_a_hand_edited_line_is_skipped_and_the_others_are_kept(tmp_path: Path) -
         (replace(IDENTITY, cases_sha256="d" * 64), "cases_sha256"),
         (replace(IDENTITY, samples=3), "samples"),
         (replace(IDENTITY, seed=7), "seed"),
+        (replace(IDENTITY, runtime_version=None), "runtime version of 'reference' could not be told"),
     ],
-    ids=["runtime-version", "cases", "samples", "seed"],
+    ids=["runtime-version", "cases", "samples", "seed", "version-unknown"],
 )
 def test_a_journal_of_another_identity_is_refused_with_the_difference(
     tmp_path: Path, changed: JournalIdentity, named: str
