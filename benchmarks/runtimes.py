@@ -2,7 +2,9 @@
 
 (a) Starts ``eval-pipeline serve-reference`` (its own process) with an injected latency and
 drives single-turn cases through the ``openai:`` adapter at several concurrencies, next to
-the ideal ``turns × latency / concurrency``. (b) Drives a CPU-bound ``python:`` runtime with
+the ideal ``turns × latency / concurrency``, each concurrency also with the run's journal
+kept (every session appended and fsynced as a real run does; median of ``--rounds-each``
+alternating rounds, so a busy machine slows both alike) and the journal's overhead. (b) Drives a CPU-bound ``python:`` runtime with
 1 and with N worker processes. (c) The ``exec:`` protocol's own cost: turns per second
 through a child that answers at once, and the time from starting a child (behind its
 guard) to its first reply. Prints figures; asserts nothing.
@@ -20,8 +22,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from eval_pipeline.budget import Budget
 from eval_pipeline.drive import drive
+from eval_pipeline.journal import JournalIdentity
 from eval_pipeline.lanes.kind import Thread, TurnRequest
+from eval_pipeline.ledger import open_ledger
 from eval_pipeline.runtimes import build_runtime
 from eval_pipeline.runtimes.reference import default_pack
 
@@ -61,26 +66,53 @@ def start_server(latency_ms: float) -> tuple[subprocess.Popen[str], str]:
     return server, match.group(1)
 
 
-def http_figures(cases: int, latency_ms: float, concurrencies: list[int]) -> None:
+def journaled_drive(
+    runtime: object, threads: list[Thread], concurrency: int, folder: Path, run: int
+) -> float:
+    """Wall seconds of one drive with the run's journal kept (its writer closed, all fsynced)."""
+    identity = JournalIdentity("bench", "dev", "dev", "0" * 64, "bench", None, 1, None)
+    started = time.perf_counter()
+    ledger = open_ledger(
+        folder, identity, f"run-{run}", resume=False, parent_run_id=None, budget=Budget(), warn=print
+    )
+    try:
+        drive(runtime, threads, concurrency=concurrency, ledger=ledger)  # type: ignore[arg-type]
+    finally:
+        ledger.close()
+    return time.perf_counter() - started
+
+
+def http_figures(cases: int, latency_ms: float, concurrencies: list[int], rounds: int) -> None:
     server, url = start_server(latency_ms)
     threads = single_turn_threads(cases)
     print(
         f"(a) openai: adapter against serve-reference, {cases} single-turn cases, {latency_ms:g} ms latency"
     )
-    print(f"    {'concurrency':>11} {'wall s':>8} {'ideal s':>8} {'ratio':>6} {'turns/s':>8} {'errors':>6}")
+    print(
+        f"    {'concurrency':>11} {'wall s':>8} {'ideal s':>8} {'ratio':>6} {'turns/s':>8} {'errors':>6}"
+        f" {'journal s':>9} {'overhead':>8}"
+    )
     try:
-        for concurrency in concurrencies:
-            runtime = build_runtime(f"openai:{url}", {"model": "reference", "max_concurrency": concurrency})
-            drive(runtime, threads[: min(64, cases)], concurrency=concurrency)  # warm connections
-            started = time.perf_counter()
-            transcripts = drive(runtime, threads, concurrency=concurrency)
-            wall = time.perf_counter() - started
-            runtime.close()
-            ideal = cases * latency_ms / 1000.0 / concurrency
-            errors = int(transcripts["error"].notna().sum())
-            print(
-                f"    {concurrency:>11} {wall:>8.2f} {ideal:>8.2f} {wall / ideal:>6.2f} {cases / wall:>8.0f} {errors:>6}"
-            )
+        with tempfile.TemporaryDirectory() as scratch:
+            for concurrency in concurrencies:
+                runtime = build_runtime(
+                    f"openai:{url}", {"model": "reference", "max_concurrency": concurrency}
+                )
+                drive(runtime, threads[: min(64, cases)], concurrency=concurrency)  # warm connections
+                plain, journaled, errors = [], [], 0
+                for run in range(rounds):
+                    started = time.perf_counter()
+                    transcripts = drive(runtime, threads, concurrency=concurrency)
+                    plain.append(time.perf_counter() - started)
+                    errors = int(transcripts["error"].notna().sum())
+                    journaled.append(journaled_drive(runtime, threads, concurrency, Path(scratch), run))
+                runtime.close()
+                wall, with_journal = sorted(plain)[rounds // 2], sorted(journaled)[rounds // 2]
+                ideal = cases * latency_ms / 1000.0 / concurrency
+                print(
+                    f"    {concurrency:>11} {wall:>8.2f} {ideal:>8.2f} {wall / ideal:>6.2f} {cases / wall:>8.0f}"
+                    f" {errors:>6} {with_journal:>9.2f} {(with_journal / wall - 1) * 100:>+7.1f}%"
+                )
     finally:
         server.terminate()
         server.wait()
@@ -151,6 +183,9 @@ def main() -> None:
     )
     parser.add_argument("--latency-ms", type=float, default=50.0)
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32])
+    parser.add_argument(
+        "--rounds-each", type=int, default=3, help="rounds with and without the journal in (a); the median"
+    )
     parser.add_argument("--cpu-cases", type=int, default=48)
     parser.add_argument("--rounds", type=int, default=100_000, help="CPU work per turn in (b)")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 2, help="N for (b)")
@@ -162,7 +197,7 @@ def main() -> None:
     args = parser.parse_args()
     print(f"cores: {os.cpu_count()}, python {sys.version.split()[0]}")
     if args.only in (None, "http"):
-        http_figures(args.cases, args.latency_ms, args.concurrency)
+        http_figures(args.cases, args.latency_ms, args.concurrency, args.rounds_each)
     if args.only in (None, "cpu"):
         cpu_figures(args.cpu_cases, args.rounds, sorted({1, args.workers}))
     if args.only in (None, "exec"):

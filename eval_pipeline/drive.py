@@ -13,6 +13,11 @@ With ``repeat`` N every session is played N times, each sample in a fresh sessio
 run ``seed``, sample i of a session is sent with the seed derived from (run seed, case or
 session, i) to a runtime that takes one (``accepts_seed``), and the seed is recorded per turn.
 
+A ``ledger`` (:class:`SessionLedger`, see :mod:`eval_pipeline.ledger`) is asked about each
+session before it is sent: a session it already holds answers (the journal of an interrupted
+run) is not sent, one its budget no longer allows is not started (its rows are left out), and
+every session sent is handed to it once it ends.
+
 A recording (``replay:``, ``history:``) is not sent anything: it answers every turn at once
 (its ``recorded_answers``), the turns joined to what was recorded for them, and since no call
 is made no latency is measured (``latency_ms`` is null).
@@ -25,7 +30,7 @@ import json
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -55,6 +60,24 @@ TurnCallback = Callable[[dict[str, Any]], None]
 StartCallback = Callable[[int], None]
 
 TRANSCRIPT_COLUMNS = lane_columns(TRANSCRIPTS)
+
+
+class SessionLedger(Protocol):
+    """What a run already holds and may still spend, asked session by session (from worker threads)."""
+
+    def answered(self, key: str, sample_index: int, threads: Sequence[Thread]) -> list[dict[str, Any]] | None:
+        """The rows already recorded for this session, or None: send it."""
+
+    def may_start(self) -> bool:
+        """Whether a session not yet answered may be sent."""
+
+    def completed(self, key: str, sample_index: int, rows: list[dict[str, Any]]) -> None:
+        """A session sent here has ended: these are its rows."""
+
+
+def session_key(threads: Sequence[Thread]) -> str:
+    """What names a session: its ``session`` (a warm one), else its one case's id."""
+    return threads[0].session or threads[0].case_id
 
 
 def _error_text(exc: BaseException) -> str:
@@ -113,7 +136,7 @@ def run_session(
     """Send every turn of ``threads``, in order, in one session; one row per turn, faults included."""
     retry = retry or retry_policy_of(runtime)
     rows: list[dict[str, Any]] = []
-    key = threads[0].session or threads[0].case_id
+    key = session_key(threads)
     seed = None if run_seed is None else derive_seed(run_seed, key, sample_index)
 
     def record(row: dict[str, Any]) -> None:
@@ -203,13 +226,15 @@ def drive(
     retry: RetryPolicy | None = None,
     repeat: int = 1,
     seed: int | None = None,
+    ledger: SessionLedger | None = None,
 ) -> pd.DataFrame:
     """Transcripts (lane columns) for every turn of every thread, ``repeat`` samples of each.
 
     ``concurrency`` is the number of sessions in flight; ``None`` takes the runtime's
     ``preferred_concurrency`` (e.g. its worker count), else 1. ``on_start`` receives the
     total number of turns before the first is sent; ``on_turn`` every row as it is recorded
-    (from worker threads). ``retry`` overrides the runtime's own ``retry_policy``.
+    (from worker threads). ``retry`` overrides the runtime's own ``retry_policy``. With a
+    ``ledger``, the sessions it answers are not sent and those it does not allow are left out.
     """
     sessions_in_flight = concurrency_of(runtime) if concurrency is None else concurrency
     if sessions_in_flight < 1:
@@ -225,7 +250,20 @@ def drive(
 
     def run(sample: tuple[list[Thread], int]) -> list[dict[str, Any]]:
         session, sample_index = sample
-        return run_session(runtime, session, on_turn, retry=retry, sample_index=sample_index, run_seed=seed)
+        key = session_key(session)
+        if ledger is not None:
+            recorded = ledger.answered(key, sample_index, session)
+            if recorded is not None:
+                if on_turn is not None:
+                    for row in recorded:
+                        on_turn(row)
+                return recorded
+            if not ledger.may_start():
+                return []
+        rows = run_session(runtime, session, on_turn, retry=retry, sample_index=sample_index, run_seed=seed)
+        if ledger is not None:
+            ledger.completed(key, sample_index, rows)
+        return rows
 
     # Samples of one case are interleaved with other cases, not queued behind each other.
     sessions = [(session, index) for index in range(repeat) for session in sessions_of(threads)]

@@ -22,7 +22,7 @@ from eval_pipeline.cases.batch import CaseBatch
 from eval_pipeline.cases.loading import LoadedCase, load_cases
 from eval_pipeline.cases_stage import case_paths, cases_frame, write_cases
 from eval_pipeline.collector import collector_paused, each_without_collector
-from eval_pipeline.drive import StartCallback, TurnCallback, drive, replayed
+from eval_pipeline.drive import SessionLedger, StartCallback, TurnCallback, drive, replayed
 from eval_pipeline.lanes.kind import SCORED_COLUMNS, LaneKind, Scored, Thread, turn_requests, turns_of_threads
 from eval_pipeline.lanes.registry import lane_kind
 from eval_pipeline.lanes.spec import LaneSpec
@@ -319,8 +319,14 @@ def drive_cases(
     seed: int | None = None,
     run_columns: dict[str, str] | None = None,
     folder: str | Path | None = None,
+    ledger: SessionLedger | None = None,
+    stopped: Callable[[], None] | None = None,
 ) -> StageFile:
     """Stage 2: the transcripts of every case batch, driven and written batch by batch.
+
+    ``ledger`` answers, limits and keeps sessions (:func:`eval_pipeline.drive.drive`);
+    ``stopped`` is called before the file is finished and raises when the run must not go on
+    (a budget left sessions unsent), so no partial transcripts file is left.
 
     A lane whose threads share a session (a warm session plays every case) is driven in one
     piece, its rows then written in the cases' batches: the session cannot be cut. A recording
@@ -344,13 +350,31 @@ def drive_cases(
             if held or any(t.session is not None for t in threads):
                 held.append((column_values(case_rows, "case_id"), threads))
                 continue
-            rows = drive(runtime, threads, concurrency=concurrency, on_turn=on_turn, repeat=repeat, seed=seed)
+            rows = drive(
+                runtime,
+                threads,
+                concurrency=concurrency,
+                on_turn=on_turn,
+                repeat=repeat,
+                seed=seed,
+                ledger=ledger,
+            )
             writer.write(rows, **(run_columns or {}))
         if held:
             every = [t for _, threads in held for t in threads]
-            rows = drive(runtime, every, concurrency=concurrency, on_turn=on_turn, repeat=repeat, seed=seed)
+            rows = drive(
+                runtime,
+                every,
+                concurrency=concurrency,
+                on_turn=on_turn,
+                repeat=repeat,
+                seed=seed,
+                ledger=ledger,
+            )
             for case_ids, _ in held:
                 writer.write(rows[rows["case_id"].isin(case_ids)], **(run_columns or {}))
+        if stopped is not None:
+            stopped()
         return writer.finish()
 
 

@@ -17,6 +17,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from eval_pipeline.budget import Budget, check_priced
 from eval_pipeline.cli.arguments import local_folder, run_night
 from eval_pipeline.cli.common import (
     EXIT_BAD_INPUT,
@@ -150,6 +151,7 @@ def _document(batch_id: str, outcomes: list[LaneOutcome]) -> dict[str, Any]:
                 "success": o.success,
                 "void": o.void,
                 "measurement": o.measurement_note,
+                "journal": o.journal_note,
                 "failure": o.failure,
                 "metrics": {k: None if pd.isna(v) else float(v) for k, v in metrics.items()},
                 "checks": [
@@ -195,6 +197,13 @@ def _print_unsupplied(outcome: LaneOutcome, scheme: str) -> None:
 
 def _print(outcome: LaneOutcome, scheme: str) -> None:
     title = escape(run_title(outcome.lane, outcome.split, outcome.runtime, outcome.case_set))
+    if outcome.journal_note:
+        err().print(outcome.journal_note, markup=False, highlight=False, soft_wrap=True)
+    if outcome.budget_reached:
+        err().print(
+            f"[{rich_style('void')}]{title}: void[/]: {escape(outcome.measurement_note)}", highlight=False
+        )
+        return
     if outcome.failure is not None:
         err().print(
             f"[red]{title}: run failed[/red] ({outcome.failure_kind}): {escape(outcome.failure)}",
@@ -444,6 +453,30 @@ def run(
         bool,
         typer.Option("--notify", help="Send each lane run's events to the channels of evals/notify.yaml."),
     ] = False,
+    resume: Annotated[
+        bool,
+        typer.Option(
+            "--resume",
+            help="Answer the sessions the series' last interrupted (killed, or stopped by its budget) run "
+            "journaled from its journal and send only the rest; with no journal, start afresh.",
+        ),
+    ] = False,
+    max_cost: Annotated[
+        float | None,
+        typer.Option(
+            min=0.0,
+            help="Stop starting sessions once this run's turns cost this much (needs the target's "
+            "price); the run is void (exit 4) and --resume continues it. Default: the target's budget.",
+        ),
+    ] = None,
+    max_turns: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="Stop starting sessions once this run has sent this many turns; the run is void "
+            "(exit 4) and --resume continues it. Default: the target's budget.",
+        ),
+    ] = None,
     executor: Annotated[
         Executor | None,
         typer.Option(
@@ -468,6 +501,9 @@ def run(
         )
         built = build_runtime(target.spec, target.options)  # a bad spec fails here, before any run starts
         built.close()
+        check_priced(
+            Budget(max_cost, max_turns).over(target.budget), target.name, getattr(target, "price", None)
+        )
         # Dagster loads only now, while a worker pool the runtime started loads its runtime.
         from eval_pipeline.dagster_wiring.code_location import EXECUTOR_ENV
         from eval_pipeline.dagster_wiring.launch import ensure_instance, materialize_lane
@@ -518,6 +554,9 @@ def run(
                 repeat=repeat,
                 seed=seed,
                 history_root=history or "",
+                resume=resume,
+                max_cost=max_cost,
+                max_turns=max_turns,
                 progress=bar,
                 tags={f"{HIDDEN_TAG_PREFIX}batch_id": batch_id, f"{HIDDEN_TAG_PREFIX}source": "cli"},
                 log_level="DEBUG" if verbose else "CRITICAL",  # failures are reported below, once
@@ -542,8 +581,8 @@ def run(
 
 def _exit_code(outcomes: list[LaneOutcome], *, summary: bool) -> int:
     """2 bad input, 3 a stage raised, 4 a measurement failed (void), 1 a blocking check failed, else 0."""
-    if any(o.failure is not None for o in outcomes):
-        kinds = {o.failure_kind for o in outcomes if o.failure is not None}
+    if any(o.failure is not None and not o.budget_reached for o in outcomes):
+        kinds = {o.failure_kind for o in outcomes if o.failure is not None and not o.budget_reached}
         return EXIT_BAD_INPUT if kinds & {"RuntimeSpecError", "CaseFileError"} else EXIT_RUN_FAILED
     void = [o for o in outcomes if o.void]
     blocking = [(o, c) for o in outcomes for c in o.blocking_failures]

@@ -49,8 +49,8 @@ def check_baseline(history_root: str, baseline: str | None) -> None:
 
 
 def lane_verdict(outcome: LaneOutcome) -> str:
-    """error (the run broke), else the worst check word: void, fail, warn; else pass."""
-    if outcome.failure is not None:
+    """error (the run broke), else the worst check word: void (a budget stop too), fail, warn; else pass."""
+    if outcome.failure is not None and not outcome.budget_reached:
         return "error"
     if outcome.void:
         return "void"
@@ -82,7 +82,7 @@ def lane_summary(
     failing = None if outcome.void or outcome.failure else outcome.first_failing(FAILING_ROWS_SHOWN)
     faulted = outcome.faulted_turns()
     notes = [f"void: {outcome.measurement_note}"] if outcome.void else []
-    if outcome.failure is not None:
+    if outcome.failure is not None and not outcome.budget_reached:
         notes.append(f"the run failed ({outcome.failure_kind}): {outcome.failure}")
     return LaneSummary(
         title=series_label(outcome.lane, outcome.split, outcome.runtime, outcome.case_set),

@@ -20,6 +20,7 @@ import pandas as pd
 import pyarrow as pa
 
 from eval_pipeline import __version__
+from eval_pipeline.budget import check_priced
 from eval_pipeline.dagster_wiring.checks import (
     MAX_CASES_SHOWN,
     gate_check_result,
@@ -42,8 +43,10 @@ from eval_pipeline.dagster_wiring.tags import DATE_TAG, VERDICT_TAG
 from eval_pipeline.drive import samples_to_drive
 from eval_pipeline.failures import FirstFailing, first_failing
 from eval_pipeline.history import append_run, commit_run, find_regressions, lane_chart_markdown
+from eval_pipeline.journal import JournalIdentity, remove_journals
 from eval_pipeline.lanes.registry import lane_kind
 from eval_pipeline.lanes.spec import LaneSpec
+from eval_pipeline.ledger import cases_sha256, transcripts_ledger
 from eval_pipeline.memo import content_sha256
 from eval_pipeline.pipeline import (
     cases_stage,
@@ -76,6 +79,7 @@ from eval_pipeline.viewer.links import run_page_url
 STAGES = ("cases", "transcripts", "turn_predicates", "case_predicates", "metrics", "history")
 MAX_FAILING_ROWS = 50
 PROGRESS_EVERY_SECONDS = 10.0
+JOURNAL_METADATA = "journal"  # what the transcripts step says of its journal (resumed, started afresh)
 # Nightly at 02:00 plus a night's slack: a lane whose metrics are older has missed a night.
 METRICS_FRESHNESS = dg.FreshnessPolicy.time_window(fail_window=timedelta(hours=26))
 
@@ -227,10 +231,33 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
     ) -> dg.Output[StageFile]:
         run_columns = _run_columns(context, spec, cases)
         target = runtime.target(run_columns["runtime"])
+        budget = runtime.budget_for(target)
+        check_priced(budget, target.name, getattr(target, "price", None))
         # The slot first: a runtime may start processes or open connections when it is built.
         step_key = context.get_step_execution_context().step.key
         with runtime_pool_slot(context.instance, context.run, step_key, target, context.log):
             chat_runtime = build_runtime(target.spec, target.options)
+            samples = samples_to_drive(chat_runtime, runtime.samples_for(target, spec.repeat))
+            ledger = transcripts_ledger(
+                chat_runtime,
+                runtime.journal_root(context.instance),
+                JournalIdentity(
+                    lane=spec.name,
+                    split=run_columns["split"],
+                    case_set=run_columns["case_set"],
+                    cases_sha256=cases_sha256(cases, spec.name, spec.version),
+                    runtime=target.name,
+                    runtime_version=None,  # told by the ledger, for a runtime that is sent anything
+                    samples=samples,
+                    seed=runtime.seed,
+                ),
+                target,
+                context.run.run_id,
+                resume=runtime.resume or context.run.parent_run_id is not None,  # a re-execution resumes
+                parent_run_id=context.run.parent_run_id,
+                budget=budget,
+                log=context.log,
+            )
             try:
                 context.log.info(
                     f"driving {target.name} ({redacted_spec(chat_runtime.spec)}) over {cases.row_count} cases"
@@ -246,12 +273,19 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
                     concurrency=runtime.concurrency_for(target),
                     on_turn=observers,
                     on_start=observers.start,
-                    repeat=samples_to_drive(chat_runtime, runtime.samples_for(target, spec.repeat)),
+                    repeat=samples,
                     seed=runtime.seed,
                     run_columns=run_columns,
+                    ledger=ledger,
+                    stopped=ledger.raise_if_stopped if ledger is not None else None,
                 )
             finally:
                 chat_runtime.close()
+                if ledger is not None:
+                    ledger.close()
+        note = ledger.note if ledger is not None else ""
+        if note:
+            context.log.info(note)
         errors = table.read(["case_id", "error"], where=faulted())
         return dg.Output(
             table,
@@ -261,6 +295,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
                 "errors": len(errors),
                 "runtime": target.name,
                 "runtime_spec": redacted_spec(chat_runtime.spec),
+                **({JOURNAL_METADATA: note} if note else {}),
             },
         )
 
@@ -460,6 +495,10 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
             **series,
         )
         commit_run(root, manifest, lane=spec.name, date=night, run_id=run_id)
+        # Committed: nothing of the series is left to resume.
+        remove_journals(
+            runtime.journal_root(context.instance), spec.name, series["case_set"], series["runtime"]
+        )
         gate = gate_check_result(metrics)
         # The Runs page tells a measured failure (verdict fail, run succeeded) from a broken run.
         context.instance.add_run_tags(context.run_id, {VERDICT_TAG: run_verdict(metrics)})

@@ -28,6 +28,8 @@ import pyarrow.parquet as pq
 from dagster._core.definitions.reconstruct import ReconstructableRepository
 from dagster._core.storage.defs_state.base import set_defs_state_storage
 
+from eval_pipeline.budget import BudgetReached
+from eval_pipeline.dagster_wiring.assets import JOURNAL_METADATA
 from eval_pipeline.dagster_wiring.checks import GATE_CHECK, MEASUREMENT_CHECK
 from eval_pipeline.dagster_wiring.code_location import REPOSITORY_LABEL, build_definitions
 from eval_pipeline.dagster_wiring.dead_runs import fail_dead_runs, mark_live
@@ -91,6 +93,7 @@ class LaneOutcome:
     # The run's stage files (transcripts, turn_predicates, case_predicates) that it wrote. A
     # big run's tables are read only as far as a reader needs: the failing rows, the faults.
     files: dict[str, StageFile] = field(default_factory=dict)
+    journal_note: str = ""  # what the transcripts step said of its journal ("resumed: 812 of 1,000 …")
 
     def _table(self, stage: str) -> pd.DataFrame | None:
         stored = self.files.get(stage)
@@ -139,12 +142,20 @@ class LaneOutcome:
         return [c for c in self.checks if not c.passed and c.severity == "ERROR" and c.verdict != "void"]
 
     @property
+    def budget_reached(self) -> bool:
+        """The run stopped at its budget before every session was sent (its journal keeps the rest)."""
+        return self.failure_kind == BudgetReached.__name__
+
+    @property
     def void(self) -> bool:
-        """The run did not measure its runtime (too many turns faulted): see scoring.Measurement."""
-        return any(c.name == MEASUREMENT_CHECK and not c.passed for c in self.checks)
+        """The run did not measure its runtime (too many turns faulted: see scoring.Measurement,
+        or its budget stopped it)."""
+        return self.budget_reached or any(c.name == MEASUREMENT_CHECK and not c.passed for c in self.checks)
 
     @property
     def measurement_note(self) -> str:
+        if self.budget_reached:  # the message, without the exception's name
+            return (self.failure or "").split(f"{BudgetReached.__name__}: ", 1)[-1]
         return next((c.description for c in self.checks if c.name == MEASUREMENT_CHECK), "")
 
 
@@ -203,6 +214,9 @@ def materialize_lane(
     repeat: int | None = None,
     seed: int | None = None,
     history_root: str = "",
+    resume: bool = False,
+    max_cost: float | None = None,
+    max_turns: int | None = None,
     progress: ProgressObserver | None = None,
     tags: dict[str, str] | None = None,
     log_level: str = "INFO",
@@ -218,13 +232,21 @@ def materialize_lane(
 
     ``executor`` ``in_process`` runs every step in this process; ``celery`` runs the code
     location's job (``eval_pipeline.definitions``) with its steps on Celery workers, which
-    must serve the lane's runtime target's queue."""
+    must serve the lane's runtime target's queue.
+
+    ``resume`` answers the sessions the series' last interrupted run journaled from its journal;
+    ``max_cost`` and ``max_turns`` limit what the run sends (:mod:`eval_pipeline.budget`)."""
     runtime_config: dict[str, Any] = {
         "spec": "" if target.declared else target.spec,
         "options": {} if target.declared else dict(target.options),
         "concurrency": concurrency,
         "repeat": repeat,
         "seed": seed,
+        "resume": resume,
+        "max_cost": max_cost,
+        "max_turns": max_turns,
+        # the shared instance's folder, also for a run on a scratch instance: the journal outlives it
+        "journal_dir": str(Path(instance.storage_directory()) / "journal"),
     }
     case_set = custom_case_set(cases_path) if cases_path else split
     with ExitStack() as scope:
@@ -319,6 +341,8 @@ def _outcome(
         success=result.success,
     )
     outcome.metrics = _stored_value(result, dg.AssetKey([spec.name, "metrics"]))
+    journal_note = _materialized_metadata(result, dg.AssetKey([spec.name, "transcripts"]), JOURNAL_METADATA)
+    outcome.journal_note = "" if journal_note is None else str(journal_note)
     for stage in ("turn_predicates", "case_predicates", "transcripts"):
         path = _stored_path(result, dg.AssetKey([spec.name, stage]))
         if path is not None:
@@ -404,15 +428,21 @@ def _run_failure(events: Any) -> tuple[str, str]:
     return "RunFailure", "the run failed"
 
 
+def _materialized_metadata(result: dg.ExecuteInProcessResult | Any, key: dg.AssetKey, name: str) -> Any:
+    """The value of metadata entry ``name`` of the run's materialization of ``key``, or None."""
+    for event in result.all_events:
+        if event.is_step_materialization and event.asset_key == key:
+            recorded = event.step_materialization_data.materialization.metadata.get(name)
+            if recorded is not None:
+                return recorded.value
+    return None
+
+
 def _stored_path(result: dg.ExecuteInProcessResult | Any, key: dg.AssetKey) -> Path | None:
     """The Parquet file the run's materialization of ``key`` records (whichever process wrote
     it), or None: the stage did not produce output (an earlier step failed)."""
-    for event in result.all_events:
-        if event.is_step_materialization and event.asset_key == key:
-            recorded = event.step_materialization_data.materialization.metadata.get(PATH_METADATA)
-            if recorded is not None:
-                return Path(str(recorded.value))
-    return None
+    recorded = _materialized_metadata(result, key, PATH_METADATA)
+    return None if recorded is None else Path(str(recorded))
 
 
 def _stored_value(result: dg.ExecuteInProcessResult | Any, key: dg.AssetKey) -> pd.DataFrame | None:

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
 from pydantic import Field
 
+from eval_pipeline.budget import Budget
 from eval_pipeline.runtimes.base import RuntimeSpecError
 from eval_pipeline.runtimes.redaction import redacted_spec
 from eval_pipeline.runtimes.targets import RuntimeTarget, load_targets, rescore_target, resolve_target
@@ -83,6 +85,30 @@ class RuntimeResource(dg.ConfigurableResource):
         description="Run seed: sample i of a case is sent with a seed derived from (seed, case, i) to "
         "runtimes that take one; empty: no seed.",
     )
+
+    resume: bool = Field(
+        default=False,
+        description="Answer the sessions the series' last interrupted run journaled from its journal and "
+        "send only the rest (a re-execution of a failed run always does).",
+    )
+    max_cost: float | None = Field(
+        default=None,
+        ge=0.0,
+        description="The most this run may spend (needs the target's price); empty: the target's budget.",
+    )
+    max_turns: int | None = Field(
+        default=None, ge=1, description="The most turns this run may send; empty: the target's budget."
+    )
+    journal_dir: str = Field(
+        default="", description="Where run journals live; empty: the instance's storage folder."
+    )
+
+    def budget_for(self, target: RuntimeTarget) -> Budget:
+        """This run's budget: the command line's limits, else the target's ``budget:``."""
+        return Budget(self.max_cost, self.max_turns).over(target.budget)
+
+    def journal_root(self, instance: dg.DagsterInstance) -> Path:
+        return Path(self.journal_dir) if self.journal_dir else Path(instance.storage_directory()) / "journal"
 
     def concurrency_for(self, target: RuntimeTarget) -> int | None:
         return self.concurrency or target.concurrency

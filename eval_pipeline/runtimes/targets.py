@@ -13,6 +13,7 @@ stable while the spec behind it may change. ::
         options: {model: gpt-4.1, api_key_env: STAGING_KEY}   # secrets only by env var name
         nightly: true
         pool_limit: 2          # at most two lane runs drive it at once (Dagster pool runtime-staging-gpt)
+        budget: {max_turns: 20000}   # what one run may send (see eval_pipeline.budget)
 
 ``--runtime NAME`` picks a declared target. A raw spec (``--runtime openai:URL -o model=x``)
 still works: if a declared target has exactly that spec and those options it *is* that
@@ -33,6 +34,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from eval_pipeline.budget import Budget
 from eval_pipeline.cases.loading import CaseFileError, CaseProblem
 from eval_pipeline.runtimes.base import RuntimeSpecError
 from eval_pipeline.runtimes.registry import RUNTIME_ADAPTERS, spec_problems, spec_schemes, split_spec
@@ -42,6 +44,20 @@ TARGETS_FILE = "runtimes.yaml"
 TARGET_NAME = r"^[a-z0-9][a-z0-9_-]{0,62}$"
 _TARGET_NAME = re.compile(TARGET_NAME)
 QUEUE_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$"
+
+
+class BudgetDeclaration(BaseModel):
+    """A target's ``budget:``: the most one run may spend (see :mod:`eval_pipeline.budget`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    max_cost: float | None = Field(
+        default=None, ge=0.0, allow_inf_nan=False, description="Cost (needs a price)."
+    )
+    max_turns: int | None = Field(default=None, ge=1, description="Turns sent.")
+
+    def budget(self) -> Budget:
+        return Budget(self.max_cost, self.max_turns)
 
 
 class TargetDeclaration(BaseModel):
@@ -76,6 +92,9 @@ class TargetDeclaration(BaseModel):
         le=1000,
         description="Samples per case (each in a fresh session); overrides the lane's.",
     )
+    budget: BudgetDeclaration | None = Field(
+        default=None, description="What one run against this target may spend; the command line's wins."
+    )
     description: str = ""
 
 
@@ -94,6 +113,7 @@ class RuntimeTarget:
     pool_limit: int | None = None
     max_error_rate: float | None = None  # None: the lane's own
     repeat: int | None = None  # None: the lane's own
+    budget: Budget = field(default_factory=Budget)  # what one run may spend (no limit by default)
 
     def samples_for(self, lane_repeat: int) -> int:
         """Samples per case a run against this target takes (its own ``repeat``, else the lane's)."""
@@ -164,6 +184,7 @@ def load_targets(path: Path) -> dict[str, RuntimeTarget]:
             pool_limit=declared.pool_limit,
             max_error_rate=declared.max_error_rate,
             repeat=declared.repeat,
+            budget=declared.budget.budget() if declared.budget else Budget(),
         )
     if problems:
         raise CaseFileError(sorted(problems, key=lambda p: p.line))
@@ -226,6 +247,7 @@ def resolve_target(
             max_error_rate=declared.max_error_rate,
             queue=declared.queue,
             repeat=declared.repeat,
+            budget=declared.budget,
         )
     for declared in targets.values():
         if declared.spec == text and dict(declared.options) == dict(options):

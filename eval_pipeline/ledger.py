@@ -1,0 +1,166 @@
+"""A run's ledger: the journal it appends to and resumes from, and the budget it spends.
+
+:class:`RunLedger` is the :class:`eval_pipeline.drive.SessionLedger` the transcripts stage
+hands the driver: a session the resumed journal holds (and whose turns are this run's turns)
+is answered from it, a session the budget no longer allows is not started, and every session
+sent is journaled and counted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from logging import Logger
+from pathlib import Path
+from typing import Any
+
+from eval_pipeline.budget import Budget, BudgetMeter, BudgetReached, RowCost, row_cost
+from eval_pipeline.journal import JournalIdentity, OpenedJournal, open_journal, session_turns
+from eval_pipeline.lanes.kind import Thread
+from eval_pipeline.runtimes.base import ChatRuntime, RuntimeSpecError
+from eval_pipeline.runtimes.targets import RuntimeTarget
+from eval_pipeline.runtimes.versions import runtime_version
+from eval_pipeline.stage_files import StageFile
+from eval_pipeline.tables import column_values
+
+Warn = Callable[[str], None]
+
+
+def cases_sha256(cases: StageFile, lane: str, lane_version: str) -> str:
+    """The digest of a cases stage (every case's id and JSON, in order) and the lane version
+    that turns them into threads."""
+    digest = hashlib.sha256(f"{lane}\0{lane_version}\0".encode())
+    for batch in cases.batches(["case_id", "case_json"]):
+        for case_id, case_json in zip(
+            column_values(batch, "case_id"), column_values(batch, "case_json"), strict=True
+        ):
+            digest.update(f"{case_id}\0{case_json}\0".encode())
+    return digest.hexdigest()
+
+
+class RunLedger:
+    """The journal and budget of one run's transcripts stage (thread-safe)."""
+
+    def __init__(self, journal: OpenedJournal, meter: BudgetMeter | None, warn: Warn) -> None:
+        self.journal = journal
+        self.meter = meter
+        self._warn = warn
+        self._lock = threading.Lock()
+        self.sessions = 0
+        self.resumed = 0
+        self.warnings: list[str] = []
+        for warning in journal.warnings:
+            self._warning(warning)
+
+    def _warning(self, text: str) -> None:
+        with self._lock:
+            self.warnings.append(text)
+        self._warn(text)
+
+    def answered(self, key: str, sample_index: int, threads: Sequence[Thread]) -> list[dict[str, Any]] | None:
+        with self._lock:
+            self.sessions += 1
+            rows = self.journal.answered.pop((key, sample_index), None)
+        if rows is None:
+            return None
+        expected = [(t.case_id, turn.turn_index, turn.prompt) for t in threads for turn in t.turns]
+        if session_turns(rows) != expected or any(row.get("sample_index") != sample_index for row in rows):
+            self._warning(
+                f"{self.journal.writer.path}: session {key!r} (sample {sample_index}) holds other turns "
+                "than this run sends: skipped, the session is sent again"
+            )
+            return None
+        with self._lock:
+            self.resumed += 1
+        return rows
+
+    def may_start(self) -> bool:
+        return self.meter is None or self.meter.may_start()
+
+    def completed(self, key: str, sample_index: int, rows: list[dict[str, Any]]) -> None:
+        self.journal.writer.append_session(key, sample_index, rows)
+        if self.meter is not None:
+            self.meter.add(rows)
+
+    def raise_if_stopped(self) -> None:
+        """BudgetReached when the budget left sessions unsent (the run is void)."""
+        if self.meter is not None and self.meter.stopped:
+            answered = self.resumed + self.meter.sessions
+            raise BudgetReached(self.meter.summary(answered, self.sessions))
+
+    @property
+    def note(self) -> str:
+        """What the run says about its journal, a line each: the entries it skipped, then how
+        much it resumed, or that it started afresh."""
+        lines = list(self.warnings)
+        if self.journal.note:
+            lines.append(self.journal.note)
+        elif self.journal.resumed_from is not None:
+            lines.append(f"resumed: {self.resumed:,} of {self.sessions:,} sessions from the journal")
+        return "\n".join(lines)
+
+    def close(self) -> None:
+        self.journal.writer.close()
+
+
+def open_ledger(
+    root: Path,
+    identity: JournalIdentity,
+    run_id: str,
+    *,
+    resume: bool,
+    parent_run_id: str | None,
+    budget: Budget,
+    warn: Warn,
+    cost_of: RowCost = row_cost,
+) -> RunLedger:
+    """The ledger of run ``run_id``: its journal (taken over from the series' last one with
+    ``resume``, see :func:`eval_pipeline.journal.open_journal`) and its budget's meter."""
+    journal = open_journal(root, identity, run_id, resume=resume, parent_run_id=parent_run_id)
+    return RunLedger(journal, BudgetMeter(budget, cost_of) if budget.limited else None, warn)
+
+
+def transcripts_ledger(
+    runtime: ChatRuntime,
+    root: Path,
+    identity: JournalIdentity,
+    target: RuntimeTarget,
+    run_id: str,
+    *,
+    resume: bool,
+    parent_run_id: str | None,
+    budget: Budget,
+    log: Logger,
+) -> RunLedger | None:
+    """The ledger of a transcripts step driving ``runtime`` for ``identity`` (its runtime
+    version told now), or None for a recording, which is sent nothing, so keeps no journal and
+    spends no budget."""
+    if is_recording(runtime):
+        if resume or budget.limited:
+            log.info("a recording is sent nothing: it keeps no journal and spends no budget")
+        return None
+    version = known_runtime_version(target.spec, target.options)
+    return open_ledger(
+        root,
+        replace(identity, runtime_version=version),
+        run_id,
+        resume=resume,
+        parent_run_id=parent_run_id,
+        budget=budget,
+        warn=log.warning,
+    )
+
+
+def known_runtime_version(spec: str, options: Mapping[str, Any]) -> str | None:
+    """The digest of the runtime's version now, or None when it cannot be told (a server down)."""
+    try:
+        return runtime_version(spec, options).digest
+    except RuntimeSpecError:
+        return None
+
+
+def is_recording(runtime: ChatRuntime) -> bool:
+    """A recording (``replay:``, ``history:``) is sent nothing: it keeps no journal and spends nothing."""
+    return callable(getattr(runtime, "recorded_answers", None))
