@@ -11,7 +11,11 @@ first run also creates the instance):
 - ``eval-pipeline validate`` (every lane's declaration and cases, no Dagster run);
 - ``run --lane deterministic_fluency`` (15 cases), and its ratio to the import;
 - ``run`` with 1, 2, … ``--lanes`` lanes in one invocation, and what each further lane adds;
-- the main job (``run``: every lane).
+- the main job (``run``: every lane);
+- Dagster's own floor for one run: a job of four trivial assets and one check executed in
+  process on a SQLite instance like the project's (the lane runs' SQLite settings applied),
+  the median of ``--repeat`` runs in one warm process: what a lane run costs before any of
+  its work.
 
 Next to each wall time is the CPU time of the process and its children, which a loaded
 machine inflates less.
@@ -48,6 +52,7 @@ TINY_RUNS = {
         r"^eval-pipeline --help +[0-9.]+ s +[0-9.]+ s CPU$",
         r"^run, 1 lane\(s\) +[0-9.]+ s +[0-9.]+ s CPU$",
         r"^each further lane adds +-?[0-9.]+ s +-?[0-9.]+ s CPU$",
+        r"^Dagster floor, one 4-asset run +[0-9.]+ s$",
     ]
 }
 
@@ -71,6 +76,53 @@ def timed(argv: Sequence[str], env: dict[str, str]) -> Figure:
 def median_of(argv: Sequence[str], env: dict[str, str], repeat: int) -> Figure:
     figures = [timed(argv, env) for _ in range(repeat)]
     return statistics.median(w for w, _ in figures), statistics.median(c for _, c in figures)
+
+
+FLOOR_CHILD = """
+import os, statistics, sys, time
+import dagster as dg
+from eval_pipeline.dagster_wiring.sqlite_files import sqlite_files_kept_open
+
+@dg.asset
+def a() -> int: return 1
+@dg.asset
+def b(a: int) -> int: return a + 1
+@dg.asset
+def c(b: int) -> int: return b + 1
+@dg.asset
+def d(c: int) -> int: return c + 1
+@dg.asset_check(asset=d)
+def d_check(d: int) -> dg.AssetCheckResult: return dg.AssetCheckResult(passed=True)
+
+job = dg.Definitions(assets=[a, b, c, d], asset_checks=[d_check]).resolve_implicit_global_asset_job_def()
+instance = dg.DagsterInstance.get()
+job.execute_in_process(instance=instance)  # the instance's files and the job's snapshot exist
+seconds = []
+for _ in range(int(sys.argv[1])):
+    started = time.perf_counter()
+    with sqlite_files_kept_open():
+        job.execute_in_process(instance=instance)
+    seconds.append(time.perf_counter() - started)
+print(statistics.median(seconds))
+"""
+
+
+def dagster_floor(env: dict[str, str], repeat: int, home: Path) -> float:
+    """Median seconds of one trivial four-asset run (see the module docstring), in one process."""
+    home.mkdir(parents=True)
+    (home / "dagster.yaml").write_text(
+        (PROJECT / "dagster.yaml").read_text(encoding="utf-8"), encoding="utf-8"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", FLOOR_CHILD, str(repeat)],
+        cwd=PROJECT,
+        env={**env, "DAGSTER_HOME": str(home)},
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"the Dagster floor run failed:\n{done.stderr[-2000:]}")
+    return float(done.stdout.split()[-1])
 
 
 def lane_args(count: int) -> list[str]:
@@ -106,8 +158,9 @@ def main() -> None:
         figures += [(f"run, {k} lane(s)", seconds) for k, seconds in by_count.items()]
         if not args.no_main_job:
             figures.append(("run (main job, every lane)", median_of([COMMAND, "run"], env, args.repeat)))
+        floor = dagster_floor(env, args.repeat, Path(scratch) / "floor_home")
 
-    width = max(len(name) for name, _ in figures)
+    width = max([len(name) for name, _ in figures] + [len("Dagster floor, one 4-asset run")])
     print(f"median of {args.repeat} processes each; wall seconds, then CPU seconds")
     for name, (wall, cpu) in figures:
         print(f"{name:<{width}}  {wall:6.2f} s  {cpu:6.2f} s CPU")
@@ -115,6 +168,7 @@ def main() -> None:
     if lanes > 1:
         per_lane = [(by_count[lanes][i] - by_count[1][i]) / (lanes - 1) for i in (0, 1)]
         print(f"{'each further lane adds':<{width}}  {per_lane[0]:6.2f} s  {per_lane[1]:6.2f} s CPU")
+    print(f"{'Dagster floor, one 4-asset run':<{width}}  {floor:6.2f} s")
 
 
 if __name__ == "__main__":
