@@ -19,7 +19,7 @@ from eval_pipeline.journal import read_journal
 from eval_pipeline.lanes.registry import discover_lanes
 from eval_pipeline.pipeline import LaneRun, evaluate_lane
 from eval_pipeline.runtimes.registry import build_runtime
-from eval_pipeline.runtimes.serve import ReferenceServer, response_fields
+from eval_pipeline.runtimes.serve import ReferenceServer
 
 EXECUTABLE = Path(sys.executable).parent / "eval-pipeline"
 LANE = "conversational_thread_coherence"
@@ -81,8 +81,8 @@ def requests_served(server: ReferenceServer) -> int:
 
 
 def served_options() -> dict[str, object]:
-    """The ``openai:`` options that read the served reference's extra fields."""
-    return {"model": "reference", "response_fields": response_fields()}
+    """The ``openai:`` options of the served reference (its extra fields are read where it sends them)."""
+    return {"model": "reference"}
 
 
 def uninterrupted_run(
