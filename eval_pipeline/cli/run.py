@@ -1,64 +1,16 @@
-"""``eval-pipeline run``: materialize lanes through Dagster and print metrics and checks."""
+"""``eval-pipeline run``: its arguments; the run itself (lanes through Dagster, what is printed
+and written) is :mod:`eval_pipeline.cli.lane_runs`, imported when it runs."""
 
 from __future__ import annotations
 
-import json
-import os
-import uuid
-from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated
 
-import pandas as pd
-import pyarrow.compute as pc
 import typer
-from rich.markup import escape
-from rich.table import Table
-from rich.text import Text
 
-from eval_pipeline.budget import Budget, check_priced
-from eval_pipeline.cli.arguments import local_folder, run_night
-from eval_pipeline.cli.common import (
-    EXIT_BAD_INPUT,
-    EXIT_CHECK_FAILED,
-    EXIT_OK,
-    EXIT_RUN_FAILED,
-    EXIT_VOID,
-    app,
-    bad_input_exits,
-    err,
-    out,
-    run_title,
-    short_id,
-)
-from eval_pipeline.cli.notifier import run_notifier
-from eval_pipeline.cli.rescore import recorded_lane_and_split, rescore_of, with_history_root
-from eval_pipeline.cli.summary import check_baseline, write_summary
-from eval_pipeline.failures import evidence_object, fault_counts, fault_text
-from eval_pipeline.junit import SuiteRun, junit_xml
-from eval_pipeline.lanes.registry import discover_lanes
-from eval_pipeline.lanes.spec import MAX_REPEAT, LaneSpec
-from eval_pipeline.palette import rich_style
-from eval_pipeline.pipeline import prepare_cases
-from eval_pipeline.progress import rich_progress
-from eval_pipeline.runtimes.adapters.history import RecordedRun
-from eval_pipeline.runtimes.adapters.replay import ReplayRuntime
-from eval_pipeline.runtimes.options import parse_runtime_options
-from eval_pipeline.runtimes.redaction import redacted_options, redacted_spec
-from eval_pipeline.runtimes.registry import build_runtime, split_spec
-from eval_pipeline.runtimes.targets import find_target
-from eval_pipeline.runtimes.unsupplied import PREDICATE_READ_FIELDS, unsupplied_fields, unsupplied_note
-from eval_pipeline.runtimes.warm import warm_runtimes
-from eval_pipeline.scoring import number_text
-from eval_pipeline.settings import CELERY_BROKER_ENV, celery_broker
-from eval_pipeline.settings import history_root as default_history_root
-from eval_pipeline.settings import runtime_spec as default_runtime_spec
-from eval_pipeline.stage_files import StageFile, batch_turns
-from eval_pipeline.workers import worker_count
-
-if TYPE_CHECKING:
-    from eval_pipeline.dagster_wiring.launch import LaneOutcome
+from eval_pipeline.cli.common import app
+from eval_pipeline.limits import MAX_REPEAT
 
 
 class Executor(StrEnum):
@@ -67,313 +19,6 @@ class Executor(StrEnum):
 
 
 MAX_CONCURRENCY = 1024
-FAILING_SHOWN = 10  # failing case rows printed per lane run; `show RUN` lists them all
-
-
-def _select(lanes: list[str] | None, split: str | None, custom: bool) -> list[tuple[LaneSpec, str]]:
-    specs = discover_lanes()
-    if lanes:
-        known = {s.name: s for s in specs}
-        unknown = [name for name in lanes if name not in known]
-        if unknown:
-            raise KeyError(f"unknown lane(s) {unknown}; lanes: {sorted(known)}")
-        specs = [known[name] for name in dict.fromkeys(lanes)]
-    pairs: list[tuple[LaneSpec, str]] = []
-    for spec in specs:
-        if split is None:
-            # A custom case file runs once, under the rules of the lane's first nightly split.
-            pairs.extend((spec, s) for s in spec.nightly_splits[: 1 if custom else None])
-        elif split in spec.splits:
-            pairs.append((spec, split))
-        else:
-            raise KeyError(f"lane {spec.name!r} has no split {split!r}; it has {sorted(spec.splits)}")
-    return pairs
-
-
-def _recorded_pairs(
-    recording: ReplayRuntime,
-    pairs: list[tuple[LaneSpec, str]],
-    prepared: dict[tuple[str, str], StageFile],
-    *,
-    named: bool,
-) -> list[tuple[LaneSpec, str]]:
-    """The lane runs a recording can answer, decided before anything runs: without ``--lane``
-    the lanes whose cases it recorded (said on stderr); a named lane it recorded no case of,
-    or only some cases of, is bad input."""
-    recorded = set(pc.unique(recording.recording["case_id"]).to_pylist())
-    answered, skipped = [], []
-    for spec, split in pairs:
-        case_ids = prepared[(spec.name, split)].read(["case_id"])["case_id"]
-        missing = [case for case in case_ids if case not in recorded]
-        if not missing:
-            answered.append((spec, split))
-        elif named or len(missing) < len(case_ids):
-            raise KeyError(
-                f"{recording.path}: records no turn of {len(missing)} of the {len(case_ids)} cases of "
-                f"{spec.name} [{split}] (the first: {missing[0]!r}); replay a recording of the whole split"
-            )
-        else:
-            skipped.append(f"{spec.name} [{split}]")
-    if not answered:
-        raise KeyError(f"{recording.path}: records no case of any lane's split; name the lane with --lane")
-    if skipped:
-        err().print(
-            f"{recording.path} records no case of {', '.join(skipped)}: not run",
-            markup=False,
-            highlight=False,
-            soft_wrap=True,
-        )
-    return answered
-
-
-def _records(df: pd.DataFrame | None) -> list[dict[str, Any]]:
-    if df is None:
-        return []
-    return json.loads(df.to_json(orient="records", date_format="iso"))
-
-
-def _with_evidence(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Rows with ``evidence`` as a JSON object, not a string holding JSON."""
-    return [{**row, "evidence": evidence_object(row.get("evidence"))} for row in rows]
-
-
-def _document(batch_id: str, outcomes: list[LaneOutcome]) -> dict[str, Any]:
-    lanes = []
-    for o in outcomes:
-        metrics = {} if o.metrics is None else dict(zip(o.metrics["metric"], o.metrics["value"], strict=True))
-        lanes.append(
-            {
-                "lane": o.lane,
-                "split": o.split,
-                "runtime": o.runtime,
-                "case_set": o.case_set,
-                "run_id": o.run_id,
-                "success": o.success,
-                "void": o.void,
-                "measurement": o.measurement_note,
-                "journal": o.journal_note,
-                "failure": o.failure,
-                "metrics": {k: None if pd.isna(v) else float(v) for k, v in metrics.items()},
-                "checks": [
-                    {
-                        "name": c.name,
-                        "passed": c.passed,
-                        "verdict": c.verdict,
-                        "severity": c.severity,
-                        "value": c.value,
-                        "threshold": c.threshold,
-                        "void_reason": c.metadata.get("void_reason"),
-                    }
-                    for c in o.checks
-                ],
-                "faults": fault_counts(o.transcripts) if o.transcripts is not None else [],
-                "unsupplied_fields": _unsupplied(o)[0],
-                "turn_predicates": _with_evidence(_records(o.turn_predicates)),
-                "case_predicates": _with_evidence(_records(o.case_predicates)),
-            }
-        )
-    return {"run_id": batch_id, "lanes": lanes}
-
-
-def _verdict(word: str) -> str:
-    return f"[{rich_style(word)}]{word}[/]"
-
-
-def _unsupplied(outcome: LaneOutcome) -> tuple[list[str], int]:
-    """The answer fields predicates read that the runtime supplied on no answered turn, and
-    how many turns were answered."""
-    stored = outcome.files.get("transcripts")
-    if stored is None:
-        return [], 0
-    turns = stored.read(["error", *PREDICATE_READ_FIELDS])
-    return unsupplied_fields(turns), int(turns["error"].isna().sum())
-
-
-def _print_unsupplied(outcome: LaneOutcome, scheme: str) -> None:
-    fields, answered = _unsupplied(outcome)
-    if fields:
-        out().print(Text(f"  {unsupplied_note(fields, answered, scheme)}"), highlight=False)
-
-
-def _print(outcome: LaneOutcome, scheme: str) -> None:
-    title = escape(run_title(outcome.lane, outcome.split, outcome.runtime, outcome.case_set))
-    if outcome.journal_note:
-        err().print(outcome.journal_note, markup=False, highlight=False, soft_wrap=True)
-    if outcome.budget_reached:
-        err().print(
-            f"[{rich_style('void')}]{title}: void[/]: {escape(outcome.measurement_note)}", highlight=False
-        )
-        return
-    if outcome.failure is not None:
-        err().print(
-            f"[red]{title}: run failed[/red] ({outcome.failure_kind}): {escape(outcome.failure)}",
-            highlight=False,
-        )
-        _print_faults(outcome)
-        return
-    checks = {c.name: c for c in outcome.checks}
-    caption = f"run {short_id(outcome.run_id)}"
-    table = Table(title=title, title_justify="left", caption=caption, caption_justify="left")
-    assert outcome.metrics is not None
-    sampled = _samples(outcome.metrics) > 1
-    columns = ("metric", "value", "n", *(("95% CI", "pass^k") if sampled else ()), "threshold", "check")
-    if sampled:
-        table.caption = f"{caption} · {_samples(outcome.metrics)} samples per case"
-    for column in columns:
-        # Only the threshold's words may wrap: a metric name or a number is never cut.
-        table.add_column(
-            column,
-            justify="left" if column in ("metric", "threshold", "check") else "right",
-            no_wrap=column != "threshold",
-        )
-    for row in outcome.metrics.to_dict("records"):
-        value = "n/a" if pd.isna(row["value"]) else number_text(row["value"])
-        n = "" if pd.isna(row["denominator"]) else f"{row['numerator']:.15g}/{row['denominator']:.15g}"
-        check = checks.get(row["metric"])
-        verdict = "" if check is None else _verdict(check.verdict)
-        threshold = "" if check is None else f"{check.threshold} ({check.severity})"
-        gated = row.get("statistic")
-        if check is not None and sampled and isinstance(gated, str) and gated != "mean":
-            threshold += f" on {gated}"
-        extra = (_interval_text(row), _number(row.get("pass_hat_k"))) if sampled else ()
-        table.add_row(str(row["metric"]), value, n, *extra, threshold, verdict)
-    out().print(table)
-    from eval_pipeline.dagster_wiring.checks import MEASUREMENT_CHECK
-
-    metric_names = set(outcome.metrics["metric"])
-    for check in outcome.checks:
-        if check.name not in metric_names:  # lane-level checks: measurement, no_regression
-            failed = not check.passed and check.description and check.name != MEASUREMENT_CHECK
-            note = f" ({escape(check.description)})" if failed else ""
-            out().print(f"  {check.name}: {_verdict(check.verdict)}{note}", highlight=False)
-    if not outcome.void:  # a void run says why once, below; a check that measured nothing says it here
-        for check in outcome.checks:
-            if check.name in metric_names and check.verdict == "void":
-                out().print(
-                    f"  {check.name}: {_verdict('void')} {escape(check.description.removeprefix('void: '))}",
-                    highlight=False,
-                )
-    _print_unsupplied(outcome, scheme)
-    _print_flaky(outcome)
-    _print_failing(outcome)
-    _print_faults(outcome)
-
-
-def _samples(metrics: pd.DataFrame) -> int:
-    if "samples" not in metrics.columns or metrics["samples"].isna().all():
-        return 1
-    return int(metrics["samples"].max())
-
-
-def _number(value: Any) -> str:
-    return "" if value is None or pd.isna(value) else f"{value:.4g}"
-
-
-def _interval_text(row: dict[Any, Any]) -> str:
-    low, high = row.get("ci_low"), row.get("ci_high")
-    return "" if low is None or pd.isna(low) else f"{low:.3f}–{high:.3f}"
-
-
-def _print_flaky(outcome: LaneOutcome) -> None:
-    """Case predicates whose samples disagree, with their flips (nothing with one sample)."""
-    flaky = None if outcome.void else outcome.flaky()
-    if flaky is None or flaky.empty:
-        return
-    out().print(
-        f"[bold]flaky within the run[/bold] ({flaky['case_id'].nunique()} case(s) whose samples disagree):",
-        highlight=False,
-    )
-    for row in flaky.head(FAILING_SHOWN).to_dict("records"):
-        out().print(
-            Text(
-                f"  {row['case_id']} · {row['predicate']} · passed {row['passes']}/{row['samples']}"
-                f" · {row['flips']} flip(s) · pass^k {row['pass_hat_k']:.3g}"
-            ),
-            no_wrap=True,
-            overflow="ellipsis",
-            highlight=False,
-        )
-    if len(flaky) > FAILING_SHOWN:
-        out().print(f"  …and {len(flaky) - FAILING_SHOWN} more", highlight=False, markup=False)
-
-
-def _print_failing(outcome: LaneOutcome) -> None:
-    """The failing cases, hard first, one line each: what failed and why; capped, with the rest counted."""
-    failing = outcome.first_failing(FAILING_SHOWN)
-    if failing is None or not failing.results:
-        return
-    if outcome.void:  # every result is a fault's echo: the faults below say it once
-        out().print(
-            f"failing cases: not judged, the run is void; all {failing.results} result(s): "
-            f"eval-pipeline show {short_id(outcome.run_id)}",
-            markup=False,
-            highlight=False,
-        )
-        return
-    out().print(
-        f"[bold]failing cases[/bold] ({failing.cases} case(s), {failing.results} result(s)):", highlight=False
-    )
-    console = out()
-    for row in failing.rows.to_dict("records"):
-        heading = Text.assemble(
-            "  ",
-            (row["case_id"], "bold" if row["severity"] == "hard" else ""),
-            f" · {row['predicate']} · {row['severity']} · {row['code']}",
-        )
-        console.print(heading, no_wrap=True, overflow="ellipsis", highlight=False)
-        console.print(Text(f"      {row['reason']}"), no_wrap=True, overflow="ellipsis", highlight=False)
-    if failing.results > len(failing.rows):
-        out().print(
-            f"  …and {failing.results - len(failing.rows)} more; all of them: "
-            f"eval-pipeline show {short_id(outcome.run_id)}",
-            highlight=False,
-            markup=False,
-        )
-
-
-def _print_faults(outcome: LaneOutcome) -> None:
-    """The distinct fault messages of the run's turns, with how many turns each."""
-    if outcome.void:
-        err().print(f"[{rich_style('void')}]the measurement failed:[/] {escape(outcome.measurement_note)}")
-    faulted = outcome.faulted_turns()
-    if faulted is None:
-        return
-    faults = fault_counts(faulted)
-    if not faults:
-        return
-    total = sum(f["turns"] for f in faults)
-    err().print(f"[bold]faults[/bold] ({total} of {outcome.turn_count} turns):", highlight=False)
-    for fault in faults:
-        err().print(Text(f"  {fault['turns']:>4} × {fault_text(fault)}"), highlight=False, soft_wrap=True)
-
-
-def _suite(outcome: LaneOutcome) -> SuiteRun:
-    cases = outcome.case_predicates if outcome.case_predicates is not None else pd.DataFrame()
-    transcripts = outcome.transcripts if outcome.transcripts is not None else pd.DataFrame()
-    case_ids = list(dict.fromkeys(str(c) for c in (cases["case_id"] if not cases.empty else [])))
-    return SuiteRun(
-        name=f"{outcome.lane}/{outcome.split} [{outcome.runtime}]"
-        + ("" if outcome.case_set == outcome.split else f" {{{outcome.case_set}}}"),
-        run_id=outcome.run_id,
-        case_ids=case_ids,
-        case_predicates=cases,
-        transcripts=transcripts,
-        properties={
-            "lane": outcome.lane,
-            "split": outcome.split,
-            "runtime": outcome.runtime,
-            "case_set": outcome.case_set,
-            **{f"check.{c.name}": c.verdict for c in outcome.checks},
-            **{
-                f"check.{c.name}.void_reason": why
-                for c in outcome.checks
-                if (why := c.metadata.get("void_reason"))
-            },
-            **({"failure": outcome.failure} if outcome.failure else {}),
-        },
-        timestamp=datetime.now(UTC),
-        void_reason=outcome.measurement_note if outcome.void else "",
-    )
 
 
 @app.command()
@@ -486,119 +131,28 @@ def run(
     ] = None,
 ) -> None:
     """Evaluate lanes against a runtime through Dagster; exit 1 if a blocking check fails."""
-    # One warm pool per invocation: a CPU-bound runtime starts its workers once for every lane
-    # (closed when the command ends, however it ends).
-    ctx.with_resource(warm_runtimes())
-    with bad_input_exits():
-        worker_count(), batch_turns()  # settings a run reads deep inside: bad ones are bad input now
-        local_folder(history or default_history_root(), "--history")
-        target = with_history_root(
-            find_target(
-                default_runtime_spec() if runtime is None else runtime,  # '' is bad input, not the default
-                parse_runtime_options(runtime_option or []),
-            ),
-            history,
-        )
-        built = build_runtime(target.spec, target.options)  # a bad spec fails here, before any run starts
-        built.close()
-        check_priced(
-            Budget(max_cost, max_turns).over(target.budget), target.name, getattr(target, "price", None)
-        )
-        # Dagster loads only now, while a worker pool the runtime started loads its runtime.
-        from eval_pipeline.dagster_wiring.code_location import EXECUTOR_ENV
-        from eval_pipeline.dagster_wiring.launch import ensure_instance, materialize_lane
-        from eval_pipeline.dagster_wiring.tags import HIDDEN_TAG_PREFIX
+    from eval_pipeline.cli.lane_runs import run_lanes
 
-        if isinstance(built, RecordedRun):  # a re-score runs the recorded run's lane and split
-            target = rescore_of(built, target)
-            lane, split = recorded_lane_and_split(built, lane, split, repeat)
-        pairs = _select(lane, split, custom=cases is not None)
-        notifier = run_notifier(notify)
-        check_baseline(history or default_history_root(), baseline)
-        if cases is not None and len({spec.name for spec, _ in pairs}) != 1:
-            raise KeyError("--cases evaluates one lane's contract: name exactly one --lane")
-        # Every case file is valid, and its prompts composable, before anything runs.
-        prepared = {(spec.name, s): prepare_cases(spec, s, cases) for spec, s in pairs}
-        if isinstance(built, ReplayRuntime) and not isinstance(built, RecordedRun):
-            pairs = _recorded_pairs(built, pairs, prepared, named=bool(lane))
-        tomorrow = datetime.now(UTC).date() + timedelta(days=1)  # east of UTC it may already be tomorrow
-        day = run_night(date or datetime.now(UTC).date().isoformat(), latest=tomorrow)
-        chosen = executor or (
-            Executor.celery if os.environ.get(EXECUTOR_ENV) == "celery" else Executor.in_process
-        )
-        if chosen is Executor.celery and not celery_broker():
-            raise KeyError(
-                f"--executor celery needs a broker: set {CELERY_BROKER_ENV} (e.g. redis://host:6379/0)"
-            )
-    if not target.declared and not as_json:  # a derived name says nothing of what it runs
-        options = f" {json.dumps(redacted_options(target.options), sort_keys=True)}" if target.options else ""
-        err().print(
-            f"runtime {target.name}: {redacted_spec(target.spec)}{options} (not declared in evals/runtimes.yaml)",
-            markup=False,
-            highlight=False,
-            soft_wrap=True,
-        )
-    instance = ensure_instance()
-    batch_id = uuid.uuid4().hex
-    outcomes: list[LaneOutcome] = []
-    for spec, s in pairs:
-        with rich_progress(f"{spec.name} [{s}] · {target.name}", console=err()) as bar:
-            outcome = materialize_lane(
-                spec,
-                target,
-                instance=instance,
-                split=s,
-                date=day,
-                cases_path=str(cases) if cases else "",
-                concurrency=concurrency,
-                repeat=repeat,
-                seed=seed,
-                history_root=history or "",
-                resume=resume,
-                max_cost=max_cost,
-                max_turns=max_turns,
-                progress=bar,
-                tags={f"{HIDDEN_TAG_PREFIX}batch_id": batch_id, f"{HIDDEN_TAG_PREFIX}source": "cli"},
-                log_level="DEBUG" if verbose else "CRITICAL",  # failures are reported below, once
-                executor=chosen.value,
-                observe=not outcomes,  # the target's version, once for the whole invocation
-            )
-        outcomes.append(outcome)
-        if not as_json:
-            _print(outcome, split_spec(target.spec)[0])
-    if as_json:
-        typer.echo(json.dumps(_document(batch_id, outcomes), indent=2, sort_keys=False))
-    if notifier is not None:
-        notifier.send(outcomes, night=day, instance=instance, history_root=history or default_history_root())
-    if summary_md is not None:
-        write_summary(summary_md, outcomes, history_root=history or default_history_root(), baseline=baseline)
-    if junit is not None:
-        junit.parent.mkdir(parents=True, exist_ok=True)
-        junit.write_text(junit_xml([_suite(o) for o in outcomes]), encoding="utf-8")
-        err().print(f"wrote JUnit XML to {junit}", markup=False, highlight=False, soft_wrap=True)
-    raise typer.Exit(_exit_code(outcomes, summary=not as_json))
-
-
-def _exit_code(outcomes: list[LaneOutcome], *, summary: bool) -> int:
-    """2 bad input, 3 a stage raised, 4 a measurement failed (void), 1 a blocking check failed, else 0."""
-    if any(o.failure is not None and not o.budget_reached for o in outcomes):
-        kinds = {o.failure_kind for o in outcomes if o.failure is not None and not o.budget_reached}
-        return EXIT_BAD_INPUT if kinds & {"RuntimeSpecError", "CaseFileError"} else EXIT_RUN_FAILED
-    void = [o for o in outcomes if o.void]
-    blocking = [(o, c) for o in outcomes for c in o.blocking_failures]
-    if summary:
-        measured = [c for o in outcomes if not o.void for c in o.checks]
-        warnings = sum(c.verdict == "warn" for c in measured)
-        line = (
-            f"{len(outcomes)} lane run(s); {len(blocking)} blocking check failure(s); {warnings} warning(s)"
-        )
-        unmeasured = sum(c.verdict == "void" for c in measured)
-        if unmeasured:
-            line += f"; {unmeasured} check(s) not measured (void)"
-        if void:
-            line += f"; {len(void)} void (the measurement failed: {', '.join(o.lane for o in void)})"
-        style = rich_style("void" if void else "fail" if blocking else "pass")
-        out().print(f"[{style}]{escape(line)}[/]", highlight=False)
-    if void:
-        return EXIT_VOID
-    return EXIT_CHECK_FAILED if blocking else EXIT_OK
+    run_lanes(
+        ctx,
+        lane=lane,
+        split=split,
+        runtime=runtime,
+        runtime_option=runtime_option,
+        cases=cases,
+        history=history,
+        date=date,
+        concurrency=concurrency,
+        repeat=repeat,
+        seed=seed,
+        as_json=as_json,
+        junit=junit,
+        verbose=verbose,
+        summary_md=summary_md,
+        baseline=baseline,
+        notify=notify,
+        resume=resume,
+        max_cost=max_cost,
+        max_turns=max_turns,
+        executor=executor,
+    )

@@ -16,11 +16,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from eval_pipeline.cases.loading import CaseFileError, CaseProblem
 from eval_pipeline.lanes.declaration import CaseRule, CaseSchema, Declaration, MetricSpec, Threads, TurnRule
+from eval_pipeline.limits import MAX_REPEAT
 from eval_pipeline.paired import ALPHA
 from eval_pipeline.scoring import DEFAULT_MAX_ERROR_RATE, Severity, Statistic, ThresholdOp
 from eval_pipeline.strict_yaml import YamlDocument, read_yaml_file
 
-MAX_REPEAT = 1000
 LANE_FILES: tuple[str, ...] = ("lane.yaml", "manifest.yaml")
 _NAME = r"^[a-z][a-z0-9_]*$"
 

@@ -43,3 +43,20 @@ def test_app_from_python_has_every_command() -> None:
 
     names = {command.name for command in typer.main.get_group(app).commands.values()}
     assert {"run", "show", "diff", "validate", "serve-reference", "history"} <= names
+
+
+# What a command's work needs, and `--help` must not load to list the commands.
+HEAVY = ("dagster", "pandas", "pyarrow", "numpy", "duckdb", "pydantic", "openai", "sqlalchemy", "yaml")
+
+
+def test_help_lists_every_command_without_loading_their_work() -> None:
+    probe = (
+        "import sys; from eval_pipeline.cli import main; sys.argv = ['eval-pipeline', '--help']\n"
+        "try:\n    main()\nexcept SystemExit as exit:\n    assert exit.code in (0, None), exit.code\n"
+        f"print('loaded:', ' '.join(sorted(m for m in {HEAVY!r} if m in sys.modules)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=PROJECT_ROOT, capture_output=True, text=True, check=True
+    )
+    assert "Commands" in done.stdout and "serve-reference" in done.stdout
+    assert done.stdout.splitlines()[-1].split() == ["loaded:"], done.stdout.splitlines()[-1]
