@@ -16,6 +16,11 @@ session, i) to a runtime that takes one (``accepts_seed``), and the seed is reco
 A recording (``replay:``, ``history:``) is not sent anything: it answers every turn at once
 (its ``recorded_answers``), the turns joined to what was recorded for them, and since no call
 is made no latency is measured (``latency_ms`` is null).
+
+With a response ``cache`` (:mod:`eval_pipeline.runtimes.cache`) a sample of a session whose
+request was answered before is recorded from it (``cached``, no latency, no attempt) and a
+sample answered in full is stored. A turn's tokens come from its reply's ``usage`` and its
+``cost`` from the target's ``price`` (:mod:`eval_pipeline.usage`).
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from eval_pipeline.runtimes.base import (
     TurnResponse,
     not_unicode_text,
 )
+from eval_pipeline.runtimes.cache import ResponseCache
 from eval_pipeline.runtimes.faults import (
     NO_RETRY,
     RetryPolicy,
@@ -50,6 +56,7 @@ from eval_pipeline.runtimes.faults import (
 )
 from eval_pipeline.samples import derive_seed
 from eval_pipeline.tables import TRANSCRIPTS, frame, lane_columns, nullable_types
+from eval_pipeline.usage import Price, turn_usage
 
 TurnCallback = Callable[[dict[str, Any]], None]
 StartCallback = Callable[[int], None]
@@ -109,6 +116,8 @@ def run_session(
     retry: RetryPolicy | None = None,
     sample_index: int = 0,
     run_seed: int | None = None,
+    cache: ResponseCache | None = None,
+    price: Price | None = None,
 ) -> list[dict[str, Any]]:
     """Send every turn of ``threads``, in order, in one session; one row per turn, faults included."""
     retry = retry or retry_policy_of(runtime)
@@ -119,9 +128,22 @@ def run_session(
     def record(row: dict[str, Any]) -> None:
         row["sample_index"] = sample_index
         row.setdefault("seed", seed)
+        row["cost"] = None if price is None else price.cost(row["prompt_tokens"], row["completion_tokens"])
         rows.append(row)
         if on_turn:
             on_turn(row)
+
+    asked = [(thread.case_id, turn) for thread in threads for turn in thread.turns]
+    request = None
+    if cache is not None:
+        request = cache.request(
+            key, sample_index, seed, [_request_of(case_id, turn) for case_id, turn in asked]
+        )
+        answers = cache.answers(request)
+        if answers is not None:
+            for (case_id, turn), answer in zip(asked, answers, strict=True):
+                record({**_row(case_id, turn, attempts=0), **answer, "cached": True})
+            return rows
 
     try:
         session = open_sample_session(runtime, key, sample_index, seed)
@@ -133,13 +155,19 @@ def run_session(
                 record(_row(thread.case_id, turn, error=_error_text(exc)))
         return rows
     try:
-        for thread in threads:
-            for turn in thread.turns:
-                record(_send(session, thread.case_id, turn, retry))
+        for case_id, turn in asked:
+            record(_send(session, case_id, turn, retry))
     finally:
         with contextlib.suppress(Exception):  # a session that fails to close has already answered
             session.close()
+    if cache is not None and request is not None and all(row["error"] is None for row in rows):
+        cache.store(request, rows)
     return rows
+
+
+def _request_of(case_id: str, turn: TurnRequest) -> tuple[str, int, str, str]:
+    """What identifies a turn's request (the cache's ``REQUEST_FIELDS``, in order)."""
+    return (case_id, turn.turn_index, turn.role, turn.prompt)
 
 
 def _send(session: ChatSession, case_id: str, turn: TurnRequest, retry: RetryPolicy) -> dict[str, Any]:
@@ -163,6 +191,7 @@ def _send(session: ChatSession, case_id: str, turn: TurnRequest, retry: RetryPol
     # An adapter that retries internally reports its own attempts for the last send.
     attempts += int(raw.pop("attempts", 1)) - 1
     recorded_seed = raw.pop("seed", None)  # a replayed answer says which seed it was produced with
+    usage = turn_usage(raw)
     row = _row(
         case_id,
         turn,
@@ -173,6 +202,9 @@ def _send(session: ChatSession, case_id: str, turn: TurnRequest, retry: RetryPol
         latency_ms=latency_ms,
         attempts=attempts,
         raw=json.dumps(raw, sort_keys=True, ensure_ascii=False, default=str) if raw else None,
+        prompt_tokens=usage.prompt_tokens,
+        completion_tokens=usage.completion_tokens,
+        ttft_ms=usage.ttft_ms,
     )
     if recorded_seed is not None:
         row["seed"] = int(recorded_seed)
@@ -203,13 +235,16 @@ def drive(
     retry: RetryPolicy | None = None,
     repeat: int = 1,
     seed: int | None = None,
+    cache: ResponseCache | None = None,
+    price: Price | None = None,
 ) -> pd.DataFrame:
     """Transcripts (lane columns) for every turn of every thread, ``repeat`` samples of each.
 
     ``concurrency`` is the number of sessions in flight; ``None`` takes the runtime's
     ``preferred_concurrency`` (e.g. its worker count), else 1. ``on_start`` receives the
     total number of turns before the first is sent; ``on_turn`` every row as it is recorded
-    (from worker threads). ``retry`` overrides the runtime's own ``retry_policy``.
+    (from worker threads). ``retry`` overrides the runtime's own ``retry_policy``. ``cache``
+    answers the samples it holds and keeps the others; ``price`` prices each turn's tokens.
     """
     sessions_in_flight = concurrency_of(runtime) if concurrency is None else concurrency
     if sessions_in_flight < 1:
@@ -225,7 +260,16 @@ def drive(
 
     def run(sample: tuple[list[Thread], int]) -> list[dict[str, Any]]:
         session, sample_index = sample
-        return run_session(runtime, session, on_turn, retry=retry, sample_index=sample_index, run_seed=seed)
+        return run_session(
+            runtime,
+            session,
+            on_turn,
+            retry=retry,
+            sample_index=sample_index,
+            run_seed=seed,
+            cache=cache,
+            price=price,
+        )
 
     # Samples of one case are interleaved with other cases, not queued behind each other.
     sessions = [(session, index) for index in range(repeat) for session in sessions_of(threads)]
@@ -275,6 +319,8 @@ def replayed(
             "raw": answers["raw"],
             "sample_index": asked["sample_index"],
             "seed": pc.coalesce(answers["seed"], asked["seed"]),
+            **{name: pa.nulls(asked.num_rows, TRANSCRIPTS.field(name).type) for name in _UNRECORDED},
+            "cached": pa.repeat(pa.scalar(False), asked.num_rows),
         }
     )
     table = table.sort_by(
@@ -313,6 +359,8 @@ def _seeds(sessions: pa.ChunkedArray, sample_index: int, seed: int | None) -> pa
     return pa.array([derived[key] for key in sessions.to_pylist()], pa.int64())
 
 
+# What a recording does not say of a turn: nothing was sent, so nothing was counted or timed.
+_UNRECORDED = ("prompt_tokens", "completion_tokens", "cost", "ttft_ms")
 # What a recording is asked of each turn (see ReplayRuntime.recorded_answers).
 _ASKED = ("case_id", "sample_index", "turn_index", "role", "prompt")
 _TRANSCRIPT_LANE = pa.schema([TRANSCRIPTS.field(name) for name in TRANSCRIPT_COLUMNS])
@@ -330,6 +378,9 @@ def _row(
     attempts: int = 1,
     error: str | None = None,
     raw: str | None = None,
+    prompt_tokens: int | None = None,
+    completion_tokens: int | None = None,
+    ttft_ms: float | None = None,
 ) -> dict[str, Any]:
     return {
         "case_id": case_id,
@@ -344,4 +395,8 @@ def _row(
         "attempts": attempts,
         "error": error,
         "raw": raw,
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "cached": False,
+        "ttft_ms": ttft_ms,
     }

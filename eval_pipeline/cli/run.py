@@ -53,6 +53,7 @@ from eval_pipeline.settings import CELERY_BROKER_ENV, celery_broker
 from eval_pipeline.settings import history_root as default_history_root
 from eval_pipeline.settings import runtime_spec as default_runtime_spec
 from eval_pipeline.stage_files import StageFile, batch_turns
+from eval_pipeline.usage import USAGE_METRICS, summed_usage, totals_text, usage_text
 from eval_pipeline.workers import worker_count
 
 if TYPE_CHECKING:
@@ -199,6 +200,8 @@ def _print(outcome: LaneOutcome) -> None:
             no_wrap=column != "threshold",
         )
     for row in outcome.metrics.to_dict("records"):
+        if row["metric"] in USAGE_METRICS and row["metric"] not in checks:
+            continue  # said on the usage line below
         value = "n/a" if pd.isna(row["value"]) else number_text(row["value"])
         n = "" if pd.isna(row["denominator"]) else f"{row['numerator']:.15g}/{row['denominator']:.15g}"
         check = checks.get(row["metric"])
@@ -210,6 +213,7 @@ def _print(outcome: LaneOutcome) -> None:
         extra = (_interval_text(row), _number(row.get("pass_hat_k"))) if sampled else ()
         table.add_row(str(row["metric"]), value, n, *extra, threshold, verdict)
     out().print(table)
+    out().print(f"  usage: {escape(usage_text(_usage(outcome)))}", highlight=False, soft_wrap=True)
     from eval_pipeline.dagster_wiring.checks import MEASUREMENT_CHECK
 
     metric_names = set(outcome.metrics["metric"])
@@ -228,6 +232,16 @@ def _print(outcome: LaneOutcome) -> None:
     _print_flaky(outcome)
     _print_failing(outcome)
     _print_faults(outcome)
+
+
+def _usage(outcome: LaneOutcome) -> dict[str, float | None]:
+    """A lane run's usage metrics by name (none for a run that failed before its metrics)."""
+    if outcome.metrics is None:
+        return {}
+    rows = outcome.metrics[outcome.metrics["metric"].isin(USAGE_METRICS)]
+    return {
+        str(r["metric"]): None if pd.isna(r["value"]) else float(r["value"]) for r in rows.to_dict("records")
+    }
 
 
 def _samples(metrics: pd.DataFrame) -> int:
@@ -415,6 +429,14 @@ def run(
             "(its latest run of each lane's split and cases); default: each series' previous run."
         ),
     ] = None,
+    cache: Annotated[
+        bool,
+        typer.Option(
+            "--cache",
+            help="Answer sessions asked before from the response cache (keyed by runtime version and "
+            "request); default: the target's cache setting.",
+        ),
+    ] = False,
     notify: Annotated[
         bool,
         typer.Option("--notify", help="Send each lane run's events to the channels of evals/notify.yaml."),
@@ -492,6 +514,7 @@ def run(
                 concurrency=concurrency,
                 repeat=repeat,
                 seed=seed,
+                cache=True if cache else None,
                 history_root=history or "",
                 progress=bar,
                 tags={f"{HIDDEN_TAG_PREFIX}batch_id": batch_id, f"{HIDDEN_TAG_PREFIX}source": "cli"},
@@ -528,6 +551,9 @@ def _exit_code(outcomes: list[LaneOutcome], *, summary: bool) -> int:
         line = (
             f"{len(outcomes)} lane run(s); {len(blocking)} blocking check failure(s); {warnings} warning(s)"
         )
+        measured_runs = [_usage(o) for o in outcomes if o.metrics is not None]
+        if measured_runs:
+            line += f"; {totals_text(summed_usage(measured_runs))}"
         unmeasured = sum(c.verdict == "void" for c in measured)
         if unmeasured:
             line += f"; {unmeasured} check(s) not measured (void)"

@@ -55,6 +55,7 @@ from eval_pipeline.pipeline import (
 )
 from eval_pipeline.progress import FanOut, LogProgress, ProgressObserver
 from eval_pipeline.runtimes.base import RuntimeSpecError
+from eval_pipeline.runtimes.cache import ResponseCache, target_cache
 from eval_pipeline.runtimes.redaction import redacted_spec
 from eval_pipeline.runtimes.registry import build_runtime
 from eval_pipeline.samples import flaky_in, samples_in
@@ -84,6 +85,17 @@ def viewer_link(run_id: str) -> dict[str, dg.MetadataValue]:
     """``viewer``: the run's page in ``eval-pipeline view``, when ``EVAL_PIPELINE_VIEWER_URL`` says where."""
     url = run_page_url(run_id)
     return {} if url is None else {"viewer": dg.MetadataValue.url(url)}
+
+
+def cache_metadata(cache: ResponseCache) -> dict[str, Any]:
+    """What the response cache did for a run: sessions answered from it, sent, and entries skipped as corrupt."""
+    counts = cache.counts
+    return {
+        "cache_sessions_hit": counts.hits,
+        "cache_sessions_sent": counts.misses,
+        "cache_entries_skipped": counts.skipped,
+        "runtime_version": cache.runtime_version,
+    }
 
 
 def run_verdict(metrics: pd.DataFrame) -> str:
@@ -230,6 +242,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
         # The slot first: a runtime may start processes or open connections when it is built.
         step_key = context.get_step_execution_context().step.key
         with runtime_pool_slot(context.instance, context.run, step_key, target, context.log):
+            cache = target_cache(target.spec, target.options) if runtime.caches(target) else None
             chat_runtime = build_runtime(target.spec, target.options)
             try:
                 context.log.info(
@@ -249,6 +262,8 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
                     repeat=samples_to_drive(chat_runtime, runtime.samples_for(target, spec.repeat)),
                     seed=runtime.seed,
                     run_columns=run_columns,
+                    cache=cache,
+                    price=target.price,
                 )
             finally:
                 chat_runtime.close()
@@ -261,6 +276,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
                 "errors": len(errors),
                 "runtime": target.name,
                 "runtime_spec": redacted_spec(chat_runtime.spec),
+                **({} if cache is None else cache_metadata(cache)),
             },
         )
 

@@ -197,6 +197,7 @@ def materialize_lane(
     concurrency: int | None = None,
     repeat: int | None = None,
     seed: int | None = None,
+    cache: bool | None = None,
     history_root: str = "",
     progress: ProgressObserver | None = None,
     tags: dict[str, str] | None = None,
@@ -220,6 +221,7 @@ def materialize_lane(
         "concurrency": concurrency,
         "repeat": repeat,
         "seed": seed,
+        "cache": cache,
     }
     case_set = custom_case_set(cases_path) if cases_path else split
     with ExitStack() as scope:

@@ -84,6 +84,15 @@ class RuntimeResource(dg.ConfigurableResource):
         "runtimes that take one; empty: no seed.",
     )
 
+    cache: bool | None = Field(
+        default=None,
+        description="Answer sessions asked before from the response cache; empty means the target's cache setting.",
+    )
+
+    def caches(self, target: RuntimeTarget) -> bool:
+        """Whether a run against ``target`` uses the response cache (``--cache``, else the target's)."""
+        return target.cache if self.cache is None else self.cache
+
     def concurrency_for(self, target: RuntimeTarget) -> int | None:
         return self.concurrency or target.concurrency
 

@@ -13,6 +13,8 @@ stable while the spec behind it may change. ::
         options: {model: gpt-4.1, api_key_env: STAGING_KEY}   # secrets only by env var name
         nightly: true
         pool_limit: 2          # at most two lane runs drive it at once (Dagster pool runtime-staging-gpt)
+        cache: true            # answer a session asked before from the response cache
+        price: {input: 2.0, output: 8.0}   # per million prompt / completion tokens: each turn's cost
 
 ``--runtime NAME`` picks a declared target. A raw spec (``--runtime openai:URL -o model=x``)
 still works: if a declared target has exactly that spec and those options it *is* that
@@ -37,6 +39,7 @@ from eval_pipeline.cases.loading import CaseFileError, CaseProblem
 from eval_pipeline.runtimes.base import RuntimeSpecError
 from eval_pipeline.runtimes.registry import RUNTIME_ADAPTERS, spec_problems, spec_schemes, split_spec
 from eval_pipeline.strict_yaml import Location, location, read_yaml_file
+from eval_pipeline.usage import Price
 
 TARGETS_FILE = "runtimes.yaml"
 TARGET_NAME = r"^[a-z0-9][a-z0-9_-]{0,62}$"
@@ -76,6 +79,13 @@ class TargetDeclaration(BaseModel):
         le=1000,
         description="Samples per case (each in a fresh session); overrides the lane's.",
     )
+    cache: bool = Field(
+        default=False, description="Answer sessions asked before from the response cache (nothing sent)."
+    )
+    price: Price | None = Field(
+        default=None,
+        description="Per million tokens, input (prompt) and output (completion): each turn's cost.",
+    )
     description: str = ""
 
 
@@ -94,6 +104,8 @@ class RuntimeTarget:
     pool_limit: int | None = None
     max_error_rate: float | None = None  # None: the lane's own
     repeat: int | None = None  # None: the lane's own
+    cache: bool = False  # answer sessions asked before from the response cache
+    price: Price | None = None  # None: a turn's cost is unknown
 
     def samples_for(self, lane_repeat: int) -> int:
         """Samples per case a run against this target takes (its own ``repeat``, else the lane's)."""
@@ -166,6 +178,8 @@ def load_targets(path: Path) -> dict[str, RuntimeTarget]:
             pool_limit=declared.pool_limit,
             max_error_rate=declared.max_error_rate,
             repeat=declared.repeat,
+            cache=declared.cache,
+            price=declared.price,
         )
     if problems:
         raise CaseFileError(sorted(problems, key=lambda p: p.line))
@@ -203,6 +217,8 @@ def resolve_target(
             max_error_rate=declared.max_error_rate,
             queue=declared.queue,
             repeat=declared.repeat,
+            cache=declared.cache,
+            price=declared.price,
         )
     for declared in targets.values():
         if declared.spec == text and dict(declared.options) == dict(options):
