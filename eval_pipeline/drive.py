@@ -82,21 +82,24 @@ def concurrency_of(runtime: ChatRuntime) -> int:
 
 def send_with_retries(
     session: ChatSession, prompt: str, retry: RetryPolicy
-) -> tuple[TurnResponse | None, str | None, int]:
+) -> tuple[TurnResponse | None, str | None, int, list[str]]:
     """Send one turn, retrying transient faults: (response or None, the fault's text or None,
-    attempts). The text is the last attempt's fault, carrying every attempt's call ids."""
+    attempts, the fault of every attempt that was retried). The text is the last attempt's
+    fault, carrying every attempt's call ids."""
     attempts = 0
     call_ids: list[str] = []
+    retried: list[str] = []
     while True:
         attempts += 1
         try:
-            return session.send(prompt), None, attempts
+            return session.send(prompt), None, attempts, retried
         except RuntimeSpecError:
             raise
         except Exception as exc:
             if attempts > retry.max_retries or not is_transient(exc):
-                return None, with_call_ids(_error_text(exc), call_ids), attempts
+                return None, with_call_ids(_error_text(exc), call_ids), attempts, retried
             call_ids += split_call_ids(str(exc))[1]
+            retried.append(_error_text(exc))
             time.sleep(retry.delay_s(attempts, getattr(exc, "retry_after", None)))
 
 
@@ -172,7 +175,7 @@ def _request_of(case_id: str, turn: TurnRequest) -> tuple[str, int, str, str]:
 
 def _send(session: ChatSession, case_id: str, turn: TurnRequest, retry: RetryPolicy) -> dict[str, Any]:
     started = time.perf_counter()
-    response, error, attempts = send_with_retries(session, turn.prompt, retry)
+    response, error, attempts, retried = send_with_retries(session, turn.prompt, retry)
     latency_ms = (time.perf_counter() - started) * 1000.0
     unencodable = None if response is None else not_unicode_text(response)
     if unencodable is not None:
@@ -186,8 +189,17 @@ def _send(session: ChatSession, case_id: str, turn: TurnRequest, retry: RetryPol
             ),
         )
     if response is None:
-        return _row(case_id, turn, latency_ms=latency_ms, attempts=attempts, error=error or "no response")
+        return _row(
+            case_id,
+            turn,
+            latency_ms=latency_ms,
+            attempts=attempts,
+            error=error or "no response",
+            raw=_raw_text({"retries": retried}) if retried else None,
+        )
     raw = dict(response.raw)
+    if retried:  # every retry is recorded on its turn
+        raw["retries"] = retried
     # An adapter that retries internally reports its own attempts for the last send.
     attempts += int(raw.pop("attempts", 1)) - 1
     recorded_seed = raw.pop("seed", None)  # a replayed answer says which seed it was produced with
@@ -201,7 +213,7 @@ def _send(session: ChatSession, case_id: str, turn: TurnRequest, retry: RetryPol
         epistemic_status=response.epistemic_status,
         latency_ms=latency_ms,
         attempts=attempts,
-        raw=json.dumps(raw, sort_keys=True, ensure_ascii=False, default=str) if raw else None,
+        raw=_raw_text(raw) if raw else None,
         prompt_tokens=usage.prompt_tokens,
         completion_tokens=usage.completion_tokens,
         ttft_ms=usage.ttft_ms,
@@ -209,6 +221,10 @@ def _send(session: ChatSession, case_id: str, turn: TurnRequest, retry: RetryPol
     if recorded_seed is not None:
         row["seed"] = int(recorded_seed)
     return row
+
+
+def _raw_text(raw: dict[str, Any]) -> str:
+    return json.dumps(raw, sort_keys=True, ensure_ascii=False, default=str)
 
 
 def samples_to_drive(runtime: ChatRuntime, repeat: int) -> int:
