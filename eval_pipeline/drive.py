@@ -339,9 +339,11 @@ def replayed(
             "cached": pa.repeat(pa.scalar(False), asked.num_rows),
         }
     )
-    table = table.sort_by(
-        [("case_id", "ascending"), ("sample_index", "ascending"), ("turn_index", "ascending")]
-    ).cast(_TRANSCRIPT_LANE)
+    table = (
+        table.sort_by([("case_id", "ascending"), ("sample_index", "ascending"), ("turn_index", "ascending")])
+        .select(_TRANSCRIPT_LANE.names)
+        .cast(_TRANSCRIPT_LANE)
+    )
     if on_turn:
         add_turns = getattr(on_turn, "add_turns", None)  # a progress observer takes them at once
         if callable(add_turns):
