@@ -32,7 +32,7 @@ def stats(
         typer.echo(json.dumps(document, indent=2))
         return
     for version in usage:
-        print_plain(
+        typer.echo(
             f"runtime version {version.runtime_version}: {version.entries} entries, {version.bytes} bytes"
         )
     entries = sum(u.entries for u in usage)
