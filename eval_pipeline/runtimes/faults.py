@@ -68,8 +68,10 @@ class RetryPolicy:
     """How often and how patiently a transient turn fault is retried.
 
     The n-th retry waits ``backoff_s * 2**(n-1)`` (capped at ``max_backoff_s``, with jitter
-    in [50%, 100%] so concurrent sessions do not retry in lockstep), or longer when the
-    runtime asked for it (``Retry-After``).
+    in [50%, 100%] so concurrent sessions do not retry in lockstep). When the runtime said how
+    long to wait (``Retry-After``) it waits that long instead (capped at ``max_backoff_s``),
+    spread over up to a quarter more: a rate limit that names the next free moment is
+    honoured, neither cut short nor waited out by a guess.
     """
 
     max_retries: int = 0
@@ -81,9 +83,10 @@ class RetryPolicy:
             raise ValueError("retry policy values must be >= 0")
 
     def delay_s(self, retry_number: int, retry_after: float | None = None) -> float:
+        if retry_after is not None:
+            return min(max(retry_after, 0.0), self.max_backoff_s) * random.uniform(1.0, 1.25)
         exponential = min(self.max_backoff_s, self.backoff_s * 2 ** (retry_number - 1))
-        jittered = exponential * random.uniform(0.5, 1.0)
-        return max(jittered, min(retry_after or 0.0, self.max_backoff_s))
+        return exponential * random.uniform(0.5, 1.0)
 
 
 NO_RETRY = RetryPolicy()

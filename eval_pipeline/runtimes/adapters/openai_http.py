@@ -258,6 +258,11 @@ class OpenAIRuntime:
     def spec(self) -> str:
         return f"openai:{public_url(self.base_url)}"
 
+    @property
+    def adaptive_limit(self) -> AdaptiveLimit:
+        """The requests this target may have in flight now, as its throttling has adapted them."""
+        return self._limit.limit
+
     # A sample's seed goes in the request body's ``seed`` (servers that honour it reproduce the answer).
     accepts_seed = True
 
