@@ -2,7 +2,9 @@
 
 (a) Starts ``eval-pipeline serve-reference`` (its own process) with an injected latency and
 drives single-turn cases through the ``openai:`` adapter at several concurrencies, next to
-the ideal ``turns × latency / concurrency``. (b) Drives a CPU-bound ``python:`` runtime with
+the ideal ``turns × latency / concurrency``; with ``--cache``, also without and through the
+response cache alternately, three times each (cold: every session stored), the best of each
+and the cold run's overhead, then warm (every session answered from the cache). (b) Drives a CPU-bound ``python:`` runtime with
 1 and with N worker processes. (c) The ``exec:`` protocol's own cost: turns per second
 through a child that answers at once, and the time from starting a child (behind its
 guard) to its first reply. Prints figures; asserts nothing.
@@ -19,10 +21,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from eval_pipeline.drive import drive
 from eval_pipeline.lanes.kind import Thread, TurnRequest
 from eval_pipeline.runtimes import build_runtime
+from eval_pipeline.runtimes.cache import ResponseCache
 from eval_pipeline.runtimes.reference import default_pack
 
 
@@ -50,7 +54,7 @@ def start_server(latency_ms: float) -> tuple[subprocess.Popen[str], str]:
     return server, match.group(1)
 
 
-def http_figures(cases: int, latency_ms: float, concurrencies: list[int]) -> None:
+def http_figures(cases: int, latency_ms: float, concurrencies: list[int], *, cache: bool = False) -> None:
     server, url = start_server(latency_ms)
     threads = single_turn_threads(cases)
     print(
@@ -64,15 +68,48 @@ def http_figures(cases: int, latency_ms: float, concurrencies: list[int]) -> Non
             started = time.perf_counter()
             transcripts = drive(runtime, threads, concurrency=concurrency)
             wall = time.perf_counter() - started
-            runtime.close()
             ideal = cases * latency_ms / 1000.0 / concurrency
             errors = int(transcripts["error"].notna().sum())
             print(
                 f"    {concurrency:>11} {wall:>8.2f} {ideal:>8.2f} {wall / ideal:>6.2f} {cases / wall:>8.0f} {errors:>6}"
             )
+            if cache:
+                cached_figures(runtime, threads, concurrency)
+            runtime.close()
     finally:
         server.terminate()
         server.wait()
+
+
+def cached_figures(runtime: Any, threads: list[Thread], concurrency: int, rounds: int = 3) -> None:
+    """The same drive without and through a response cache in a fresh folder (cold: every
+    session stored), alternately, ``rounds`` times, best of each; then warm (every session a hit)."""
+    plain: list[float] = []
+    cold: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="bench-cache-") as folder:
+        for round_number in range(rounds):
+            started = time.perf_counter()
+            drive(runtime, threads, concurrency=concurrency)
+            plain.append(time.perf_counter() - started)
+            cache = ResponseCache(f"bench-{round_number}", Path(folder))
+            started = time.perf_counter()
+            drive(runtime, threads, concurrency=concurrency, cache=cache)
+            cold.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        warm = drive(runtime, threads, concurrency=concurrency, cache=cache)
+        warm_wall = time.perf_counter() - started
+        cache.close()
+    best_plain, best_cold = min(plain), min(cold)
+    print(
+        f"    {'no cache':>11} {best_plain:>8.2f}   best of {rounds}: {', '.join(f'{w:.2f}' for w in plain)}"
+    )
+    print(
+        f"    {'cache cold':>11} {best_cold:>8.2f}   best of {rounds}: {', '.join(f'{w:.2f}' for w in cold)}; "
+        f"overhead {100 * (best_cold - best_plain) / best_plain:+.1f} %"
+    )
+    print(
+        f"    {'cache warm':>11} {warm_wall:>8.2f}   {int(warm['cached'].sum())} of {len(threads)} turns from the cache"
+    )
 
 
 def cpu_figures(cases: int, rounds: int, workers: list[int]) -> None:
@@ -145,13 +182,14 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 2, help="N for (b)")
     parser.add_argument("--exec-cases", type=int, default=5000, help="single-turn cases for (c)")
     parser.add_argument("--exec-starts", type=int, default=9, help="child starts timed in (c)")
+    parser.add_argument("--cache", action="store_true", help="(a) through the response cache too")
     parser.add_argument(
         "--only", choices=["http", "cpu", "exec"], help="run one section (default: all three)"
     )
     args = parser.parse_args()
     print(f"cores: {os.cpu_count()}, python {sys.version.split()[0]}")
     if args.only in (None, "http"):
-        http_figures(args.cases, args.latency_ms, args.concurrency)
+        http_figures(args.cases, args.latency_ms, args.concurrency, cache=args.cache)
     if args.only in (None, "cpu"):
         cpu_figures(args.cpu_cases, args.rounds, sorted({1, args.workers}))
     if args.only in (None, "exec"):

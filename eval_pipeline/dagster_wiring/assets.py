@@ -267,6 +267,8 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
                 )
             finally:
                 chat_runtime.close()
+                if cache is not None:
+                    cache.close()
         errors = table.read(["case_id", "error"], where=faulted())
         return dg.Output(
             table,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import multiprocessing
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http import HTTPStatus
@@ -21,7 +22,7 @@ from eval_pipeline.cli import app
 from eval_pipeline.drive import drive
 from eval_pipeline.lanes.kind import Thread, TurnRequest
 from eval_pipeline.runtimes import build_runtime
-from eval_pipeline.runtimes.cache import ResponseCache, cache_root, cache_usage, entry_bytes, target_cache
+from eval_pipeline.runtimes.cache import ANSWER_FIELDS, ResponseCache, cache_root, cache_usage, target_cache
 from eval_pipeline.runtimes.serve import MODELS_PATH, ReferenceServer, _Handler, model_card
 from eval_pipeline.usage import CACHED_TURNS, LATENCY_PERCENTILES, TTFT_PERCENTILES
 from eval_pipeline_tests.runtimes.scripted_server import completion, json_reply, scripted
@@ -86,6 +87,7 @@ def driven(
         return drive(runtime, threads(), concurrency=4, repeat=repeat, seed=seed, cache=cache)
     finally:
         runtime.close()
+        cache.close()
 
 
 def test_a_second_identical_run_sends_nothing_and_records_the_same_answers() -> None:
@@ -136,15 +138,20 @@ def test_a_session_with_a_fault_is_not_kept(tmp_path: Path) -> None:
     assert cache.counts.stored == 1 and cache.counts.misses == 2  # case_1 is sent again next time
 
 
+def _last_line(data: bytes) -> tuple[bytes, bytes]:
+    """A segment's bytes before its last line, and that line (with its newline)."""
+    body = data.rstrip(b"\n")
+    cut = body.rfind(b"\n") + 1
+    return data[:cut], data[cut:]
+
+
 @pytest.mark.parametrize(
     "damage",
     [
-        lambda data: data[: len(data) // 2],  # killed mid-write
-        lambda data: data.replace(b"Mountains", b"Mountainz").replace(
-            b"mountain", b"mountainz"
-        ),  # hand-edited
-        lambda data: b"",
-        lambda data: b"\xff\xfe not utf-8",
+        lambda line: line[: len(line) // 2],  # killed mid-write: the last line has no end
+        lambda line: line.replace(b"River", b"Rivet").replace(b"river", b"rivet"),  # hand-edited
+        lambda line: b"garbage\n",
+        lambda line: line[:140] + b"\xff\xfe" + line[142:],  # not UTF-8 any more
     ],
 )
 def test_a_corrupt_entry_is_skipped_with_a_warning_and_sent_again(
@@ -152,17 +159,23 @@ def test_a_corrupt_entry_is_skipped_with_a_warning_and_sent_again(
 ) -> None:
     with counting_server() as server:
         first = driven(server)
-        entries = sorted(cache_root().rglob("*.json"))
-        assert len(entries) == 3
-        entries[0].write_bytes(damage(entries[0].read_bytes()))
+        (segment,) = sorted(cache_root().rglob("*.log"))
+        before, last = _last_line(segment.read_bytes())
+        assert before.count(b"\n") == 2 and last.endswith(b"\n")  # three sessions, a line each
+        damaged = damage(last)
+        assert damaged != last
+        segment.write_bytes(before + damaged)
         with caplog.at_level(logging.WARNING, logger="eval_pipeline.runtimes.cache"):
             second = driven(server)
+            third = driven(server)
         assert server.requests == 6 + 2  # only the damaged session's two turns were sent again
-    assert [r.getMessage() for r in caplog.records if str(entries[0]) in r.getMessage()]
-    assert second["cached"].sum() == 4
+    assert [
+        r for r in caplog.records if "skipping the entry" in r.getMessage() and str(segment) in r.getMessage()
+    ]
+    assert second["cached"].sum() == 4 and third["cached"].all()  # the fresh answer is read from then on
     answers = [name for name in ANSWERS if name != "raw"]  # a fresh reply has a fresh response id
     pd.testing.assert_frame_equal(first[answers], second[answers])
-    assert json.loads(entries[0].read_bytes())["turns"]  # the fresh answer replaced it
+    pd.testing.assert_frame_equal(first[answers], third[answers])
 
 
 def test_an_entry_answers_only_its_own_request(tmp_path: Path) -> None:
@@ -171,23 +184,23 @@ def test_an_entry_answers_only_its_own_request(tmp_path: Path) -> None:
     request = cache.request("c", 0, None, asked)
     answer = [{"surface": "hi", "prompt_tokens": 1, "completion_tokens": 1}]
     cache.store(request, answer)
-    assert cache.answers(request) == [
-        {
-            "surface": "hi",
-            "grounding_source": None,
-            "surface_tag": None,
-            "epistemic_status": None,
-            "raw": None,
-            "prompt_tokens": 1,
-            "completion_tokens": 1,
-        }
-    ]
-    other = cache.request("c", 1, None, asked)
-    assert other.key != request.key and cache.answers(other) is None
-    # An entry copied under another request's key is refused, not read as that request's answer.
-    cache.path_of(other).parent.mkdir(parents=True, exist_ok=True)
-    cache.path_of(other).write_bytes(entry_bytes(request, answer))
-    assert cache.answers(other) is None and cache.counts.skipped == 1
+    cache.close()
+    reread = ResponseCache("v1", tmp_path)
+    expected = {name: None for name in ANSWER_FIELDS} | {
+        "surface": "hi",
+        "prompt_tokens": 1,
+        "completion_tokens": 1,
+    }
+    assert reread.answers(request) == [expected]
+    other = reread.request("c", 1, None, asked)
+    assert other.key != request.key and reread.answers(other) is None
+    # An entry's line copied under another request's key is refused, not read as that request's answer.
+    (segment,) = (tmp_path / "v1").glob("*.log")
+    line = segment.read_bytes()
+    segment.write_bytes(line + line.replace(request.key.encode(), other.key.encode(), 1))
+    copied = ResponseCache("v1", tmp_path)
+    assert copied.answers(other) is None and copied.counts.skipped == 1
+    assert copied.answers(request) == [expected]
 
 
 def _write_entries(root: str, writer: int) -> None:
@@ -195,6 +208,9 @@ def _write_entries(root: str, writer: int) -> None:
     for i in range(300):
         request = cache.request(f"s{i}", 0, None, [(f"s{i}", 0, "turn", f"prompt {i}")])
         cache.store(request, [{"surface": f"answer {i}", "raw": json.dumps({"writer": writer})}])
+        if i % 50 == 0:
+            time.sleep(0.05)  # let the writer thread append while the other process does
+    cache.close()
 
 
 def test_two_processes_writing_at_once_leave_whole_entries(tmp_path: Path) -> None:
@@ -210,7 +226,7 @@ def test_two_processes_writing_at_once_leave_whole_entries(tmp_path: Path) -> No
         answers = cache.answers(cache.request(f"s{i}", 0, None, [(f"s{i}", 0, "turn", f"prompt {i}")]))
         assert answers is not None and answers[0]["surface"] == f"answer {i}"
     assert cache.counts.skipped == 0
-    assert not [p for p in tmp_path.rglob("*") if p.name.endswith(".tmp")]
+    assert len(list((tmp_path / "shared").glob("*.log"))) == 2  # a segment per writer
 
 
 runner = CliRunner()
