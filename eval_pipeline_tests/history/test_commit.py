@@ -22,6 +22,7 @@ from eval_pipeline.history.store import DATA_TABLES, append_run, commit_run
 from eval_pipeline.history.views import connect
 from eval_pipeline.lanes import find_lane, lane_kind
 from eval_pipeline.pipeline import LaneRun
+from eval_pipeline.usage import USAGE_METRICS
 
 from .conftest import LANE, SPLIT, StoredRun, manifest, record_run, run_tables
 
@@ -90,7 +91,9 @@ def test_a_run_killed_after_any_table_is_invisible_until_committed(
     commit_run(history, manifest(KILLED), lane=LANE, date=KILLED.date, run_id=KILLED.run_id)
     rows = visible_rows(history, KILLED.run_id)
     assert rows["runs"] == 1 and rows["run_manifests"] == 1
-    assert rows["metrics"] == 10 and rows["case_predicates"] == (115 if tables_written >= 2 else 0)
+    assert rows["metrics"] == 10 + len(USAGE_METRICS) and rows["case_predicates"] == (
+        115 if tables_written >= 2 else 0
+    )
     assert rows["transcripts"] == (16 if tables_written == 3 else 0)
     diffs = json.loads(cli("diff", "-f", "json"))
     assert ("run-c4", "run-killed") in [(d["run_a"], d["run_b"]) for d in diffs]
