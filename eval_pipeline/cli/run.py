@@ -551,14 +551,14 @@ def _exit_code(outcomes: list[LaneOutcome], *, summary: bool) -> int:
         line = (
             f"{len(outcomes)} lane run(s); {len(blocking)} blocking check failure(s); {warnings} warning(s)"
         )
-        measured_runs = [_usage(o) for o in outcomes if o.metrics is not None]
-        if measured_runs:
-            line += f"; {totals_text(summed_usage(measured_runs))}"
         unmeasured = sum(c.verdict == "void" for c in measured)
         if unmeasured:
             line += f"; {unmeasured} check(s) not measured (void)"
         if void:
             line += f"; {len(void)} void (the measurement failed: {', '.join(o.lane for o in void)})"
+        measured_runs = [_usage(o) for o in outcomes if o.metrics is not None]
+        if measured_runs:
+            line += f"; {totals_text(summed_usage(measured_runs))}"
         style = rich_style("void" if void else "fail" if blocking else "pass")
         out().print(f"[{style}]{escape(line)}[/]", highlight=False)
     if void:
