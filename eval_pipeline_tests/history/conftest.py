@@ -23,6 +23,7 @@ from eval_pipeline.lanes import find_lane
 from eval_pipeline.pipeline import LaneRun, evaluate_lane
 from eval_pipeline.runtimes import build_runtime
 from eval_pipeline.tables import CASE_PREDICATES, METRICS, RUN_MANIFESTS, TRANSCRIPTS, frame, with_run_columns
+from eval_pipeline.usage import USAGE_METRICS
 
 LANE = "deterministic_fluency"
 SPLIT = "public"
@@ -58,6 +59,10 @@ class StoredRun:
     def started_at(self) -> pd.Timestamp:
         return pd.Timestamp(datetime.fromisoformat(self.date).replace(hour=self.hour, tzinfo=UTC))
 
+
+# Metric rows a run of the fixture lane stores: its own ten and every lane's usage metrics.
+LANE_METRICS = 10
+METRICS_PER_RUN = LANE_METRICS + len(USAGE_METRICS)
 
 # (run_id, runtime label, day, glosses on?)
 CANDIDATE_RUNS = (

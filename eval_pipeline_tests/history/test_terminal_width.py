@@ -27,7 +27,9 @@ RESCORE = StoredRun(
     case_set="custom-0123abcd",
 )
 TOKEN = re.compile(r"[A-Za-z0-9_.:-]+")
-WORDS = frozenset({"case", "surface"})  # words the commands write that begin a name ("no case flipped")
+WORDS = frozenset(
+    {"case", "surface", "turn", "prompt"}
+)  # words the commands write that begin a name ("no case flipped", "prompt_tokens")
 
 
 @pytest.fixture
