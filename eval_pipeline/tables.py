@@ -196,7 +196,8 @@ COLUMN_DESCRIPTIONS: Mapping[str, str] = {
     "seed": "The seed the sample was sent with, derived from (run seed, case, sample); null: none.",
     "prompt_tokens": "Prompt tokens the runtime counted for the turn (its reply's usage; null: not said).",
     "completion_tokens": "Completion tokens the runtime counted for the turn (its reply's usage; null: not said).",
-    "cost": "The turn's tokens at the target's price (per million input and output tokens); null: unknown.",
+    "cost": "The turn's tokens at the target's price (per million input and output tokens); null: unknown. "
+    "A cached turn carries what its answer cost when it was bought (nothing was spent again).",
     "cached": "true when the turn was answered from the response cache (nothing sent, no latency).",
     "ttft_ms": "Milliseconds to the first token of a streamed reply (null: not streamed or not measured).",
     "samples": "N, the samples per case the metric pools (--repeat).",
