@@ -25,6 +25,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # scale.py's case writ
 
 from scale import FLUENCY, write_fluency
 
+# Test-suite runs (eval_pipeline_tests/test_benchmarks_run.py): arguments → lines of figures.
+TINY_RUNS = {"--sizes 200 --workers 1 --repeat 1": [r"workers=1 +write_cases +[0-9.]+ s median"]}
+
 
 def child(cases: Path) -> None:
     """In the measured process: write the cases stage once; print seconds and CPU seconds."""

@@ -38,6 +38,14 @@ from eval_pipeline.settings import CELERY_BROKER_ENV, EVALS_ENV, PROJECT_ROOT
 sys.path.insert(0, str(PROJECT_ROOT))  # the test suite's server fixtures start Redis and the workers
 from eval_pipeline_tests.scale import servers
 
+# Test-suite runs (eval_pipeline_tests/test_benchmarks_run.py): arguments → lines of figures.
+TINY_RUNS = {
+    "--lanes 1 --targets 1 --latency-ms 5 --workers 1 --instance sqlite": [
+        r"^in-process, one after another : +[0-9.]+ s$",
+        r"^ratio celery / in-process +: +[0-9.]+$",
+    ]
+}
+
 
 def start_endpoints(count: int, latency_ms: float) -> tuple[list[subprocess.Popen[str]], list[str]]:
     processes, urls = [], []

@@ -9,7 +9,7 @@ by ``run``'s loading path (without Dagster). Prints the counts; every count but 
 counts must be 0.
 
 Then hostile project files and runtime replies (``eval_pipeline_tests/fuzz/hostile.py``):
-``--hostile`` mutated lane.yaml and runtimes.yaml files through ``validate``, and every hostile
+``--hostile`` mutated lane.yaml, runtimes.yaml and notify.yaml files through ``validate``, and every hostile
 ``exec:`` reply through ``run``, each source as one batch in a child process under a memory
 ceiling. Prints per source the inputs, their exit codes, the slowest input, the batch's peak
 memory and the property's violations (exit 0/1/2/4 with a message, no traceback, at most 1 GB,
@@ -33,6 +33,16 @@ from eval_pipeline_tests.fuzz.bounded_cli import run_bounded
 from eval_pipeline_tests.fuzz.harness import COUNT_FIELDS, FuzzCounts, fuzz_lane
 from eval_pipeline_tests.fuzz.hostile import DEADLINE_S, REPLIES, Outcome
 
+# Test-suite runs (eval_pipeline_tests/test_benchmarks_run.py): arguments → lines of figures.
+TINY_RUNS = {
+    "--lines 20 --hostile 1": [
+        r"^all lanes +120 +[0-9,]+( +0){5}$",
+        r"^lane +1 .* 0$",
+        r"^targets +1 .* 0$",
+        r"^reply +\d+ .* 0$",
+    ]
+}
+
 COLUMNS = COUNT_FIELDS
 
 
@@ -41,7 +51,7 @@ def main() -> None:
     parser.add_argument("--lines", type=int, default=10_000, help="mutated lines per lane")
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument(
-        "--hostile", type=int, default=100, help="hostile lane.yaml and runtimes.yaml files each"
+        "--hostile", type=int, default=100, help="hostile lane.yaml, runtimes.yaml and notify.yaml files each"
     )
     args = parser.parse_args()
     if args.lines:
@@ -53,7 +63,12 @@ def hostile(count: int, seed: int) -> None:
     print(
         f"\n{'source':10} {'inputs':>7} {'exit codes':28} {'slowest s':>10} {'peak MB':>8} {'violations':>11}"
     )
-    for source, inputs in (("lane", count), ("targets", count), ("reply", len(REPLIES))):
+    for source, inputs in (
+        ("lane", count),
+        ("targets", count),
+        ("notify", count),
+        ("reply", min(count, len(REPLIES))),
+    ):
         command = [
             sys.executable,
             "-m",

@@ -1,19 +1,23 @@
 """History query speed on a synthetic 10-year nightly history, before and after compaction.
 
 Writes, through the real store (``append_run``, one file per run per table), a nightly
-history of ``--lanes`` lanes × ``--years`` years with ~20 metrics and 100 cases × 6
-predicates per run, then prints the time of a one-metric trend query and of a diff between
-two runs: through the DuckDB views, per-run layout and compacted, against loading the same
-history with pandas. Run with ``python benchmarks/history.py [--out DIR] [--years N]``.
+history of 4 lanes × ``--years`` years with 20 metrics and 100 cases × 6 predicates per run,
+then prints the time of a one-metric trend query and of a diff between two runs: through the
+DuckDB views, per-run layout and compacted, against loading the same history with pandas.
+Each run's tables are built as the pipeline builds them: metric values judged against their
+thresholds (``scoring.judge``), made into rows by ``pipeline.metric_rows`` and every table by
+``tables.frame``, so a run here has the columns a real run has. Run with
+``python benchmarks/history.py [--out DIR] [--years N]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -21,82 +25,98 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from eval_pipeline import __version__
 from eval_pipeline.history.compact import compact
 from eval_pipeline.history.diff import diff_runs
 from eval_pipeline.history.runs import RunRef
 from eval_pipeline.history.store import append_run, commit_run
 from eval_pipeline.history.views import connect
-from eval_pipeline.tables import SCHEMAS
+from eval_pipeline.lanes.spec import ThresholdSpec
+from eval_pipeline.pipeline import metric_rows
+from eval_pipeline.scoring import ERROR_RATE, MetricValue, count, judge
+from eval_pipeline.tables import CASE_PREDICATES, METRICS, RUN_MANIFESTS, frame
+
+# Test-suite runs (eval_pipeline_tests/test_benchmarks_run.py): arguments → lines of figures.
+TINY_RUNS = {
+    "--years 0.02 --workers 1": [
+        r"^trend \(1 metric, 1 lane\)( +[0-9.]+s){4}$",
+        r"^diff of two runs( +[0-9.]+s){4}$",
+    ]
+}
 
 LANES = ("lane_a", "lane_b", "lane_c", "lane_d")
-METRICS = [f"metric_{i:02d}_rate" for i in range(19)] + ["cases"]
+RATES = [f"metric_{i:02d}_rate" for i in range(18)]  # with `cases` and error_rate: 20 metrics
 CASES = [f"case_{i:03d}" for i in range(100)]
 PREDICATES = [f"predicate_{i}" for i in range(6)]
 SPLIT, RUNTIME = "public", "reference"
+THRESHOLDS = [
+    ThresholdSpec(metric=name, op=">=", value=0.85, severity="WARN", reason="Benchmark floor.")
+    for name in RATES
+]
 
 
-def run_tables(lane: str, day: date, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """One run's metrics and case_predicates, with a few random flips per night."""
+def metrics_table(
+    values: Sequence[MetricValue], thresholds: Sequence[ThresholdSpec], **columns: object
+) -> pd.DataFrame:
+    """A run's metrics table as the pipeline's metrics stage builds it: ``values`` judged against
+    ``thresholds`` (``scoring.judge``), made into rows by ``pipeline.metric_rows``, the table by
+    ``tables.frame``, ``columns`` (the run columns, its night, …) filling whole columns."""
+    rows = metric_rows(values, judge(thresholds, values))
+    return frame(METRICS, rows, **{"pipeline_version": __version__, **columns})
+
+
+def run_tables(lane: str, day: date, seed: int) -> dict[str, pd.DataFrame]:
+    """One run's metrics, case_predicates and manifest, with a few random flips per night."""
     rng = np.random.default_rng(seed)
-    run_id = f"{lane}-{day.isoformat()}"
+    run_columns = {"run_id": f"{lane}-{day.isoformat()}", "lane": lane, "split": SPLIT}
+    run_columns |= {"runtime": RUNTIME, "case_set": SPLIT}
+    started_at = datetime(day.year, day.month, day.day, 2, tzinfo=UTC)
     passed = rng.random(len(CASES) * len(PREDICATES)) > 0.05
-    cases = pd.DataFrame(
+    case_rows = [
         {
-            "run_id": run_id,
-            "lane": lane,
-            "split": SPLIT,
-            "runtime": RUNTIME,
-            "case_set": SPLIT,
-            "case_id": np.repeat(CASES, len(PREDICATES)),
-            "predicate": np.tile(PREDICATES, len(CASES)),
-            "passed": passed,
+            "case_id": case_id,
+            "predicate": predicate,
+            "passed": bool(holds),
             "severity": "hard",
-            "code": np.where(passed, "ok", "failed"),
+            "code": "ok" if holds else "failed",
             "message": "",
             "evidence": "{}",
+            "sample_index": 0,
         }
+        for (case_id, predicate), holds in zip(itertools.product(CASES, PREDICATES), passed, strict=True)
+    ]
+    numerators = rng.integers(80, 101, len(RATES))
+    values = [
+        *(MetricValue(name, n / 100, float(n), 100.0) for name, n in zip(RATES, numerators, strict=True)),
+        count("cases", len(CASES)),
+        MetricValue(ERROR_RATE, 0.0, 0.0, float(len(CASES))),
+    ]
+    night = {"partition_date": day.isoformat(), "started_at": started_at, "cases_sha256": "0" * 64}
+    metrics = metrics_table(values, THRESHOLDS, **run_columns, **night)
+    manifest = frame(
+        RUN_MANIFESTS,
+        [{**night, "runtime_spec": RUNTIME}],  # commit_run fills committed_at and tables
+        **run_columns,
+        pipeline_version=__version__,
     )
-    numerators = rng.integers(80, 101, len(METRICS)).astype(float)
-    metrics = pd.DataFrame(
-        {
-            "run_id": run_id,
-            "lane": lane,
-            "split": SPLIT,
-            "runtime": RUNTIME,
-            "case_set": SPLIT,
-            "metric": METRICS,
-            "value": numerators / 100,
-            "numerator": numerators,
-            "denominator": 100.0,
-            "threshold_op": ">=",
-            "threshold": 0.85,
-            "severity": "WARN",
-            "passed": numerators >= 85,
-            "partition_date": day.isoformat(),
-            "started_at": pd.Timestamp(datetime(day.year, day.month, day.day, 2, tzinfo=UTC)),
-            "cases_sha256": "0" * 64,
-            "pipeline_version": "bench",
-        }
-    )
-    return metrics, cases
+    return {
+        "metrics": metrics,
+        "case_predicates": frame(CASE_PREDICATES, case_rows, **run_columns),
+        "run_manifests": manifest,
+    }
 
 
 def write_lane(args: tuple[str, str, int]) -> int:
-    root, lane, days = args
+    root, lane, nights = args
     start = date(2015, 1, 1)
-    for offset in range(days):
+    for offset in range(nights):
         day = start + timedelta(days=offset)
-        metrics, cases = run_tables(lane, day, seed=hash((lane, offset)) % 2**32)
+        tables = run_tables(lane, day, seed=LANES.index(lane) * 100_000 + offset)
         run_id = f"{lane}-{day.isoformat()}"
-        for table, df in (("metrics", metrics), ("case_predicates", cases)):
-            # The contract's other columns (samples, intervals, sample_index, …) are null here.
-            contract = df.reindex(columns=SCHEMAS[table].names)
-            append_run(root, table, contract, lane=lane, date=day.isoformat(), run_id=run_id)
-        manifest = metrics.iloc[:1][
-            ["run_id", "lane", "split", "runtime", "case_set", "started_at", "cases_sha256"]
-        ]
-        commit_run(root, manifest, lane=lane, date=day.isoformat(), run_id=run_id)
-    return days
+        for table in ("metrics", "case_predicates"):
+            append_run(root, table, tables[table], lane=lane, date=day.isoformat(), run_id=run_id)
+        commit_run(root, tables["run_manifests"], lane=lane, date=day.isoformat(), run_id=run_id)
+    return nights
 
 
 def timed(action: Callable[[], object], repeat: int = 3) -> float:
@@ -139,11 +159,13 @@ def diff_pandas(root: str, a: RunRef, b: RunRef) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", help="history folder to write (default: a temporary folder, removed after)")
-    parser.add_argument("--years", type=int, default=10)
+    parser.add_argument("--years", type=float, default=10, help="nights per lane: 365 a year")
     parser.add_argument("--workers", type=int, default=2)
     options = parser.parse_args()
+    days = round(365 * options.years)
+    if days < 2:
+        parser.error(f"--years {options.years:g} is {days} night(s) a lane; the diff needs two")
     root = options.out or tempfile.mkdtemp(prefix="history-bench-")
-    days = 365 * options.years
     try:
         started = time.perf_counter()
         with ProcessPoolExecutor(options.workers) as pool:
@@ -156,7 +178,7 @@ def main() -> None:
         a = RunRef(f"lane_b-{(last - timedelta(days=1)).isoformat()}", "lane_b", SPLIT, RUNTIME, SPLIT)
         b = RunRef(f"lane_b-{last.isoformat()}", "lane_b", SPLIT, RUNTIME, SPLIT)
         assert len(trend_duckdb(root)) == days and diff_duckdb(root, a, b) == diff_pandas(root, a, b)
-        rows = {
+        rows: dict[str, list[Callable[[], object]]] = {
             "trend (1 metric, 1 lane)": [lambda: trend_duckdb(root), lambda: trend_pandas(root)],
             "diff of two runs": [lambda: diff_duckdb(root, a, b), lambda: diff_pandas(root, a, b)],
         }

@@ -23,6 +23,11 @@ from runtimes import single_turn_threads, start_server
 from eval_pipeline.drive import drive
 from eval_pipeline.runtimes import build_runtime
 
+# Test-suite runs (eval_pipeline_tests/test_benchmarks_run.py): arguments → lines of figures.
+TINY_RUNS = {
+    "--cases 8 --repeat 2 --latency-ms 5 --concurrency 4": [r"^ +8 cases × repeat 2( +[0-9.]+){4} +0$"]
+}
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)

@@ -30,6 +30,17 @@ from eval_pipeline.runtimes import build_runtime
 from eval_pipeline.runtimes.cache import ResponseCache
 from eval_pipeline.runtimes.reference import default_pack
 
+# Test-suite runs (eval_pipeline_tests/test_benchmarks_run.py): arguments → lines of figures.
+TINY_RUNS = {
+    "--cases 40 --latency-ms 5 --concurrency 4 --cpu-cases 4 --rounds 1000 --workers 2 --exec-cases 50 "
+    "--exec-starts 1": [
+        r"^ +4( +[0-9.]+){4} +0$",
+        r"^ +2( +[0-9.]+){2} +[0-9.]+x$",
+        r"turns/s \(\d+ µs a turn\)$",
+        r"start to first reply .*: \d+ ms$",
+    ]
+}
+
 
 def single_turn_threads(cases: int) -> list[Thread]:
     words = sorted(default_pack().concepts)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import shutil
 import subprocess
@@ -25,6 +26,20 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+# Test-suite runs (eval_pipeline_tests/test_benchmarks_run.py): arguments → lines of figures.
+TINY_RUNS = {
+    "--n 100 --lanes deterministic_fluency conversational_thread_coherence": [
+        r"^deterministic_fluency, 100 cases, 100 turns \(pipeline exit [01]\)$",
+        r"^conversational_thread_coherence, 10 cases, 100 turns \(pipeline exit [01]\)$",
+        r"^  ratio pipeline / loop +[0-9.]+$",
+        r"^  pipeline seconds by stage: cases [0-9.]+, transcripts [0-9.]+, .*, history [0-9.]+$",
+    ],
+    "--cpu --cpu-repeat 1 --start-s 0.1 --turn-ms 1": [
+        r"^CPU-bound bot .*, 4 lanes, \d+ turns \(pipeline exit 0\)$",
+        r"^  ratio pipeline / serial +[0-9.]+$",
+    ],
+}
 
 FLUENCY = "deterministic_fluency"
 THREAD = "conversational_thread_coherence"
@@ -202,32 +217,24 @@ def measure(command: list[str], env: dict[str, str], max_gb: float = 0.0) -> Mea
     return Measured(wall, cpu, usage.ru_maxrss / 1024, tree[0] / 1024, child.returncode, text)
 
 
-def stage_seconds(dagster_home: Path) -> list[tuple[str, float]]:
-    """Each step of the newest run in ``dagster_home`` with its seconds (STEP_START to its end),
-    in the order the steps ran; then ``between steps``, the rest of the run's span (run and
-    step set-up, stored events)."""
-    import dagster as dg
+# What the run prints of each step with --verbose (Dagster's STEP_SUCCESS event), and the units
+# of its duration: "0.83ms", "533ms", "5.6s", "4m52s", "1h4m".
+STEP_DONE = re.compile(
+    r'STEP_SUCCESS - Finished execution of step "(?P<step>[^"]+)" in (?P<took>[0-9.hms]+)\.$'
+)
+DURATION_PART = re.compile(r"([0-9.]+)(ms|h|m|s)")
+UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 
-    with dg.DagsterInstance.from_config(str(dagster_home)) as instance:
-        runs = instance.get_runs(limit=1)
-        if not runs:
-            return []
-        started: dict[str, float] = {}
-        seconds: list[tuple[str, float]] = []
-        first = last = None
-        for record in instance.all_logs(runs[0].run_id):
-            event = record.dagster_event
-            first = record.timestamp if first is None else first
-            last = record.timestamp
-            if event is None or not event.step_key:
-                continue
-            if event.event_type_value == "STEP_START":
-                started[event.step_key] = record.timestamp
-            elif event.event_type_value in ("STEP_SUCCESS", "STEP_FAILURE") and event.step_key in started:
-                step = event.step_key.split("__")[-1]
-                seconds.append((step, record.timestamp - started.pop(event.step_key)))
-    if first is not None and last is not None:
-        seconds.append(("between steps", (last - first) - sum(s for _, s in seconds)))
+
+def stage_seconds(output: str) -> list[tuple[str, float]]:
+    """Each step of the run whose ``--verbose`` output is ``output``, with its seconds, in the
+    order the steps ended. Read from the output: an ad-hoc run (``--cases``, ``replay:``) runs
+    on a scratch instance that is gone when the command ends."""
+    seconds = []
+    for line in output.splitlines():
+        if done := STEP_DONE.search(line):
+            took = sum(float(n) * UNIT_SECONDS[unit] for n, unit in DURATION_PART.findall(done["took"]))
+            seconds.append((done["step"].split("__")[-1], took))
     return seconds
 
 
@@ -284,6 +291,7 @@ def pipeline_command(lane: str, cases: Path, replay: Path, history: Path) -> lis
         f"replay:{replay}",
         "--history",
         str(history),
+        "--verbose",  # the step events, for stage_seconds
     ]
 
 
@@ -339,11 +347,11 @@ def run_size(
             print(row(f"baseline (exit {before.returncode})", n, before.wall_s, before))
         print(row("bare scalar loop", n, loop_s, bare, cpu=False))
         print(f"  {'ratio pipeline / loop':<26} {'':>9} {pipeline.wall_s / loop_s:>9.2f}")
-        stages = stage_seconds(Path(env["DAGSTER_HOME"]))
-        if stages:  # the CLI's own part: imports, replay file and case pre-check, printing
+        stages = stage_seconds(pipeline.stdout)
+        if stages:  # the rest: the CLI's imports, pre-checks and report, run set-up, stored events
             outside = pipeline.wall_s - sum(sec for _, sec in stages)
             print("  pipeline seconds by stage: " + ", ".join(f"{step} {sec:.1f}" for step, sec in stages))
-            print(f"  {'':<28}outside the Dagster run (CLI: imports, pre-checks, report) {outside:.1f}")
+            print(f"  {'':<28}outside the steps (CLI: imports, pre-checks, report; run set-up) {outside:.1f}")
         if pipeline.returncode not in (0, 1):
             print("  pipeline output (tail):\n" + "\n".join(pipeline.stdout.splitlines()[-15:]))
         for path in (cases, replay):

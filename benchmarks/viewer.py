@@ -2,7 +2,8 @@
 runtime targets, and the run page of a run of 1,000,000 turns.
 
 Writes the history synthetically, straight into the store's layout with pyarrow (one Parquet
-file per run per table, row groups of 20,000 rows as a big run's stage files are, then the
+file per run per table, row groups of 20,000 rows as a big run's stage files are; each run's
+metrics judged and built as the pipeline builds them, ``history.metrics_table``; then the
 run's manifest through ``commit_run``), starts ``eval-pipeline view`` on it as a user does
 (``--starts`` times) and prints the time until each start served its first page, then each
 page's time over HTTP (first answer and best of ``--repeat``; each request opens its own
@@ -29,14 +30,29 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+from history import metrics_table  # benchmarks/history.py: a metrics table as the pipeline builds it
 
-from eval_pipeline.history.store import commit_run, run_file
+from eval_pipeline.history.store import append_run, commit_run, run_file
+from eval_pipeline.lanes.spec import ThresholdSpec
+from eval_pipeline.scoring import ERROR_RATE, MetricValue
 from eval_pipeline.tables import JSON_TEXT, RUN_MANIFESTS, SCHEMAS, frame
+
+# Test-suite runs (eval_pipeline_tests/test_benchmarks_run.py): arguments → lines of figures.
+TINY_RUNS = {
+    "--cases 20 --big-turns 200 --repeat 1 --starts 1": [
+        r"^grid, every case, page 1 +[0-9.]+s +[0-9.]+s$",
+        r"^report: \d+ pages written in [0-9.]+ s$",
+    ]
+}
 
 LANE, BIG_LANE, SPLIT, DAY = "bench_lane", "bench_big_run", "public", "2026-11-30"
 RUNTIMES = ("reference", "reference-no-gloss", "staging", "candidate")
 PREDICATES = ("no_placeholder", "complete_punctuation", "no_dotted_inventory", "no_provenance_only")
 ROW_GROUP = 20_000
+THRESHOLDS = [
+    ThresholdSpec(metric=f"{name}_rate", op=">=", value=0.99, severity=severity, reason="Benchmark floor.")
+    for name, severity in zip(PREDICATES, ("ERROR", "ERROR", "WARN", "WARN"), strict=True)
+]
 
 
 def write_table(root: str, table: str, lane: str, run_id: str, columns: dict[str, pa.Array]) -> None:
@@ -62,6 +78,7 @@ def write_run(
         return pa.array(np.full(n, run[name]), pa.string())
 
     turns = cases * turns_per_case
+    errors = rng.random(turns) < 0.001
     turn_case = np.repeat(case_ids, turns_per_case)
     turn_index = np.tile(np.arange(turns_per_case, dtype=np.int32), cases)
     write_table(
@@ -78,7 +95,7 @@ def write_run(
             "surface": pa.array(np.char.add(f"{runtime} answers about ", turn_case)),
             "grounding_source": pa.array(np.full(turns, "pack")),
             "latency_ms": pa.array(rng.uniform(1, 50, turns)),
-            "error": pa.array(np.where(rng.random(turns) < 0.001, "timeout after 30 s", None), pa.string()),
+            "error": pa.array(np.where(errors, "timeout after 30 s", None), pa.string()),
             "sample_index": pa.array(np.zeros(turns, dtype=np.int32)),
         },
     )
@@ -103,26 +120,12 @@ def write_run(
         },
     )
     started = pd.Timestamp(datetime(2026, 11, 30, 2, tzinfo=UTC))
-    metrics = {f"{p}_rate": passed[i :: len(PREDICATES)] for i, p in enumerate(PREDICATES)}
-    write_table(
-        root,
-        "metrics",
-        lane,
-        run_id,
-        {
-            **{name: constant(name, len(metrics)) for name in run},
-            "metric": pa.array(list(metrics)),
-            "value": pa.array([float(v.mean()) for v in metrics.values()]),
-            "numerator": pa.array([float(v.sum()) for v in metrics.values()]),
-            "denominator": pa.array([float(len(v)) for v in metrics.values()]),
-            "threshold_op": pa.array([">="] * len(metrics)),
-            "threshold": pa.array([0.99] * len(metrics)),
-            "severity": pa.array(["ERROR", "ERROR", "WARN", "WARN"]),
-            "passed": pa.array([bool(v.mean() >= 0.99) for v in metrics.values()]),
-            "verdict": pa.array(["fail", "fail", "warn", "warn"]),
-            "started_at": pa.array([started] * len(metrics), pa.timestamp("us", tz="UTC")),
-        },
-    )
+    held = {f"{p}_rate": passed[i :: len(PREDICATES)] for i, p in enumerate(PREDICATES)}
+    values = [MetricValue(name, float(v.mean()), float(v.sum()), float(len(v))) for name, v in held.items()]
+    faulted = int(np.count_nonzero(errors))
+    values.append(MetricValue(ERROR_RATE, faulted / turns, float(faulted), float(turns)))
+    metrics = metrics_table(values, THRESHOLDS, **run, partition_date=DAY, started_at=started.to_pydatetime())
+    append_run(root, "metrics", metrics, lane=lane, date=DAY, run_id=run_id)
     manifest = frame(
         RUN_MANIFESTS,
         [{"runtime_spec": runtime, "partition_date": DAY, "started_at": started.to_pydatetime()}],

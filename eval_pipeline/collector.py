@@ -16,8 +16,6 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
 
-import pyarrow as pa
-
 T = TypeVar("T")
 
 
@@ -50,6 +48,8 @@ def each_without_collector(items: Iterable[T]) -> Iterator[T]:
 def return_arrow_memory() -> None:
     """Hand the memory Arrow's allocator freed back to the system: it keeps it for reuse, so a
     process would otherwise hold, between batches, the most any batch took."""
+    import pyarrow as pa  # not with the module: the command line imports it before any work
+
     pa.default_memory_pool().release_unused()
 
 

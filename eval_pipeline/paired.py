@@ -18,6 +18,13 @@ rate, up to N with N samples, up to the case's turns for a rate over turns. A si
   many cases of each distinct kind it holds: exactly the case resampling, at the cost of the
   distinct kinds rather than the cases. The 95% interval is the percentile interval of
   ``rate_b − rate_a`` over :data:`RESAMPLES` resamples from a fixed seed (reproducible).
+  Where McNemar does not apply (clustered), the same resamples give the p-value: two-sided,
+  ``min(1, 2 · (k + 1) / (R + 1))`` with ``k`` the smaller of the numbers of resamples with
+  ``Δ* ≤ 0`` and with ``Δ* ≥ 0``, and ``R`` the resamples; one-sided "B is worse",
+  ``(k + 1) / (R + 1)`` with ``k`` the resamples where B is no worse. The ``+ 1`` keeps a
+  p-value from a finite number of resamples above 0 (at least ``1 / (R + 1)``). It is the
+  p-value the percentile interval inverts: it is below 0.05 about when the 95% interval
+  excludes 0, and it lets a clustered metric take part in Holm's correction.
 - **Holm.** Across one lane's metrics, :func:`holm` adjusts the p-values step-down, so the
   chance of calling any "no difference" metric different stays within α.
 """
@@ -60,17 +67,19 @@ class PairedCounts:
 @dataclass(frozen=True)
 class PairedFigures:
     """What the paired test says about one rate: its value on each side (on the common cases),
-    the delta ``b − a``, the bootstrap interval of the delta and, when McNemar applies, the
-    2×2 counts and the two-sided exact p-value."""
+    the delta ``b − a``, the bootstrap interval of the delta, the 2×2 counts when McNemar
+    applies, and the two-sided p-value: McNemar's exact one, else the clustered bootstrap's."""
 
     cases: int
+    verdicts_a: int  # the verdicts each side's rate pools on the common cases (samples, turns)
+    verdicts_b: int
     rate_a: float
     rate_b: float
     delta: float
     ci_low: float
     ci_high: float
     counts: PairedCounts | None  # None: several verdicts per case (clustered), McNemar does not apply
-    p_value: float | None
+    p_value: float
     resamples: int
     seed: int
 
@@ -146,12 +155,15 @@ def paired_figures(
     if not len(ca):
         return None
     rate_a, rate_b = ca.sum() / na.sum(), cb.sum() / nb.sum()
-    low, high = percentile_interval(bootstrap_deltas(ca, na, cb, nb, resamples=resamples, seed=seed), level)
+    deltas = bootstrap_deltas(ca, na, cb, nb, resamples=resamples, seed=seed)
+    low, high = percentile_interval(deltas, level)
     single = bool((na == 1).all() and (nb == 1).all())
     counts = paired_counts(ca == 1, cb == 1) if single else None
-    p_value = mcnemar_exact(counts.only_a, counts.only_b) if counts else None
+    p_value = mcnemar_exact(counts.only_a, counts.only_b) if counts else bootstrap_p_value(deltas)
     return PairedFigures(
         len(ca),
+        int(na.sum()),
+        int(nb.sum()),
         float(rate_a),
         float(rate_b),
         float(rate_b - rate_a),
@@ -192,10 +204,17 @@ def percentile_interval(deltas: npt.NDArray[np.float64], level: float = 0.95) ->
     return float(low), float(high)
 
 
-def worse_bound(deltas: npt.NDArray[np.float64], *, higher_is_better: bool, alpha: float = ALPHA) -> float:
-    """The one-sided bound of bootstrap deltas on the good side at level ``1 − alpha``: below 0
-    (for a higher-is-better rate; above 0 otherwise) means B is significantly worse."""
-    return float(np.quantile(deltas, 1.0 - alpha if higher_is_better else alpha))
+def bootstrap_p_value(deltas: npt.NDArray[np.float64]) -> float:
+    """The two-sided bootstrap p-value of "no difference" from resampled deltas (module docstring)."""
+    tail = min(int((deltas <= 0).sum()), int((deltas >= 0).sum()))
+    return min(1.0, 2.0 * (tail + 1) / (len(deltas) + 1))
+
+
+def bootstrap_worse_p_value(deltas: npt.NDArray[np.float64], *, higher_is_better: bool) -> float:
+    """The one-sided bootstrap p-value that B is worse: the share of resamples in which B is no
+    worse (``Δ* ≥ 0`` for a higher-is-better rate, ``Δ* ≤ 0`` otherwise), ``+ 1`` over ``R + 1``."""
+    no_worse = int((deltas >= 0).sum()) if higher_is_better else int((deltas <= 0).sum())
+    return (no_worse + 1) / (len(deltas) + 1)
 
 
 def holm(p_values: Sequence[float | None]) -> list[float | None]:
@@ -218,14 +237,11 @@ def verdict_words(
 ) -> str:
     """``B better``, ``B worse`` or ``no detectable difference at α = 0.05, n = 15``.
 
-    With a p-value (McNemar) the Holm-adjusted one decides; without (clustered) the bootstrap
-    interval does: it decides only when it excludes 0."""
+    The Holm-adjusted p-value decides (McNemar's, or the clustered bootstrap's); without one
+    (a metric left out of the correction) the raw p-value does."""
     if figures is None:
         return "not compared: no case applicable on both sides"
-    if adjusted_p is not None:
-        differs = adjusted_p < alpha and figures.delta != 0
-    else:
-        differs = figures.ci_low > 0 or figures.ci_high < 0
-    if not differs:
+    p = figures.p_value if adjusted_p is None else adjusted_p
+    if not (p < alpha and figures.delta != 0):
         return f"no detectable difference at α = {alpha:g}, n = {figures.cases}"
     return "B better" if (figures.delta > 0) == higher_is_better else "B worse"

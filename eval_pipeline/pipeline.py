@@ -30,7 +30,7 @@ from eval_pipeline.memo import Recent, content_sha256
 from eval_pipeline.runtimes.base import ChatRuntime
 from eval_pipeline.runtimes.cache import ResponseCache
 from eval_pipeline.samples import SAMPLE_INDEX, all_samples, per_sample, pool, rows_of_sample, sample_frames
-from eval_pipeline.scoring import MetricValue, ThresholdVerdict, judge
+from eval_pipeline.scoring import MetricValue, ThresholdVerdict, added_not_applicable, judge
 from eval_pipeline.stage_files import StageFile, StageWriter, aligned_batch, aligned_count, batch_turns
 from eval_pipeline.tables import (
     CASE_PREDICATES,
@@ -211,7 +211,17 @@ def _add(batches: Sequence[Sequence[MetricValue]]) -> list[MetricValue]:
             numerator = sum(float(v.numerator or 0.0) for v in values)
             denominator = sum(float(v.denominator or 0.0) for v in values)
             value = numerator / denominator if denominator else None
-            added.append(MetricValue(first.metric, value, numerator, denominator, failing))
+            added.append(
+                MetricValue(
+                    first.metric,
+                    value,
+                    numerator,
+                    denominator,
+                    failing,
+                    not_applicable=added_not_applicable(values),
+                    rows_are=first.rows_are,
+                )
+            )
         else:  # a count adds up; a derived metric is derived again from its added parts
             known = [v.value for v in values if v.value is not None]
             added.append(MetricValue(first.metric, sum(known) if known else None, None, None, failing))

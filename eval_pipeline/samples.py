@@ -16,7 +16,7 @@ from math import comb
 import pandas as pd
 
 from eval_pipeline.flips import flips_by_group
-from eval_pipeline.scoring import MetricValue
+from eval_pipeline.scoring import MetricValue, added_not_applicable
 from eval_pipeline.stage_files import StageFile
 
 SAMPLE_INDEX = "sample_index"
@@ -126,7 +126,15 @@ def pool(
             value = weighted / denominator if denominator else None
             pooled.append(
                 MetricValue(
-                    first.metric, value, numerator, denominator, failing, samples, by_name.get(first.metric)
+                    first.metric,
+                    value,
+                    numerator,
+                    denominator,
+                    failing,
+                    samples,
+                    by_name.get(first.metric),
+                    added_not_applicable(values),
+                    first.rows_are,
                 )
             )
             continue

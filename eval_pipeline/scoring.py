@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import operator
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
@@ -12,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from eval_pipeline.intervals import wilson_interval
+from eval_pipeline.predicates.explain import not_applicable_why
 
 ThresholdOp = Literal[">=", "<=", "==", ">", "<"]
 # The one severity vocabulary: a threshold check blocks (ERROR) or reports (WARN).
@@ -30,6 +32,8 @@ CaseSeverity = Literal["hard", "report"]
 # the plain value; with N > 1 samples the default is the conservative end of the 95% Wilson
 # interval on the side the threshold guards (lower bound for >= and >, upper for <= and <).
 Statistic = Literal["mean", "lower_bound", "upper_bound", "pass_hat_k"]
+# What a rate's rows are: case rows (case_predicates) or turn rows (turn_predicates).
+RowKind = Literal["cases", "turns"]
 
 _OPS: Mapping[str, Callable[[float, float], bool]] = {
     ">=": operator.ge,
@@ -54,6 +58,10 @@ class MetricValue:
     # (or turn) as passing only when all of them pass; None with one sample (it is ``value``).
     samples: int = 1
     all_samples_value: float | None = None
+    # When no row applied: the not-applicable rows of the metric's predicate by their code (what
+    # emptied the denominator, most first), and what a row is; a void check's reason names them.
+    not_applicable: tuple[tuple[str, int], ...] = ()
+    rows_are: RowKind = "cases"
 
     @property
     def interval(self) -> tuple[float, float] | None:
@@ -109,9 +117,12 @@ def predicate_rate(metric: str, table: pd.DataFrame, predicate: str, *, key: str
 
 
 class PredicateRates:
-    """A long predicate table's verdicts as arrays, read once for every rate taken over it."""
+    """A long predicate table's verdicts as arrays, read once for every rate taken over it;
+    ``rows_are`` says what its rows are (cases or turns)."""
 
-    def __init__(self, table: pd.DataFrame, *, key: str = "case_id") -> None:
+    def __init__(self, table: pd.DataFrame, *, key: str = "case_id", rows_are: RowKind = "cases") -> None:
+        self._rows_are: RowKind = rows_are
+        self._verdict_codes = table["code"] if "code" in table.columns else None
         codes, names = pd.factorize(table["predicate"])
         self._code_of_row = np.asarray(codes)
         self._code_of_name = {str(name): code for code, name in enumerate(names)}
@@ -126,13 +137,38 @@ class PredicateRates:
         applicable = (self._code_of_row == code) & self._applicable
         denominator = int(applicable.sum())
         if not denominator:
-            return MetricValue(metric, None, 0.0, 0.0)
+            return MetricValue(
+                metric, None, 0.0, 0.0, not_applicable=self._codes(code), rows_are=self._rows_are
+            )
         held = int((applicable & self._held).sum())
         failing = self._keys.iloc[np.flatnonzero(applicable & ~self._held)].astype(str)
         distinct: list[str] = pd.unique(failing).tolist()  # each failing key once (hashed in pandas)
         return MetricValue(
             metric, held / denominator, float(held), float(denominator), tuple(sorted(distinct))
         )
+
+    def _codes(self, code: int) -> tuple[tuple[str, int], ...]:
+        """The codes of the rows of predicate ``code`` (none of them applicable), with their counts."""
+        if self._verdict_codes is None:
+            return ()
+        found = self._verdict_codes[self._code_of_row == code].fillna("").astype(str)
+        return ranked_codes(Counter(found.tolist()))
+
+
+def ranked_codes(counts: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
+    """(code, rows) pairs, most rows first, then by code."""
+    return tuple(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+
+
+def added_not_applicable(values: Sequence[MetricValue]) -> tuple[tuple[str, int], ...]:
+    """The not-applicable codes of one metric measured in parts (case batches, samples), added
+    up when no part had an applicable row (else none: the metric was measured, as in one piece)."""
+    if any(value.denominator for value in values):
+        return ()
+    total: Counter[str] = Counter()
+    for value in values:
+        total.update(dict(value.not_applicable))
+    return ranked_codes(total)
 
 
 def compare(value: float | None, op: str, threshold: float) -> bool:
@@ -290,8 +326,18 @@ def judge(
 
 
 def not_measured(metric: MetricValue) -> str:
-    """Why a metric that could not be computed says nothing about the runtime."""
-    counted = "" if metric.denominator is None else f" ({metric.numerator or 0:g}/{metric.denominator:g})"
-    return (
-        f"not measured: no case or turn it reads was applicable{counted}; the runtime sent nothing it judges"
-    )
+    """Why a metric that could not be computed says nothing about the runtime: which
+    not-applicable codes emptied its denominator, on how many of its rows (the one place the
+    sentence is made; the CLI, ``--json``, JUnit and the check metadata show it)."""
+    if metric.denominator is None:  # derived from other metrics (all_of), one of them unmeasured
+        return "a metric it is derived from measured nothing (see that metric's check)"
+    rows = metric.rows_are
+    total = sum(n for _, n in metric.not_applicable)
+    if not total:
+        return f"no {rows[:-1]} it reads was scored (0 {rows}): the run judged nothing it counts"
+    named = [(code or "not_applicable", n) for code, n in metric.not_applicable]
+    if len(named) == 1:
+        (code, n), *_ = named
+        return f"{not_applicable_why(code, rows)} ({code} on {n} of {total} {rows})"
+    counted = ", ".join(f"{code} on {n}" for code, n in named)
+    return f"no {rows[:-1]} qualified (of {total} {rows}: {counted})"

@@ -73,6 +73,19 @@ TURN_PREDICATES = pa.schema(
     ]
 )
 
+# History's narrow form of the turn predicates: each turn's verdict of each predicate, without
+# its code and evidence (what a paired test over turns reads, at a fraction of the bytes).
+TURN_VERDICTS = pa.schema(
+    [
+        *RUN_COLUMNS,
+        pa.field("case_id", pa.string()),
+        pa.field("turn_index", pa.int32()),
+        pa.field("predicate", pa.string()),
+        pa.field("passed", pa.bool_()),  # null = not applicable to this turn
+        pa.field("sample_index", pa.int32()),
+    ]
+)
+
 CASE_PREDICATES = pa.schema(
     [
         *RUN_COLUMNS,
@@ -144,6 +157,7 @@ CASES = pa.schema(
 SCHEMAS: Mapping[str, pa.Schema] = {
     "transcripts": TRANSCRIPTS,
     "turn_predicates": TURN_PREDICATES,
+    "turn_verdicts": TURN_VERDICTS,
     "case_predicates": CASE_PREDICATES,
     "metrics": METRICS,
     "run_manifests": RUN_MANIFESTS,

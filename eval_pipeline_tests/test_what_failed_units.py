@@ -111,7 +111,7 @@ def test_a_metric_that_measured_nothing_is_void_with_its_reason_not_failed() -> 
     metrics = [MetricValue("telemetry_consistency_rate", None, 0.0, 0.0), *_metrics(0, 20)]
     (verdict,) = judge(thresholds, metrics)  # type: ignore[arg-type]
     assert (verdict.passed, verdict.void, verdict.word) == (False, True, "void")
-    assert verdict.void_reason.startswith("not measured: no case or turn it reads was applicable (0/0)")
+    assert verdict.void_reason.startswith("no case it reads was scored (0 cases)")
     (measured,) = judge(
         thresholds, [MetricValue("telemetry_consistency_rate", 1.0, 3.0, 3.0), *_metrics(0, 20)]
     )  # type: ignore[arg-type]

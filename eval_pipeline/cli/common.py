@@ -11,11 +11,6 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from eval_pipeline.cases.loading import CaseFileError
-from eval_pipeline.i18n.prompts import LockedSplitError
-from eval_pipeline.runtimes.base import RuntimeSpecError
-from eval_pipeline.settings import SettingError
-
 EXIT_OK = 0
 EXIT_CHECK_FAILED = 1  # a blocking (ERROR) check failed
 EXIT_BAD_INPUT = 2  # bad case files, lane files, runtime spec or arguments
@@ -64,6 +59,13 @@ def bad_input_exits() -> Iterator[None]:
     Messages quote input (case text, file names), so they are printed as plain text: no rich
     markup, emoji codes or highlighting is interpreted in them.
     """
+    # Imported here, not with the module: every command module imports this one, and
+    # `--help` must not pay for the case readers (pandas, the i18n lane) to list them.
+    from eval_pipeline.cases.loading import CaseFileError
+    from eval_pipeline.i18n.prompts import LockedSplitError
+    from eval_pipeline.runtimes.base import RuntimeSpecError
+    from eval_pipeline.settings import SettingError
+
     try:
         yield
     except CaseFileError as exc:

@@ -1,45 +1,16 @@
 """History commands: ``history`` (+ ``history compact``), ``diff``, ``flaky``, ``first-failure``,
-``compare``, ``report``."""
+``compare``, ``report``. Each declares its arguments here; what it reads and prints is in
+:mod:`eval_pipeline.cli.history_output`, imported when it runs."""
 
 from __future__ import annotations
 
-import json
-import webbrowser
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from datetime import date
 from enum import StrEnum
 from typing import Annotated
 
-import duckdb
-import pandas as pd
 import typer
-from rich import box
-from rich.markup import escape
-from rich.padding import Padding
-from rich.table import Table
-from rich.text import Text
 
-from eval_pipeline.cli.arguments import local_folder
-from eval_pipeline.cli.common import EXIT_BAD_INPUT, app, bad_input_exits, err, history_app, out, short_id
-from eval_pipeline.cli.terminal import FittedTable, fit, record_heading, terminal_view
+from eval_pipeline.cli.common import app, history_app
 from eval_pipeline.dagster_wiring.dead_runs import fail_dead_runs_of_existing_instance
-from eval_pipeline.history.compact import compact
-from eval_pipeline.history.compare import latest_pair
-from eval_pipeline.history.comparison import RunComparison, compare_runs
-from eval_pipeline.history.diff import diff_pairs, pairs_to_diff
-from eval_pipeline.history.first_failure import FIRST_FAILURE_COLUMNS as ALL_FIRST_FAILURE_COLUMNS
-from eval_pipeline.history.first_failure import CaseScope, case_series, first_failures
-from eval_pipeline.history.flaky import case_flip_rates, rate_intervals
-from eval_pipeline.history.report import write_report
-from eval_pipeline.history.runs import RunRef, is_missing
-from eval_pipeline.history.sql import read_only_connection, run_query
-from eval_pipeline.history.views import connect
-from eval_pipeline.lanes import declared_lane, lane_kind
-from eval_pipeline.paired import ALPHA
-from eval_pipeline.palette import rich_style
-from eval_pipeline.scoring import number_text, verdict_word
-from eval_pipeline.settings import history_root
 
 
 class OutputFormat(StrEnum):
@@ -59,34 +30,6 @@ WideOption = Annotated[
     bool, typer.Option("--wide", help="Every column, full run ids (tables fit 100 columns without it).")
 ]
 
-_HISTORY_COLUMNS = (
-    "date, started_at, lane, split, runtime, case_set, run_id, metric, value, threshold_op, threshold, "
-    "severity, passed, verdict"
-)
-HISTORY_TABLE_COLUMNS = (
-    "date",
-    "lane",
-    "split",
-    "runtime",
-    "case_set",
-    "run_id",
-    "metric",
-    "value",
-    "threshold",
-    "check",
-)
-VERDICT_COLUMNS = frozenset({"check", "verdict", "verdict_a", "verdict_b"})  # coloured like the report
-DIFF_METRIC_COLUMNS = ("metric", "value_a", "value_b", "delta")
-# A flipped case predicate: each side's code, with its pass counts when a run has repeats, and
-# both surfaces (prose: wrapped under the row).
-FLIP_VIEW_COLUMNS = ("case_id", "predicate", "change", "a", "b", "surface_a", "surface_b")
-FLAKY_CASE_COLUMNS = ("lane", "split", "runtime", "case_set", "case_id", "predicate", "flips", "alternations")
-FLAKY_RATE_COLUMNS = ("lane", "split", "runtime", "case_set", "metric", "value", "wilson_low", "wilson_high")
-# Without --wide: everything but the previous run's day and the two surfaces (their change says it).
-FIRST_FAILURE_COLUMNS = tuple(
-    c for c in ALL_FIRST_FAILURE_COLUMNS if c not in ("previous_date", "surface_before", "surface_after")
-)
-
 
 @history_app.callback()
 def history(
@@ -101,7 +44,7 @@ def history(
         typer.Option(
             "--sql",
             help="One read-only DuckDB query (SELECT, WITH, FROM, DESCRIBE, EXPLAIN) over the views "
-            "metrics, case_predicates, transcripts, runs. It runs on a read-only connection: it cannot "
+            "metrics, case_predicates, turn_verdicts, transcripts, runs. It runs on a read-only connection: it cannot "
             "write files, ATTACH databases, install extensions or read files outside the history root.",
         ),
     ] = None,
@@ -113,35 +56,9 @@ def history(
     fail_dead_runs_of_existing_instance()
     if ctx.invoked_subcommand is not None:
         return
-    open_views = connect if sql is None else read_only_connection
-    with _bad_query_exits(), open_views(root or history_root()) as con:
-        if sql is not None:
-            rows = run_query(con, sql)
-        else:
-            since_day = _parse_day(since) if since else None
-            rows = con.execute(
-                f"SELECT {_HISTORY_COLUMNS} FROM metrics WHERE (? IS NULL OR lane = ?) AND (? IS NULL OR metric = ?) "
-                "AND (?::DATE IS NULL OR date >= ?::DATE) "
-                "ORDER BY started_at, date, lane, split, runtime, case_set, run_id, metric",
-                [lane, lane, metric, metric, since_day, since_day],
-            ).df()
-    if sql is not None:
-        emit(rows, output, title="history")
-        return
-    if output is OutputFormat.table:
-        rows = rows.assign(
-            threshold=[
-                "" if pd.isna(t) else f"{op} {t:g}"
-                for op, t in zip(rows["threshold_op"], rows["threshold"], strict=True)
-            ],
-            check=[
-                str(v)
-                if isinstance(v, str)
-                else verdict_word(None if pd.isna(p) else bool(p), None if pd.isna(s) else str(s))
-                for v, p, s in zip(rows["verdict"], rows["passed"], rows["severity"], strict=True)
-            ],
-        )
-    emit(rows, output, title="history", columns=HISTORY_TABLE_COLUMNS, wide=wide)
+    from eval_pipeline.cli.history_output import print_history
+
+    print_history(lane=lane, metric=metric, since=since, sql=sql, output=output, root=root, wide=wide)
 
 
 @history_app.command("compact")
@@ -153,37 +70,9 @@ def history_compact(
     output: FormatOption = OutputFormat.table,
 ) -> None:
     """Rewrite a month's per-run files into one file per table per lane (queries answer the same)."""
-    with bad_input_exits():
-        try:
-            done = compact(root or history_root(), month)
-        except ValueError as exc:
-            raise KeyError(str(exc)) from None
-    rows = pd.DataFrame(
-        [
-            {
-                "table": d.table,
-                "lane": d.lane,
-                "month": d.month,
-                "runs_added": d.runs_added,
-                "runs": d.runs_total,
-                "rows": d.rows,
-                "files_removed": d.files_removed,
-                "uncommitted_dropped": d.uncommitted_dropped,
-            }
-            for d in done
-        ],
-        columns=[
-            "table",
-            "lane",
-            "month",
-            "runs_added",
-            "runs",
-            "rows",
-            "files_removed",
-            "uncommitted_dropped",
-        ],
-    )
-    emit(rows, output, title="compacted", empty="nothing to compact")
+    from eval_pipeline.cli.history_output import print_compacted
+
+    print_compacted(month=month, root=root, output=output)
 
 
 @app.command("diff")
@@ -196,53 +85,9 @@ def diff(
     wide: WideOption = False,
 ) -> None:
     """Metric deltas and flipped cases (pass→fail first) between two runs; default: the last two of each series."""
-    with _bad_query_exits(), connect(root or history_root()) as con:
-        diffs = diff_pairs(con, pairs_to_diff(con, run_a, run_b, lane=lane))
-    if output is OutputFormat.table:
-        if not diffs:
-            out().print("No series has two runs yet.")
-        for d in diffs:
-            a, b = (d.a.label(), d.b.label()) if wide else (_short_label(d.a), _short_label(d.b))
-            out().print(f"[bold]{escape(a)}  →  {escape(b)}[/bold]", highlight=False)
-            if d.note:
-                out().print(f"[yellow]note:[/yellow] {escape(d.note)}", highlight=False)
-            emit(d.metric_deltas, output, title="metrics", columns=DIFF_METRIC_COLUMNS, wide=wide)
-            emit(
-                _flip_view(d.flips),
-                output,
-                title="flipped cases",
-                empty="no case flipped",
-                columns=FLIP_VIEW_COLUMNS,
-                wide=wide,
-            )
-        return
-    records: list[dict[str, object]] = [
-        {
-            "a": d.a.label(),
-            "b": d.b.label(),
-            "run_a": d.a.run_id,
-            "run_b": d.b.run_id,
-            "lane": d.b.lane,
-            "split": d.b.split,
-            "runtime_a": d.a.runtime,
-            "runtime_b": d.b.runtime,
-            "case_set_a": d.a.case_set,
-            "case_set_b": d.b.case_set,
-            "note": d.note,
-        }
-        for d in diffs
-    ]
-    if output is OutputFormat.json:
-        for record, d in zip(records, diffs, strict=True):
-            record["metrics"] = _records(d.metric_deltas)
-            record["flips"] = _records(d.flips)
-        out().print_json(json.dumps(records, default=str))
-        return
-    flips = [
-        d.flips.assign(run_a=d.a.run_id, run_b=d.b.run_id, lane=d.b.lane, split=d.b.split, note=d.note)
-        for d in diffs
-    ]
-    emit(pd.concat(flips, ignore_index=True) if flips else pd.DataFrame(), output, title="flips")
+    from eval_pipeline.cli.history_output import print_diff
+
+    print_diff(run_a=run_a, run_b=run_b, lane=lane, output=output, root=root, wide=wide)
 
 
 @app.command("flaky")
@@ -257,30 +102,9 @@ def flaky(
     wide: WideOption = False,
 ) -> None:
     """Per-case flip rates over the last N runs of each lane/split/runtime, and lane rates with Wilson intervals."""
-    with _bad_query_exits(), connect(root or history_root()) as con:
-        cases = case_flip_rates(con, lane=lane, last=last)
-        rates = rate_intervals(con, lane=lane, last=last)
-    if not show_all:
-        cases = cases[cases["alternations"] > 0].reset_index(drop=True)
-    if output is OutputFormat.json:
-        out().print_json(json.dumps({"cases": _records(cases), "rates": _records(rates)}, default=str))
-        return
-    emit(
-        cases,
-        output,
-        title=f"flaky cases: verdicts that alternate (last {last} runs)",
-        empty="no case alternated (a case that changed once and stayed: see first-failure)",
-        columns=FLAKY_CASE_COLUMNS,
-        wide=wide,
-    )
-    if output is OutputFormat.table:
-        emit(
-            rates,
-            output,
-            title="lane rates, 95% Wilson interval on the latest run",
-            columns=FLAKY_RATE_COLUMNS,
-            wide=wide,
-        )
+    from eval_pipeline.cli.history_output import print_flaky
+
+    print_flaky(lane=lane, last=last, show_all=show_all, output=output, root=root, wide=wide)
 
 
 @app.command("first-failure")
@@ -295,17 +119,16 @@ def first_failure(
     wide: WideOption = False,
 ) -> None:
     """The first run in which a case's predicate went from pass to fail (or failed from its first run), per series."""
-    scope = CaseScope(case_id, predicate, lane, split, runtime)
-    with _bad_query_exits(), connect(root or history_root()) as con:
-        series = case_series(con, scope)
-        rows = first_failures(con, scope)
-    looked_at = f"{case_id} never failed in {len(series)} series: {', '.join(series)}"
-    emit(
-        rows,
-        output,
-        title=f"first failure of {case_id}",
-        empty=looked_at,
-        columns=FIRST_FAILURE_COLUMNS,
+    from eval_pipeline.cli.history_output import print_first_failures
+
+    print_first_failures(
+        case_id=case_id,
+        predicate=predicate,
+        lane=lane,
+        split=split,
+        runtime=runtime,
+        output=output,
+        root=root,
         wide=wide,
     )
 
@@ -338,160 +161,18 @@ def compare(
 ) -> None:
     """Is B different from A? Per metric, a paired test on the cases both ran (exact McNemar,
     bootstrap 95% CI, Holm across the lane's metrics), then the cases that flipped, once each."""
-    with _bad_query_exits(), connect(root or history_root()) as con:
-        if runtimes and lane is None:
-            lane = _common_lane(con, runtimes)
-        a, b = _runs_to_compare(con, lane, runtimes or [], runs or [], split, case_set)
-        lane = a.lane
-        spec = declared_lane(lane)
-        rows = lane_kind(spec).metric_rows if spec else {}
-        result = compare_runs(con, a, b, rows, alpha=spec.regression_alpha if spec else ALPHA)
-    if as_json:
-        out().print_json(json.dumps(result.document(), default=str))
-        return
-    out().print(
-        f"[bold]{escape(a.lane)}/{escape(a.split)}[/bold] cases {escape(a.case_set)}", highlight=False
-    )
-    for side, ref in (("A", a), ("B", b)):
-        run_id = ref.run_id if wide else short_id(ref.run_id)
-        out().print(f"  {side}: {escape(ref.runtime)}  run {escape(run_id)} ({_day(ref)})", highlight=False)
-    if result.note:
-        out().print(f"[yellow]note:[/yellow] {escape(result.note)}", highlight=False)
-    if spec is None:
-        out().print(f"[yellow]note:[/yellow] lane {escape(lane)!r} is not declared here: nothing is tested")
-    for table in _comparison_tables(result):
-        out().print(table)
-    emit(
-        _flip_view(result.flips),
-        OutputFormat.table,
-        title=f"cases that flipped, A → B ({len(result.flips)}, each once)",
-        empty="no case flipped",
-        columns=FLIP_VIEW_COLUMNS,
+    from eval_pipeline.cli.history_output import print_comparison
+
+    print_comparison(
+        runtimes=runtimes,
+        runs=runs,
+        lane=lane,
+        split=split,
+        case_set=case_set,
+        as_json=as_json,
+        root=root,
         wide=wide,
     )
-
-
-def _common_lane(con: duckdb.DuckDBPyConnection, runtimes: Sequence[str]) -> str:
-    """The one lane every named runtime has a committed run of (else bad input, naming the lanes)."""
-    lanes = [
-        lane
-        for (lane,) in con.execute(
-            "SELECT lane FROM runs WHERE list_contains(?, runtime) GROUP BY lane "
-            "HAVING count(DISTINCT runtime) = len(list_distinct(?)) ORDER BY lane",
-            [list(runtimes), list(runtimes)],
-        ).fetchall()
-    ]
-    if len(lanes) == 1:
-        return str(lanes[0])
-    named = " and ".join(repr(r) for r in dict.fromkeys(runtimes))
-    if not lanes:
-        raise KeyError(f"compare: no lane has committed runs of both {named}")
-    raise KeyError(f"compare: {named} both ran lanes {', '.join(lanes)}: name one with --lane")
-
-
-def _runs_to_compare(
-    con: duckdb.DuckDBPyConnection,
-    lane: str | None,
-    runtimes: Sequence[str],
-    runs: Sequence[str],
-    split: str | None,
-    case_set: str | None,
-) -> tuple[RunRef, RunRef]:
-    """``--runtime A --runtime B`` (their latest runs) or ``--run A --run B``, not both."""
-    if runs and runtimes:
-        raise KeyError("give two --runtime or two --run, not both")
-    if not runs:
-        if lane is None:
-            raise KeyError("give two --runtime (A, then B) or two --run")
-        return latest_pair(con, lane=lane, runtimes=runtimes, split=split, case_set=case_set)
-    if len(runs) != 2:
-        raise KeyError(f"give two runs (--run A --run B), got {list(runs)}")
-    pairs = pairs_to_diff(con, runs[0], runs[1], lane=lane)
-    chosen = [(x, y) for x, y in pairs if split in (None, x.split)]
-    splits = ", ".join(sorted({x.split for x, _ in pairs}))
-    if not chosen:
-        raise KeyError(f"runs {runs[0]!r} and {runs[1]!r} share no split {split!r}; they share {splits}")
-    if len(chosen) > 1:
-        raise KeyError(
-            f"runs {runs[0]!r} and {runs[1]!r} share several splits, give --split: one of {splits}"
-        )
-    return chosen[0]
-
-
-def _comparison_tables(result: RunComparison) -> list[Table]:
-    """What the runs measured, with each metric's verdict; then the paired test's figures."""
-    tested = [m for m in result.metrics if m.paired is not None]
-    cases = sorted({m.paired.cases for m in tested if m.paired is not None})
-    n = f"{cases[0]} to {cases[-1]}" if len(cases) > 1 else str(cases[0] if cases else 0)
-    values = _table(f"metrics (verdicts at α = {result.alpha:g}, n = {n}, on Holm-adjusted p)")
-    for column in ("metric", "A", "B", "B − A", "verdict"):
-        values.add_column(column, overflow="fold")
-    for m in result.metrics:
-        delta = m.delta if m.delta is not None else (m.paired.delta if m.paired else None)
-        values.add_row(
-            Text(m.metric),
-            _value_cell(m.value_a, m.passed_a),
-            _value_cell(m.value_b, m.passed_b),
-            Text("" if delta is None else f"{delta:+.4g}"),
-            Text(m.verdict.split(" at α")[0], style=_VERDICT_STYLES.get(m.verdict, "dim")),
-        )
-    paired = _table(
-        "paired test on the common cases: exact McNemar (p) where a case holds one verdict a side, "
-        f"else a clustered bootstrap; 95% CI from {result.resamples:,} resamples, seed {result.seed}"
-    )
-    for column in ("metric", "A only", "B only", "95% CI of B − A", "p", "p (Holm)"):
-        paired.add_column(column, overflow="fold")
-    for m in tested:
-        figures = m.paired
-        assert figures is not None
-        counts = figures.counts
-        paired.add_row(
-            m.metric,
-            "" if counts is None else str(counts.only_a),
-            "" if counts is None else str(counts.only_b),
-            f"[{figures.ci_low:+.3f}, {figures.ci_high:+.3f}]",
-            "" if figures.p_value is None else f"{figures.p_value:.4g}",
-            "" if m.p_holm is None else f"{m.p_holm:.4g}",
-        )
-    return [values, paired] if tested else [values]
-
-
-_VERDICT_STYLES = {"B better": "green", "B worse": "bold red"}
-
-
-def _table(title: str) -> Table:
-    return Table(title=title, box=box.SIMPLE_HEAD, title_justify="left")
-
-
-def _value_cell(value: float | None, passed: bool | None) -> Text:
-    if value is None:
-        return Text("n/a", style="dim")
-    style = "" if passed is None else ("green" if passed else "bold red")
-    return Text(_cell(value), style=style)
-
-
-def _flip_view(flips: pd.DataFrame) -> pd.DataFrame:
-    """Each side as its code, plus pass counts (``3/5``) when either run holds several samples."""
-    counts = flips[["samples_a", "samples_b"]].fillna(0).to_numpy()
-    repeats = bool((counts > 1).any()) if len(flips) else False
-
-    def side(code: object, passes: object, samples: object) -> str:
-        text = "" if is_missing(code) else str(code)
-        return f"{text} {passes}/{samples}" if repeats and not is_missing(samples) else text
-
-    return flips.assign(
-        a=[side(*v) for v in zip(flips["code_a"], flips["passes_a"], flips["samples_a"], strict=True)],
-        b=[side(*v) for v in zip(flips["code_b"], flips["passes_b"], flips["samples_b"], strict=True)],
-    )
-
-
-def _short_label(ref: RunRef) -> str:
-    day = f" {ref.date.isoformat()}" if ref.date else ""
-    return f"{ref.series_label()} {short_id(ref.run_id)}{day}"
-
-
-def _day(ref: RunRef) -> str:
-    return ref.date.isoformat() if ref.date else "?"
 
 
 @app.command("report")
@@ -504,109 +185,6 @@ def report(
     ] = False,
 ) -> None:
     """A static HTML report (offline, no CDN): the latest run's checks and failing cases, then trends."""
-    local_folder(folder, "--out")
-    with _bad_query_exits():
-        path = write_report(root or history_root(), folder)
-    out().print(f"wrote {path}", highlight=False)
-    if open_it and not webbrowser.open(path.resolve().as_uri()):
-        err().print(
-            f"no browser could be started; open {path.resolve().as_uri()}", highlight=False, markup=False
-        )
+    from eval_pipeline.cli.history_output import write_report_and_open
 
-
-def emit(
-    rows: pd.DataFrame,
-    output: OutputFormat,
-    *,
-    title: str = "",
-    empty: str = "no rows",
-    columns: Sequence[str] | None = None,
-    wide: bool = True,
-) -> None:
-    """Print rows as a rich table, CSV or JSON records (timestamps as ISO text).
-
-    A table shows ``columns`` (default: all) unless ``wide``, through :func:`terminal_view`.
-    """
-    if output is OutputFormat.csv:
-        out().print(rows.to_csv(index=False), end="", markup=False, highlight=False, soft_wrap=True)
-        return
-    if output is OutputFormat.json:
-        out().print_json(json.dumps(_records(rows), default=str))
-        return
-    if rows.empty:
-        out().print(f"{title}: {empty}" if title else empty, markup=False, highlight=False)
-        return
-    rows, notes = terminal_view(rows, columns, wide=wide)
-    cells = pd.DataFrame(
-        [["" if v is None else _cell(v) for v in record.values()] for record in _records(rows)],
-        columns=[str(c) for c in rows.columns],
-        index=rows.index,
-    )
-    for fitted in fit(cells, notes, width=out().width, wide=wide):
-        _print_fitted(fitted, title)
-
-
-def _print_fitted(fitted: FittedTable, title: str) -> None:
-    """One fitted table: a table of names and values, or, when its rows carry prose, each row
-    as a line of its names and values with its prose wrapped under it."""
-    heading = " · ".join([t for t in (title, *fitted.notes) if t])
-    if fitted.dropped:
-        heading += f" (without {', '.join(fitted.dropped)}: --wide shows them)"
-    console = out()
-    if heading:  # above the table, wrapped at the terminal's width (a table title wraps at the table's)
-        console.print(Text(heading, style="italic"), highlight=False)
-    if fitted.texts.columns.empty:
-        table = Table(show_lines=False, box=box.SIMPLE_HEAD)
-        for column in fitted.cells.columns:
-            table.add_column(str(column), no_wrap=True)
-        for record in fitted.cells.to_dict("records"):
-            table.add_row(
-                *(Text(v, style=rich_style(v) if k in VERDICT_COLUMNS else "") for k, v in record.items())
-            )
-        console.print(table)
-        return
-    for cells, prose in zip(fitted.cells.to_dict("records"), fitted.texts.to_dict("records"), strict=True):
-        heading_line = Text(record_heading({str(k): v for k, v in cells.items()}), style="bold")
-        console.print(Padding(heading_line, (0, 0, 0, 2)), highlight=False)
-        for name, text in prose.items():
-            if text:  # wrapped under its row, indented
-                console.print(Padding(Text(f"{name}: {text}"), (0, 0, 0, 6)), highlight=False)
-
-
-def _records(rows: pd.DataFrame) -> list[dict[str, object]]:
-    """JSON-ready records: NaN/NA → None, days (DuckDB DATE) and timestamps → ISO strings."""
-    rows = rows.copy()
-    for column in rows.columns:
-        if pd.api.types.is_datetime64_dtype(rows[column]) and getattr(rows[column].dt, "tz", None) is None:
-            rows[column] = rows[column].dt.strftime("%Y-%m-%d")  # naive datetimes here are DATE columns
-    out = rows.astype(object).where(rows.notna(), None)
-    return [
-        {str(k): (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in record.items()}
-        for record in out.to_dict(orient="records")
-    ]
-
-
-def _cell(value: object) -> str:
-    if isinstance(value, float):
-        return number_text(value)
-    return str(value)
-
-
-def _parse_day(text: str) -> date:
-    try:
-        return date.fromisoformat(text)
-    except ValueError:
-        raise KeyError(f"--since {text!r} is not a day (YYYY-MM-DD)") from None
-
-
-@contextmanager
-def _bad_query_exits() -> Iterator[None]:
-    """Unknown runs/cases, bad arguments and failing SQL are bad input: a message and exit 2."""
-    with bad_input_exits():
-        try:
-            yield
-        except ValueError as exc:
-            raise KeyError(str(exc)) from None
-        except duckdb.Error as exc:
-            err().print(f"[red]query failed:[/red] {escape(str(exc))}", highlight=False)
-            raise typer.Exit(EXIT_BAD_INPUT) from None
+    write_report_and_open(folder=folder, root=root, open_it=open_it)

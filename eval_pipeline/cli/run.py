@@ -31,7 +31,7 @@ from eval_pipeline.cli.common import (
     run_title,
     short_id,
 )
-from eval_pipeline.cli.notify import run_notifier
+from eval_pipeline.cli.notifier import run_notifier
 from eval_pipeline.cli.rescore import recorded_lane_and_split, rescore_of, with_history_root
 from eval_pipeline.cli.summary import check_baseline, write_summary
 from eval_pipeline.failures import evidence_object, fault_counts, fault_text
@@ -45,8 +45,9 @@ from eval_pipeline.runtimes.adapters.history import RecordedRun
 from eval_pipeline.runtimes.adapters.replay import ReplayRuntime
 from eval_pipeline.runtimes.options import parse_runtime_options
 from eval_pipeline.runtimes.redaction import redacted_options, redacted_spec
-from eval_pipeline.runtimes.registry import build_runtime
+from eval_pipeline.runtimes.registry import build_runtime, split_spec
 from eval_pipeline.runtimes.targets import find_target
+from eval_pipeline.runtimes.unsupplied import PREDICATE_READ_FIELDS, unsupplied_fields, unsupplied_note
 from eval_pipeline.runtimes.warm import warm_runtimes
 from eval_pipeline.scoring import number_text
 from eval_pipeline.settings import CELERY_BROKER_ENV, celery_broker
@@ -160,10 +161,12 @@ def _document(batch_id: str, outcomes: list[LaneOutcome]) -> dict[str, Any]:
                         "severity": c.severity,
                         "value": c.value,
                         "threshold": c.threshold,
+                        "void_reason": c.metadata.get("void_reason"),
                     }
                     for c in o.checks
                 ],
                 "faults": fault_counts(o.transcripts) if o.transcripts is not None else [],
+                "unsupplied_fields": _unsupplied(o)[0],
                 "turn_predicates": _with_evidence(_records(o.turn_predicates)),
                 "case_predicates": _with_evidence(_records(o.case_predicates)),
             }
@@ -175,7 +178,23 @@ def _verdict(word: str) -> str:
     return f"[{rich_style(word)}]{word}[/]"
 
 
-def _print(outcome: LaneOutcome) -> None:
+def _unsupplied(outcome: LaneOutcome) -> tuple[list[str], int]:
+    """The answer fields predicates read that the runtime supplied on no answered turn, and
+    how many turns were answered."""
+    stored = outcome.files.get("transcripts")
+    if stored is None:
+        return [], 0
+    turns = stored.read(["error", *PREDICATE_READ_FIELDS])
+    return unsupplied_fields(turns), int(turns["error"].isna().sum())
+
+
+def _print_unsupplied(outcome: LaneOutcome, scheme: str) -> None:
+    fields, answered = _unsupplied(outcome)
+    if fields:
+        out().print(Text(f"  {unsupplied_note(fields, answered, scheme)}"), highlight=False)
+
+
+def _print(outcome: LaneOutcome, scheme: str) -> None:
     title = escape(run_title(outcome.lane, outcome.split, outcome.runtime, outcome.case_set))
     if outcome.failure is not None:
         err().print(
@@ -229,6 +248,7 @@ def _print(outcome: LaneOutcome) -> None:
                     f"  {check.name}: {_verdict('void')} {escape(check.description.removeprefix('void: '))}",
                     highlight=False,
                 )
+    _print_unsupplied(outcome, scheme)
     _print_flaky(outcome)
     _print_failing(outcome)
     _print_faults(outcome)
@@ -349,6 +369,11 @@ def _suite(outcome: LaneOutcome) -> SuiteRun:
             "runtime": outcome.runtime,
             "case_set": outcome.case_set,
             **{f"check.{c.name}": c.verdict for c in outcome.checks},
+            **{
+                f"check.{c.name}.void_reason": why
+                for c in outcome.checks
+                if (why := c.metadata.get("void_reason"))
+            },
             **({"failure": outcome.failure} if outcome.failure else {}),
         },
         timestamp=datetime.now(UTC),
@@ -524,7 +549,7 @@ def run(
             )
         outcomes.append(outcome)
         if not as_json:
-            _print(outcome)
+            _print(outcome, split_spec(target.spec)[0])
     if as_json:
         typer.echo(json.dumps(_document(batch_id, outcomes), indent=2, sort_keys=False))
     if notifier is not None:

@@ -2,21 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Annotated
 
 import typer
 
 from eval_pipeline.cli.common import EXIT_BAD_INPUT, app, err, out
-from eval_pipeline.runtimes.serve import (
-    COMPLETIONS_PATH,
-    EXTRA_FIELDS,
-    MODEL_ID,
-    ReferenceServer,
-    ServeConfig,
-    response_fields,
-)
 
 
 @app.command("serve-reference")
@@ -37,6 +28,14 @@ def serve_reference(
     ] = None,
 ) -> None:
     """Serve the reference runtime (POST /v1/chat/completions, GET /v1/models) on 127.0.0.1 until Ctrl-C."""
+    from eval_pipeline.runtimes.serve import (
+        COMPLETIONS_PATH,
+        EXTRA_FIELDS,
+        MODEL_ID,
+        ReferenceServer,
+        ServeConfig,
+    )
+
     api_key = None
     if api_key_env is not None:
         api_key = os.environ.get(api_key_env)
@@ -62,11 +61,15 @@ def serve_reference(
     out().print(
         f"serving {server.base_url} ({COMPLETIONS_PATH})", markup=False, highlight=False, soft_wrap=True
     )
-    # Its replies carry the typed fields beside the text; a plain openai: run would not read them.
-    out().print(f"its replies carry {', '.join(EXTRA_FIELDS)}; to read them:", markup=False, highlight=False)
+    # Its replies carry the typed fields beside the text, where a plain openai: run reads them.
+    out().print(
+        f"its replies carry {', '.join(EXTRA_FIELDS)} beside content, where openai: reads them; to run:",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
     out().print(  # one line, to copy as it is
-        f"  eval-pipeline run --runtime openai:{server.base_url} -o model={MODEL_ID} "
-        f"-o 'response_fields={json.dumps(response_fields())}'",
+        f"  eval-pipeline run --runtime openai:{server.base_url} -o model={MODEL_ID}",
         markup=False,
         highlight=False,
         soft_wrap=True,

@@ -1,97 +1,14 @@
 """``eval-pipeline show RUN [--case ID]``: what failed in one run and why, or one case's whole
-transcript with each turn's verdicts."""
+transcript with each turn's verdicts (:mod:`eval_pipeline.cli.run_tables`)."""
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Annotated
 
-import pandas as pd
 import typer
-from rich.text import Text
 
-from eval_pipeline.cli.common import app, bad_input_exits, out, run_title, short_id
-from eval_pipeline.dagster_wiring.launch import ensure_instance
-from eval_pipeline.dagster_wiring.stored_runs import stored_runs
-from eval_pipeline.failures import evidence_object, failing_cases, fault_counts, fault_text
-from eval_pipeline.history.runs import RUN_MATCH, find_runs
-from eval_pipeline.history.views import connect
-from eval_pipeline.palette import rich_style
-from eval_pipeline.samples import rows_of_sample, sample_frames
+from eval_pipeline.cli.common import app, bad_input_exits, short_id
 from eval_pipeline.settings import history_root
-
-
-@dataclass(frozen=True)
-class RunTables:
-    """One lane run's tables, from the instance's stage files or from history."""
-
-    run_id: str
-    title: str
-    case_predicates: pd.DataFrame
-    transcripts: pd.DataFrame
-    turn_predicates: pd.DataFrame | None  # history does not keep turn predicates
-
-
-def _from_instance(prefix: str) -> list[RunTables]:
-    tables_dir = Path(ensure_instance().storage_directory()) / "tables"
-    runs = []
-    for run in stored_runs(tables_dir, prefix):
-        case_predicates = run.table("case_predicates")
-        if case_predicates is None:
-            continue
-        transcripts = run.table("transcripts")
-        runs.append(
-            RunTables(
-                run.run_id,
-                run_title(run.lane, _split_of(case_predicates, run.case_set), run.runtime, run.case_set),
-                case_predicates,
-                transcripts if transcripts is not None else pd.DataFrame(),
-                run.table("turn_predicates"),
-            )
-        )
-    return runs
-
-
-def _split_of(case_predicates: pd.DataFrame, case_set: str) -> str:
-    """The split a stored run ran (its rows carry it; a run without rows: its case set)."""
-    splits = case_predicates["split"].dropna() if "split" in case_predicates else pd.Series()
-    return str(splits.iloc[0]) if len(splits) else case_set
-
-
-def _from_history(prefix: str, root: str) -> list[RunTables]:
-    with connect(root) as con:
-        try:
-            refs = find_runs(con, prefix)
-        except KeyError:
-            return []
-        return [
-            RunTables(
-                ref.run_id,
-                run_title(ref.lane, ref.split, ref.runtime, ref.case_set),
-                con.execute(f"SELECT * FROM case_predicates WHERE {RUN_MATCH}", ref.params()).df(),
-                con.execute(
-                    f"SELECT * FROM transcripts WHERE {RUN_MATCH} ORDER BY case_id, turn_index", ref.params()
-                ).df(),
-                None,
-            )
-            for ref in refs
-        ]
-
-
-def find_run_tables(prefix: str, root: str) -> list[RunTables]:
-    """The lane runs of the one run id ``prefix`` names: the instance's files first (they hold
-    every stage, and runs that broke before history), else history. KeyError if none or several."""
-    runs = _from_instance(prefix) or _from_history(prefix, root)
-    ids = sorted({r.run_id for r in runs})
-    if not ids:
-        raise KeyError(f"no run {prefix!r} in this instance or in history at {root}")
-    if len(ids) > 1:
-        raise KeyError(
-            f"run id prefix {prefix!r} is ambiguous: {', '.join(short_id(i) + '…' for i in ids[:5])}"
-        )
-    return runs
 
 
 @app.command("show")
@@ -105,85 +22,14 @@ def show(
     ] = None,
 ) -> None:
     """One run's failing cases with their reasons and faults, or one case's transcript with each turn's verdicts."""
+    from eval_pipeline.cli.run_tables import find_run_tables, print_case, print_failing
+
     with bad_input_exits():
         runs = find_run_tables(run_id, root or history_root())
         if case is not None and not any((r.case_predicates["case_id"] == case).any() for r in runs):
             raise KeyError(f"run {short_id(runs[0].run_id)} has no case {case!r}")
     for run in runs:
         if case is None:
-            _print_failing(run)
+            print_failing(run)
         elif (run.case_predicates["case_id"] == case).any():
-            _print_case(run, case)
-
-
-def _print_failing(run: RunTables) -> None:
-    console = out()
-    failing = failing_cases(run.case_predicates)
-    console.print(Text(f"{run.title} · run {run.run_id}", style="bold"))
-    if failing.empty:
-        console.print(Text("  no failing case", style=rich_style("pass")))
-    for row in failing.to_dict("records"):
-        console.print(
-            Text.assemble(
-                "  ",
-                (row["case_id"], "bold" if row["severity"] == "hard" else ""),
-                f" · {row['predicate']} · {row['severity']} · {row['code']}",
-            ),
-            highlight=False,
-        )
-        console.print(Text(f"      {row['reason']}"), highlight=False)
-    for fault in fault_counts(run.transcripts):
-        console.print(Text(f"  fault, {fault['turns']} turn(s): {fault_text(fault)}"), highlight=False)
-
-
-def _print_case(run: RunTables, case_id: str) -> None:
-    console = out()
-    console.print(Text(f"{case_id} · {run.title} · run {run.run_id}", style="bold"))
-    turns = (
-        run.transcripts[run.transcripts["case_id"] == case_id]
-        if not run.transcripts.empty
-        else run.transcripts
-    )
-    verdicts = run.turn_predicates
-    samples = sample_frames(turns) if not turns.empty else []
-    several = len(samples) > 1  # a run of N samples shows each sample's turns under its number
-    for sample, rows in samples:
-        for turn in rows.sort_values("turn_index").to_dict("records"):
-            index = int(turn["turn_index"])
-            label = f"turn {index} ({turn['role']})" + (f" · sample {sample}" if several else "")
-            console.print(Text(label, style="bold"))
-            console.print(Text(f"  prompt:  {turn['prompt']}"), highlight=False)
-            if turn.get("error") is not None and not pd.isna(turn["error"]):
-                console.print(Text(f"  fault:   {turn['error']}", style=rich_style("void")), highlight=False)
-            else:
-                console.print(Text(f"  surface: {turn['surface']}"), highlight=False)
-            if verdicts is None:
-                continue
-            of_sample = rows_of_sample(verdicts, sample)
-            mine = of_sample[(of_sample["case_id"] == case_id) & (of_sample["turn_index"] == index)]
-            for row in mine.to_dict("records"):
-                word = _word(row["passed"])
-                evidence = evidence_object(row["evidence"])
-                detail = f" {json.dumps(evidence, ensure_ascii=False)}" if evidence and word == "fail" else ""
-                console.print(
-                    _verdict_line("    ", word, f" {row['predicate']} [{row['code']}]{detail}"),
-                    highlight=False,
-                )
-    console.print(Text("case verdicts", style="bold"))
-    for sample, rows in sample_frames(run.case_predicates[run.case_predicates["case_id"] == case_id]):
-        prefix = f"  sample {sample}: " if several else "  "
-        for row in rows.to_dict("records"):
-            word = _word(row["passed"])
-            console.print(
-                _verdict_line(prefix, word, f" {row['predicate']} ({row['severity']}): {row['message']}"),
-                highlight=False,
-            )
-
-
-def _word(passed: bool | None) -> str:
-    return "n/a" if pd.isna(passed) else ("pass" if passed else "fail")
-
-
-def _verdict_line(indent: str, word: str, text: str) -> Text:
-    """A verdict word in its colour, then what it judged."""
-    return Text.assemble(indent, (f"{word:<4}", rich_style(word)), text)
+            print_case(run, case)

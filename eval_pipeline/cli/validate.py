@@ -1,29 +1,15 @@
-"""``eval-pipeline validate`` (case files against their lane's case model) and ``eval-pipeline schema``."""
+"""``eval-pipeline validate`` (case files against their lane's case model) and ``eval-pipeline schema``
+(what they check and print: :mod:`eval_pipeline.cli.checked_files`)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from pydantic import BaseModel
 
-from eval_pipeline.cases.loading import (
-    CaseFileError,
-    CaseProblem,
-    CaseStream,
-    LoadedCase,
-)
 from eval_pipeline.cli.common import app, bad_input_exits, out
 from eval_pipeline.dagster_wiring.dead_runs import fail_dead_runs_of_existing_instance
-from eval_pipeline.i18n.schema import evalcase_v1_schema_text
-from eval_pipeline.lanes import LaneSpec, discover_lanes, find_lane, lane_kind
-from eval_pipeline.notify.config import notify_file_problems
-from eval_pipeline.pipeline import lane_threads
-from eval_pipeline.runtimes.targets import load_targets
-from eval_pipeline.settings import targets_file
-from eval_pipeline.workers import worker_count
 
 
 @app.command()
@@ -38,26 +24,14 @@ def validate(
 ) -> None:
     """Validate case files (and evals/runtimes.yaml); print every problem as file:line: field: message
     and exit 2 if any."""
+    from eval_pipeline.cli.checked_files import checked_cases
+    from eval_pipeline.workers import worker_count
+
     fail_dead_runs_of_existing_instance()
     with bad_input_exits():
         worker_count()  # a big file is validated by worker processes: a bad count is bad input now
-        problems: list[CaseProblem] = target_problems()
-        lanes = discover_lanes()
-        groups = _files_by_lane(lanes, paths, lane) if paths else {s.name: _lane_files(s) for s in lanes}
-        by_name = {s.name: s for s in lanes}
-        cases = 0
-        for name, files in groups.items():
-            model = lane_kind(by_name[name]).case_model
-            loaded, lane_problems = validate_files(files, model)
-            problems += lane_problems
-            cases += len(loaded)
-            if not lane_problems:  # what run does next: compose every case's prompts
-                lane_threads(by_name[name], "validate", [item.case for item in loaded])
-        problems += notify_file_problems(by_name, load_targets(targets_file()))
-        if problems:
-            raise CaseFileError(problems)
-        count = sum(len(f) for f in groups.values())
-        out().print(f"{cases} case(s) in {count} file(s) of {len(groups)} lane(s): no problems.")
+        cases, files, lanes = checked_cases(paths, lane)
+        out().print(f"{cases} case(s) in {files} file(s) of {lanes} lane(s): no problems.")
 
 
 @app.command()
@@ -67,55 +41,7 @@ def schema(
     ],
 ) -> None:
     """Print a lane's case schema (JSON Schema), or the published EvalCase v1 schema."""
-    if name == "evalcase-v1":
-        typer.echo(evalcase_v1_schema_text(), nl=False)
-        return
+    from eval_pipeline.cli.checked_files import schema_text
+
     with bad_input_exits():
-        model = lane_kind(find_lane(name)).case_model
-        typer.echo(json.dumps(model.model_json_schema(), indent=2, ensure_ascii=False))
-
-
-def target_problems() -> list[CaseProblem]:
-    """Every problem of the runtime targets file (each target's options included)."""
-    try:
-        load_targets(targets_file())
-    except CaseFileError as exc:
-        return exc.problems
-    return []
-
-
-def _lane_files(spec: LaneSpec) -> list[Path]:
-    return list(dict.fromkeys(path for split in spec.splits for path in spec.case_files(split)))
-
-
-def _files_by_lane(
-    lanes: list[LaneSpec], paths: list[Path], default_lane: str | None
-) -> dict[str, list[Path]]:
-    if default_lane is not None and default_lane not in {s.name for s in lanes}:
-        raise KeyError(f"no lane named {default_lane!r}; lanes: {[s.name for s in lanes]}")
-    groups: dict[str, list[Path]] = {}
-    unplaced: list[CaseProblem] = []
-    for path in paths:
-        owner = next(
-            (s.name for s in lanes if path.resolve().is_relative_to(s.folder.resolve())), default_lane
-        )
-        if owner is None:
-            unplaced.append(
-                CaseProblem(
-                    str(path), 0, "(file)", "not inside a lane folder: name its lane with --lane NAME"
-                )
-            )
-            continue
-        groups.setdefault(owner, []).append(path)
-    if unplaced:
-        raise CaseFileError(unplaced)
-    return groups
-
-
-def validate_files(
-    files: list[Path], model: type[BaseModel]
-) -> tuple[list[LoadedCase[BaseModel]], list[CaseProblem]]:
-    """Every problem of every file, and ids unique across all of them."""
-    stream = CaseStream(files, model)
-    loaded = list(stream)
-    return loaded, stream.problems
+        typer.echo(schema_text(name), nl=False)

@@ -5,11 +5,9 @@ from __future__ import annotations
 import socket
 from typing import Annotated
 
-import duckdb
 import typer
 
 from eval_pipeline.cli.common import EXIT_BAD_INPUT, app, out, print_plain
-from eval_pipeline.history.views import connect, reading_error
 from eval_pipeline.settings import history_root
 
 
@@ -46,6 +44,10 @@ def view(
 
 def readable_runs(history: str) -> int:
     """How many committed lane runs ``history`` holds; exit 2 saying why when it cannot be read."""
+    import duckdb
+
+    from eval_pipeline.history.views import connect, reading_error
+
     try:
         with connect(history) as con:
             row = con.execute("SELECT count(*) FROM runs").fetchone()

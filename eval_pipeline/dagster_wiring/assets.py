@@ -404,11 +404,12 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
 
     @dg.asset(
         name="history",
-        description="Appends this run's metrics, case predicates and transcripts to the Parquet history, "
-        "then its manifest (a run is visible to history queries only once that is written).",
+        description="Appends this run's metrics, case predicates, turn verdicts and transcripts to the "
+        "Parquet history, then its manifest (a run is visible to history queries only once that is written).",
         ins={
             "metrics": dg.AssetIn(keys["metrics"]),
             "case_predicates": dg.AssetIn(keys["case_predicates"]),
+            "turn_predicates": dg.AssetIn(keys["turn_predicates"]),
             "transcripts": dg.AssetIn(keys["transcripts"]),
         },
         check_specs=[
@@ -426,6 +427,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
         runtime: RuntimeResource,
         metrics: pd.DataFrame,
         case_predicates: StageFile,
+        turn_predicates: StageFile,
         transcripts: StageFile,
     ) -> dg.MaterializeResult:
         row = metrics.iloc[0]
@@ -443,10 +445,17 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
                 ["case_id", "predicate", "passed", "severity", "sample_index"]
             ),
             metric_rows=lane_kind(spec).metric_rows,
+            turn_verdicts=turn_predicates,
+            transcripts=transcripts,
             alpha=spec.regression_alpha,
             run_id=run_id,
         )
-        stored: dict[str, pd.DataFrame | StageFile] = {"metrics": metrics, "case_predicates": case_predicates}
+        # turn_verdicts: the turn predicates without code and evidence (tables.TURN_VERDICTS).
+        stored: dict[str, pd.DataFrame | StageFile] = {
+            "metrics": metrics,
+            "case_predicates": case_predicates,
+            "turn_verdicts": turn_predicates,
+        }
         if history.keep_transcripts:
             stored["transcripts"] = transcripts
         for name, rows in stored.items():

@@ -20,7 +20,8 @@ from typing import Any
 
 import dagster as dg
 from celery.exceptions import DuplicateTaskNameWarning
-from dagster._core.definitions.executor_definition import multiple_process_executor_requirements
+
+# RetryMode: no public API turns the executor's `retries` config into what CeleryExecutor takes.
 from dagster._core.execution.retries import RetryMode
 from dagster_celery import core_execution_loop
 from dagster_celery.core_execution_loop import core_celery_execution_loop
@@ -90,7 +91,7 @@ class RoutedCeleryExecutor(CeleryExecutor):
 @dg.executor(
     name="celery",
     config_schema={**CELERY_CONFIG, "backend": dg.Field(dg.Noneable(dg.StringSource), is_required=False)},
-    requirements=multiple_process_executor_requirements(),
+    requirements=dg.multiple_process_executor_requirements(),
 )
 def celery_executor(init_context: dg.InitExecutorContext) -> RoutedCeleryExecutor:
     """Celery on the broker in ``EVAL_PIPELINE_CELERY_BROKER`` (or the executor's ``broker`` config)."""

@@ -224,6 +224,8 @@ def threshold_check_results(
         }
         if m.denominator is not None:
             metadata["denominator"] = count_text(m.denominator)
+        if verdict.void:
+            metadata["void_reason"] = dg.MetadataValue.text(verdict.void_reason)
         if m.failing_case_ids:
             shown = m.failing_case_ids[:MAX_CASES_SHOWN]
             rows = failing_rows_for_metric(metric_rows.get(m.metric), shown, failing, faults, samples=samples)
@@ -277,7 +279,7 @@ def threshold_check_results(
 def regression_check_result(findings: Sequence[MetricFinding]) -> dg.AssetCheckResult:
     regressed = [f for f in findings if f.regressed]
     shown = findings_frame(list(regressed or findings)).to_dict("records")
-    columns = ("metric", "value", "previous_value", "worse", "better", "p_value", "note")
+    columns = ("metric", "value", "previous_value", "turns", "worse", "better", "p_value", "note")
     flipped = sorted({case for f in regressed for case in f.flipped_case_ids})
     compared = next((f.previous_run_id for f in findings if f.previous_run_id), None)
     return dg.AssetCheckResult(
@@ -289,12 +291,14 @@ def regression_check_result(findings: Sequence[MetricFinding]) -> dg.AssetCheckR
             "previous_run_id": dg.MetadataValue.text(compared or "none: first run of this series"),
             "regressed_metrics": dg.MetadataValue.json([f.metric for f in regressed]),
             "flipped_case_ids": dg.MetadataValue.json(flipped[:MAX_CASES_SHOWN]),
-            # Per tested rate: the common cases, how many went the bad way and the good way, the p-value.
+            # Per tested rate: the common cases (and, over turns, the paired turns), how many went
+            # the bad way and the good way (turns, for a rate over turns), the one-sided p-value.
             "paired_counts": dg.MetadataValue.json(
                 [
                     {
                         "metric": f.metric,
                         "cases": f.cases,
+                        "turns": f.turns,
                         "worse": f.worse,
                         "better": f.better,
                         "p_value": f.p_value,

@@ -21,12 +21,16 @@ from typing import Any, cast
 import dagster as dg
 import pandas as pd
 import pyarrow.parquet as pq
+
+# No public API: rebuilding the code location's job by name in a Celery worker
+# (`dg.reconstructable` takes only a module-level job), and pointing definitions built in this
+# process at the instance a run uses.
 from dagster._core.definitions.reconstruct import ReconstructableRepository
 from dagster._core.storage.defs_state.base import set_defs_state_storage
 
 from eval_pipeline.dagster_wiring.checks import GATE_CHECK, MEASUREMENT_CHECK
 from eval_pipeline.dagster_wiring.code_location import REPOSITORY_LABEL, build_definitions
-from eval_pipeline.dagster_wiring.dead_runs import fail_dead_runs
+from eval_pipeline.dagster_wiring.dead_runs import fail_dead_runs, mark_live
 from eval_pipeline.dagster_wiring.io_manager import PATH_METADATA, ParquetIOManager
 from eval_pipeline.dagster_wiring.partitions import (
     custom_case_set,
@@ -163,6 +167,7 @@ def ensure_instance() -> dg.DagsterInstance:
         instance = dg.DagsterInstance.get()
         instance.get_runs(limit=1)  # touch every storage while we hold the lock
         fail_dead_runs(instance)
+    mark_live(home)
     return instance
 
 

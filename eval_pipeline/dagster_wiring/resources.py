@@ -102,7 +102,7 @@ class RuntimeResource(dg.ConfigurableResource):
 
 
 class HistoryResource(dg.ConfigurableResource):
-    """Where every run's metrics, case predicates and transcripts are appended."""
+    """Where every run's metrics, case predicates, turn verdicts and transcripts are appended."""
 
     root: str = Field(
         default="",

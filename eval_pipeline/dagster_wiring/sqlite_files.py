@@ -1,12 +1,19 @@
-"""Keep a local instance's SQLite files open while a lane runs, so each event costs its commit only.
+"""Make a local instance's SQLite writes cheap while a lane runs: files kept open, commits not synced.
 
-Dagster's SQLite storages open a connection for every write and close it right after. In WAL
-mode the last connection to close a database checkpoints it and deletes its WAL and
-shared-memory files: an fsync and file churn for every event, and a lane run stores a hundred
-or so (step, input, output, materialization and check events; asset events twice, in the run's
-file and in the index). While one idle connection per file stays open, those closes are not the
-last, and the checkpoint happens once, when the keeper closes. What is stored is unchanged;
-storages that are not SQLite files (Postgres) are left alone.
+Dagster's SQLite storages open a connection for every write and close it right after, and a
+lane run stores a hundred or so events (step, input, output, materialization and check events;
+asset events twice, in the run's file and in the index), each its own transaction. Two costs
+follow, and both are removed here for the connections opened within the block:
+
+- **Checkpoints.** In WAL mode the last connection to close a database checkpoints it and
+  deletes its WAL and shared-memory files. While one idle connection per file stays open,
+  those closes are not the last, and the checkpoint happens once, when the keeper closes.
+- **A sync per commit.** With SQLite's default ``synchronous=FULL`` every commit waits for the
+  disk. In WAL mode ``synchronous=NORMAL`` syncs at checkpoints only and the database stays
+  consistent after any crash; what a power loss (not a killed process) can cost is the run's
+  last events, and the run's results are kept in history, not in the event log.
+
+What is stored is unchanged; storages that are not SQLite files (Postgres) are left alone.
 """
 
 from __future__ import annotations
@@ -29,12 +36,22 @@ def _database_file(connection: sqlite3.Connection) -> str:
     return ""
 
 
+def _in_wal_mode(connection: sqlite3.Connection) -> bool:
+    return str(connection.execute("PRAGMA journal_mode").fetchone()[0]).lower() == "wal"
+
+
 @contextmanager
 def sqlite_files_kept_open() -> Iterator[None]:
     """Within the block, every SQLite file a storage writes stays open (one idle connection each)
-    until the block ends."""
+    until the block ends, and a connection to a WAL file commits without waiting for the disk."""
     keepers: dict[str, sqlite3.Connection] = {}
     lock = threading.Lock()
+
+    def unsynced(dbapi_connection: Any, _record: Any) -> None:
+        # A file that is not in WAL mode yet (being created) keeps the default: NORMAL is only
+        # crash-safe with a write-ahead log.
+        if isinstance(dbapi_connection, sqlite3.Connection) and _in_wal_mode(dbapi_connection):
+            dbapi_connection.execute("PRAGMA synchronous=NORMAL")
 
     def keep(dbapi_connection: Any, _record: Any) -> None:
         # On check-in the storage's work is committed and the file is in WAL mode already: a
@@ -49,11 +66,13 @@ def sqlite_files_kept_open() -> Iterator[None]:
             keeper.execute("SELECT count(*) FROM sqlite_master").fetchall()
             keepers[path] = keeper
 
+    event.listen(Pool, "connect", unsynced)
     event.listen(Pool, "checkin", keep)
     try:
         yield
     finally:
         event.remove(Pool, "checkin", keep)
+        event.remove(Pool, "connect", unsynced)
         with lock:
             for keeper in keepers.values():
                 keeper.close()

@@ -8,11 +8,14 @@ and the cases that flipped, once each: what ``eval-pipeline compare`` prints and
 Per rate over cases, from each run's case verdicts (:mod:`eval_pipeline.history.verdicts`) on
 the cases both runs evaluated and both had a verdict for: the rate on each side, the delta
 ``B − A``, its 95% paired bootstrap interval (whole cases resampled, fixed seed) and, when
-each case holds one verdict per side, the 2×2 counts and the exact McNemar p-value; with
-repeats McNemar does not apply and the interval alone decides (clustered). Across the lane's
-metrics the p-values are Holm-adjusted and the verdict reads the adjusted one. A rate over
-turns is not tested: history keeps case verdicts, not turn verdicts. Counts and derived
-metrics are shown, not tested.
+each case holds one verdict per side, the 2×2 counts and the exact McNemar p-value. A rate
+over turns (and ``error_rate``) pairs the turns both runs judged (:mod:`eval_pipeline.history.pairs`:
+same case, sample and turn). With several verdicts per case (repeats, turns) they are
+clustered and McNemar does not apply: the bootstrap resamples whole cases and gives the
+p-value too (:func:`eval_pipeline.paired.bootstrap_p_value`). Across the lane's metrics
+the p-values are Holm-adjusted and the verdict reads the adjusted one. A run whose history
+holds no turn verdicts (written before they were kept) or no transcripts leaves its rates
+over turns not tested, and says which run. Counts and derived metrics are shown, not tested.
 """
 
 from __future__ import annotations
@@ -26,18 +29,25 @@ import numpy as np
 import pandas as pd
 
 from eval_pipeline.history.diff import CaseOverlap, case_overlap, metric_sides, same_cases
+from eval_pipeline.history.pairs import (
+    common_cases,
+    holds_run,
+    missing_turns_note,
+    paired_turns,
+    per_case_counts,
+    turn_source,
+)
 from eval_pipeline.history.runs import RunRef, is_missing
 from eval_pipeline.history.verdicts import flip_rows, side_by_side
-from eval_pipeline.lanes.metric_rows import MetricRows, higher_is_better
+from eval_pipeline.lanes.metric_rows import MetricRows, higher_is_better, rows_of_metric
 from eval_pipeline.paired import ALPHA, RESAMPLES, SEED, PairedFigures, holm, paired_figures, verdict_words
 
 # Why a metric is not tested (its verdict and method say so).
 NOT_A_RATE = "not tested: not a rate"
 NOT_DECLARED = "not tested: rows not declared"
-OVER_TURNS = "not tested: over turns"  # history keeps case verdicts, not turn verdicts
 NO_COMMON_VERDICT = "not tested: no common case"
 MCNEMAR = "exact McNemar"
-CLUSTERED = "clustered bootstrap"  # several verdicts per case: McNemar does not apply
+CLUSTERED = "clustered: bootstrap over cases"  # several verdicts per case: McNemar does not apply
 
 
 @dataclass(frozen=True)
@@ -53,6 +63,7 @@ class MetricComparison:
     denominator_b: float | None
     delta: float | None  # value_b - value_a; null when the case sets differ
     higher_is_better: bool
+    over: str | None  # what the rate's verdicts are of: cases or turns (None: not a rate)
     method: str  # MCNEMAR, CLUSTERED, or why it is not tested (NOT_A_RATE, …)
     paired: PairedFigures | None  # on the common cases; None when not tested
     p_holm: float | None
@@ -116,86 +127,46 @@ def compare_runs(
     flips = flip_rows(con, a, b, sides, common_cases_only=not same_cases(a, b), surfaces=surfaces)
     stored = metric_sides(con, a, b)
     common = common_cases(sides)
+    declared = [rows_of_metric(metric_rows, str(row["metric"])) for _, row in stored.iterrows()]
     tested = [
-        _tested(row, metric_rows.get(str(row["metric"])), common, resamples, seed)
-        for _, row in stored.iterrows()
+        _tested(con, a, b, row, rows, common, resamples, seed)
+        for (_, row), rows in zip(stored.iterrows(), declared, strict=True)
     ]
     adjusted = holm([figures.p_value if figures else None for figures, _ in tested])
     metrics = tuple(
-        _metric(row, figures, method, p_holm, metric_rows.get(str(row["metric"])), alpha, note is None)
-        for (_, row), (figures, method), p_holm in zip(stored.iterrows(), tested, adjusted, strict=True)
+        _metric(row, figures, method, p_holm, rows, alpha, note is None)
+        for (_, row), (figures, method), p_holm, rows in zip(
+            stored.iterrows(), tested, adjusted, declared, strict=True
+        )
     )
     return RunComparison(a, b, metrics, flips, note, overlap, alpha, resamples, seed)
 
 
-@dataclass(frozen=True)
-class CaseCounts:
-    """Per common case (``case_ids``), what each side's rate counts out of its applicable verdicts."""
-
-    case_ids: np.ndarray
-    counted_a: np.ndarray
-    applicable_a: np.ndarray
-    counted_b: np.ndarray
-    applicable_b: np.ndarray
-
-    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        return self.counted_a, self.applicable_a, self.counted_b, self.applicable_b
-
-    def applicable_on_both(self) -> CaseCounts:
-        """The cases with a verdict on both sides: those a paired test reads."""
-        both = (self.applicable_a > 0) & (self.applicable_b > 0)
-        return CaseCounts(*(column[both] for column in (self.case_ids, *self.arrays())))
-
-    @property
-    def one_verdict_each(self) -> bool:
-        """Every case holds one verdict a side: the 2×2 table (McNemar) applies."""
-        return bool((self.applicable_a == 1).all() and (self.applicable_b == 1).all())
-
-    def went_worse(self, higher_is_better: bool) -> list[str]:
-        """The cases whose own rate moved the bad way (both sides applicable), sorted."""
-        both = (self.applicable_a > 0) & (self.applicable_b > 0)
-        a = self.counted_a * np.maximum(self.applicable_b, 1)  # rates compared without division
-        b = self.counted_b * np.maximum(self.applicable_a, 1)
-        worse = both & ((b < a) if higher_is_better else (b > a))
-        return sorted(str(c) for c in self.case_ids[worse])
-
-
-def per_case_counts(common: pd.DataFrame, rows: MetricRows) -> CaseCounts:
-    """Per common case, what each side's rate counts out of its applicable verdicts."""
-    chosen = common[rows.selects(common).to_numpy(dtype=bool)]
-    codes, case_ids = pd.factorize(chosen["case_id"])
-    n = len(case_ids)
-    counted: list[np.ndarray] = []
-    for side in ("a", "b"):
-        samples = chosen[f"samples_{side}"].fillna(0).to_numpy(dtype=np.int64)
-        passes = chosen[f"passes_{side}"].fillna(0).to_numpy(dtype=np.int64)
-        hits = samples - passes if rows.counts_failures else passes
-        counted += [
-            np.bincount(codes, weights=hits, minlength=n).astype(np.int64),
-            np.bincount(codes, weights=samples, minlength=n).astype(np.int64),
-        ]
-    return CaseCounts(np.asarray(case_ids, dtype=object), *counted)
-
-
-def common_cases(sides: pd.DataFrame) -> pd.DataFrame:
-    """The rows of :func:`side_by_side` of cases both runs evaluated."""
-    return sides[(sides["in_a"].astype(bool) & sides["in_b"].astype(bool)).to_numpy(dtype=bool)]
-
-
 def _tested(
-    row: pd.Series, rows: MetricRows | None, common: pd.DataFrame, resamples: int, seed: int
+    con: duckdb.DuckDBPyConnection,
+    a: RunRef,
+    b: RunRef,
+    row: pd.Series,
+    rows: MetricRows | None,
+    common: pd.DataFrame,
+    resamples: int,
+    seed: int,
 ) -> tuple[PairedFigures | None, str]:
     if rows is None:
         counted = not is_missing(row["denominator_a"]) or not is_missing(row["denominator_b"])
         return None, NOT_DECLARED if counted else NOT_A_RATE
     if rows.over == "turns":
-        return None, OVER_TURNS
-    figures = paired_figures(*per_case_counts(common, rows).arrays(), resamples=resamples, seed=seed)
+        table = turn_source(rows)
+        lacking = next((ref for ref in (a, b) if not holds_run(con, table, ref)), None)
+        if lacking is not None:
+            return None, missing_turns_note(table, lacking.run_id)
+        counts = paired_turns(con, a, b, rows).counts
+    else:
+        counts = per_case_counts(common, rows)
+    figures = paired_figures(*counts.arrays(), resamples=resamples, seed=seed)
     if figures is None:
         return None, NO_COMMON_VERDICT
-    if figures.clustered:
-        return figures, CLUSTERED
-    return figures, MCNEMAR
+    return figures, CLUSTERED if figures.clustered else MCNEMAR
 
 
 def _metric(
@@ -220,6 +191,7 @@ def _metric(
         denominator_b=_number(row["denominator_b"]),
         delta=_number(row["delta"]) if same else None,
         higher_is_better=better_up,
+        over=None if rows is None else rows.over,
         method=method,
         paired=figures,
         p_holm=p_holm,
@@ -251,6 +223,8 @@ def metric_document(metric: MetricComparison) -> dict[str, Any]:
     record.update(
         {
             "cases": figures.cases if figures else None,
+            "verdicts_a": figures.verdicts_a if figures else None,
+            "verdicts_b": figures.verdicts_b if figures else None,
             "rate_a": figures.rate_a if figures else None,
             "rate_b": figures.rate_b if figures else None,
             "paired_delta": figures.delta if figures else None,

@@ -6,18 +6,23 @@ calls :func:`find_regressions` and reports the findings as the WARN check ``no_r
 The test is **paired**: this run against the latest committed run of the same series (lane,
 split, runtime, case set), on the cases both evaluated, from each run's case verdicts
 (:mod:`eval_pipeline.history.verdicts`) of the rows each rate counts, as the lane declares it
-(:mod:`eval_pipeline.lanes.metric_rows`). A rate **regressed** when
+(:mod:`eval_pipeline.lanes.metric_rows`); a rate over turns, and ``error_rate``, on the turns
+both runs judged (:func:`eval_pipeline.history.pairs.paired_turns`: same case, sample and turn).
+A rate **regressed** when
 
-- it is significantly worse: the one-sided exact McNemar p-value (the cases that went the bad
-  way against those that went the good way) is below the lane's ``regression_alpha``
-  (default 0.05); with several verdicts per case (repeats) McNemar does not apply and the
-  one-sided clustered bootstrap bound decides (whole cases resampled); or
-- its threshold is pinned (``== 1``, ``== 0``) and any case went the bad way.
+- it is significantly worse at the lane's ``regression_alpha`` (default 0.05): with one
+  verdict per case a side, the one-sided exact McNemar p-value (the cases that went the bad
+  way against those that went the good way); with several (repeats, turns: clustered), McNemar
+  does not apply and the one-sided clustered bootstrap p-value decides (whole cases resampled,
+  :func:`eval_pipeline.paired.bootstrap_worse_p_value`); or
+- its threshold is pinned (``== 1``, ``== 0``) and any case (for a rate over turns, any
+  paired turn) went the bad way.
 
 On 15 cases, one case going pass→fail is not significant (p = 0.5) unless the rate is pinned;
-nine are (p = 0.002). A rate over turns, ``error_rate`` and the counts have no case verdicts in
-history: a pinned one regressed when it held its pin last time and no longer does; the others
-are reported, not tested.
+nine are (p = 0.002). A rate over turns whose runs' history holds no turn verdicts (runs
+written before they were kept; for ``error_rate``, no transcripts) is not tested, and says
+which run; so are the counts. A pinned one of those regressed when it held its pin last time
+and no longer does.
 
 A ``--cases`` run (case set ``custom-<hash>``) is never compared with the nightly series, nor
 the other way round. When the series' case files changed between the two runs
@@ -27,25 +32,31 @@ the other way round. When the series' case files changed between the two runs
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from contextlib import nullcontext
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from functools import partial
 
 import duckdb
 import pandas as pd
 
-from eval_pipeline.history.comparison import common_cases, per_case_counts
+from eval_pipeline.history.pairs import (
+    TRANSCRIPTS,
+    TURN_VERDICTS,
+    CaseCounts,
+    common_cases,
+    holds_run,
+    missing_turns_note,
+    paired_turns,
+    per_case_counts,
+    turn_source,
+)
 from eval_pipeline.history.runs import RUN_MATCH, RunRef, is_missing, ref_from_row
 from eval_pipeline.history.verdicts import RUN_KEYS, flipped, side_by_side
 from eval_pipeline.history.views import connect
-from eval_pipeline.lanes.metric_rows import MetricRows, higher_is_better, is_pinned
-from eval_pipeline.paired import (
-    ALPHA,
-    bootstrap_deltas,
-    mcnemar_one_sided,
-    worse_bound,
-)
+from eval_pipeline.lanes.metric_rows import MetricRows, higher_is_better, is_pinned, rows_of_metric
+from eval_pipeline.paired import ALPHA, bootstrap_deltas, bootstrap_worse_p_value, mcnemar_one_sided
+from eval_pipeline.stage_files import StageFile
 
 FINDING_COLUMNS = [
     "metric",
@@ -54,6 +65,7 @@ FINDING_COLUMNS = [
     "previous_run_id",
     "delta",
     "cases",
+    "turns",
     "worse",
     "better",
     "p_value",
@@ -63,6 +75,11 @@ FINDING_COLUMNS = [
 ]
 CURRENT_ROWS = "_current_case_predicates"
 _CURRENT_COLUMNS = ("case_id", "predicate", "passed", "severity", "code", "sample_index")
+# The current run's turn rows a paired test over turns reads, per history table.
+_CURRENT_TURN_COLUMNS = {
+    TURN_VERDICTS: ("case_id", "sample_index", "turn_index", "predicate", "passed"),
+    TRANSCRIPTS: ("case_id", "sample_index", "turn_index", "error"),
+}
 
 
 @dataclass(frozen=True)
@@ -76,9 +93,10 @@ class MetricFinding:
     previous_run_id: str | None = None
     delta: float | None = None  # value - previous_value
     cases: int | None = None  # common cases tested (None: not tested)
-    worse: int | None = None  # common cases that went the bad way on this metric
+    turns: int | None = None  # a rate over turns: the paired turns tested (worse, better count turns)
+    worse: int | None = None  # common cases (turns) that went the bad way on this metric
     better: int | None = None  # … and the good way
-    p_value: float | None = None  # one-sided: that this run is worse (None: not tested, or clustered)
+    p_value: float | None = None  # one-sided: that this run is worse (None: not tested)
     regressed: bool = False
     flipped_case_ids: tuple[str, ...] = ()  # the cases that went the bad way
 
@@ -93,12 +111,18 @@ def find_regressions(
     metrics: pd.DataFrame,
     case_predicates: pd.DataFrame,
     metric_rows: Mapping[str, MetricRows],
+    turn_verdicts: pd.DataFrame | StageFile | None = None,
+    transcripts: pd.DataFrame | StageFile | None = None,
     alpha: float = ALPHA,
     run_id: str | None = None,
 ) -> list[MetricFinding]:
     """Per-metric findings for the current run: its ``metrics`` table and its ``case_predicates``
     (at least ``case_id``, ``predicate``, ``passed``, ``severity``; ``sample_index`` with
-    repeats), against the previous run of the series (module docstring).
+    repeats), against the previous run of the series (module docstring). Its rates over turns
+    read its ``turn_verdicts`` (``case_id``, ``sample_index``, ``turn_index``, ``predicate``,
+    ``passed``: the turn predicates) and ``error_rate`` its ``transcripts`` (``case_id``,
+    ``sample_index``, ``turn_index``, ``error``), each a frame or the run's stage file; left
+    out, those rates are not tested.
 
     ``history`` is the history root, or an open connection to it (:func:`connect`).
     The previous run is the latest committed run of the series other than ``run_id`` (default:
@@ -129,22 +153,80 @@ def find_regressions(
             sides = side_by_side(con, previous, current, source_b=CURRENT_ROWS)
         finally:
             con.unregister(CURRENT_ROWS)
-    current_sha = _single(metrics, "cases_sha256")
-    if not is_missing(current_sha) and previous.cases_sha256 not in (None, current_sha):
-        went_bad = flipped(sides, common_cases_only=True)
-        went_bad = went_bad[went_bad["passed_a"].eq(True) & went_bad["passed_b"].eq(False)]
-        ids = tuple(sorted(set(went_bad["case_id"].astype(str))))
-        return [
-            _case_set_changed(row, before.get(str(row["metric"])), previous, ids)
-            for _, row in metrics.iterrows()
-        ]
-    common = common_cases(sides)
-    return [
-        _finding(
-            row, before.get(str(row["metric"])), previous, common, metric_rows.get(str(row["metric"])), alpha
-        )
-        for _, row in metrics.iterrows()
-    ]
+        current_sha = _single(metrics, "cases_sha256")
+        if not is_missing(current_sha) and previous.cases_sha256 not in (None, current_sha):
+            went_bad = flipped(sides, common_cases_only=True)
+            went_bad = went_bad[went_bad["passed_a"].eq(True) & went_bad["passed_b"].eq(False)]
+            ids = tuple(sorted(set(went_bad["case_id"].astype(str))))
+            return [
+                _case_set_changed(row, before.get(str(row["metric"])), previous, ids)
+                for _, row in metrics.iterrows()
+            ]
+        common = common_cases(sides)
+        with _current_turns(
+            con, current, {TURN_VERDICTS: turn_verdicts, TRANSCRIPTS: transcripts}
+        ) as sources:
+            pairs = _Pairs(con, previous, current, common, sources)
+            return [
+                _finding(
+                    row,
+                    before.get(str(row["metric"])),
+                    pairs,
+                    rows_of_metric(metric_rows, str(row["metric"])),
+                    alpha,
+                )
+                for _, row in metrics.iterrows()
+            ]
+
+
+@dataclass(frozen=True)
+class _Pairs:
+    """What a finding pairs: the previous run, the current one, their common cases' verdicts,
+    and where the current run's turn rows are (None: not given)."""
+
+    con: duckdb.DuckDBPyConnection
+    previous: RunRef
+    current: RunRef
+    common: pd.DataFrame
+    current_turns: Mapping[str, str | None]
+
+
+@contextmanager
+def _current_turns(
+    con: duckdb.DuckDBPyConnection, current: RunRef, given: Mapping[str, pd.DataFrame | StageFile | None]
+) -> Iterator[dict[str, str | None]]:
+    """The current run's turn rows as relations of ``con`` (their names, by history table), with
+    the run's keys; a stage file is read by DuckDB where it lies, never loaded whole."""
+    names: dict[str, str | None] = {}
+    keys = dict(zip(RUN_KEYS.split(", "), current.params(), strict=True))
+    try:
+        for table, rows in given.items():
+            if rows is None:
+                names[table] = None
+                continue
+            name, columns = f"_current_{table}", _CURRENT_TURN_COLUMNS[table]
+            if isinstance(rows, StageFile):
+                literals = ", ".join(f"{_sql_text(value)} AS {key}" for key, value in keys.items())
+                con.execute(
+                    f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT {', '.join(columns)}, {literals} "
+                    f"FROM read_parquet({_sql_text(str(rows.path))})"
+                )
+            else:
+                con.register(name, rows.reindex(columns=list(columns)).assign(**keys))
+            names[table] = name
+        yield names
+    finally:
+        for table, registered in names.items():
+            if registered is None:
+                continue
+            if isinstance(given[table], StageFile):
+                con.execute(f"DROP VIEW IF EXISTS {registered}")
+            else:
+                con.unregister(registered)
+
+
+def _sql_text(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
 
 
 def findings_frame(findings: list[MetricFinding]) -> pd.DataFrame:
@@ -158,16 +240,18 @@ def regression_sentence(findings: Sequence[MetricFinding]) -> str:
     regressed = [f for f in findings if f.regressed]
     if not regressed:
         return "no metric regressed"
-    what = ", ".join(
-        f"{f.metric} ({f.worse} worse, {f.better} better of {f.cases}"
-        + ("" if f.p_value is None else f", p = {f.p_value:.4g}")
-        + ")"
-        if f.cases is not None
-        else f"{f.metric} ({f.note})"
-        for f in regressed
-    )
+    what = ", ".join(_counts_text(f) if f.cases is not None else f"{f.metric} ({f.note})" for f in regressed)
     previous = str(regressed[0].previous_run_id)[:8]  # the prefix tables show; metadata has it whole
     return f"{len(regressed)} metric(s) regressed vs {previous}: {what}"
+
+
+def _counts_text(f: MetricFinding) -> str:
+    p = "" if f.p_value is None else f", p = {f.p_value:.4g}"
+    if f.turns is not None:
+        return (
+            f"{f.metric} ({f.worse} turns worse, {f.better} better of {f.turns} turns in {f.cases} cases{p})"
+        )
+    return f"{f.metric} ({f.worse} worse, {f.better} better of {f.cases}{p})"
 
 
 def _first_run(row: pd.Series) -> MetricFinding:
@@ -195,12 +279,12 @@ def _case_set_changed(
 def _finding(
     row: pd.Series,
     before: pd.Series | None,
-    previous: RunRef,
-    common: pd.DataFrame,
+    pairs: _Pairs,
     rows: MetricRows | None,
     alpha: float,
 ) -> MetricFinding:
     metric, value = str(row["metric"]), _number(row.get("value"))
+    previous = pairs.previous
     if before is None:
         return MetricFinding(metric, value, "new metric", previous_run_id=previous.run_id)
     previous_value = _number(before["value"])
@@ -215,46 +299,76 @@ def _finding(
     )
     op, threshold = row.get("threshold_op"), _number(row.get("threshold"))
     up, pinned = higher_is_better(rows, op, threshold), is_pinned(op, threshold)
-    if rows is None or rows.over == "turns":
+    untested = _why_untested(pairs, rows)
+    if untested is not None:
         if not pinned or threshold is None or value is None or previous_value is None:
+            return found(untested)
+        if threshold == previous_value and value != previous_value:
             return found(
-                f"not tested: {'a rate over turns' if rows is not None else 'no case verdicts in history'}"
+                f"{untested}; pinned at {threshold:g}: held it in {previous.run_id}, not now", regressed=True
             )
-        off = threshold == previous_value and value != previous_value
-        if off:
-            return found(f"pinned at {threshold:g}: held it in {previous.run_id}, not now", regressed=True)
-        return found(f"pinned at {threshold:g}: {previous_value:g} in {previous.run_id}, {value:g} now")
-    counts = per_case_counts(common, rows).applicable_on_both()
+        return found(
+            f"{untested}; pinned at {threshold:g}: {previous_value:g} in {previous.run_id}, {value:g} now"
+        )
+    assert rows is not None
+    turns: int | None = None
+    if rows.over == "turns":
+        table = turn_source(rows)
+        paired = paired_turns(pairs.con, previous, pairs.current, rows, source_b=pairs.current_turns[table])
+        counts: CaseCounts = paired.counts
+        turns = paired.turns
+        worse, better, worse_ids = paired.went_worse(up)
+        unit = "turns"
+    else:
+        counts = per_case_counts(pairs.common, rows).applicable_on_both()
+        worse_ids = counts.went_worse(up)
+        worse, better, unit = len(worse_ids), len(counts.went_worse(not up)), "cases"
     if not len(counts.case_ids):
-        return found("not tested: no common case has a verdict", cases=0, worse=0, better=0)
-    worse_ids, better = counts.went_worse(up), len(counts.went_worse(not up))
-    if counts.one_verdict_each:
-        p: float | None = mcnemar_one_sided(len(worse_ids), better)
-        significant = p is not None and p < alpha
+        return found(f"not tested: no common {unit[:-1]} has a verdict", cases=0, worse=0, better=0)
+    if counts.one_verdict_each:  # as compare decides: one verdict per case a side is a 2×2 table
+        p = mcnemar_one_sided(worse, better)
         how = f"one-sided exact McNemar p = {p:.4g}"
     else:
-        p = None
-        bound = worse_bound(bootstrap_deltas(*counts.arrays()), higher_is_better=up, alpha=alpha)
-        significant = bound < 0 if up else bound > 0
-        how = f"clustered bootstrap: {1 - alpha:.0%} bound of the change {bound:+.3f}"
-    regressed = significant or (pinned and bool(worse_ids))
+        deltas = bootstrap_deltas(*counts.arrays())
+        p = bootstrap_worse_p_value(deltas, higher_is_better=up)
+        how = f"clustered: bootstrap over cases, one-sided p = {p:.4g}"
+    significant = p < alpha
+    regressed = significant or (pinned and worse > 0)
     why = (
         "significantly worse"
         if significant
-        else f"pinned at {threshold:g} and {len(worse_ids)} case(s) went the bad way"
+        else f"pinned at {threshold:g} and {worse} {unit[:-1]}(s) went the bad way"
         if regressed
         else "not significantly worse"
     )
     n = len(counts.case_ids)
+    of = f"of {turns} turns in {n} cases" if turns is not None else f"of {n}"
     return found(
-        f"{why} vs {previous.run_id} ({len(worse_ids)} worse, {better} better of {n}; {how}, α = {alpha:g})",
+        f"{why} vs {previous.run_id} ({worse} worse, {better} better {of}; {how}, α = {alpha:g})",
         cases=n,
-        worse=len(worse_ids),
+        turns=turns,
+        worse=worse,
         better=better,
         p_value=p,
         regressed=regressed,
         flipped_case_ids=tuple(worse_ids),
     )
+
+
+def _why_untested(pairs: _Pairs, rows: MetricRows | None) -> str | None:
+    """Why a metric cannot be tested paired (None: it can): not a rate, or a rate over turns
+    whose rows one of the runs lacks."""
+    if rows is None:
+        return "not tested: no case verdicts in history"
+    if rows.over == "cases":
+        return None
+    table = turn_source(rows)
+    if not holds_run(pairs.con, table, pairs.previous):
+        return missing_turns_note(table, pairs.previous.run_id)
+    current = pairs.current_turns[table]
+    if current is None or not holds_run(pairs.con, current, pairs.current):
+        return missing_turns_note(table, pairs.current.run_id)
+    return None
 
 
 def _previous_run(

@@ -26,7 +26,9 @@ import json
 import re
 import shutil
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 import fsspec
 import pandas as pd
@@ -36,7 +38,8 @@ import pyarrow.parquet as pq
 from eval_pipeline.stage_files import StageFile
 from eval_pipeline.tables import SCHEMAS, SERIES_COLUMN_NAMES, to_arrow
 
-DATA_TABLES: tuple[str, ...] = ("metrics", "case_predicates", "transcripts")
+# turn_verdicts: the turn predicates' verdicts without code and evidence (tables.TURN_VERDICTS).
+DATA_TABLES: tuple[str, ...] = ("metrics", "case_predicates", "turn_verdicts", "transcripts")
 MANIFESTS = "run_manifests"
 HISTORY_TABLES: tuple[str, ...] = (*DATA_TABLES, MANIFESTS)
 COMPACTED_NAME = "compacted.parquet"
@@ -75,7 +78,9 @@ def append_run(
 
     ``df`` must carry the table's contract columns (see :mod:`eval_pipeline.tables`); the
     partition columns ``lane`` and ``date`` live in the path, ``lane`` also in the rows. A
-    stage file (a big run's table, written in the contract's schema) is copied as it is.
+    stage file (a big run's table) in the contract's schema is copied as it is; one holding
+    more columns (the turn predicates, stored as ``turn_verdicts``) is written a row group at
+    a time with the contract's columns only.
     Rows of a data table stay invisible to history queries until :func:`commit_run` (for data tables).
     """
     target = run_file(root, table, lane, date, run_id)
@@ -83,9 +88,12 @@ def append_run(
         return None
     fs, path = fsspec.core.url_to_fs(target)
     if isinstance(df, StageFile):
-        if df.schema.names != SCHEMAS[table].names:
+        if df.schema.names == SCHEMAS[table].names:
+            write_atomically(fs, path, df)
+        elif set(SCHEMAS[table].names) <= set(df.schema.names):
+            write_atomically(fs, path, Projection(df, SCHEMAS[table]))
+        else:
             raise ValueError(f"{df.path} holds columns {df.schema.names}, not those of {table}")
-        write_atomically(fs, path, df)
     else:
         write_atomically(fs, path, to_arrow(SCHEMAS[table], df))
     return target
@@ -140,9 +148,26 @@ def stored_tables(root: str, lane: str, date: str, run_id: str) -> tuple[str, ..
     return tuple(t for t in DATA_TABLES if is_stored(root, t, lane, date, run_id))
 
 
-def write_atomically(fs: fsspec.AbstractFileSystem, path: str, table: pa.Table | StageFile) -> None:
-    """Write ``table`` (or copy a stage file) to a temporary name beside ``path``, then rename
-    it into place."""
+@dataclass(frozen=True)
+class Projection:
+    """A stage file's columns of ``schema``, to be written one row group per batch."""
+
+    stage: StageFile
+    schema: pa.Schema
+
+    def write(self, handle: Any) -> None:
+        source = pq.ParquetFile(self.stage.path)
+        with pq.ParquetWriter(handle, self.schema, compression="zstd") as writer:
+            for index in range(source.metadata.num_row_groups):
+                group = source.read_row_group(index, columns=self.schema.names)
+                writer.write_table(group.cast(self.schema), row_group_size=max(group.num_rows, 1))
+
+
+def write_atomically(
+    fs: fsspec.AbstractFileSystem, path: str, table: pa.Table | StageFile | Projection
+) -> None:
+    """Write ``table`` (or copy a stage file, or write a projection of one) to a temporary name
+    beside ``path``, then rename it into place."""
     folder, name = path.rsplit("/", 1)
     fs.makedirs(folder, exist_ok=True)
     temp = f"{folder}/{TEMP_PREFIX}{name}.{uuid.uuid4().hex}{TEMP_SUFFIX}"
@@ -151,6 +176,8 @@ def write_atomically(fs: fsspec.AbstractFileSystem, path: str, table: pa.Table |
             if isinstance(table, StageFile):
                 with table.path.open("rb") as source:
                     shutil.copyfileobj(source, handle, COPY_BLOCK)
+            elif isinstance(table, Projection):
+                table.write(handle)
             else:
                 pq.write_table(table, handle, compression="zstd")
         fs.mv(temp, path)

@@ -1,5 +1,5 @@
-"""DuckDB views over the Parquet history: ``metrics``, ``case_predicates``, ``transcripts``,
-``run_manifests`` and ``runs``.
+"""DuckDB views over the Parquet history: ``metrics``, ``case_predicates``, ``turn_verdicts``,
+``transcripts``, ``run_manifests`` and ``runs``.
 
 Each table's files, per-run and compacted alike, are read as::
 
@@ -13,7 +13,7 @@ carry the day of each row in an in-row ``run_date`` column, so the views take
 
 **Only committed runs are visible.** ``run_manifests`` holds one row per committed lane run
 (written last, see :func:`eval_pipeline.history.store.commit_run`); ``metrics``,
-``case_predicates`` and ``transcripts`` keep only the rows whose ``(run_id, lane)`` has a
+``case_predicates``, ``turn_verdicts`` and ``transcripts`` keep only the rows whose ``(run_id, lane)`` has a
 manifest, so a run killed half-way through its append shows up nowhere.
 
 ``runs`` has one row per committed lane run (from ``run_manifests``), with its metric counts

@@ -25,7 +25,7 @@ from eval_pipeline.i18n.case import EvalCase, required_token_list
 from eval_pipeline.i18n.params import RequiredTokens
 from eval_pipeline.i18n.placeholder_integrity import effective_syntax
 from eval_pipeline.i18n.placeholders import PlaceholderSyntaxError, flat_tokenizer
-from eval_pipeline.i18n.protocol import expected_item_count, parse_batch, render_batch
+from eval_pipeline.i18n.protocol import parse_batch, render_batch
 
 REQUEST_MARK = "### translation request (EvalCase v1)"
 _OPEN, _CLOSE = "<source>", "</source>"
@@ -214,8 +214,3 @@ def _required(case: EvalCase) -> list[str]:
     if isinstance(spec, RequiredTokens):
         return required_token_list(case, spec)
     return list(case.required_tokens)
-
-
-def batch_size(case: EvalCase) -> int | None:
-    protocol = case.protocol
-    return expected_item_count(case, protocol) if protocol else None

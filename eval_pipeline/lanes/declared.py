@@ -457,7 +457,7 @@ class DeclaredLane:
                 key = (metric.over, json.dumps(metric.where, sort_keys=True))
                 if key not in rates:
                     table = scored.case_predicates if metric.over == "cases" else scored.turn_predicates
-                    rates[key] = PredicateRates(_where(table, cases, metric.where))
+                    rates[key] = PredicateRates(_where(table, cases, metric.where), rows_are=metric.over)
                 values[name] = _rate(name, metric, rates[key])
         return list(values.values())
 

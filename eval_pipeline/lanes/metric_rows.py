@@ -5,7 +5,8 @@ A declared lane says it in ``lane.yaml`` (``no_dotted_inventory_rate: {rate: no_
 (``LaneKind.metric_rows``). Nothing reads a predicate off a metric's name: ``refusal_rate``
 counts ``refused``. The failing-case tables of the checks, the paired comparison and the
 regression check all take the rows from here. Counts and derived metrics (``all_of``) count no
-rows; ``error_rate`` counts faulted turns, not predicate rows.
+rows; ``error_rate`` counts faulted turns (transcripts' ``error``), not predicate rows
+(:data:`ERROR_RATE_ROWS`, which every lane has: :func:`rows_of_metric`).
 """
 
 from __future__ import annotations
@@ -17,18 +18,21 @@ from typing import Literal
 import pandas as pd
 
 from eval_pipeline.lanes.declaration import MetricSpec
+from eval_pipeline.scoring import ERROR_RATE
 
 
 @dataclass(frozen=True)
 class MetricRows:
     """The predicate rows one rate counts: of ``predicates`` (every predicate when None) and, when
     set, of ``severity`` only; it counts their passes, or their failures (``counts_failures``),
-    over case rows or turn rows (``over``)."""
+    over case rows or turn rows (``over``). ``source`` ``faults`` is the one rate that counts no
+    predicate rows: the turns the runtime failed (``error_rate``)."""
 
     predicates: frozenset[str] | None
     severity: str | None = None
     counts_failures: bool = False
     over: Literal["cases", "turns"] = "cases"
+    source: Literal["predicates", "faults"] = "predicates"
 
     def selects(self, rows: pd.DataFrame) -> pd.Series:
         """Which rows of a predicate table (``predicate``, and ``severity`` when set) the rate counts."""
@@ -40,6 +44,8 @@ class MetricRows:
         return chosen
 
     def describe(self) -> str:
+        if self.source == "faults":
+            return "faulted turns over turns"
         what = "failures" if self.counts_failures else "passes"
         of = ", ".join(sorted(self.predicates)) if self.predicates is not None else "every predicate"
         severity = f" ({self.severity})" if self.severity else ""
@@ -54,6 +60,18 @@ def rows_of_spec(metric: MetricSpec) -> MetricRows | None:
     return MetricRows(
         frozenset({predicate}), counts_failures=metric.failure_rate is not None, over=metric.over
     )
+
+
+# error_rate: per turn, a fault (transcripts' error set) is a failure; lower is better.
+ERROR_RATE_ROWS = MetricRows(None, counts_failures=True, over="turns", source="faults")
+
+
+def rows_of_metric(metric_rows: Mapping[str, MetricRows], metric: str) -> MetricRows | None:
+    """The rows ``metric`` counts: the lane's declaration, or :data:`ERROR_RATE_ROWS` for
+    ``error_rate`` (every lane emits it); None for a count, a derived or an undeclared metric."""
+    if metric == ERROR_RATE:
+        return metric_rows.get(metric, ERROR_RATE_ROWS)
+    return metric_rows.get(metric)
 
 
 def rows_of_declared(metrics: Mapping[str, MetricSpec]) -> dict[str, MetricRows]:

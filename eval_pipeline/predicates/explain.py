@@ -129,6 +129,26 @@ _REASONS: dict[str, _Template] = {
 }
 
 
+# not-applicable code → why no row qualified when every row of a metric had that code (a void
+# check's reason); a code missing here says so in general words.
+_NOT_APPLICABLE_WHY: dict[str, str] = {
+    "no_telemetry": "no {row} carried telemetry",
+    "first_ask": "every {row} was a prompt's first ask",
+    "first_ask_not_grounded": "no prompt asked again was grounded at its first ask",
+    "repeat": "every {row} repeated an earlier prompt",
+    "asked_once": "no prompt was asked twice",
+    "no_anaphora": "no {row} had a follow-up that refers back",
+    "no_grounded_replay": "no {row} replayed a prompt grounded before",
+}
+
+
+def not_applicable_why(code: str, rows: str) -> str:
+    """Why no row (``rows``: ``cases`` or ``turns``) qualified, all of them being ``code``."""
+    row = rows.removesuffix("s")
+    template = _NOT_APPLICABLE_WHY.get(code, "no {row} it reads applied")
+    return template.format(row=row)
+
+
 def reason(predicate: str, verdict: Verdict) -> str:
     """The sentence stored as ``message``: why ``predicate`` passed, failed or did not apply."""
     if verdict.passed is None:

@@ -142,11 +142,6 @@ def no_dotted_inventory(turn: TurnView) -> Verdict:
     return Verdict.fail("dotted_inventory", inventory=match.group(0)) if match else Verdict.ok()
 
 
-def claimed_provenance(turn: TurnView) -> tuple[str | None, str | None]:
-    """(tag claim, text claim): the grounding the runtime's tag and its surface text claim."""
-    return _tag_claim(turn.surface_tag), _text_claim(turn.surface)
-
-
 def _tag_claim(surface_tag: str | None) -> str | None:
     return surface_tag.lower().removesuffix("-grounded") if surface_tag else None
 

@@ -5,8 +5,8 @@ keeps no conversation state: each request rebuilds a fresh reference session fro
 request's message list (every user message, in order), so answers are deterministic and
 any number of clients can share one server. Besides ``content``, the assistant message
 carries the reference runtime's ``grounding_source``, ``surface_tag`` and
-``epistemic_status`` (extra fields an OpenAI client can read, see the ``openai:`` adapter's
-``response_fields`` option); ``usage`` counts whitespace-separated words, not model tokens.
+``epistemic_status`` (extra fields at ``choices.0.message.<field>``, where the ``openai:``
+adapter reads a field its ``response_fields`` option does not map); ``usage`` counts whitespace-separated words, not model tokens.
 A request with ``"stream": true`` is answered as server-sent ``chat.completion.chunk`` events
 (the extra fields in the first chunk, the text word by word, usage last when
 ``stream_options.include_usage`` asks for it). ``GET /v1/models`` lists the one model,
@@ -160,11 +160,6 @@ EXTRA_FIELDS = ("grounding_source", "surface_tag", "epistemic_status")
 def extra_fields(response: TurnResponse) -> dict[str, str | None]:
     """The reference runtime's typed fields, carried beside ``content`` in the assistant message."""
     return {name: getattr(response, name) for name in EXTRA_FIELDS}
-
-
-def response_fields() -> dict[str, str]:
-    """The ``openai:`` adapter's ``response_fields`` option that reads :data:`EXTRA_FIELDS`."""
-    return {name: f"choices.0.message.{name}" for name in EXTRA_FIELDS}
 
 
 def completion_body(response: TurnResponse, model: str, prompts: list[str], serial: int) -> dict[str, Any]:

@@ -116,10 +116,6 @@ class RuntimeTarget:
         return lane_max_error_rate if self.max_error_rate is None else self.max_error_rate
 
 
-def targets_path(evals: Path) -> Path:
-    return evals / TARGETS_FILE
-
-
 def load_targets(path: Path) -> dict[str, RuntimeTarget]:
     """The declared targets by name; every problem is reported as ``file:line: field: message``.
 
@@ -160,7 +156,9 @@ def load_targets(path: Path) -> dict[str, RuntimeTarget]:
             ]
             continue
         # Every target's options are checked now, selected or not, each at its own line.
-        found = spec_problems(declared.spec, declared.options)
+        found = spec_problems(declared.spec, declared.options) or outside_project(
+            declared.spec, declared.options, project=path.parent.parent
+        )
         if found:
             problems += [
                 document.problem(("targets", name, *location(field)), message) for field, message in found
@@ -186,6 +184,31 @@ def load_targets(path: Path) -> dict[str, RuntimeTarget]:
     if not targets:
         raise CaseFileError([CaseProblem(str(path), 1, "targets", "declares no target")])
     return targets
+
+
+# The options that name a path, by spec scheme (``replay:`` names its file in the spec itself).
+# An ``exec:`` command is not among them: it names programs, which live anywhere on the system.
+PATH_OPTIONS: Mapping[str, tuple[str, ...]] = {"python": ("paths",), "exec": ("cwd",), "reference": ("pack",)}
+
+
+def outside_project(spec: str, options: Mapping[str, Any], *, project: Path) -> list[tuple[str, str]]:
+    """(field, message) for every path a declared target names that leads outside ``project``
+    (the folder holding ``evals/``), symbolic links followed. A relative path is taken from the
+    working directory, as the adapter reads it, so what is checked is what would be read."""
+    scheme, argument = split_spec(spec)
+    named = [("spec", argument)] if scheme == "replay" else []
+    for key in PATH_OPTIONS.get(scheme, ()):
+        value = options.get(key)
+        if isinstance(value, str):
+            named.append((f"options.{key}", value))
+        elif isinstance(value, list):
+            named += [(f"options.{key}[{i}]", item) for i, item in enumerate(value) if isinstance(item, str)]
+    root = project.resolve()
+    return [
+        (field, f"{path!r} leads outside the project ({root}): a target reads files of the project only")
+        for field, path in named
+        if not Path(path).expanduser().resolve().is_relative_to(root)
+    ]
 
 
 def derived_name(spec: str, options: Mapping[str, Any]) -> str:

@@ -74,7 +74,7 @@ def test_materialization_records_metrics_as_numeric_metadata_per_series_and_hist
     assert metadata[f"no_placeholder_rate · {series}"].value == 1.0
     assert isinstance(metadata[f"no_dotted_inventory_rate · {series}"], dg.FloatMetadataValue)
     assert "no_placeholder_rate" not in metadata  # a label shared by every series would zigzag
-    for table in ("metrics", "case_predicates", "transcripts"):
+    for table in ("metrics", "case_predicates", "turn_verdicts", "transcripts"):
         files = list(Path(history_root()).glob(f"{table}/lane=deterministic_fluency/date={DATE}/*.parquet"))
         assert [f.stem for f in files] == [outcome.run_id], table
 
@@ -155,12 +155,22 @@ def test_regression_check_warns_when_the_same_runtime_gets_worse(tmp_path: Path)
     assert paired["no_dotted_inventory_rate"] == {
         "metric": "no_dotted_inventory_rate",
         "cases": 15,
+        "turns": None,  # a rate over cases
         "worse": 9,
         "better": 0,
         "p_value": 0.5**9,  # one-sided exact McNemar
         "regressed": True,
     }
     assert paired["no_placeholder_rate"]["regressed"] is False
+    # error_rate, paired on the turns both nights sent (the history asset's stage files): none faulted.
+    turns = len(evaluate_lane(spec, "public", build_runtime("reference")).transcripts)
+    assert {k: paired["error_rate"][k] for k in ("cases", "turns", "worse", "better", "regressed")} == {
+        "cases": 15,
+        "turns": turns,
+        "worse": 0,
+        "better": 0,
+        "regressed": False,
+    }
 
 
 def test_monthly_compaction_job_keeps_every_run_queryable() -> None:

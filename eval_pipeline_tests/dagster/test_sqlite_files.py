@@ -1,4 +1,5 @@
-"""The instance's SQLite files stay open while a lane runs: one checkpoint per file, same rows."""
+"""The instance's SQLite files stay open while a lane runs (one checkpoint per file, same rows),
+and a WAL file's commits are not synced one by one."""
 
 from __future__ import annotations
 
@@ -39,3 +40,27 @@ def test_writes_inside_the_block_leave_the_wal_until_the_block_ends(tmp_path: Pa
     assert not wal.exists()
     with sqlite3.connect(path) as reader:
         assert [n for (n,) in reader.execute("SELECT n FROM events ORDER BY n")] == [0, 1, 2, 3, 4]
+
+
+def _synchronous(engine: sa.Engine) -> int:
+    with engine.connect() as connection:
+        return int(connection.execute(sa.text("PRAGMA synchronous")).scalar_one())
+
+
+FULL, NORMAL = 2, 1  # SQLite's numbers for the settings
+
+
+def test_a_wal_file_commits_unsynced_inside_the_block_only(tmp_path: Path) -> None:
+    engine = _wal_engine(tmp_path / "events.db")
+    assert _synchronous(engine) == FULL
+    with sqlite_files_kept_open():
+        assert _synchronous(engine) == NORMAL
+        _write(engine, 1)
+    assert _synchronous(engine) == FULL
+
+
+def test_a_file_without_a_write_ahead_log_keeps_its_synced_commits(tmp_path: Path) -> None:
+    # NORMAL is crash-safe only with a WAL: a rollback-journal file is left at FULL.
+    engine = sa.create_engine(f"sqlite:///{tmp_path / 'plain.db'}", poolclass=sa.pool.NullPool)
+    with sqlite_files_kept_open():
+        assert _synchronous(engine) == FULL

@@ -1,10 +1,13 @@
 """Hostile project files and runtime replies, and the property every one of them must meet.
 
-Three sources, each mutated by seeded random choices from known attacks and slips:
+Four sources, each mutated by seeded random choices from known attacks and slips:
 
 - ``lane``: a lane's ``lane.yaml`` (each real lane's), through ``eval-pipeline validate``;
 - ``targets``: ``evals/runtimes.yaml``, through ``validate`` (which reads it, every target's
   options included);
+- ``notify``: ``evals/notify.yaml`` (:data:`NOTIFY_FILE`, channels and routes), through
+  ``validate`` (which reads it, the lanes and targets its routes name and the environment
+  variables its channels name included);
 - ``reply``: the lines an ``exec:`` runtime answers with, through ``eval-pipeline run``.
 
 The property (:func:`check`): every input gives exit 0, 1, 2 or 4 with something said, never a
@@ -32,10 +35,28 @@ from pathlib import Path
 
 from eval_pipeline.settings import PROJECT_ROOT
 
-SOURCES = ("lane", "targets", "reply")
+SOURCES = ("lane", "targets", "notify", "reply")
 DEADLINE_S = 60.0  # per input
 LANES = ("deterministic_fluency", "articulation_of_status", "conversational_thread_coherence")
 REPLY_CHILD = Path(__file__).with_name("reply_child.py")
+# The notify file every hostile one starts from: valid against the copied lanes and targets,
+# its channels' variables set in the batch's environment (NOTIFY_ENV).
+NOTIFY_FILE = """\
+# Which webhooks hear about which lane runs.
+channels:
+  team: {format: slack, url_env: TEAM_WEBHOOK_URL}
+  pager:
+    format: json
+    url_env: PAGER_HOOK
+routes:
+  - {channel: team, events: [check_failed, regression, void, stale, recovered], lanes: all}
+  - channel: pager
+    events: [check_failed, void]
+    lanes: [deterministic_fluency, articulation_of_status]
+    runtimes: [reference]
+    severity: [ERROR]
+"""
+NOTIFY_ENV = {"TEAM_WEBHOOK_URL": "http://127.0.0.1:9/team", "PAGER_HOOK": "http://127.0.0.1:9/pager"}
 
 
 def _bomb(levels: int, fan_out: int) -> str:
@@ -214,6 +235,7 @@ def run_batch(source: str, count: int, seed: int) -> BatchReport:
             "EVAL_PIPELINE_EVALS": str(root),
             "EVAL_PIPELINE_STATE": state,
             "DAGSTER_HOME": f"{state}/home",
+            **NOTIFY_ENV,
         }
         for index in range(count):
             report.outcomes.append(_one(source, root, env, rng, index))
@@ -222,6 +244,7 @@ def run_batch(source: str, count: int, seed: int) -> BatchReport:
 
 def _one(source: str, root: Path, env: dict[str, str], rng: random.Random, index: int) -> Outcome:
     mutations = _yaml_mutations()
+    original: bytes | None = None  # the project file a YAML mutation replaced (none: no notify file)
     if source == "reply":
         kind = list(REPLIES)[index % len(REPLIES)]
         lines = Path(env["EVAL_PIPELINE_STATE"]) / "replies.txt"
@@ -244,18 +267,22 @@ def _one(source: str, root: Path, env: dict[str, str], rng: random.Random, index
             lane = rng.choice(LANES)
             path = root / lane / "lane.yaml"
             base = (PROJECT_ROOT / "evals" / lane / "lane.yaml").read_text(encoding="utf-8")
+        elif source == "notify":
+            path, base = root / "notify.yaml", NOTIFY_FILE
         else:
             path = root / "runtimes.yaml"
             base = (PROJECT_ROOT / "evals" / "runtimes.yaml").read_text(encoding="utf-8")
+        original = path.read_bytes() if path.exists() else None
         path.write_bytes(mutations[kind](base, rng))
         args = ["validate"]
     started = time.monotonic()
     code, said, traceback = _invoke(args, env)
     outcome = Outcome(source, kind, code, time.monotonic() - started, bool(said.strip()), traceback)
-    if source != "reply":  # the next input starts from the real file again
-        shutil.copy(
-            PROJECT_ROOT / "evals" / (f"{lane}/lane.yaml" if source == "lane" else "runtimes.yaml"), path
-        )
+    if source != "reply":  # the next input starts from the project's file again
+        if original is None:
+            path.unlink()
+        else:
+            path.write_bytes(original)
     return outcome
 
 

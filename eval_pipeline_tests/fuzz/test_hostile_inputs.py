@@ -1,5 +1,5 @@
-"""Hostile lane.yaml, runtimes.yaml and runtime replies: every input gives exit 0/1/2/4 with a
-message, never a traceback, never more than 1 GB, never past its deadline."""
+"""Hostile lane.yaml, runtimes.yaml, notify.yaml and runtime replies: every input gives exit
+0/1/2/4 with a message, never a traceback, never more than 1 GB, never past its deadline."""
 
 from __future__ import annotations
 
@@ -29,12 +29,13 @@ def batch(source: str, count: int, seed: int) -> list[Outcome]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("source", ["lane", "targets"])
+@pytest.mark.parametrize("source", ["lane", "targets", "notify"])
 def test_every_hostile_project_file_is_a_clean_exit(source: str) -> None:
     kinds = _yaml_mutations()
     outcomes = batch(source, len(kinds) + 5, seed=7)
     assert {o.kind for o in outcomes} == set(kinds)
     assert [v for o in outcomes for v in o.violations()] == []
+    assert {o.exit_code for o in outcomes if o.kind == "unchanged"} == {0}  # the file it starts from is valid
     # Only the mutations that keep the file valid may pass; the attacks must be refused.
     passed = {o.kind for o in outcomes if o.exit_code == 0}
     assert passed <= {

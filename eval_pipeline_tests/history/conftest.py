@@ -22,7 +22,15 @@ from eval_pipeline.history.store import append_run, commit_run
 from eval_pipeline.lanes import find_lane
 from eval_pipeline.pipeline import LaneRun, evaluate_lane
 from eval_pipeline.runtimes import build_runtime
-from eval_pipeline.tables import CASE_PREDICATES, METRICS, RUN_MANIFESTS, TRANSCRIPTS, frame, with_run_columns
+from eval_pipeline.tables import (
+    CASE_PREDICATES,
+    METRICS,
+    RUN_MANIFESTS,
+    TRANSCRIPTS,
+    TURN_VERDICTS,
+    frame,
+    with_run_columns,
+)
 from eval_pipeline.usage import USAGE_METRICS
 
 LANE = "deterministic_fluency"
@@ -54,6 +62,7 @@ class StoredRun:
     cases_sha256: str = CASES_SHA256
     hour: int = 2
     split: str = SPLIT
+    lane: str = LANE
 
     @property
     def started_at(self) -> pd.Timestamp:
@@ -87,8 +96,11 @@ def lane_runs() -> dict[bool, LaneRun]:
     }
 
 
-def run_tables(run: LaneRun, stored: StoredRun, *, keep_transcripts: bool = True) -> dict[str, pd.DataFrame]:
-    """One lane run's data tables as the Dagster side stores them, in append order."""
+def run_tables(
+    run: LaneRun, stored: StoredRun, *, keep_transcripts: bool = True, turn_verdicts: bool = True
+) -> dict[str, pd.DataFrame]:
+    """One lane run's data tables as the Dagster side stores them, in append order; without
+    ``turn_verdicts``, as history stored them before it kept turn verdicts."""
     keys = run_keys(stored)
     metrics = run.metrics.copy()
     metrics["partition_date"] = stored.date
@@ -99,6 +111,8 @@ def run_tables(run: LaneRun, stored: StoredRun, *, keep_transcripts: bool = True
         "metrics": with_run_columns(metrics, METRICS, **keys),
         "case_predicates": with_run_columns(run.case_predicates, CASE_PREDICATES, **keys),
     }
+    if turn_verdicts:
+        tables["turn_verdicts"] = with_run_columns(run.turn_predicates, TURN_VERDICTS, **keys)
     if keep_transcripts:
         tables["transcripts"] = with_run_columns(run.transcripts, TRANSCRIPTS, **keys)
     return tables
@@ -107,7 +121,7 @@ def run_tables(run: LaneRun, stored: StoredRun, *, keep_transcripts: bool = True
 def run_keys(stored: StoredRun) -> dict[str, str]:
     return {
         "run_id": stored.run_id,
-        "lane": LANE,
+        "lane": stored.lane,
         "split": stored.split,
         "runtime": stored.runtime,
         "case_set": stored.case_set,
@@ -124,7 +138,7 @@ def manifest(stored: StoredRun) -> pd.DataFrame:
                 "started_at": stored.started_at.to_pydatetime(),
                 "cases_sha256": stored.cases_sha256,
                 "pipeline_version": "test",
-                "dagster_job": f"{LANE}_job",
+                "dagster_job": f"{stored.lane}_job",
             }
         ],
         **run_keys(stored),
@@ -132,13 +146,20 @@ def manifest(stored: StoredRun) -> pd.DataFrame:
 
 
 def record_run(
-    root: str, run: LaneRun, stored: StoredRun, *, keep_transcripts: bool = True, commit: bool = True
+    root: str,
+    run: LaneRun,
+    stored: StoredRun,
+    *,
+    keep_transcripts: bool = True,
+    turn_verdicts: bool = True,
+    commit: bool = True,
 ) -> None:
     """Append one lane run's tables to history, then commit it, as the Dagster side does."""
-    for table, df in run_tables(run, stored, keep_transcripts=keep_transcripts).items():
-        append_run(root, table, df, lane=LANE, date=stored.date, run_id=stored.run_id)
+    tables = run_tables(run, stored, keep_transcripts=keep_transcripts, turn_verdicts=turn_verdicts)
+    for table, df in tables.items():
+        append_run(root, table, df, lane=stored.lane, date=stored.date, run_id=stored.run_id)
     if commit:
-        commit_run(root, manifest(stored), lane=LANE, date=stored.date, run_id=stored.run_id)
+        commit_run(root, manifest(stored), lane=stored.lane, date=stored.date, run_id=stored.run_id)
 
 
 @pytest.fixture

@@ -27,7 +27,7 @@ from .conftest import LANE, METRICS_PER_RUN, SPLIT, StoredRun, manifest, record_
 
 runner = CliRunner()
 KILLED = StoredRun("run-killed", "candidate", "2024-04-02", True)  # would flip 27 verdicts vs run-c4
-VIEWS = ("metrics", "case_predicates", "transcripts", "run_manifests", "runs")
+VIEWS = ("metrics", "case_predicates", "turn_verdicts", "transcripts", "run_manifests", "runs")
 
 
 def visible_rows(root: str, run_id: str) -> dict[str, int]:
@@ -61,7 +61,7 @@ def assert_invisible(root: str, run_id: str, tmp_path: Path) -> None:
     assert run_id not in (tmp_path / "report" / "index.html").read_text(encoding="utf-8")
 
 
-@pytest.mark.parametrize("tables_written", [1, 2, 3])
+@pytest.mark.parametrize("tables_written", [1, 2, 3, 4])
 def test_a_run_killed_after_any_table_is_invisible_until_committed(
     history: str, lane_runs: dict[bool, LaneRun], tmp_path: Path, tables_written: int
 ) -> None:
@@ -93,7 +93,8 @@ def test_a_run_killed_after_any_table_is_invisible_until_committed(
     assert rows["metrics"] == METRICS_PER_RUN and rows["case_predicates"] == (
         115 if tables_written >= 2 else 0
     )
-    assert rows["transcripts"] == (16 if tables_written == 3 else 0)
+    assert rows["turn_verdicts"] == (90 if tables_written >= 3 else 0)
+    assert rows["transcripts"] == (16 if tables_written == 4 else 0)
     diffs = json.loads(cli("diff", "-f", "json"))
     assert ("run-c4", "run-killed") in [(d["run_a"], d["run_b"]) for d in diffs]
 
@@ -102,7 +103,9 @@ def test_commit_refuses_a_partial_run_and_is_idempotent(history: str, lane_runs:
     tables = run_tables(lane_runs[True], KILLED)
     append_run(history, "metrics", tables["metrics"], lane=LANE, date=KILLED.date, run_id=KILLED.run_id)
     claims_all = manifest(KILLED).assign(tables=",".join(DATA_TABLES))
-    with pytest.raises(ValueError, match=r"tables \['case_predicates', 'transcripts'\] are not stored"):
+    with pytest.raises(
+        ValueError, match=r"tables \['case_predicates', 'turn_verdicts', 'transcripts'\] are not stored"
+    ):
         commit_run(history, claims_all, lane=LANE, date=KILLED.date, run_id=KILLED.run_id)
     with pytest.raises(ValueError, match="manifest column run_id holds"):
         commit_run(history, manifest(KILLED), lane=LANE, date=KILLED.date, run_id="another-run")
@@ -130,7 +133,7 @@ import sys
 import pandas as pd
 from eval_pipeline.history.store import append_run, commit_run
 root, folder, lane, date, run_id = sys.argv[1:6]
-for table in ("metrics", "case_predicates", "transcripts"):
+for table in ("metrics", "case_predicates", "turn_verdicts", "transcripts"):
     sys.stdin.readline()
     append_run(root, table, pd.read_pickle(f"{folder}/{table}.pkl"), lane=lane, date=date, run_id=run_id)
     print(table, flush=True)
@@ -156,7 +159,7 @@ def test_sigkill_during_the_append_then_a_clean_rerun(
 
     child = start(KILLED)
     assert child.stdin and child.stdout
-    for expected in ("metrics", "case_predicates"):  # fault point: after two of three tables
+    for expected in ("metrics", "case_predicates"):  # fault point: after two of four tables
         child.stdin.write("go\n")
         child.stdin.flush()
         assert child.stdout.readline().strip() == expected
@@ -166,12 +169,13 @@ def test_sigkill_during_the_append_then_a_clean_rerun(
 
     rerun = StoredRun("run-rerun", KILLED.runtime, KILLED.date, KILLED.glossed)
     child = start(rerun)
-    output, _ = child.communicate("go\n" * 4, timeout=60)
+    output, _ = child.communicate("go\n" * 5, timeout=60)
     assert child.returncode == 0 and output.split() == [*DATA_TABLES, "committed"]
     assert visible_rows(history, KILLED.run_id) == dict.fromkeys(VIEWS, 0)
     assert visible_rows(history, "run-rerun") == {
         "metrics": METRICS_PER_RUN,
         "case_predicates": 115,
+        "turn_verdicts": 90,
         "transcripts": 16,
         "run_manifests": 1,
         "runs": 1,

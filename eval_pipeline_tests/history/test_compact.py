@@ -20,6 +20,7 @@ from .conftest import CANDIDATE_RUNS, LANE, METRICS_PER_RUN, REFERENCE_RUNS, rec
 ANSWERS = {
     "metrics": "SELECT * FROM metrics ORDER BY run_id, metric",
     "case_predicates": "SELECT * FROM case_predicates ORDER BY run_id, case_id, predicate",
+    "turn_verdicts": "SELECT * FROM turn_verdicts ORDER BY run_id, case_id, turn_index, predicate",
     "transcripts": "SELECT * EXCLUDE (latency_ms) FROM transcripts ORDER BY run_id, case_id, turn_index",
     "runs": "SELECT * FROM runs ORDER BY lane, split, runtime, case_set, seq",
     "run_manifests": "SELECT * FROM run_manifests ORDER BY lane, run_id",
@@ -43,11 +44,12 @@ def test_compaction_keeps_every_answer(history: str) -> None:
     before = answers(history)
     done = compact(history, "2024-03")
     assert {(d.table, d.month, d.runs_added) for d in done} == {
-        (table, "2024-03", 5) for table in ("metrics", "case_predicates", "transcripts", "run_manifests")
+        (table, "2024-03", 5)
+        for table in ("metrics", "case_predicates", "turn_verdicts", "transcripts", "run_manifests")
     }
     assert [f for f in parquet_files(history) if "2024-03" in f] == [
         f"{table}/lane={LANE}/date=2024-03/compacted.parquet"
-        for table in ("case_predicates", "metrics", "run_manifests", "transcripts")
+        for table in ("case_predicates", "metrics", "run_manifests", "transcripts", "turn_verdicts")
     ]
     after = answers(history)
     for name, frame in before.items():
@@ -74,7 +76,7 @@ def test_a_late_run_joins_the_compacted_month(history: str, lane_runs: dict[bool
     compact(history, "2024-03")
     record_run(history, lane_runs[False], StoredRun("run-late", "candidate", "2024-03-04", False))
     second = compact(history, "2024-03")
-    assert {(d.runs_added, d.runs_total) for d in second} == {(1, 6)} and len(second) == 4
+    assert {(d.runs_added, d.runs_total) for d in second} == {(1, 6)} and len(second) == 5
     with connect(history) as con:
         counts = con.execute("SELECT run_id, count(*) FROM metrics GROUP BY 1 ORDER BY 1").fetchall()
     assert counts == [
@@ -92,6 +94,7 @@ def test_history_compact_command_and_plain_history_both_work(history: str) -> No
         for table, rows in (
             ("metrics", METRICS_PER_RUN),
             ("case_predicates", 115),
+            ("turn_verdicts", 90),
             ("transcripts", 16),
             ("run_manifests", 1),
         )

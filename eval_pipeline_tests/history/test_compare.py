@@ -110,7 +110,7 @@ def test_compare_table_output(targets: str) -> None:
     assert f"A: {GLOSS}  run run-g2 (2024-05-02)" in output and f"B: {NO_GLOSS}  run run-n2" in output
     assert re.search(r"no_dotted_inventory_rate\s+0\.9333\s+0\.3333\s+-0\.6\s+B worse", output)
     assert re.search(
-        r"no_dotted_inventory_rate\s+9\s+0\s+\[-0\.867, -0\.333\]\s+0\.003906\s+0\.03125", output
+        r"no_dotted_inventory_rate\s+9\s+0\s+\[-0\.867, -0\.333\]\s+0\.003906\s+0\.03516", output
     )
     assert "cases that flipped, A → B (27, each once)" in output
     assert "provenance_only" in output and "dotted_inventory" in output
@@ -159,7 +159,9 @@ def test_a_five_sample_run_against_a_one_sample_run_lists_each_flip_once(history
     assert isinstance(flips, list) and len(flips) == len(FLIPPING_CASES) * len(FLIPPING_PREDICATES)
     assert {(f["passes_a"], f["samples_a"], f["passes_b"], f["samples_b"]) for f in flips} == {(5, 5, 0, 1)}
     dotted = next(m for m in doc["metrics"] if m["metric"] == "no_dotted_inventory_rate")  # type: ignore[union-attr]
-    assert dotted["method"] == "clustered bootstrap" and dotted["p_value"] is None
+    assert dotted["method"] == "clustered: bootstrap over cases" and dotted["only_a"] is None
+    assert dotted["p_value"] < 0.05 and dotted["p_holm"] >= dotted["p_value"]
+    assert (dotted["cases"], dotted["verdicts_a"], dotted["verdicts_b"]) == (15, 75, 15)
     assert dotted["verdict"] == "B worse" and dotted["ci_high"] < 0
     code, output = invoke("--runtime", GLOSS, "--runtime", NO_GLOSS)
     # Each flip's row on a line (both surfaces are printed under it), with both pass counts.

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from eval_pipeline.cli import app
 from eval_pipeline.cli.common import EXIT_BAD_INPUT, EXIT_CHECK_FAILED
-from eval_pipeline.cli.notify import sample_event
+from eval_pipeline.cli.notifier import sample_event
 from eval_pipeline.notify import Ledger, NotifyConfig, dispatch, post_json
 from eval_pipeline_tests.notify.conftest import Receiver
 

@@ -234,7 +234,8 @@ LONG = "x" * 700
         ),
         pytest.param(
             Scripted(body=b"<html>gateway login page</html>", content_type="text/html"),
-            "malformed reply from {endpoint}: the body is not JSON: '<html>gateway login page</html>'",
+            "malformed reply from {endpoint}: the body: not valid JSON: Expecting value at column 1: "
+            "'<html>gateway login page</html>'",
             False,
             id="200-not-json",
         ),
@@ -399,13 +400,14 @@ def test_a_server_that_ignores_stream_is_read_whole() -> None:
         ),
         pytest.param(
             event_stream([chunk({"content": "Tru"}), "{not json"]),
-            "malformed reply from {endpoint}: chunk 2: Expecting property name",
+            "malformed reply from {endpoint}: chunk 2: not valid JSON: Expecting property name",
             False,
             id="chunk-not-json",
         ),
         pytest.param(
             Scripted(body=b"<html>busy</html>", content_type="text/html"),
-            "malformed reply from {endpoint}: the body is not JSON: '<html>busy</html>'",
+            "malformed reply from {endpoint}: the body: not valid JSON: Expecting value at column 1: "
+            "'<html>busy</html>'",
             False,
             id="neither-stream-nor-json",
         ),

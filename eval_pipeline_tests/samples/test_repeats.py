@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from eval_pipeline.cli.show import RunTables, _print_case
+from eval_pipeline.cli.run_tables import RunTables, print_case
 from eval_pipeline.intervals import wilson_interval
 from eval_pipeline.lanes import discover_lanes
 from eval_pipeline.lanes.spec import LaneSpec, ThresholdSpec
@@ -125,7 +125,7 @@ def test_show_prints_each_samples_turns_and_verdicts_under_its_number(
     case_id = str(run.case_predicates["case_id"].iloc[0])
     turns = run.transcripts[run.transcripts["case_id"] == case_id]
     verdicts = run.case_predicates[run.case_predicates["case_id"] == case_id]
-    _print_case(RunTables("r", "sampled", run.case_predicates, run.transcripts, run.turn_predicates), case_id)
+    print_case(RunTables("r", "sampled", run.case_predicates, run.transcripts, run.turn_predicates), case_id)
     printed = capsys.readouterr().out
     for sample in range(REPEAT):
         assert f"· sample {sample}\n" in printed

@@ -25,8 +25,9 @@ Options (``--runtime-option KEY=VALUE``):
   attempt), ``max_retries`` (3),
   ``backoff_s`` (0.5), ``max_backoff_s`` (30).
 - ``response_fields``: TurnResponse field → dotted path into the response JSON, e.g.
-  ``{"grounding_source": "choices.0.message.grounding_source"}``. Without it,
-  ``grounding_source`` is ``"none"`` and the other fields are empty.
+  ``{"grounding_source": "choices.0.message.x_grounding"}``. A field it does not map is read
+  at ``choices.0.message.<field>``, beside ``content`` (where ``serve-reference`` sends it);
+  a reply without it leaves the field null: not supplied, which the run reports.
 - ``system_prompt``: an optional first system message; ``request_params``: extra
   request-body parameters (``temperature``, ``seed``...).
 - ``stream`` (false; ``request_params={"stream": true}`` means the same): ask for a streamed
@@ -40,7 +41,9 @@ Options (``--runtime-option KEY=VALUE``):
 
 A reply is an answer whenever it has ``choices[0].message``: ``content: null`` is an empty
 surface, and tool calls are kept in ``raw``. Per turn, ``raw`` holds the response ``id``,
-model name, finish reason, token usage, tool calls and call ids. Objects and lists reached by
+model name, finish reason, token usage, tool calls and call ids. A body (or streamed chunk)
+is read by the strict JSON reader of case files: a key twice, ``NaN`` or a lone surrogate
+escape is a malformed reply, that turn's fault. Objects and lists reached by
 ``response_fields`` are stored as JSON. An error names the URL (never credentials), the HTTP
 status, the server's message (first 500 characters) or the underlying cause.
 """
@@ -50,16 +53,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import email.utils
-import json
 import os
 import threading
 import time
 from collections.abc import AsyncIterator, Coroutine, Mapping
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from eval_pipeline.cases.jsonl import LineProblem, parse_json_line
 from eval_pipeline.runtimes.adapters.openai_replies import (
     ReplyError,
     StreamAssembly,
@@ -90,6 +93,14 @@ PLACEHOLDER_KEY = "not-needed"  # sent to servers that ask for no key (the SDK r
 TRANSIENT_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 
 ResponseField = Literal["grounding_source", "surface_tag", "epistemic_status"]
+RESPONSE_FIELDS: tuple[ResponseField, ...] = get_args(ResponseField)
+
+
+def default_path(field: str) -> str:
+    """Where a response field is read when ``response_fields`` does not map it: beside ``content``."""
+    return f"choices.0.message.{field}"
+
+
 T = TypeVar("T")
 
 
@@ -164,6 +175,17 @@ def _secret(env: str, *, required: bool) -> str | None:
     if not value and required:
         raise RuntimeSpecError(f"openai runtime: environment variable {env} is not set")
     return value or None
+
+
+def strict_json(body: bytes) -> dict[str, Any] | str:
+    """A reply body (or streamed chunk) read by the strict JSON reader of case files and
+    ``exec:`` replies: a key twice, ``NaN``, a lone surrogate or deep nesting is refused, never
+    "the last one wins". The object, or what is wrong with it (``field: message``)."""
+    document = parse_json_line(body)
+    if isinstance(document, LineProblem):
+        where = "" if document.field == "(line)" else f"{document.field}: "
+        return f"{where}{document.message}"
+    return document
 
 
 class _EventLoopThread:
@@ -322,12 +344,10 @@ class OpenAIRuntime:
 
     def _body_document(self, http: Any) -> Any:
         """The JSON of a whole (read) HTTP response, else a fault quoting the start of the body."""
-        try:
-            return http.json()
-        except ValueError:
-            raise self._malformed(
-                f"the body is not JSON: {shorten(http.text, 200)!r}", http.headers
-            ) from None
+        document = strict_json(http.content.removeprefix(b"\xef\xbb\xbf"))  # a UTF-8 BOM is no fault
+        if isinstance(document, str):
+            raise self._malformed(f"the body: {document}: {shorten(http.text, 200)!r}", http.headers)
+        return document
 
     async def _streamed(self, messages: list[dict[str, str]], seed: int | None) -> TurnResponse:
         started = time.perf_counter()
@@ -376,9 +396,12 @@ class OpenAIRuntime:
             payload = sse_payload(line)
             if payload is None:
                 continue
+            chunk = strict_json(payload.encode("utf-8", "surrogatepass"))
             try:
-                carried_token = assembly.add(json.loads(payload))
-            except ValueError as exc:  # ReplyError, or a chunk that is not JSON
+                if isinstance(chunk, str):
+                    raise ReplyError(chunk)
+                carried_token = assembly.add(chunk)
+            except ReplyError as exc:
                 raise self._malformed(
                     f"chunk {assembly.chunks + 1}: {shorten(str(exc), 200)}", reply.headers
                 ) from None
@@ -402,11 +425,12 @@ class OpenAIRuntime:
             surface = reply_surface(message, self.options.tool_call_surface)
         except ReplyError as exc:
             raise self._malformed(str(exc), headers) from None
+        # A field not mapped is read where serve-reference puts it, beside ``content``; a server
+        # that sends no such field leaves it null (not supplied), never a made-up "none".
         fields: dict[str, Any] = {
-            name: field_text(read_path(document, path)) for name, path in self.options.response_fields.items()
+            name: field_text(read_path(document, self.options.response_fields.get(name, default_path(name))))
+            for name in RESPONSE_FIELDS
         }
-        if fields.get("grounding_source") is None:
-            fields["grounding_source"] = "none"
         raw: dict[str, Any] = {
             "id": read_path(document, "id"),
             "model": read_path(document, "model"),

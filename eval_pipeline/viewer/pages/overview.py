@@ -119,6 +119,13 @@ def regression_of(con: duckdb.DuckDBPyConnection, ref: RunRef) -> Regression | N
         f"SELECT case_id, predicate, passed, severity, sample_index FROM case_predicates WHERE {RUN_MATCH}",
         ref.params(),
     ).df()
+    turn_verdicts, transcripts = (
+        con.execute(f"SELECT {columns} FROM {table} WHERE {RUN_MATCH}", ref.params()).df()
+        for table, columns in (
+            ("turn_verdicts", "case_id, sample_index, turn_index, predicate, passed"),
+            ("transcripts", "case_id, sample_index, turn_index, error"),
+        )
+    )
     findings = find_regressions(
         con,
         lane=ref.lane,
@@ -128,6 +135,8 @@ def regression_of(con: duckdb.DuckDBPyConnection, ref: RunRef) -> Regression | N
         metrics=metrics,
         case_predicates=predicates,
         metric_rows=lane_kind(spec).metric_rows if spec else {},
+        turn_verdicts=turn_verdicts,
+        transcripts=transcripts,
         alpha=spec.regression_alpha if spec else ALPHA,
         run_id=ref.run_id,
     )

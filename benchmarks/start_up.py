@@ -1,0 +1,121 @@
+"""The fixed cost of the everyday loop: how long the commands people type most take, against the
+embedded reference runtime, next to ``python -c "import dagster"`` measured in the same run.
+
+Each figure is the median wall time of ``--repeat`` fresh processes of the installed command
+line (``eval-pipeline`` next to this interpreter), in one scratch project state (a temporary
+DAGSTER_HOME and history root, both warmed by one untimed run first, since the quick start's
+first run also creates the instance):
+
+- ``python -c "import dagster"``: the floor every Dagster run pays;
+- ``eval-pipeline --help``;
+- ``eval-pipeline validate`` (every lane's declaration and cases, no Dagster run);
+- ``run --lane deterministic_fluency`` (15 cases), and its ratio to the import;
+- ``run`` with 1, 2, … ``--lanes`` lanes in one invocation, and what each further lane adds;
+- the main job (``run``: every lane).
+
+Next to each wall time is the CPU time of the process and its children, which a loaded
+machine inflates less.
+
+The command ``run`` exits 1 when a blocking check fails and 0 otherwise; both count as a run
+(the figures are times, not verdicts). Prints figures; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+PROJECT = Path(__file__).resolve().parent.parent
+COMMAND = str(Path(sys.executable).with_name("eval-pipeline"))
+# The cheapest lanes first: the per-lane figure is about fixed cost, not a lane's own work.
+LANES = (
+    "deterministic_fluency",
+    "articulation_of_status",
+    "refusal_calibration",
+    "conversational_thread_coherence",
+)
+# The test suite's run of this benchmark (benchmarks/README.md, "Tiny runs").
+TINY_RUNS = {
+    "--repeat 1 --lanes 2 --no-main-job": [
+        r"^eval-pipeline --help +[0-9.]+ s +[0-9.]+ s CPU$",
+        r"^run, 1 lane\(s\) +[0-9.]+ s +[0-9.]+ s CPU$",
+        r"^each further lane adds +-?[0-9.]+ s +-?[0-9.]+ s CPU$",
+    ]
+}
+
+
+Figure = tuple[float, float]  # (wall seconds, CPU seconds of the process and its children)
+
+
+def timed(argv: Sequence[str], env: dict[str, str]) -> Figure:
+    """One process's figure; raises when it exits with a code that is not a run's own."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    done = subprocess.run(argv, cwd=PROJECT, env=env, capture_output=True, text=True)
+    seconds = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"{' '.join(argv)} exited {done.returncode}:\n{done.stderr[-2000:]}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return seconds, cpu
+
+
+def median_of(argv: Sequence[str], env: dict[str, str], repeat: int) -> Figure:
+    figures = [timed(argv, env) for _ in range(repeat)]
+    return statistics.median(w for w, _ in figures), statistics.median(c for _, c in figures)
+
+
+def lane_args(count: int) -> list[str]:
+    return [arg for lane in LANES[:count] for arg in ("--lane", lane)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeat", type=int, default=3, help="processes per figure (median)")
+    parser.add_argument("--lanes", type=int, default=len(LANES), help="most lanes in one invocation")
+    parser.add_argument("--no-main-job", action="store_true", help="skip the every-lane run")
+    args = parser.parse_args()
+    lanes = max(1, min(args.lanes, len(LANES)))
+
+    with tempfile.TemporaryDirectory(prefix="start-up-") as scratch:
+        env = {
+            **os.environ,
+            "DAGSTER_HOME": str(Path(scratch) / "dagster_home"),
+            "EVAL_PIPELINE_HISTORY": str(Path(scratch) / "history"),
+            "COLUMNS": "100",
+        }
+        env.pop("EVAL_PIPELINE_RUNTIME", None)
+        timed([COMMAND, "run", *lane_args(1)], env)  # creates the instance and the history root
+
+        figures: list[tuple[str, Figure]] = []
+        imports = median_of([sys.executable, "-c", "import dagster"], env, args.repeat)
+        figures.append(('python -c "import dagster"', imports))
+        figures.append(("eval-pipeline --help", median_of([COMMAND, "--help"], env, args.repeat)))
+        figures.append(("eval-pipeline validate", median_of([COMMAND, "validate"], env, args.repeat)))
+        by_count = {
+            k: median_of([COMMAND, "run", *lane_args(k)], env, args.repeat) for k in range(1, lanes + 1)
+        }
+        figures += [(f"run, {k} lane(s)", seconds) for k, seconds in by_count.items()]
+        if not args.no_main_job:
+            figures.append(("run (main job, every lane)", median_of([COMMAND, "run"], env, args.repeat)))
+
+    width = max(len(name) for name, _ in figures)
+    print(f"median of {args.repeat} processes each; wall seconds, then CPU seconds")
+    for name, (wall, cpu) in figures:
+        print(f"{name:<{width}}  {wall:6.2f} s  {cpu:6.2f} s CPU")
+    print(f"{'run, 1 lane / import dagster':<{width}}  {by_count[1][0] / imports[0]:6.2f} ×")
+    if lanes > 1:
+        per_lane = [(by_count[lanes][i] - by_count[1][i]) / (lanes - 1) for i in (0, 1)]
+        print(f"{'each further lane adds':<{width}}  {per_lane[0]:6.2f} s  {per_lane[1]:6.2f} s CPU")
+
+
+if __name__ == "__main__":
+    main()
