@@ -24,6 +24,14 @@ from eval_pipeline.runtimes.adapters.openai_http import OpenAIRuntime
 from eval_pipeline.runtimes.reference import default_pack
 from eval_pipeline.runtimes.serve import ReferenceServer, ServeConfig
 
+TINY_RUNS = {
+    "--cases 60 --rate 50 --burst 5 --latency-ms 5 --concurrency 8": [
+        r"^  turns lost: +0$",
+        r"^  throughput: +[0-9.]+ turns/s = [0-9.]+ % of the allowed rate$",
+        r"^  429s from the server: \d+$",
+    ]
+}
+
 
 def single_turn_threads(cases: int) -> list[Thread]:
     words = sorted(default_pack().concepts)

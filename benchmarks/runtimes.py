@@ -38,7 +38,12 @@ TINY_RUNS = {
         r"^ +2( +[0-9.]+){2} +[0-9.]+x$",
         r"turns/s \(\d+ µs a turn\)$",
         r"start to first reply .*: \d+ ms$",
-    ]
+    ],
+    "--cases 40 --latency-ms 5 --concurrency 4 --cache --only http": [
+        r"^ +cache cold +[0-9.]+ +wall s [0-9., ]+; CPU s [0-9., ]+$",
+        r"^ +cache overhead \(best of 3\): wall [-+][0-9.]+ %, CPU [-+][0-9.]+ %$",
+        r"^ +cache warm +[0-9.]+ +40 of 40 turns from the cache$",
+    ],
 }
 
 
