@@ -200,8 +200,8 @@ def totals_text(usage: Mapping[str, float | None]) -> str:
     )
 
 
-def usage_text(usage: Mapping[str, float | None]) -> str:
-    """One lane run's usage in a line: its totals, latency p50 / p95 / p99 and TTFT p50 / p95."""
+def timing_text(usage: Mapping[str, float | None]) -> str:
+    """One lane run's latency p50 / p95 / p99 and TTFT p50 / p95, in words."""
     latency = " / ".join(_amount(usage.get(name), " ms") for name, _ in LATENCY_PERCENTILES)
     ttft = " / ".join(_amount(usage.get(name), " ms") for name, _ in TTFT_PERCENTILES)
-    return f"{totals_text(usage)}; latency p50/p95/p99 {latency}; TTFT p50/p95 {ttft}"
+    return f"latency p50/p95/p99 {latency}; TTFT p50/p95 {ttft}"

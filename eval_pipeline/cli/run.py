@@ -54,7 +54,7 @@ from eval_pipeline.settings import CELERY_BROKER_ENV, celery_broker
 from eval_pipeline.settings import history_root as default_history_root
 from eval_pipeline.settings import runtime_spec as default_runtime_spec
 from eval_pipeline.stage_files import StageFile, batch_turns
-from eval_pipeline.usage import USAGE_METRICS, summed_usage, totals_text, usage_text
+from eval_pipeline.usage import USAGE_METRICS, summed_usage, timing_text, totals_text
 from eval_pipeline.workers import worker_count
 
 if TYPE_CHECKING:
@@ -232,7 +232,9 @@ def _print(outcome: LaneOutcome, scheme: str) -> None:
         extra = (_interval_text(row), _number(row.get("pass_hat_k"))) if sampled else ()
         table.add_row(str(row["metric"]), value, n, *extra, threshold, verdict)
     out().print(table)
-    out().print(f"  usage: {escape(usage_text(_usage(outcome)))}", highlight=False, soft_wrap=True)
+    usage = _usage(outcome)
+    out().print(f"  usage: {escape(totals_text(usage))}", highlight=False)
+    out().print(f"         {escape(timing_text(usage))}", highlight=False)
     from eval_pipeline.dagster_wiring.checks import MEASUREMENT_CHECK
 
     metric_names = set(outcome.metrics["metric"])

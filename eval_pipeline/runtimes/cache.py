@@ -249,14 +249,23 @@ SEGMENT_SUFFIX = ".log"
 _KEY = re.compile(rb"^[0-9a-f]{64}$")
 
 
+def _written_order(segment: Path) -> tuple[float, str]:
+    try:
+        return segment.stat().st_mtime, segment.name
+    except OSError:
+        return 0.0, segment.name
+
+
 def index_segments(folder: Path) -> tuple[dict[str, _Located], list[tuple[Path, int, str]]]:
-    """Every entry of a version's segments by key (a later line of a key wins), and the lines
-    that are not entries: (segment, line number, why)."""
+    """Every entry of a version's segments by key, and the lines that are not whole entries:
+    (segment, line number, why). A line is an entry when its payload matches its checksum, so
+    a damaged line never hides a whole one of the same key; of two whole ones, the one in the
+    segment written later wins."""
     index: dict[str, _Located] = {}
     problems: list[tuple[Path, int, str]] = []
     if not folder.is_dir():
         return index, problems
-    for segment in sorted(folder.glob(f"*{SEGMENT_SUFFIX}")):
+    for segment in sorted(folder.glob(f"*{SEGMENT_SUFFIX}"), key=_written_order):
         try:
             data = segment.read_bytes()
         except OSError as exc:
@@ -274,6 +283,9 @@ def index_segments(folder: Path) -> tuple[dict[str, _Located], list[tuple[Path, 
             checksum, _, payload = rest.partition(b"\t")
             if not _KEY.match(key) or not _KEY.match(checksum):
                 problems.append((segment, number, "not a cache entry line (key, checksum, payload)"))
+                continue
+            if hashlib.sha256(payload).hexdigest().encode() != checksum:
+                problems.append((segment, number, "its checksum does not match its payload"))
                 continue
             payload_at = start + len(key) + len(checksum) + 2
             index[key.decode()] = _Located(segment, payload_at, len(payload), checksum.decode())
