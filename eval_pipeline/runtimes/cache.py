@@ -27,6 +27,7 @@ that lost its last lines in a power cut only sends those sessions again.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -75,7 +76,7 @@ class SessionRequest:
     seed: int | None
     turns: tuple[tuple[str, int, str, str], ...]  # (case_id, turn_index, role, prompt) each
 
-    @property
+    @functools.cached_property
     def key(self) -> str:
         canonical = json.dumps(
             [self.runtime_version, self.session, self.sample_index, self.seed, self.turns],
