@@ -4,7 +4,10 @@
 drives single-turn cases through the ``openai:`` adapter at several concurrencies, next to
 the ideal ``turns × latency / concurrency``, each concurrency also with the run's journal
 kept (every session appended and fsynced as a real run does; median of ``--rounds-each``
-alternating rounds, so a busy machine slows both alike) and the journal's overhead. (b) Drives a CPU-bound ``python:`` runtime with
+alternating rounds, so a busy machine slows both alike) and the journal's overhead; with
+``--cache``, also without and through the response cache alternately, five times each (cold:
+every session stored), the median of each and the cold run's overhead, then warm (every
+session answered from the cache). (b) Drives a CPU-bound ``python:`` runtime with
 1 and with N worker processes. (c) The ``exec:`` protocol's own cost: turns per second
 through a child that answers at once, and the time from starting a child (behind its
 guard) to its first reply. Prints figures; asserts nothing.
@@ -20,7 +23,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
+from statistics import median
+from typing import Any
 
 from eval_pipeline.budget import Budget
 from eval_pipeline.drive import drive
@@ -28,6 +34,7 @@ from eval_pipeline.journal import JournalIdentity
 from eval_pipeline.lanes.kind import Thread, TurnRequest
 from eval_pipeline.ledger import open_ledger
 from eval_pipeline.runtimes import build_runtime
+from eval_pipeline.runtimes.cache import ResponseCache
 from eval_pipeline.runtimes.reference import default_pack
 
 # Test-suite runs (eval_pipeline_tests/test_benchmarks_run.py): arguments → lines of figures.
@@ -38,7 +45,12 @@ TINY_RUNS = {
         r"^ +2( +[0-9.]+){2} +[0-9.]+x$",
         r"turns/s \(\d+ µs a turn\)$",
         r"start to first reply .*: \d+ ms$",
-    ]
+    ],
+    "--cases 40 --latency-ms 5 --concurrency 4 --cache --only http": [
+        r"^ +cache cold +[0-9.]+ +wall s [0-9., ]+; CPU s [0-9., ]+$",
+        r"^ +cache overhead \(median of 5\): wall [-+][0-9.]+ %, CPU [-+][0-9.]+ %$",
+        r"^ +cache warm +[0-9.]+ +40 of 40 turns from the cache$",
+    ],
 }
 
 
@@ -82,7 +94,9 @@ def journaled_drive(
     return time.perf_counter() - started
 
 
-def http_figures(cases: int, latency_ms: float, concurrencies: list[int], rounds: int) -> None:
+def http_figures(
+    cases: int, latency_ms: float, concurrencies: list[int], rounds: int, *, cache: bool = False
+) -> None:
     server, url = start_server(latency_ms)
     threads = single_turn_threads(cases)
     print(
@@ -106,16 +120,57 @@ def http_figures(cases: int, latency_ms: float, concurrencies: list[int], rounds
                     plain.append(time.perf_counter() - started)
                     errors = int(transcripts["error"].notna().sum())
                     journaled.append(journaled_drive(runtime, threads, concurrency, Path(scratch), run))
-                runtime.close()
                 wall, with_journal = sorted(plain)[rounds // 2], sorted(journaled)[rounds // 2]
                 ideal = cases * latency_ms / 1000.0 / concurrency
                 print(
                     f"    {concurrency:>11} {wall:>8.2f} {ideal:>8.2f} {wall / ideal:>6.2f} {cases / wall:>8.0f}"
                     f" {errors:>6} {with_journal:>9.2f} {(with_journal / wall - 1) * 100:>+7.1f}%"
                 )
+                if cache:
+                    cached_figures(runtime, threads, concurrency)
+                runtime.close()
     finally:
         server.terminate()
         server.wait()
+
+
+def cached_figures(runtime: Any, threads: list[Thread], concurrency: int, rounds: int = 5) -> None:
+    """The same drive without and through a response cache in a fresh folder (cold: every
+    session stored), alternately, ``rounds`` times, the median of each, in wall time and in this
+    process's CPU time (the server runs in its own); then warm (every session a hit). Runs of one
+    kind differ by a fifth on a shared machine, so the medians, not the best, are compared."""
+    plain: list[tuple[float, float]] = []
+    cold: list[tuple[float, float]] = []
+    with tempfile.TemporaryDirectory(prefix="bench-cache-") as folder:
+        for round_number in range(rounds):
+            plain.append(_timed(partial(drive, runtime, threads, concurrency=concurrency)))
+            cache = ResponseCache(f"bench-{round_number}", Path(folder))
+            cold.append(_timed(partial(drive, runtime, threads, concurrency=concurrency, cache=cache)))
+            cache.close()
+        warm_cache = ResponseCache(f"bench-{rounds - 1}", Path(folder))
+        started = time.perf_counter()
+        warm = drive(runtime, threads, concurrency=concurrency, cache=warm_cache)
+        warm_wall = time.perf_counter() - started
+        warm_cache.close()
+    for label, runs in (("no cache", plain), ("cache cold", cold)):
+        walls = ", ".join(f"{wall:.2f}" for wall, _ in runs)
+        cpus = ", ".join(f"{cpu:.2f}" for _, cpu in runs)
+        print(f"    {label:>11} {median(w for w, _ in runs):>8.2f}   wall s {walls}; CPU s {cpus}")
+    wall_overhead = median(w for w, _ in cold) / median(w for w, _ in plain) - 1.0
+    cpu_overhead = median(c for _, c in cold) / median(c for _, c in plain) - 1.0
+    print(
+        f"    cache overhead (median of {rounds}): wall {100 * wall_overhead:+.1f} %, CPU {100 * cpu_overhead:+.1f} %"
+    )
+    print(
+        f"    {'cache warm':>11} {warm_wall:>8.2f}   {int(warm['cached'].sum())} of {len(threads)} turns from the cache"
+    )
+
+
+def _timed(work: Any) -> tuple[float, float]:
+    """(wall seconds, this process's CPU seconds) of ``work()``."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    work()
+    return time.perf_counter() - wall, time.process_time() - cpu
 
 
 def cpu_figures(cases: int, rounds: int, workers: list[int]) -> None:
@@ -191,13 +246,14 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 2, help="N for (b)")
     parser.add_argument("--exec-cases", type=int, default=5000, help="single-turn cases for (c)")
     parser.add_argument("--exec-starts", type=int, default=9, help="child starts timed in (c)")
+    parser.add_argument("--cache", action="store_true", help="(a) through the response cache too")
     parser.add_argument(
         "--only", choices=["http", "cpu", "exec"], help="run one section (default: all three)"
     )
     args = parser.parse_args()
     print(f"cores: {os.cpu_count()}, python {sys.version.split()[0]}")
     if args.only in (None, "http"):
-        http_figures(args.cases, args.latency_ms, args.concurrency, args.rounds_each)
+        http_figures(args.cases, args.latency_ms, args.concurrency, args.rounds_each, cache=args.cache)
     if args.only in (None, "cpu"):
         cpu_figures(args.cpu_cases, args.rounds, sorted({1, args.workers}))
     if args.only in (None, "exec"):

@@ -33,7 +33,10 @@ RowCost = Callable[[Mapping[str, Any]], float | None]
 
 
 def row_cost(row: Mapping[str, Any]) -> float | None:
-    """A transcript row's ``cost`` (None: not known)."""
+    """What a transcript row cost this run (None: not known): its ``cost``, or nothing when the
+    response cache answered it (its ``cost`` is what the answer cost when it was bought)."""
+    if row.get("cached"):
+        return 0.0
     cost = row.get("cost")
     return None if cost is None else float(cost)
 
@@ -93,7 +96,7 @@ class BudgetMeter:
         """Count one completed session's rows."""
         with self._lock:
             self.sessions += 1
-            self.turns += len(rows)
+            self.turns += sum(not row.get("cached") for row in rows)  # the cache sends nothing
             for row in rows:
                 cost = self._cost_of(row)
                 if cost is not None:

@@ -21,6 +21,11 @@ every session sent is handed to it once it ends.
 A recording (``replay:``, ``history:``) is not sent anything: it answers every turn at once
 (its ``recorded_answers``), the turns joined to what was recorded for them, and since no call
 is made no latency is measured (``latency_ms`` is null).
+
+With a response ``cache`` (:mod:`eval_pipeline.runtimes.cache`) a sample of a session whose
+request was answered before is recorded from it (``cached``, no latency, no attempt) and a
+sample answered in full is stored. A turn's tokens come from its reply's ``usage`` and its
+``cost`` from the target's ``price`` (:mod:`eval_pipeline.usage`).
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ from eval_pipeline.runtimes.base import (
     TurnResponse,
     not_unicode_text,
 )
+from eval_pipeline.runtimes.cache import ResponseCache
 from eval_pipeline.runtimes.faults import (
     NO_RETRY,
     RetryPolicy,
@@ -55,6 +61,7 @@ from eval_pipeline.runtimes.faults import (
 )
 from eval_pipeline.samples import derive_seed
 from eval_pipeline.tables import TRANSCRIPTS, frame, lane_columns, nullable_types
+from eval_pipeline.usage import Price, turn_usage
 
 TurnCallback = Callable[[dict[str, Any]], None]
 StartCallback = Callable[[int], None]
@@ -98,21 +105,24 @@ def concurrency_of(runtime: ChatRuntime) -> int:
 
 def send_with_retries(
     session: ChatSession, prompt: str, retry: RetryPolicy
-) -> tuple[TurnResponse | None, str | None, int]:
+) -> tuple[TurnResponse | None, str | None, int, list[str]]:
     """Send one turn, retrying transient faults: (response or None, the fault's text or None,
-    attempts). The text is the last attempt's fault, carrying every attempt's call ids."""
+    attempts, the fault of every attempt that was retried). The text is the last attempt's
+    fault, carrying every attempt's call ids."""
     attempts = 0
     call_ids: list[str] = []
+    retried: list[str] = []
     while True:
         attempts += 1
         try:
-            return session.send(prompt), None, attempts
+            return session.send(prompt), None, attempts, retried
         except RuntimeSpecError:
             raise
         except Exception as exc:
             if attempts > retry.max_retries or not is_transient(exc):
-                return None, with_call_ids(_error_text(exc), call_ids), attempts
+                return None, with_call_ids(_error_text(exc), call_ids), attempts, retried
             call_ids += split_call_ids(str(exc))[1]
+            retried.append(_error_text(exc))
             time.sleep(retry.delay_s(attempts, getattr(exc, "retry_after", None)))
 
 
@@ -132,6 +142,8 @@ def run_session(
     retry: RetryPolicy | None = None,
     sample_index: int = 0,
     run_seed: int | None = None,
+    cache: ResponseCache | None = None,
+    price: Price | None = None,
 ) -> list[dict[str, Any]]:
     """Send every turn of ``threads``, in order, in one session; one row per turn, faults included."""
     retry = retry or retry_policy_of(runtime)
@@ -142,9 +154,22 @@ def run_session(
     def record(row: dict[str, Any]) -> None:
         row["sample_index"] = sample_index
         row.setdefault("seed", seed)
+        row["cost"] = None if price is None else price.cost(row["prompt_tokens"], row["completion_tokens"])
         rows.append(row)
         if on_turn:
             on_turn(row)
+
+    asked = [(thread.case_id, turn) for thread in threads for turn in thread.turns]
+    request = None
+    if cache is not None:
+        request = cache.request(
+            key, sample_index, seed, [_request_of(case_id, turn) for case_id, turn in asked]
+        )
+        answers = cache.answers(request)
+        if answers is not None:
+            for (case_id, turn), answer in zip(asked, answers, strict=True):
+                record({**_row(case_id, turn, attempts=0), **answer, "cached": True})
+            return rows
 
     try:
         session = open_sample_session(runtime, key, sample_index, seed)
@@ -156,18 +181,24 @@ def run_session(
                 record(_row(thread.case_id, turn, error=_error_text(exc)))
         return rows
     try:
-        for thread in threads:
-            for turn in thread.turns:
-                record(_send(session, thread.case_id, turn, retry))
+        for case_id, turn in asked:
+            record(_send(session, case_id, turn, retry))
     finally:
         with contextlib.suppress(Exception):  # a session that fails to close has already answered
             session.close()
+    if cache is not None and request is not None and all(row["error"] is None for row in rows):
+        cache.store(request, rows)
     return rows
+
+
+def _request_of(case_id: str, turn: TurnRequest) -> tuple[str, int, str, str]:
+    """What identifies a turn's request (the cache's ``REQUEST_FIELDS``, in order)."""
+    return (case_id, turn.turn_index, turn.role, turn.prompt)
 
 
 def _send(session: ChatSession, case_id: str, turn: TurnRequest, retry: RetryPolicy) -> dict[str, Any]:
     started = time.perf_counter()
-    response, error, attempts = send_with_retries(session, turn.prompt, retry)
+    response, error, attempts, retried = send_with_retries(session, turn.prompt, retry)
     latency_ms = (time.perf_counter() - started) * 1000.0
     unencodable = None if response is None else not_unicode_text(response)
     if unencodable is not None:
@@ -181,11 +212,21 @@ def _send(session: ChatSession, case_id: str, turn: TurnRequest, retry: RetryPol
             ),
         )
     if response is None:
-        return _row(case_id, turn, latency_ms=latency_ms, attempts=attempts, error=error or "no response")
+        return _row(
+            case_id,
+            turn,
+            latency_ms=latency_ms,
+            attempts=attempts,
+            error=error or "no response",
+            raw=_raw_text({"retries": retried}) if retried else None,
+        )
     raw = dict(response.raw)
+    if retried:  # every retry is recorded on its turn
+        raw["retries"] = retried
     # An adapter that retries internally reports its own attempts for the last send.
     attempts += int(raw.pop("attempts", 1)) - 1
     recorded_seed = raw.pop("seed", None)  # a replayed answer says which seed it was produced with
+    usage = turn_usage(raw)
     row = _row(
         case_id,
         turn,
@@ -195,11 +236,18 @@ def _send(session: ChatSession, case_id: str, turn: TurnRequest, retry: RetryPol
         epistemic_status=response.epistemic_status,
         latency_ms=latency_ms,
         attempts=attempts,
-        raw=json.dumps(raw, sort_keys=True, ensure_ascii=False, default=str) if raw else None,
+        raw=_raw_text(raw) if raw else None,
+        prompt_tokens=usage.prompt_tokens,
+        completion_tokens=usage.completion_tokens,
+        ttft_ms=usage.ttft_ms,
     )
     if recorded_seed is not None:
         row["seed"] = int(recorded_seed)
     return row
+
+
+def _raw_text(raw: dict[str, Any]) -> str:
+    return json.dumps(raw, sort_keys=True, ensure_ascii=False, default=str)
 
 
 def samples_to_drive(runtime: ChatRuntime, repeat: int) -> int:
@@ -227,6 +275,8 @@ def drive(
     repeat: int = 1,
     seed: int | None = None,
     ledger: SessionLedger | None = None,
+    cache: ResponseCache | None = None,
+    price: Price | None = None,
 ) -> pd.DataFrame:
     """Transcripts (lane columns) for every turn of every thread, ``repeat`` samples of each.
 
@@ -235,6 +285,8 @@ def drive(
     total number of turns before the first is sent; ``on_turn`` every row as it is recorded
     (from worker threads). ``retry`` overrides the runtime's own ``retry_policy``. With a
     ``ledger``, the sessions it answers are not sent and those it does not allow are left out.
+    ``cache`` answers the samples it holds and keeps the others; ``price`` prices each turn's
+    tokens.
     """
     sessions_in_flight = concurrency_of(runtime) if concurrency is None else concurrency
     if sessions_in_flight < 1:
@@ -260,7 +312,16 @@ def drive(
                 return recorded
             if not ledger.may_start():
                 return []
-        rows = run_session(runtime, session, on_turn, retry=retry, sample_index=sample_index, run_seed=seed)
+        rows = run_session(
+            runtime,
+            session,
+            on_turn,
+            retry=retry,
+            sample_index=sample_index,
+            run_seed=seed,
+            cache=cache,
+            price=price,
+        )
         if ledger is not None:
             ledger.completed(key, sample_index, rows)
         return rows
@@ -313,11 +374,15 @@ def replayed(
             "raw": answers["raw"],
             "sample_index": asked["sample_index"],
             "seed": pc.coalesce(answers["seed"], asked["seed"]),
+            **{name: pa.nulls(asked.num_rows, TRANSCRIPTS.field(name).type) for name in _UNRECORDED},
+            "cached": pa.repeat(pa.scalar(False), asked.num_rows),
         }
     )
-    table = table.sort_by(
-        [("case_id", "ascending"), ("sample_index", "ascending"), ("turn_index", "ascending")]
-    ).cast(_TRANSCRIPT_LANE)
+    table = (
+        table.sort_by([("case_id", "ascending"), ("sample_index", "ascending"), ("turn_index", "ascending")])
+        .select(_TRANSCRIPT_LANE.names)
+        .cast(_TRANSCRIPT_LANE)
+    )
     if on_turn:
         add_turns = getattr(on_turn, "add_turns", None)  # a progress observer takes them at once
         if callable(add_turns):
@@ -351,6 +416,8 @@ def _seeds(sessions: pa.ChunkedArray, sample_index: int, seed: int | None) -> pa
     return pa.array([derived[key] for key in sessions.to_pylist()], pa.int64())
 
 
+# What a recording does not say of a turn: nothing was sent, so nothing was counted or timed.
+_UNRECORDED = ("prompt_tokens", "completion_tokens", "cost", "ttft_ms")
 # What a recording is asked of each turn (see ReplayRuntime.recorded_answers).
 _ASKED = ("case_id", "sample_index", "turn_index", "role", "prompt")
 _TRANSCRIPT_LANE = pa.schema([TRANSCRIPTS.field(name) for name in TRANSCRIPT_COLUMNS])
@@ -368,6 +435,9 @@ def _row(
     attempts: int = 1,
     error: str | None = None,
     raw: str | None = None,
+    prompt_tokens: int | None = None,
+    completion_tokens: int | None = None,
+    ttft_ms: float | None = None,
 ) -> dict[str, Any]:
     return {
         "case_id": case_id,
@@ -382,4 +452,8 @@ def _row(
         "attempts": attempts,
         "error": error,
         "raw": raw,
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "cached": False,
+        "ttft_ms": ttft_ms,
     }

@@ -28,6 +28,7 @@ from eval_pipeline.lanes.registry import lane_kind
 from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.memo import Recent, content_sha256
 from eval_pipeline.runtimes.base import ChatRuntime
+from eval_pipeline.runtimes.cache import ResponseCache
 from eval_pipeline.samples import SAMPLE_INDEX, all_samples, per_sample, pool, rows_of_sample, sample_frames
 from eval_pipeline.scoring import MetricValue, ThresholdVerdict, added_not_applicable, judge
 from eval_pipeline.stage_files import StageFile, StageWriter, aligned_batch, aligned_count, batch_turns
@@ -42,6 +43,7 @@ from eval_pipeline.tables import (
     lane_columns,
     to_arrow,
 )
+from eval_pipeline.usage import USAGE_COLUMNS, Price, usage_metrics
 from eval_pipeline.workers import in_order, worker_count
 
 T = TypeVar("T")
@@ -233,9 +235,11 @@ def metric_values(
     turn_predicates: pd.DataFrame,
     case_predicates: pd.DataFrame,
 ) -> list[MetricValue]:
-    """Stage 5: the lane's metrics and error_rate. With several samples per case each sample is
-    measured on its own and the values pooled; the all-samples tables give each metric's pass^k."""
-    return pooled(kind, sample_metrics(kind, cases, transcripts, turn_predicates, case_predicates))
+    """Stage 5: the lane's metrics and error_rate, then the run's usage metrics. With several
+    samples per case each sample is measured on its own and the values pooled; the all-samples
+    tables give each metric's pass^k. Usage (tokens, cost, latency) is over every turn sent."""
+    measured = pooled(kind, sample_metrics(kind, cases, transcripts, turn_predicates, case_predicates))
+    return [*measured, *usage_metrics(transcripts)]
 
 
 def score(
@@ -321,6 +325,8 @@ def drive_cases(
     folder: str | Path | None = None,
     ledger: SessionLedger | None = None,
     stopped: Callable[[], None] | None = None,
+    cache: ResponseCache | None = None,
+    price: Price | None = None,
 ) -> StageFile:
     """Stage 2: the transcripts of every case batch, driven and written batch by batch.
 
@@ -330,7 +336,8 @@ def drive_cases(
 
     A lane whose threads share a session (a warm session plays every case) is driven in one
     piece, its rows then written in the cases' batches: the session cannot be cut. A recording
-    answers each batch's turns at once (:func:`eval_pipeline.drive.replayed`), session or not."""
+    answers each batch's turns at once (:func:`eval_pipeline.drive.replayed`), session or not.
+    ``cache`` and ``price`` are :func:`eval_pipeline.drive.drive`'s."""
     if on_start:
         on_start(repeat * int(cases.read(["turns"])["turns"].fillna(0).sum()))
     recorded_answers = getattr(runtime, "recorded_answers", None)
@@ -342,6 +349,13 @@ def drive_cases(
                 writer.write_table(table, **(run_columns or {}))
             return writer.finish()
         kind = lane_kind(spec)
+        sending: dict[str, Any] = {
+            "repeat": repeat,
+            "seed": seed,
+            "cache": cache,
+            "price": price,
+            "ledger": ledger,
+        }
         read = each_without_collector(cases.batches(["case_id", "case_json"]))
         batches = ((rows, cases_from_frame(kind, rows)) for rows in read)
         held: list[tuple[list[str], list[Thread]]] = []
@@ -350,27 +364,11 @@ def drive_cases(
             if held or any(t.session is not None for t in threads):
                 held.append((column_values(case_rows, "case_id"), threads))
                 continue
-            rows = drive(
-                runtime,
-                threads,
-                concurrency=concurrency,
-                on_turn=on_turn,
-                repeat=repeat,
-                seed=seed,
-                ledger=ledger,
-            )
+            rows = drive(runtime, threads, concurrency=concurrency, on_turn=on_turn, **sending)
             writer.write(rows, **(run_columns or {}))
         if held:
             every = [t for _, threads in held for t in threads]
-            rows = drive(
-                runtime,
-                every,
-                concurrency=concurrency,
-                on_turn=on_turn,
-                repeat=repeat,
-                seed=seed,
-                ledger=ledger,
-            )
+            rows = drive(runtime, every, concurrency=concurrency, on_turn=on_turn, **sending)
             for case_ids, _ in held:
                 writer.write(rows[rows["case_id"].isin(case_ids)], **(run_columns or {}))
         if stopped is not None:
@@ -500,10 +498,12 @@ def measure(
     turn_predicates: StageFile,
     case_predicates: StageFile,
 ) -> list[MetricValue]:
-    """Stage 5 over stage files: each batch measured, the batches added up, the samples pooled."""
+    """Stage 5 over stage files: each batch measured, the batches added up, the samples pooled;
+    then the usage metrics, over the usage columns of every turn (a percentile does not add up)."""
     inputs = [cases, transcripts, turn_predicates, case_predicates]
     batches = list(_by_batch(partial(_measured_batch, spec, inputs), aligned_count(*inputs)))
-    return pooled(_kind(spec), merge_batches(batches))
+    usage = usage_metrics(transcripts.read(list(USAGE_COLUMNS)))
+    return [*pooled(_kind(spec), merge_batches(batches)), *usage]
 
 
 def evaluate_lane(

@@ -52,6 +52,11 @@ TRANSCRIPTS = pa.schema(
         pa.field("raw", pa.string()),  # JSON text of whatever else the runtime said
         pa.field("sample_index", pa.int32()),  # which of the run's N samples of the case (0 when N = 1)
         pa.field("seed", pa.int64()),  # the seed the sample was sent with (null: none)
+        pa.field("prompt_tokens", pa.int64()),  # from the reply's usage (null: the runtime did not say)
+        pa.field("completion_tokens", pa.int64()),
+        pa.field("cost", pa.float64()),  # the tokens at the target's price (null: no price or no usage)
+        pa.field("cached", pa.bool_()),  # answered from the response cache: nothing was sent
+        pa.field("ttft_ms", pa.float64()),  # time to the first token of a streamed reply (null: not measured)
     ]
 )
 
@@ -203,6 +208,12 @@ COLUMN_DESCRIPTIONS: Mapping[str, str] = {
     "tables": "The history tables the run wrote (comma-separated).",
     "sample_index": "Which of the run's N samples of the case (each in a fresh session); 0 when N = 1.",
     "seed": "The seed the sample was sent with, derived from (run seed, case, sample); null: none.",
+    "prompt_tokens": "Prompt tokens the runtime counted for the turn (its reply's usage; null: not said).",
+    "completion_tokens": "Completion tokens the runtime counted for the turn (its reply's usage; null: not said).",
+    "cost": "The turn's tokens at the target's price (per million input and output tokens); null: unknown. "
+    "A cached turn carries what its answer cost when it was bought (nothing was spent again).",
+    "cached": "true when the turn was answered from the response cache (nothing sent, no latency).",
+    "ttft_ms": "Milliseconds to the first token of a streamed reply (null: not streamed or not measured).",
     "samples": "N, the samples per case the metric pools (--repeat).",
     "ci_low": "Lower end of the 95% Wilson interval on numerator / denominator.",
     "ci_high": "Upper end of the 95% Wilson interval on numerator / denominator.",

@@ -16,7 +16,7 @@ from typing import Any
 from eval_pipeline.cli import common
 from eval_pipeline.collector import no_final_collection
 
-COMMAND_MODULES = ("run", "validate", "show", "history", "notify", "view", "serve", "ui", "worker")
+COMMAND_MODULES = ("run", "validate", "show", "history", "notify", "view", "serve", "ui", "worker", "cache")
 
 
 def _load_commands(argv: list[str] | None = None) -> None:

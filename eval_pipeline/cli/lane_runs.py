@@ -55,6 +55,7 @@ from eval_pipeline.settings import CELERY_BROKER_ENV, celery_broker
 from eval_pipeline.settings import history_root as default_history_root
 from eval_pipeline.settings import runtime_spec as default_runtime_spec
 from eval_pipeline.stage_files import StageFile, batch_turns
+from eval_pipeline.usage import USAGE_METRICS, summed_usage, timing_text, totals_text
 from eval_pipeline.workers import worker_count
 
 if TYPE_CHECKING:
@@ -220,6 +221,8 @@ def _print(outcome: LaneOutcome, scheme: str) -> None:
             no_wrap=column != "threshold",
         )
     for row in outcome.metrics.to_dict("records"):
+        if row["metric"] in USAGE_METRICS and row["metric"] not in checks:
+            continue  # said on the usage line below
         value = "n/a" if pd.isna(row["value"]) else number_text(row["value"])
         n = "" if pd.isna(row["denominator"]) else f"{row['numerator']:.15g}/{row['denominator']:.15g}"
         check = checks.get(row["metric"])
@@ -231,6 +234,9 @@ def _print(outcome: LaneOutcome, scheme: str) -> None:
         extra = (_interval_text(row), _number(row.get("pass_hat_k"))) if sampled else ()
         table.add_row(str(row["metric"]), value, n, *extra, threshold, verdict)
     out().print(table)
+    usage = _usage(outcome)
+    out().print(f"  usage: {escape(totals_text(usage))}", highlight=False)
+    out().print(f"         {escape(timing_text(usage))}", highlight=False)
     from eval_pipeline.dagster_wiring.checks import MEASUREMENT_CHECK
 
     metric_names = set(outcome.metrics["metric"])
@@ -250,6 +256,16 @@ def _print(outcome: LaneOutcome, scheme: str) -> None:
     _print_flaky(outcome)
     _print_failing(outcome)
     _print_faults(outcome)
+
+
+def _usage(outcome: LaneOutcome) -> dict[str, float | None]:
+    """A lane run's usage metrics by name (none for a run that failed before its metrics)."""
+    if outcome.metrics is None:
+        return {}
+    rows = outcome.metrics[outcome.metrics["metric"].isin(USAGE_METRICS)]
+    return {
+        str(r["metric"]): None if pd.isna(r["value"]) else float(r["value"]) for r in rows.to_dict("records")
+    }
 
 
 def _samples(metrics: pd.DataFrame) -> int:
@@ -387,6 +403,7 @@ def run_lanes(
     verbose: bool,
     summary_md: Path | None,
     baseline: str | None,
+    cache: bool,
     notify: bool,
     resume: bool,
     max_cost: float | None,
@@ -410,9 +427,7 @@ def run_lanes(
         )
         built = build_runtime(target.spec, target.options)  # a bad spec fails here, before any run starts
         built.close()
-        check_priced(
-            Budget(max_cost, max_turns).over(target.budget), target.name, getattr(target, "price", None)
-        )
+        check_priced(Budget(max_cost, max_turns).over(target.budget), target.name, target.price)
         # Dagster loads only now, while a worker pool the runtime started loads its runtime.
         from eval_pipeline.dagster_wiring.code_location import EXECUTOR_ENV
         from eval_pipeline.dagster_wiring.launch import ensure_instance, materialize_lane
@@ -462,6 +477,7 @@ def run_lanes(
                 concurrency=concurrency,
                 repeat=repeat,
                 seed=seed,
+                cache=True if cache else None,
                 history_root=history or "",
                 resume=resume,
                 max_cost=max_cost,
@@ -506,6 +522,9 @@ def _exit_code(outcomes: list[LaneOutcome], *, summary: bool) -> int:
             line += f"; {unmeasured} check(s) not measured (void)"
         if void:
             line += f"; {len(void)} void (the measurement failed: {', '.join(o.lane for o in void)})"
+        measured_runs = [_usage(o) for o in outcomes if o.metrics is not None]
+        if measured_runs:
+            line += f"; {totals_text(summed_usage(measured_runs))}"
         style = rich_style("void" if void else "fail" if blocking else "pass")
         out().print(f"[{style}]{escape(line)}[/]", highlight=False)
     if void:

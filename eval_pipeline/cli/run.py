@@ -94,6 +94,14 @@ def run(
             "(its latest run of each lane's split and cases); default: each series' previous run."
         ),
     ] = None,
+    cache: Annotated[
+        bool,
+        typer.Option(
+            "--cache",
+            help="Answer sessions asked before from the response cache (keyed by runtime version and "
+            "request); default: the target's cache setting.",
+        ),
+    ] = False,
     notify: Annotated[
         bool,
         typer.Option("--notify", help="Send each lane run's events to the channels of evals/notify.yaml."),
@@ -150,6 +158,7 @@ def run(
         verbose=verbose,
         summary_md=summary_md,
         baseline=baseline,
+        cache=cache,
         notify=notify,
         resume=resume,
         max_cost=max_cost,

@@ -58,6 +58,7 @@ from eval_pipeline.pipeline import (
 )
 from eval_pipeline.progress import FanOut, LogProgress, ProgressObserver
 from eval_pipeline.runtimes.base import RuntimeSpecError
+from eval_pipeline.runtimes.cache import ResponseCache, target_cache
 from eval_pipeline.runtimes.redaction import redacted_spec
 from eval_pipeline.runtimes.registry import build_runtime
 from eval_pipeline.samples import flaky_in, samples_in
@@ -88,6 +89,17 @@ def viewer_link(run_id: str) -> dict[str, dg.MetadataValue]:
     """``viewer``: the run's page in ``eval-pipeline view``, when ``EVAL_PIPELINE_VIEWER_URL`` says where."""
     url = run_page_url(run_id)
     return {} if url is None else {"viewer": dg.MetadataValue.url(url)}
+
+
+def cache_metadata(cache: ResponseCache) -> dict[str, Any]:
+    """What the response cache did for a run: sessions answered from it, sent, and entries skipped as corrupt."""
+    counts = cache.counts
+    return {
+        "cache_sessions_hit": counts.hits,
+        "cache_sessions_sent": counts.misses,
+        "cache_entries_skipped": counts.skipped,
+        "runtime_version": cache.runtime_version,
+    }
 
 
 def run_verdict(metrics: pd.DataFrame) -> str:
@@ -232,10 +244,11 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
         run_columns = _run_columns(context, spec, cases)
         target = runtime.target(run_columns["runtime"])
         budget = runtime.budget_for(target)
-        check_priced(budget, target.name, getattr(target, "price", None))
+        check_priced(budget, target.name, target.price)
         # The slot first: a runtime may start processes or open connections when it is built.
         step_key = context.get_step_execution_context().step.key
         with runtime_pool_slot(context.instance, context.run, step_key, target, context.log):
+            cache = target_cache(target.spec, target.options) if runtime.caches(target) else None
             chat_runtime = build_runtime(target.spec, target.options)
             samples = samples_to_drive(chat_runtime, runtime.samples_for(target, spec.repeat))
             ledger = transcripts_ledger(
@@ -278,11 +291,15 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
                     run_columns=run_columns,
                     ledger=ledger,
                     stopped=ledger.raise_if_stopped if ledger is not None else None,
+                    cache=cache,
+                    price=target.price,
                 )
             finally:
                 chat_runtime.close()
                 if ledger is not None:
                     ledger.close()
+                if cache is not None:
+                    cache.close()
         note = ledger.note if ledger is not None else ""
         if note:
             context.log.info(note)
@@ -296,6 +313,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
                 "runtime": target.name,
                 "runtime_spec": redacted_spec(chat_runtime.spec),
                 **({JOURNAL_METADATA: note} if note else {}),
+                **({} if cache is None else cache_metadata(cache)),
             },
         )
 

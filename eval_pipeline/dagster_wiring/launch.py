@@ -213,6 +213,7 @@ def materialize_lane(
     concurrency: int | None = None,
     repeat: int | None = None,
     seed: int | None = None,
+    cache: bool | None = None,
     history_root: str = "",
     resume: bool = False,
     max_cost: float | None = None,
@@ -247,6 +248,7 @@ def materialize_lane(
         "max_turns": max_turns,
         # the shared instance's folder, also for a run on a scratch instance: the journal outlives it
         "journal_dir": str(Path(instance.storage_directory()) / "journal"),
+        "cache": cache,
     }
     case_set = custom_case_set(cases_path) if cases_path else split
     with ExitStack() as scope:

@@ -102,6 +102,10 @@ class RuntimeResource(dg.ConfigurableResource):
     journal_dir: str = Field(
         default="", description="Where run journals live; empty: the instance's storage folder."
     )
+    cache: bool | None = Field(
+        default=None,
+        description="Answer sessions asked before from the response cache; empty means the target's cache setting.",
+    )
 
     def budget_for(self, target: RuntimeTarget) -> Budget:
         """This run's budget: the command line's limits, else the target's ``budget:``."""
@@ -109,6 +113,10 @@ class RuntimeResource(dg.ConfigurableResource):
 
     def journal_root(self, instance: dg.DagsterInstance) -> Path:
         return Path(self.journal_dir) if self.journal_dir else Path(instance.storage_directory()) / "journal"
+
+    def caches(self, target: RuntimeTarget) -> bool:
+        """Whether a run against ``target`` uses the response cache (``--cache``, else the target's)."""
+        return target.cache if self.cache is None else self.cache
 
     def concurrency_for(self, target: RuntimeTarget) -> int | None:
         return self.concurrency or target.concurrency

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from eval_pipeline.registry import Registry
 from eval_pipeline.scoring import MetricValue
+from eval_pipeline.usage import USAGE_METRICS
 
 if TYPE_CHECKING:
     from eval_pipeline.lanes.metric_rows import MetricRows
@@ -163,5 +164,5 @@ LANE_KINDS: Registry[Callable[[], LaneKind]] = Registry("lane kind", "eval_pipel
 
 
 def emitted_metrics(kind: LaneKind) -> frozenset[str]:
-    """Every metric a lane of ``kind`` emits: the kind's own plus the common ones."""
-    return frozenset((*kind.metric_names, *COMMON_METRICS))
+    """Every metric a lane of ``kind`` emits: the kind's own, the common ones and the usage ones."""
+    return frozenset((*kind.metric_names, *COMMON_METRICS, *USAGE_METRICS))

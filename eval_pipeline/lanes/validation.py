@@ -13,6 +13,7 @@ from eval_pipeline.lanes.kind import COMMON_METRICS
 from eval_pipeline.lanes.schema import case_model, default_problems
 from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.predicates import CASE_CHECKS, PREDICATES
+from eval_pipeline.usage import USAGE_METRICS
 
 
 def declaration_problems(spec: LaneSpec) -> list[tuple[str, str]]:
@@ -60,7 +61,7 @@ def declaration_problems(spec: LaneSpec) -> list[tuple[str, str]]:
     declared: list[str] = []
     for name, metric in declaration.metrics.items():
         where = f"metrics.{name}"
-        if name in COMMON_METRICS:
+        if name in COMMON_METRICS or name in USAGE_METRICS:
             problems.append((where, f"{name!r} is a metric every lane emits; name this one differently"))
         scored = on_cases if metric.over == "cases" else on_turns
         if metric.predicate is not None and metric.predicate not in scored:

@@ -68,8 +68,10 @@ class RetryPolicy:
     """How often and how patiently a transient turn fault is retried.
 
     The n-th retry waits ``backoff_s * 2**(n-1)`` (capped at ``max_backoff_s``, with jitter
-    in [50%, 100%] so concurrent sessions do not retry in lockstep), or longer when the
-    runtime asked for it (``Retry-After``).
+    in [50%, 100%] so concurrent sessions do not retry in lockstep). When the runtime said how
+    long to wait (``Retry-After``) it waits that long instead (capped at ``max_backoff_s``),
+    spread over up to a quarter more: a rate limit that names the next free moment is
+    honoured, neither cut short nor waited out by a guess.
     """
 
     max_retries: int = 0
@@ -81,9 +83,55 @@ class RetryPolicy:
             raise ValueError("retry policy values must be >= 0")
 
     def delay_s(self, retry_number: int, retry_after: float | None = None) -> float:
+        if retry_after is not None:
+            return min(max(retry_after, 0.0), self.max_backoff_s) * random.uniform(1.0, 1.25)
         exponential = min(self.max_backoff_s, self.backoff_s * 2 ** (retry_number - 1))
-        jittered = exponential * random.uniform(0.5, 1.0)
-        return max(jittered, min(retry_after or 0.0, self.max_backoff_s))
+        return exponential * random.uniform(0.5, 1.0)
 
 
 NO_RETRY = RetryPolicy()
+
+
+# What a runtime answers when it is overloaded or rate-limited: send less, later.
+THROTTLE_STATUS = frozenset({429, 503})
+
+
+@dataclass
+class AdaptiveLimit:
+    """How many requests a target may have in flight, adapted to its throttling (AIMD).
+
+    Starts at ``maximum``. A throttled request (429 / 503) multiplies the limit by ``decrease``
+    (never below 1), once per congestion event: the requests already in flight when the limit
+    fell were sent under the old limit, so their throttles (``epoch`` older than the current
+    one) do not cut it again. Each answered request adds ``1 / limit``, so a whole limit's
+    worth of answers raises it by one, up to ``maximum``. ``resume_at`` is the clock time
+    before which nothing is sent: the latest ``Retry-After`` a throttle asked for.
+    """
+
+    maximum: int
+    decrease: float = 0.5
+    limit: float = 0.0
+    epoch: int = 0
+    resume_at: float = 0.0
+    backoffs: int = 0
+
+    def __post_init__(self) -> None:
+        if self.maximum < 1 or not 0.0 < self.decrease < 1.0:
+            raise ValueError("an adaptive limit needs maximum >= 1 and 0 < decrease < 1")
+        self.limit = float(self.maximum)
+
+    @property
+    def slots(self) -> int:
+        """Requests that may be in flight now."""
+        return max(1, int(self.limit))
+
+    def answered(self) -> None:
+        self.limit = min(float(self.maximum), self.limit + 1.0 / self.limit)
+
+    def throttled(self, sent_in_epoch: int, now: float, retry_after: float | None) -> None:
+        if sent_in_epoch == self.epoch:
+            self.limit = max(1.0, self.limit * self.decrease)
+            self.epoch += 1
+            self.backoffs += 1
+        if retry_after is not None and retry_after > 0:
+            self.resume_at = max(self.resume_at, now + retry_after)

@@ -16,7 +16,9 @@ Injected faults make the HTTP path testable: a fraction of requests fail with 50
 (with ``Retry-After``), another fraction stall for ``stall_s`` before answering (past a
 client's timeout). Whether a request faults is a pure function of the seed, the request
 body and how many times that body has been seen, so a run is reproducible whatever the
-arrival order, and a retried request draws again.
+arrival order, and a retried request draws again. A rate limit (``rate_limit_rps``) is a token
+bucket of ``rate_limit_burst`` requests refilled at that rate: a request that finds it empty
+is refused with 429 and a ``Retry-After`` of the wait for the next token, as a gateway does.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ COMPLETIONS_PATH = "/v1/chat/completions"
 MODELS_PATH = "/v1/models"
 MODEL_ID = "reference"  # what /v1/models lists; completions answer whatever model name is sent
 
-Fault = Literal["ok", "error_500", "rate_limited_429", "stall"]
+Fault = Literal["ok", "error_500", "rate_limited_429", "stall", "over_rate_limit_429"]
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,8 @@ class ServeConfig:
     seed: int = 0
     glosses: bool = True
     api_key: str | None = None  # when set, requests must send ``Authorization: Bearer <key>``
+    rate_limit_rps: float = 0.0  # requests a second the server takes (0: no limit)
+    rate_limit_burst: int = 10  # requests the bucket holds
 
     def __post_init__(self) -> None:
         if not (0.0 <= self.fault_rate <= 1.0 and 0.0 <= self.stall_rate <= 1.0):
@@ -64,6 +68,27 @@ class ServeConfig:
             raise ValueError("fault_rate + stall_rate must not exceed 1")
         if self.latency_ms < 0 or self.stall_s < 0 or self.retry_after_s < 0:
             raise ValueError("latency_ms, stall_s and retry_after_s must be >= 0")
+        if self.rate_limit_rps < 0 or self.rate_limit_burst < 1:
+            raise ValueError("rate_limit_rps must be >= 0 and rate_limit_burst >= 1")
+
+
+class TokenBucket:
+    """``rate`` tokens a second, at most ``capacity`` held; a request takes one."""
+
+    def __init__(self, rate: float, capacity: int, now: float) -> None:
+        self.rate = rate
+        self.capacity = float(capacity)
+        self.tokens = float(capacity)
+        self.updated = now
+
+    def take(self, now: float) -> float:
+        """0.0 when a token was taken, else the seconds until the next one."""
+        self.tokens = min(self.capacity, self.tokens + (now - self.updated) * self.rate)
+        self.updated = now
+        if self.tokens >= 1.0:
+            self.tokens -= 1.0
+            return 0.0
+        return (1.0 - self.tokens) / self.rate
 
 
 def draw(seed: int, body: bytes, occurrence: int) -> tuple[float, float]:
@@ -195,6 +220,8 @@ class ReferenceServer(ThreadingHTTPServer):
         self._lock = threading.Lock()
         self._serial = 0
         self.fault_counts: Counter[str] = Counter()
+        rate = self.config.rate_limit_rps
+        self._bucket = TokenBucket(rate, self.config.rate_limit_burst, time.monotonic()) if rate else None
         self._thread: threading.Thread | None = None
         super().__init__(("127.0.0.1", port), _Handler)
 
@@ -211,15 +238,26 @@ class ReferenceServer(ThreadingHTTPServer):
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def arrival(self, body: bytes) -> tuple[Fault, int]:
-        """Count this arrival; its fault and a serial number for the completion and request ids."""
+    @property
+    def requests(self) -> int:
+        """Chat-completion requests that arrived, answered or refused."""
+        with self._lock:
+            return sum(self.fault_counts.values())
+
+    def arrival(self, body: bytes) -> tuple[Fault, int, float]:
+        """Count this arrival; its fault, a serial number for the completion and request ids, and
+        the seconds to wait for the rate limit's next token (0 unless refused by it)."""
         key = hashlib.sha256(body).digest()
         with self._lock:
-            self._seen[key] += 1
             self._serial += 1
+            wait = 0.0 if self._bucket is None else self._bucket.take(time.monotonic())
+            if wait:
+                self.fault_counts["over_rate_limit_429"] += 1
+                return "over_rate_limit_429", self._serial, wait
+            self._seen[key] += 1
             fault = choose_fault(self.config, body, self._seen[key])
             self.fault_counts[fault] += 1
-            return fault, self._serial
+            return fault, self._serial, 0.0
 
     def next_serial(self) -> int:
         """A serial number for a request that draws no fault (model lists, unknown routes)."""
@@ -281,8 +319,15 @@ class _Handler(BaseHTTPRequestHandler):
             error = _error(f"bad request: {exc}", "invalid_request_error")
             self._send_json(HTTPStatus.BAD_REQUEST, error, self.server.next_serial())
             return
-        fault, serial = self.server.arrival(body)
+        fault, serial, wait = self.server.arrival(body)
         config = self.server.config
+        if fault == "over_rate_limit_429":
+            headers = {"Retry-After": str(math.ceil(wait)), "retry-after-ms": f"{wait * 1000:.0f}"}
+            error = _error(
+                f"over the rate limit of {config.rate_limit_rps:g} requests/s", "rate_limit_exceeded"
+            )
+            self._send_json(HTTPStatus.TOO_MANY_REQUESTS, error, serial, headers)
+            return
         if config.latency_ms:
             time.sleep(config.latency_ms / 1000.0)
         if fault == "error_500":

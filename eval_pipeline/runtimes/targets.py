@@ -14,6 +14,8 @@ stable while the spec behind it may change. ::
         nightly: true
         pool_limit: 2          # at most two lane runs drive it at once (Dagster pool runtime-staging-gpt)
         budget: {max_turns: 20000}   # what one run may send (see eval_pipeline.budget)
+        cache: true            # answer a session asked before from the response cache
+        price: {input: 2.0, output: 8.0}   # per million prompt / completion tokens: each turn's cost
 
 ``--runtime NAME`` picks a declared target. A raw spec (``--runtime openai:URL -o model=x``)
 still works: if a declared target has exactly that spec and those options it *is* that
@@ -39,6 +41,7 @@ from eval_pipeline.cases.loading import CaseFileError, CaseProblem
 from eval_pipeline.runtimes.base import RuntimeSpecError
 from eval_pipeline.runtimes.registry import RUNTIME_ADAPTERS, spec_problems, spec_schemes, split_spec
 from eval_pipeline.strict_yaml import Location, location, read_yaml_file
+from eval_pipeline.usage import Price
 
 TARGETS_FILE = "runtimes.yaml"
 TARGET_NAME = r"^[a-z0-9][a-z0-9_-]{0,62}$"
@@ -95,6 +98,13 @@ class TargetDeclaration(BaseModel):
     budget: BudgetDeclaration | None = Field(
         default=None, description="What one run against this target may spend; the command line's wins."
     )
+    cache: bool = Field(
+        default=False, description="Answer sessions asked before from the response cache (nothing sent)."
+    )
+    price: Price | None = Field(
+        default=None,
+        description="Per million tokens, input (prompt) and output (completion): each turn's cost.",
+    )
     description: str = ""
 
 
@@ -114,6 +124,8 @@ class RuntimeTarget:
     max_error_rate: float | None = None  # None: the lane's own
     repeat: int | None = None  # None: the lane's own
     budget: Budget = field(default_factory=Budget)  # what one run may spend (no limit by default)
+    cache: bool = False  # answer sessions asked before from the response cache
+    price: Price | None = None  # None: a turn's cost is unknown
 
     def samples_for(self, lane_repeat: int) -> int:
         """Samples per case a run against this target takes (its own ``repeat``, else the lane's)."""
@@ -185,6 +197,8 @@ def load_targets(path: Path) -> dict[str, RuntimeTarget]:
             max_error_rate=declared.max_error_rate,
             repeat=declared.repeat,
             budget=declared.budget.budget() if declared.budget else Budget(),
+            cache=declared.cache,
+            price=declared.price,
         )
     if problems:
         raise CaseFileError(sorted(problems, key=lambda p: p.line))
@@ -248,6 +262,8 @@ def resolve_target(
             queue=declared.queue,
             repeat=declared.repeat,
             budget=declared.budget,
+            cache=declared.cache,
+            price=declared.price,
         )
     for declared in targets.values():
         if declared.spec == text and dict(declared.options) == dict(options):

@@ -31,6 +31,7 @@ from eval_pipeline.tables import (
     frame,
     with_run_columns,
 )
+from eval_pipeline.usage import USAGE_METRICS
 
 LANE = "deterministic_fluency"
 SPLIT = "public"
@@ -67,6 +68,10 @@ class StoredRun:
     def started_at(self) -> pd.Timestamp:
         return pd.Timestamp(datetime.fromisoformat(self.date).replace(hour=self.hour, tzinfo=UTC))
 
+
+# Metric rows a run of the fixture lane stores: its own ten and every lane's usage metrics.
+LANE_METRICS = 10
+METRICS_PER_RUN = LANE_METRICS + len(USAGE_METRICS)
 
 # (run_id, runtime label, day, glosses on?)
 CANDIDATE_RUNS = (

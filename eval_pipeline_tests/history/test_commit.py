@@ -23,7 +23,7 @@ from eval_pipeline.history.views import connect
 from eval_pipeline.lanes import find_lane, lane_kind
 from eval_pipeline.pipeline import LaneRun
 
-from .conftest import LANE, SPLIT, StoredRun, manifest, record_run, run_tables
+from .conftest import LANE, METRICS_PER_RUN, SPLIT, StoredRun, manifest, record_run, run_tables
 
 runner = CliRunner()
 KILLED = StoredRun("run-killed", "candidate", "2024-04-02", True)  # would flip 27 verdicts vs run-c4
@@ -90,7 +90,9 @@ def test_a_run_killed_after_any_table_is_invisible_until_committed(
     commit_run(history, manifest(KILLED), lane=LANE, date=KILLED.date, run_id=KILLED.run_id)
     rows = visible_rows(history, KILLED.run_id)
     assert rows["runs"] == 1 and rows["run_manifests"] == 1
-    assert rows["metrics"] == 10 and rows["case_predicates"] == (115 if tables_written >= 2 else 0)
+    assert rows["metrics"] == METRICS_PER_RUN and rows["case_predicates"] == (
+        115 if tables_written >= 2 else 0
+    )
     assert rows["turn_verdicts"] == (90 if tables_written >= 3 else 0)
     assert rows["transcripts"] == (16 if tables_written == 4 else 0)
     diffs = json.loads(cli("diff", "-f", "json"))
@@ -171,7 +173,7 @@ def test_sigkill_during_the_append_then_a_clean_rerun(
     assert child.returncode == 0 and output.split() == [*DATA_TABLES, "committed"]
     assert visible_rows(history, KILLED.run_id) == dict.fromkeys(VIEWS, 0)
     assert visible_rows(history, "run-rerun") == {
-        "metrics": 10,
+        "metrics": METRICS_PER_RUN,
         "case_predicates": 115,
         "turn_verdicts": 90,
         "transcripts": 16,

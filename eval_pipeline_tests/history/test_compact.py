@@ -15,7 +15,7 @@ from eval_pipeline.history.store import compacted_runs
 from eval_pipeline.history.views import connect
 from eval_pipeline.pipeline import LaneRun
 
-from .conftest import CANDIDATE_RUNS, LANE, REFERENCE_RUNS, record_run
+from .conftest import CANDIDATE_RUNS, LANE, METRICS_PER_RUN, REFERENCE_RUNS, record_run
 
 ANSWERS = {
     "metrics": "SELECT * FROM metrics ORDER BY run_id, metric",
@@ -80,7 +80,8 @@ def test_a_late_run_joins_the_compacted_month(history: str, lane_runs: dict[bool
     with connect(history) as con:
         counts = con.execute("SELECT run_id, count(*) FROM metrics GROUP BY 1 ORDER BY 1").fetchall()
     assert counts == [
-        (run, 10) for run in ("run-c1", "run-c2", "run-c3", "run-c4", "run-late", "run-r1", "run-r2")
+        (run, METRICS_PER_RUN)
+        for run in ("run-c1", "run-c2", "run-c3", "run-c4", "run-late", "run-r1", "run-r2")
     ]
 
 
@@ -91,7 +92,7 @@ def test_history_compact_command_and_plain_history_both_work(history: str) -> No
     assert result.output.splitlines()[1:] == [
         f"{table},{LANE},2024-04,1,1,{rows},1,0"
         for table, rows in (
-            ("metrics", 10),
+            ("metrics", METRICS_PER_RUN),
             ("case_predicates", 115),
             ("turn_verdicts", 90),
             ("transcripts", 16),

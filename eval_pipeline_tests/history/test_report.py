@@ -26,6 +26,7 @@ from .conftest import (
     FLIPPING_CASES,
     FLIPPING_PREDICATES,
     LANE,
+    METRICS_PER_RUN,
     REFERENCE_RUNS,
     StoredRun,
     record_run,
@@ -43,7 +44,7 @@ def test_report_content(history: str, tmp_path: Path) -> None:
     assert not re.search(r"<script|https?://(?!www\.w3\.org/2000/svg)", html), "the report must open offline"
     section = html[html.index(f'<section id="{LANE}">') :]
     # One trend chart per metric, with the WARN thresholds drawn as dashed lines.
-    assert section.count("<svg ") == 10
+    assert section.count("<svg ") == METRICS_PER_RUN  # a trend chart per metric, usage too
     with connect(history) as con:
         thresholds = con.execute(
             "SELECT count(DISTINCT metric) FROM metrics WHERE threshold IS NOT NULL"
@@ -85,7 +86,7 @@ def test_report_content(history: str, tmp_path: Path) -> None:
 
 def test_lane_chart_for_asset_metadata(history: str) -> None:
     svg = lane_chart_svg(history, LANE)
-    assert svg.startswith("<svg") and svg.count('role="img"') == 10
+    assert svg.startswith("<svg") and svg.count('role="img"') == METRICS_PER_RUN
     markdown = lane_chart_markdown(history, LANE)
     encoded = re.fullmatch(r"!\[.*\]\(data:image/svg\+xml;base64,(.+)\)", markdown)
     assert encoded and base64.b64decode(encoded.group(1)).decode() == svg
@@ -144,7 +145,7 @@ def test_report_puts_a_lanes_series_side_by_side(history: str, tmp_path: Path) -
         ("public · reference", "run-r2 (2024-03-02)"),
     ]
     rows = dict(re.findall(r"<tr><td>(\w+)</td>(.*?)</tr>", table))
-    assert len(rows) == 10
+    assert len(rows) == METRICS_PER_RUN
     # The no-gloss candidate fails the WARN check the glossed reference passes.
     assert (
         rows["no_dotted_inventory_rate"] == '<td class="num warn">0.3333</td><td class="num pass">0.9333</td>'

@@ -15,7 +15,7 @@ from eval_pipeline.cli import app
 from eval_pipeline.pipeline import LaneRun
 
 from ..browser.chromium import browser_page, needs_chromium
-from .conftest import CANDIDATE_RUNS, REFERENCE_RUNS, StoredRun, record_run
+from .conftest import CANDIDATE_RUNS, METRICS_PER_RUN, REFERENCE_RUNS, StoredRun, record_run
 
 pytestmark = [pytest.mark.slow, needs_chromium]
 
@@ -62,7 +62,9 @@ def test_report_leads_with_failures_and_legends_never_overlap(
         ui: Any = page
         ui.goto((out / "index.html").as_uri())
         charts = ui.evaluate(_LEGEND_BOXES)
-        assert len(charts) == 10 and all(len(boxes) == 5 for boxes in charts)  # five series per chart
+        assert len(charts) == METRICS_PER_RUN and all(
+            len(boxes) == 5 for boxes in charts
+        )  # five series per chart
         for boxes in charts:
             for i, a in enumerate(boxes):
                 assert a["x"] + a["w"] <= a["svgRight"] + 0.5, a  # inside its chart

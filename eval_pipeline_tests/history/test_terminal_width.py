@@ -27,7 +27,9 @@ RESCORE = StoredRun(
     case_set="custom-0123abcd",
 )
 TOKEN = re.compile(r"[A-Za-z0-9_.:-]+")
-WORDS = frozenset({"case", "surface"})  # words the commands write that begin a name ("no case flipped")
+# Words the commands write that begin a name: "no case flipped", and the usage line's
+# "turns (0 from the cache)", "latency p50", "prompt" (turns_driven, cached_turns, …).
+WORDS = frozenset({"case", "surface", "turn", "turns", "prompt", "cache", "latency"})
 
 
 @pytest.fixture

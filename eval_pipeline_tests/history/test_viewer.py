@@ -23,7 +23,7 @@ from eval_pipeline.viewer.links import SERVED
 from eval_pipeline.viewer.pages import runs as runs_page
 from eval_pipeline.viewer.render import render
 
-from .conftest import FLIPPING_CASES, LANE, SPLIT, StoredRun, record_run
+from .conftest import FLIPPING_CASES, LANE, METRICS_PER_RUN, SPLIT, StoredRun, record_run
 from .test_report import sampled
 from .viewer_server import get, serving
 
@@ -62,7 +62,11 @@ def test_pages_answer_with_what_history_holds(viewer: str, history: str) -> None
     status, case = get(viewer + "/runs/run-c4/cases/fluency_truth_001")
     assert status == 200 and "What is truth?" in case and "dotted_inventory" in case
     status, series = get(viewer + f"/series?lane={LANE}&split={SPLIT}&runtime=candidate&case_set={SPLIT}")
-    assert status == 200 and series.count('role="img"') == 10 and "Its runs (4), newest first" in series
+    assert (
+        status == 200
+        and series.count('role="img"') == METRICS_PER_RUN
+        and "Its runs (4), newest first" in series
+    )
 
 
 def test_a_surface_is_text_never_markup(viewer: str) -> None:

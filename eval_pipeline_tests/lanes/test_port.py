@@ -23,6 +23,11 @@ of one sample, which these are), the ``seed`` a sample was sent with (null: no r
 to the metrics rows their statistics (``samples``, the Wilson ``ci_low``/``ci_high``,
 ``pass_hat_k``) and the ``statistic`` a threshold gated. A run of one sample must otherwise
 equal the fixtures.
+
+Issue 29 (usage) added to the transcripts each turn's ``prompt_tokens``, ``completion_tokens``,
+``cost``, ``cached`` and ``ttft_ms`` (the in-process reference says no usage, has no price, is
+not cached and does not stream), and to the metrics the usage rows every lane emits
+(:data:`USAGE_METRICS`): they are checked against the run's own transcripts, then left out.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from typing import Any
 
 import pytest
 
+from eval_pipeline.usage import USAGE_METRICS
 from eval_pipeline_tests.lanes.lane_outputs import RUNTIMES, fixture_path, lane_outputs
 
 PORTED: dict[str, tuple[str, ...]] = {
@@ -46,11 +52,22 @@ REWORDED = "message"
 EXTENDED = "evidence"
 ADDED: dict[str, frozenset[str]] = {
     "metrics": frozenset({"verdict", "samples", "ci_low", "ci_high", "pass_hat_k", "statistic"}),
-    "transcripts": frozenset({"sample_index", "seed"}),
+    "transcripts": frozenset(
+        {"sample_index", "seed", "prompt_tokens", "completion_tokens", "cost", "cached", "ttft_ms"}
+    ),
     "turn_predicates": frozenset({"sample_index"}),
     "case_predicates": frozenset({"sample_index"}),
 }
-ONE_SAMPLE = {"sample_index": 0, "seed": None, "samples": 1}
+ONE_SAMPLE = {
+    "sample_index": 0,
+    "seed": None,
+    "samples": 1,
+    "prompt_tokens": None,
+    "completion_tokens": None,
+    "cost": None,
+    "cached": False,
+    "ttft_ms": None,
+}
 
 
 def as_object(evidence: Any) -> dict[str, Any]:
@@ -76,6 +93,17 @@ def compare_rows(table: str, actual: dict[str, Any], expected: dict[str, Any]) -
         elif actual.get(column) != value:
             problems.append(f"{column}: {actual.get(column)!r} != {value!r}")
     return problems
+
+
+def without_usage(tables: dict[str, list[dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
+    """The tables without the usage metric rows, once they say what the transcripts hold."""
+    usage = {row["metric"]: row["value"] for row in tables["metrics"] if row["metric"] in USAGE_METRICS}
+    assert list(usage) == list(USAGE_METRICS)
+    assert usage["turns_driven"] == len(tables["transcripts"]) and usage["cached_turns"] == 0
+    assert usage["prompt_tokens"] is None and usage["cost"] is None and usage["ttft_p50_ms"] is None
+    assert usage["latency_p50_ms"] is not None  # every turn was timed
+    tables["metrics"] = [row for row in tables["metrics"] if row["metric"] not in USAGE_METRICS]
+    return tables
 
 
 def without_telemetry(tables: dict[str, list[dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
@@ -109,7 +137,8 @@ def test_ported_lane_equals_its_fixture(lane: str, split: str, runtime: str) -> 
     expected = json.loads(fixture_path(lane, split, runtime).read_text("utf-8"))
     if lane == "deterministic_fluency":
         expected = binary_provenance(expected)
-    actual = without_telemetry(json.loads(json.dumps(lane_outputs(lane, split, runtime), sort_keys=True)))
+    outputs = json.loads(json.dumps(lane_outputs(lane, split, runtime), sort_keys=True))
+    actual = without_usage(without_telemetry(outputs))
     for table in expected:
         assert len(actual[table]) == len(expected[table]), f"{lane}/{split} on {runtime}: {table} row count"
         for index, (got, want) in enumerate(zip(actual[table], expected[table], strict=True)):

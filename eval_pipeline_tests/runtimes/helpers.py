@@ -14,6 +14,7 @@ from eval_pipeline.lanes.registry import discover_lanes
 from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.pipeline import LaneRun
 from eval_pipeline.runtimes.serve import ReferenceServer, ServeConfig
+from eval_pipeline.usage import USAGE_METRICS
 
 # What a runtime decides; latency, attempts and raw legitimately differ between adapters.
 ANSWER_COLUMNS = [
@@ -50,7 +51,11 @@ def assert_same_tables(run: LaneRun, reference: LaneRun, *, telemetry: bool = Tr
     "not applicable" and everything else equal."""
     pd.testing.assert_frame_equal(run.transcripts[ANSWER_COLUMNS], reference.transcripts[ANSWER_COLUMNS])
     turns, reference_turns = run.turn_predicates, reference.turn_predicates
-    metrics, reference_metrics = run.metrics, reference.metrics
+    # Usage (latency, tokens) is how the answers were got, not what they were: adapters differ.
+    metrics = run.metrics[~run.metrics["metric"].isin(USAGE_METRICS)].reset_index(drop=True)
+    reference_metrics = reference.metrics[~reference.metrics["metric"].isin(USAGE_METRICS)].reset_index(
+        drop=True
+    )
     if not telemetry:
         untold = turns["predicate"] == "telemetry_match"
         assert turns.loc[untold, "passed"].isna().all() and set(turns.loc[untold, "code"]) <= {"no_telemetry"}

@@ -7,6 +7,12 @@ background thread, at most ``max_concurrency`` at a time across all sessions. Th
 own retries are off; the driver's single retry loop retries transient faults (429, 5xx,
 timeouts, connection errors) with exponential backoff that honours ``Retry-After``.
 
+Concurrency adapts to throttling (:class:`~eval_pipeline.runtimes.faults.AdaptiveLimit`): a
+429 or 503 halves the requests this target may have in flight and holds every request back
+until its ``Retry-After`` has passed; each answer adds back a fraction, up to
+``max_concurrency``. A server that throttles is sent what it can take instead of a steady
+stream of refusals.
+
 Options (``--runtime-option KEY=VALUE``):
 
 - ``model`` (required): the model name sent with every request.
@@ -25,7 +31,9 @@ Options (``--runtime-option KEY=VALUE``):
 - ``system_prompt``: an optional first system message; ``request_params``: extra
   request-body parameters (``temperature``, ``seed``...).
 - ``stream`` (false; ``request_params={"stream": true}`` means the same): ask for a streamed
-  reply, assemble its chunks, and record time to first token (``ttft_ms``) in ``raw``.
+  reply, assemble its chunks, and record time to first token (``ttft_ms``) in ``raw``; the
+  request asks for the usage chunk (``stream_options.include_usage``) unless
+  ``stream_usage`` is false (for a server that refuses the field).
 - ``call_id_headers`` (``["x-request-id", "x-litellm-call-id"]``): response headers naming
   the call in the gateway's logs; those present go to ``raw.call_ids`` and into error messages.
 - ``tool_call_surface`` (``empty``): what a reply with tool calls shows as its surface besides
@@ -43,11 +51,12 @@ status, the server's message (first 500 characters) or the underlying cause.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import os
 import threading
 import time
-from collections.abc import Coroutine, Mapping
+from collections.abc import AsyncIterator, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
 from urllib.parse import urlsplit, urlunsplit
 
@@ -70,7 +79,7 @@ from eval_pipeline.runtimes.adapters.openai_replies import (
     sse_payload,
 )
 from eval_pipeline.runtimes.base import ChatSession, RuntimeSpecError, TurnResponse
-from eval_pipeline.runtimes.faults import RetryPolicy, TurnFault
+from eval_pipeline.runtimes.faults import THROTTLE_STATUS, AdaptiveLimit, RetryPolicy, TurnFault
 from eval_pipeline.runtimes.options import validate_options
 from eval_pipeline.runtimes.registry import register_runtime
 
@@ -111,6 +120,7 @@ class OpenAIOptions(BaseModel):
     system_prompt: str | None = None
     request_params: dict[str, Any] = Field(default_factory=dict)
     stream: bool = False
+    stream_usage: bool = True
     call_id_headers: list[str] = Field(default_factory=lambda: ["x-request-id", "x-litellm-call-id"])
     tool_call_surface: ToolCallSurface = "empty"
 
@@ -153,6 +163,13 @@ def retry_after_s(headers: Mapping[str, str]) -> float | None:
         return max(0.0, when.timestamp() - time.time()) if when else None
 
 
+def openai_not_given() -> Any:
+    """The SDK's marker for a parameter left out of the request."""
+    from openai import NOT_GIVEN
+
+    return NOT_GIVEN
+
+
 def _secret(env: str, *, required: bool) -> str | None:
     value = os.environ.get(env)
     if not value and required:
@@ -188,6 +205,48 @@ class _EventLoopThread:
         self.loop.close()
 
 
+class _Sent:
+    """One request through the gate: the limit's epoch it was sent in, and how it ended."""
+
+    def __init__(self, epoch: int) -> None:
+        self.epoch = epoch
+        self.answered = False
+        self.throttled = False
+        self.retry_after: float | None = None
+
+
+class _AdaptiveGate:
+    """The target's :class:`AdaptiveLimit` as an asyncio gate: a request waits for a slot, and
+    for the end of the latest ``Retry-After``."""
+
+    def __init__(self, maximum: int) -> None:
+        self.limit = AdaptiveLimit(maximum)
+        self.in_flight = 0
+        self._changed = asyncio.Condition()
+
+    @contextlib.asynccontextmanager
+    async def slot(self) -> AsyncIterator[_Sent]:
+        async with self._changed:
+            while True:
+                wait = self.limit.resume_at - time.monotonic()
+                if wait <= 0 and self.in_flight < self.limit.slots:
+                    break
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._changed.wait(), timeout=wait if wait > 0 else None)
+            self.in_flight += 1
+            sent = _Sent(self.limit.epoch)
+        try:
+            yield sent
+        finally:
+            async with self._changed:
+                self.in_flight -= 1
+                if sent.throttled:
+                    self.limit.throttled(sent.epoch, time.monotonic(), sent.retry_after)
+                elif sent.answered:
+                    self.limit.answered()
+                self._changed.notify_all()
+
+
 class OpenAIRuntime:
     def __init__(self, base_url: str, options: OpenAIOptions) -> None:
         self.base_url = base_url
@@ -205,7 +264,7 @@ class OpenAIRuntime:
         self._loop = _EventLoopThread()
         self._client, self._limit = self._loop.run(self._connect(api_key, headers))
 
-    async def _connect(self, api_key: str, headers: dict[str, str]) -> tuple[AsyncOpenAI, asyncio.Semaphore]:
+    async def _connect(self, api_key: str, headers: dict[str, str]) -> tuple[AsyncOpenAI, _AdaptiveGate]:
         from openai import AsyncOpenAI
 
         client = AsyncOpenAI(
@@ -215,11 +274,16 @@ class OpenAIRuntime:
             max_retries=0,
             timeout=self.options.timeout_s,
         )
-        return client, asyncio.Semaphore(self.options.max_concurrency)
+        return client, _AdaptiveGate(self.options.max_concurrency)
 
     @property
     def spec(self) -> str:
         return f"openai:{public_url(self.base_url)}"
+
+    @property
+    def adaptive_limit(self) -> AdaptiveLimit:
+        """The requests this target may have in flight now, as its throttling has adapted them."""
+        return self._limit.limit
 
     # A sample's seed goes in the request body's ``seed`` (servers that honour it reproduce the answer).
     accepts_seed = True
@@ -237,14 +301,17 @@ class OpenAIRuntime:
     async def _complete(self, messages: list[dict[str, str]], seed: int | None = None) -> TurnResponse:
         import openai  # loaded already: the client was built in _connect
 
-        async with self._limit:
+        async with self._limit.slot() as sent:
             try:
                 # The SDK's timeout bounds each read, so a server dripping a byte at a time never
                 # trips it: the whole request, connect to last byte, has ``timeout_s``.
                 async with asyncio.timeout(self.options.timeout_s):
                     if self.options.stream:
-                        return await self._streamed(messages, seed)
-                    return await self._whole(messages, seed)
+                        response = await self._streamed(messages, seed)
+                    else:
+                        response = await self._whole(messages, seed)
+                sent.answered = True
+                return response
             except (openai.APITimeoutError, TimeoutError):
                 raise TurnFault(
                     f"timed out after {self.options.timeout_s:g}s: {self.endpoint}", transient=True
@@ -254,6 +321,8 @@ class OpenAIRuntime:
                     f"connection failed: {self.endpoint}: {cause_text(exc)}", transient=True
                 ) from None
             except openai.APIStatusError as exc:
+                if exc.status_code in THROTTLE_STATUS:
+                    sent.throttled, sent.retry_after = True, retry_after_s(exc.response.headers)
                 raise TurnFault(
                     self._described(
                         f"HTTP {exc.status_code}", server_message(exc.response.text), exc.response.headers
@@ -286,6 +355,7 @@ class OpenAIRuntime:
             model=self.options.model,
             messages=messages,  # type: ignore[arg-type]
             stream=True,
+            stream_options={"include_usage": True} if self.options.stream_usage else openai_not_given(),
             timeout=self.options.timeout_s,
             extra_body=self._extra_body(seed),
         ) as reply:

@@ -10,6 +10,7 @@ from eval_pipeline.failures import BLOCKING_SEVERITIES, REPORT_SEVERITIES
 from eval_pipeline.history.runs import RUN_MATCH, RunRef
 from eval_pipeline.samples import SAMPLE_INDEX, flaky_within_run
 from eval_pipeline.scoring import verdict_word
+from eval_pipeline.usage import USAGE_METRICS
 from eval_pipeline.viewer.pages.common import (
     float_or_none,
     lane_runs,
@@ -56,6 +57,7 @@ class LaneRunPage:
     ref: RunRef
     verdict: str
     checks: list[Check]
+    usage: list[Check]  # turns, tokens, cost, latency and TTFT percentiles (no threshold)
     failing: list[FailingRow]
     failing_results: int  # all of them, not only this page's
     failing_cases: int
@@ -220,7 +222,12 @@ def flaky_of(con: duckdb.DuckDBPyConnection, ref: RunRef, *, samples: int, limit
 
 
 def _lane_run(con: duckdb.DuckDBPyConnection, ref: RunRef, page: int) -> LaneRunPage:
-    checks = checks_of(con, ref)
+    measured = checks_of(con, ref)
+    usage = sorted(
+        (c for c in measured if c.metric in USAGE_METRICS and c.threshold is None),
+        key=lambda c: USAGE_METRICS.index(c.metric),
+    )
+    checks = [c for c in measured if c not in usage]
     cases, samples = run_size(con, ref)
     failing = failing_of(
         con, ref, samples=samples, limit=RUN_PAGE_ROWS, offset=(max(page, 1) - 1) * RUN_PAGE_ROWS
@@ -236,6 +243,7 @@ def _lane_run(con: duckdb.DuckDBPyConnection, ref: RunRef, page: int) -> LaneRun
         ref,
         worst([c.verdict for c in checks]),
         checks,
+        usage,
         failing.rows,
         failing.results,
         failing.cases,
