@@ -49,6 +49,10 @@ USAGE_METRICS: tuple[str, ...] = (
     *(name for name, _ in TTFT_PERCENTILES),
 )
 
+# The usage metrics that time the runtime: two runs of the same answers differ in them, and a
+# recording (nothing sent) has none.
+TIMED_METRICS: tuple[str, ...] = tuple(name for name, _ in (*LATENCY_PERCENTILES, *TTFT_PERCENTILES))
+
 # The transcript columns the usage metrics read.
 USAGE_COLUMNS: tuple[str, ...] = (
     "error",

@@ -8,6 +8,7 @@ from eval_pipeline.lanes import find_lane
 from eval_pipeline.pipeline import LaneRun, evaluate_lane
 from eval_pipeline.predicates import TurnView, get_turn_predicate
 from eval_pipeline.runtimes import build_runtime
+from eval_pipeline_tests.metric_tables import lane_values
 
 LANE = "refusal_calibration"
 
@@ -17,7 +18,7 @@ def run(runtime: str, split: str = "public") -> LaneRun:
 
 
 def metrics(lane_run: LaneRun) -> dict[str, float | None]:
-    return {m.metric: m.value for m in lane_run.metric_values}
+    return lane_values(lane_run.metric_values)
 
 
 @pytest.mark.parametrize("runtime", ["reference", "reference:no-gloss"])

@@ -15,6 +15,7 @@ from eval_pipeline.pipeline import evaluate_lane
 from eval_pipeline.predicates import PREDICATES
 from eval_pipeline.runtimes import build_runtime
 from eval_pipeline.settings import PROJECT_ROOT
+from eval_pipeline_tests.metric_tables import lane_values
 
 
 def readme_section() -> str:
@@ -62,7 +63,7 @@ def lane_folder(tmp_path: Path) -> Path:
 def test_the_walk_through_lane_runs(lane_folder: Path) -> None:
     (spec,) = discover_lanes(lane_folder)
     run = evaluate_lane(spec, "dev", build_runtime("reference"))
-    values = {m.metric: m.value for m in run.metric_values}
+    values = lane_values(run.metric_values)
     assert values == {
         "no_apology_rate": 1.0,
         "punctuation_rate": 1.0,

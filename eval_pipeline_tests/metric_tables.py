@@ -1,0 +1,21 @@
+"""A run's metrics as the tests that compare runs read them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import pandas as pd
+
+from eval_pipeline.scoring import MetricValue
+from eval_pipeline.usage import TIMED_METRICS, USAGE_METRICS
+
+
+def untimed(metrics: pd.DataFrame) -> pd.DataFrame:
+    """The metrics table without the usage metrics that time the runtime (latency, TTFT): what
+    two runs of the same answers, or a run and its replay, must agree on."""
+    return metrics[~metrics["metric"].isin(TIMED_METRICS)].reset_index(drop=True)
+
+
+def lane_values(values: Iterable[MetricValue]) -> dict[str, float | None]:
+    """The lane's own metrics by name, without the usage metrics every run reports."""
+    return {m.metric: m.value for m in values if m.metric not in USAGE_METRICS}
