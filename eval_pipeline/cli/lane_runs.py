@@ -522,11 +522,11 @@ def _exit_code(outcomes: list[LaneOutcome], *, summary: bool) -> int:
             line += f"; {unmeasured} check(s) not measured (void)"
         if void:
             line += f"; {len(void)} void (the measurement failed: {', '.join(o.lane for o in void)})"
-        measured_runs = [_usage(o) for o in outcomes if o.metrics is not None]
-        if measured_runs:
-            line += f"; {totals_text(summed_usage(measured_runs))}"
         style = rich_style("void" if void else "fail" if blocking else "pass")
         out().print(f"[{style}]{escape(line)}[/]", highlight=False)
+        measured_runs = [_usage(o) for o in outcomes if o.metrics is not None]
+        if measured_runs:  # the last line: what the invocation sent, and spent
+            out().print(f"usage: {escape(totals_text(summed_usage(measured_runs)))}", highlight=False)
     if void:
         return EXIT_VOID
     return EXIT_CHECK_FAILED if blocking else EXIT_OK

@@ -40,6 +40,7 @@ def test_json_document_has_metrics_checks_and_rows() -> None:
         "severity": "ERROR",
         "value": 1.0,
         "threshold": "== 1",
+        "void_reason": None,  # measured
     }
     assert {r["case_id"] for r in lane["case_predicates"]} == {
         "fluency_dev_time_001",
