@@ -54,13 +54,14 @@ def sqlite_files_kept_open() -> Iterator[None]:
             dbapi_connection.execute("PRAGMA synchronous=NORMAL")
 
     def keep(dbapi_connection: Any, _record: Any) -> None:
-        # On check-in the storage's work is committed and the file is in WAL mode already: a
-        # keeper opened now joins the WAL (its first read maps the shared memory).
+        # On check-in the storage's work is committed. A keeper opened while the file is in WAL
+        # mode joins the WAL (its first read maps the shared memory); one opened while a new file
+        # is still being created (rollback journal) would hold nothing once the file switches.
         if not isinstance(dbapi_connection, sqlite3.Connection):
             return
         path = _database_file(dbapi_connection)
         with lock:
-            if not path or path in keepers:
+            if not path or path in keepers or not _in_wal_mode(dbapi_connection):
                 return
             keeper = sqlite3.connect(path, check_same_thread=False)
             keeper.execute("SELECT count(*) FROM sqlite_master").fetchall()

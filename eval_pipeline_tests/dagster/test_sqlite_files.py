@@ -64,3 +64,23 @@ def test_a_file_without_a_write_ahead_log_keeps_its_synced_commits(tmp_path: Pat
     engine = sa.create_engine(f"sqlite:///{tmp_path / 'plain.db'}", poolclass=sa.pool.NullPool)
     with sqlite_files_kept_open():
         assert _synchronous(engine) == FULL
+
+
+def test_a_file_created_inside_the_block_is_kept_once_it_has_a_write_ahead_log(tmp_path: Path) -> None:
+    # Like a run's own event file: created inside the block, first used without a WAL (its
+    # schema), then switched to WAL mode. A keeper opened before the switch holds nothing.
+    path = tmp_path / "run.db"
+    wal = tmp_path / "run.db-wal"
+    engine = sa.create_engine(f"sqlite:///{path}", poolclass=sa.pool.NullPool)
+    with sqlite_files_kept_open():
+        with engine.begin() as connection:
+            connection.execute(sa.text("CREATE TABLE events (n INTEGER)"))
+        with engine.begin() as connection:
+            connection.execute(sa.text("PRAGMA journal_mode=WAL"))
+        for n in range(3):
+            _write(engine, n)
+            assert wal.exists()  # kept open: this close was not the last, so no checkpoint
+        assert _synchronous(engine) == NORMAL
+    assert not wal.exists()
+    with sqlite3.connect(path) as reader:
+        assert [n for (n,) in reader.execute("SELECT n FROM events ORDER BY n")] == [0, 1, 2]
