@@ -12,6 +12,7 @@ import os
 import shutil
 import socket
 import tempfile
+import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
@@ -43,7 +44,7 @@ from eval_pipeline.dagster_wiring.partitions import (
 from eval_pipeline.dagster_wiring.resources import HistoryResource, RuntimeResource
 from eval_pipeline.dagster_wiring.runtime_targets import observe_target
 from eval_pipeline.dagster_wiring.schedules import job_name, series_tags
-from eval_pipeline.dagster_wiring.sqlite_files import sqlite_files_kept_open
+from eval_pipeline.dagster_wiring.sqlite_files import prepare_run_file, sqlite_files_kept_open
 from eval_pipeline.dagster_wiring.tags import DATE_TAG, HOST_TAG, PID_TAG, SERIES_TAG
 from eval_pipeline.failures import FirstFailing, first_failing
 from eval_pipeline.lanes.spec import LaneSpec
@@ -312,12 +313,15 @@ def materialize_lane(
                 },
                 executor_name="in_process",
             )
+            run_id = str(uuid.uuid4())
+            prepare_run_file(run_on.root_directory, run_id)
             with partitions_remembered(run_on):
                 in_process = definitions.resolve_job_def(job_name(spec)).execute_in_process(
                     instance=run_on,
                     partition_key=key,
                     run_config=run_config,
                     raise_on_error=False,
+                    run_id=run_id,
                     tags=run_tags,
                 )
             return _outcome(spec, in_process, split, case_set, target.name)

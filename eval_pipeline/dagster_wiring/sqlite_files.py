@@ -18,10 +18,12 @@ What is stored is unchanged; storages that are not SQLite files (Postgres) are l
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import event
@@ -78,3 +80,58 @@ def sqlite_files_kept_open() -> Iterator[None]:
             for keeper in keepers.values():
                 keeper.close()
             keepers.clear()
+
+
+# Where Dagster's default SQLite storage keeps a run's events: one file per run next to the
+# cross-run index, all of one schema (DAGSTER_HOME/history/runs/{index,<run id>}.db).
+RUN_FILES = Path("history") / "runs"
+INDEX_FILE = "index.db"
+
+
+def _schema_script(index: sqlite3.Connection) -> str:
+    """The statements that make a file of the index's schema, at its migration revision."""
+    statements = [
+        f"{sql};"
+        for (sql,) in index.execute(
+            "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' ORDER BY rowid"
+        )
+    ]
+    revisions = [revision for (revision,) in index.execute("SELECT version_num FROM alembic_version")]
+    statements += [f"INSERT INTO alembic_version VALUES ({_quoted(revision)});" for revision in revisions]
+    return "\n".join(statements)
+
+
+def _quoted(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def prepare_run_file(instance_root: str | Path, run_id: str) -> bool:
+    """Create the event file of run ``run_id`` before the run starts, when the instance keeps
+    runs in SQLite files (False, and nothing done, when it does not: Postgres, in memory).
+
+    Dagster creates a run's file at its first event through its migration tool: a dozen
+    schema transactions, each synced to the disk while the file has no write-ahead log yet.
+    Here the file is made in one unsynced transaction from the index's own schema and
+    migration revision (the two files share one schema), in WAL mode, and moved into place
+    whole, so Dagster finds a file at its current revision and uses it as is."""
+    folder = Path(instance_root) / RUN_FILES
+    index_path, target = folder / INDEX_FILE, folder / f"{run_id}.db"
+    if not index_path.is_file() or target.exists():
+        return False
+    with closing(sqlite3.connect(index_path)) as index:
+        try:
+            script = _schema_script(index)
+        except sqlite3.DatabaseError:  # not the layout this expects: let Dagster create the file
+            return False
+    scratch = folder / f".{run_id}.db.new"
+    try:
+        with closing(sqlite3.connect(scratch)) as created:
+            created.execute("PRAGMA synchronous=OFF")
+            created.execute("PRAGMA journal_mode=WAL")
+            created.executescript(f"BEGIN;\n{script}\nCOMMIT;")
+        os.replace(scratch, target)
+    finally:
+        scratch.unlink(missing_ok=True)
+        for suffix in ("-wal", "-shm"):
+            Path(f"{scratch}{suffix}").unlink(missing_ok=True)
+    return True

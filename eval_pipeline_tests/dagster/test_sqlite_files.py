@@ -1,14 +1,17 @@
 """The instance's SQLite files stay open while a lane runs (one checkpoint per file, same rows),
-and a WAL file's commits are not synced one by one."""
+a WAL file's commits are not synced one by one, and a run's event file is made before it starts."""
 
 from __future__ import annotations
 
 import sqlite3
+import uuid
+from contextlib import closing
 from pathlib import Path
 
+import dagster as dg
 import sqlalchemy as sa
 
-from eval_pipeline.dagster_wiring.sqlite_files import sqlite_files_kept_open
+from eval_pipeline.dagster_wiring.sqlite_files import prepare_run_file, sqlite_files_kept_open
 
 
 def _wal_engine(path: Path) -> sa.Engine:
@@ -84,3 +87,41 @@ def test_a_file_created_inside_the_block_is_kept_once_it_has_a_write_ahead_log(t
     assert not wal.exists()
     with sqlite3.connect(path) as reader:
         assert [n for (n,) in reader.execute("SELECT n FROM events ORDER BY n")] == [0, 1, 2]
+
+
+def _schema(path: Path) -> tuple[list[tuple[str, str]], list[str]]:
+    with closing(sqlite3.connect(path)) as connection:
+        tables = sorted(connection.execute("SELECT name, sql FROM sqlite_master WHERE sql IS NOT NULL"))
+        revisions = [r for (r,) in connection.execute("SELECT version_num FROM alembic_version")]
+    return tables, revisions
+
+
+@dg.asset
+def _one() -> int:
+    return 1
+
+
+def test_a_run_file_made_before_the_run_is_the_one_dagster_writes_its_events_into(tmp_path: Path) -> None:
+    with dg.instance_for_test(temp_dir=str(tmp_path)) as instance:
+        instance.get_runs(limit=1)  # the storages exist, the index among them
+        run_id = str(uuid.uuid4())
+        assert prepare_run_file(instance.root_directory, run_id)
+        run_file = tmp_path / "history" / "runs" / f"{run_id}.db"
+        made = run_file.stat().st_ino
+        index = _schema(tmp_path / "history" / "runs" / "index.db")
+        assert _schema(run_file) == index and index[1]  # the index's tables, at its revision
+        assert not prepare_run_file(instance.root_directory, run_id)  # never over an existing file
+        job = dg.Definitions(assets=[_one]).resolve_implicit_global_asset_job_def()
+        result = job.execute_in_process(instance=instance, run_id=run_id)
+        assert result.success and result.run_id == run_id
+        assert run_file.stat().st_ino == made  # used as it was, not made again
+        assert _schema(run_file) == index
+        with closing(sqlite3.connect(run_file)) as connection:
+            stored = connection.execute("SELECT count(*) FROM event_logs WHERE run_id = ?", (run_id,))
+            assert stored.fetchone()[0] == len(instance.all_logs(run_id)) > 0
+        assert not list((tmp_path / "history" / "runs").glob(".*"))  # no scratch file left
+
+
+def test_an_instance_without_run_files_gets_none() -> None:
+    with dg.DagsterInstance.ephemeral() as instance:
+        assert not prepare_run_file(instance.root_directory, str(uuid.uuid4()))
