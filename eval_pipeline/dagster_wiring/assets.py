@@ -43,6 +43,7 @@ from eval_pipeline.dagster_wiring.tags import DATE_TAG, VERDICT_TAG
 from eval_pipeline.drive import samples_to_drive
 from eval_pipeline.failures import FirstFailing, first_failing
 from eval_pipeline.history import append_run, commit_run, find_regressions, lane_chart_markdown
+from eval_pipeline.history.views import connect, refresh
 from eval_pipeline.journal import JournalIdentity, remove_journals
 from eval_pipeline.lanes.registry import lane_kind
 from eval_pipeline.lanes.spec import LaneSpec
@@ -469,64 +470,67 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
         series = {name: str(row[name]) for name in ("lane", "split", "runtime", "case_set")}
         run_id, night = str(row["run_id"]), str(row["partition_date"])
         root = history.resolved_root()
-        findings = find_regressions(
-            root,
-            lane=series["lane"],
-            split=series["split"],
-            runtime=series["runtime"],
-            case_set=series["case_set"],
-            metrics=metrics,
-            case_predicates=case_predicates.read(
-                ["case_id", "predicate", "passed", "severity", "sample_index"]
-            ),
-            metric_rows=lane_kind(spec).metric_rows,
-            turn_verdicts=turn_predicates,
-            transcripts=transcripts,
-            alpha=spec.regression_alpha,
-            run_id=run_id,
-        )
-        # turn_verdicts: the turn predicates without code and evidence (tables.TURN_VERDICTS).
-        stored: dict[str, pd.DataFrame | StageFile] = {
-            "metrics": metrics,
-            "case_predicates": case_predicates,
-            "turn_verdicts": turn_predicates,
-        }
-        if history.keep_transcripts:
-            stored["transcripts"] = transcripts
-        for name, rows in stored.items():
-            append_run(root, name, rows, lane=spec.name, date=night, run_id=run_id)
-        manifest = frame(
-            RUN_MANIFESTS,
-            [
-                {
-                    "runtime_spec": redacted_spec(runtime.target(series["runtime"]).spec),
-                    "partition_date": night,
-                    "started_at": row["started_at"],
-                    "committed_at": datetime.now(UTC),
-                    "cases_sha256": row["cases_sha256"],
-                    "pipeline_version": row["pipeline_version"],
-                    "dagster_job": context.run.job_name,
-                    "tables": ",".join(stored),
-                }
-            ],
-            run_id=run_id,
-            **series,
-        )
-        commit_run(root, manifest, lane=spec.name, date=night, run_id=run_id)
-        # Committed: nothing of the series is left to resume.
-        remove_journals(
-            runtime.journal_root(context.instance), spec.name, series["case_set"], series["runtime"]
-        )
-        gate = gate_check_result(metrics)
-        # The Runs page tells a measured failure (verdict fail, run succeeded) from a broken run.
-        context.instance.add_run_tags(context.run_id, {VERDICT_TAG: run_verdict(metrics)})
-        return dg.MaterializeResult(
-            metadata={
-                "history_root": root,
-                "tables": dg.MetadataValue.json(sorted(stored)),
-                "trend": dg.MetadataValue.md(lane_chart_markdown(root, spec.name)),
-            },
-            check_results=[regression_check_result(findings), gate],
-        )
+        # One connection for the regression (before this run is committed) and the trend (after).
+        with connect(root) as con:
+            findings = find_regressions(
+                con,
+                lane=series["lane"],
+                split=series["split"],
+                runtime=series["runtime"],
+                case_set=series["case_set"],
+                metrics=metrics,
+                case_predicates=case_predicates.read(
+                    ["case_id", "predicate", "passed", "severity", "sample_index"]
+                ),
+                metric_rows=lane_kind(spec).metric_rows,
+                turn_verdicts=turn_predicates,
+                transcripts=transcripts,
+                alpha=spec.regression_alpha,
+                run_id=run_id,
+            )
+            # turn_verdicts: the turn predicates without code and evidence (tables.TURN_VERDICTS).
+            stored: dict[str, pd.DataFrame | StageFile] = {
+                "metrics": metrics,
+                "case_predicates": case_predicates,
+                "turn_verdicts": turn_predicates,
+            }
+            if history.keep_transcripts:
+                stored["transcripts"] = transcripts
+            for name, rows in stored.items():
+                append_run(root, name, rows, lane=spec.name, date=night, run_id=run_id)
+            manifest = frame(
+                RUN_MANIFESTS,
+                [
+                    {
+                        "runtime_spec": redacted_spec(runtime.target(series["runtime"]).spec),
+                        "partition_date": night,
+                        "started_at": row["started_at"],
+                        "committed_at": datetime.now(UTC),
+                        "cases_sha256": row["cases_sha256"],
+                        "pipeline_version": row["pipeline_version"],
+                        "dagster_job": context.run.job_name,
+                        "tables": ",".join(stored),
+                    }
+                ],
+                run_id=run_id,
+                **series,
+            )
+            commit_run(root, manifest, lane=spec.name, date=night, run_id=run_id)
+            refresh(con, root)  # the trend shows this run too
+            # Committed: nothing of the series is left to resume.
+            remove_journals(
+                runtime.journal_root(context.instance), spec.name, series["case_set"], series["runtime"]
+            )
+            gate = gate_check_result(metrics)
+            # The Runs page tells a measured failure (verdict fail, run succeeded) from a broken run.
+            context.instance.add_run_tags(context.run_id, {VERDICT_TAG: run_verdict(metrics)})
+            return dg.MaterializeResult(
+                metadata={
+                    "history_root": root,
+                    "tables": dg.MetadataValue.json(sorted(stored)),
+                    "trend": dg.MetadataValue.md(lane_chart_markdown(con, spec.name)),
+                },
+                check_results=[regression_check_result(findings), gate],
+            )
 
     return [cases, transcripts, turn_predicates, case_predicates, metrics, history_asset]

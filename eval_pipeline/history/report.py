@@ -15,6 +15,7 @@ The trend charts are here too, for the Dagster asset metadata (:func:`lane_chart
 from __future__ import annotations
 
 import base64
+from contextlib import nullcontext
 from pathlib import Path
 
 import duckdb
@@ -53,15 +54,16 @@ def series_name(split: str, runtime: str, case_set: str) -> str:
     return f"{split} · {runtime}" + ("" if case_set == split else f" · {case_set}")
 
 
-def lane_chart_svg(root: str, lane: str) -> str:
-    """Every metric chart of ``lane`` tiled into one SVG (for Dagster asset metadata)."""
-    with connect(root) as con:
+def lane_chart_svg(history: str | duckdb.DuckDBPyConnection, lane: str) -> str:
+    """Every metric chart of ``lane`` tiled into one SVG (for Dagster asset metadata);
+    ``history`` is the history root, or an open connection to it (:func:`connect`)."""
+    with connect(history) if isinstance(history, str) else nullcontext(history) as con:
         return grid_svg(lane_charts(con, lane))
 
 
-def lane_chart_markdown(root: str, lane: str) -> str:
+def lane_chart_markdown(history: str | duckdb.DuckDBPyConnection, lane: str) -> str:
     """The lane's chart as markdown: an image with an inline ``data:`` URI (no file, no server)."""
-    encoded = base64.b64encode(lane_chart_svg(root, lane).encode()).decode()
+    encoded = base64.b64encode(lane_chart_svg(history, lane).encode()).decode()
     return f"![{lane} metrics over time](data:image/svg+xml;base64,{encoded})"
 
 

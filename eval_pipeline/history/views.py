@@ -73,7 +73,14 @@ def connect(root: str, filesystem: fsspec.AbstractFileSystem | None = None) -> d
         con.register_filesystem(fs)
     for table in HISTORY_TABLES:
         con.register(f"_stub_{table}", _stub(table))
-    _create(con, f"CREATE TEMP TABLE {MANIFESTS} AS SELECT * FROM ({{source}})", root, MANIFESTS)
+    refresh(con, root)
+    return con
+
+
+def refresh(con: duckdb.DuckDBPyConnection, root: str) -> None:
+    """(Re)create the views of a connection of :func:`connect` over ``root`` as it is now: a
+    connection refreshed sees the runs committed since it connected."""
+    _create(con, f"CREATE OR REPLACE TEMP TABLE {MANIFESTS} AS SELECT * FROM ({{source}})", root, MANIFESTS)
     for table in DATA_TABLES:
         _create(
             con,
@@ -83,7 +90,6 @@ def connect(root: str, filesystem: fsspec.AbstractFileSystem | None = None) -> d
             table,
         )
     con.execute(_RUNS_VIEW)
-    return con
 
 
 def files_sql(root: str, table: str) -> str:

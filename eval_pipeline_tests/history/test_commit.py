@@ -19,11 +19,20 @@ from eval_pipeline.cli import app
 from eval_pipeline.history.compact import compact
 from eval_pipeline.history.regression import find_regressions
 from eval_pipeline.history.store import DATA_TABLES, append_run, commit_run
-from eval_pipeline.history.views import connect
+from eval_pipeline.history.views import connect, refresh
 from eval_pipeline.lanes import find_lane, lane_kind
 from eval_pipeline.pipeline import LaneRun
 
-from .conftest import LANE, METRICS_PER_RUN, SPLIT, StoredRun, manifest, record_run, run_tables
+from .conftest import (
+    CANDIDATE_RUNS,
+    LANE,
+    METRICS_PER_RUN,
+    SPLIT,
+    StoredRun,
+    manifest,
+    record_run,
+    run_tables,
+)
 
 runner = CliRunner()
 KILLED = StoredRun("run-killed", "candidate", "2024-04-02", True)  # would flip 27 verdicts vs run-c4
@@ -216,3 +225,25 @@ def test_compaction_drops_an_old_uncommitted_run_and_keeps_a_young_one(
         after = con.execute("SELECT * FROM case_predicates ORDER BY run_id, case_id, predicate").df()
     assert set(after["run_id"]) == {*before["run_id"], "run-stray"}
     pd.testing.assert_frame_equal(after[after.run_id != "run-stray"].reset_index(drop=True), before)
+
+
+def test_a_refreshed_connection_sees_runs_committed_since_it_connected(
+    history_root: Path, lane_runs: dict[bool, LaneRun]
+) -> None:
+    # The history step's one connection: opened on an empty history (a series' first run)
+    # for the regression, refreshed after the commit for the trend.
+    root = str(history_root)
+    first, second = CANDIDATE_RUNS[0], CANDIDATE_RUNS[1]
+    with connect(root) as con:
+        record_run(root, lane_runs[first.glossed], first)
+        assert con.execute("SELECT count(*) FROM runs").fetchone() == (0,)  # as when it connected
+        refresh(con, root)
+        for view in VIEWS:
+            counted = con.execute(f"SELECT count(*) FROM {view} WHERE run_id = ?", [first.run_id]).fetchone()
+            assert counted is not None and counted[0] > 0, view
+        record_run(root, lane_runs[second.glossed], second, commit=False)
+        refresh(con, root)
+        assert con.execute("SELECT count(*) FROM metrics WHERE run_id = ?", [second.run_id]).fetchone() == (
+            0,
+        )
+        assert con.execute("SELECT count(*) FROM metrics").fetchone() == (METRICS_PER_RUN,)
