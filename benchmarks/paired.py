@@ -50,7 +50,13 @@ from eval_pipeline.stage_files import StageFile, StageWriter
 from eval_pipeline.tables import CASE_PREDICATES, SCHEMAS, TRANSCRIPTS, TURN_PREDICATES
 
 # Test-suite runs (eval_pipeline_tests/test_benchmarks_run.py): arguments → lines of figures.
-TINY_RUNS = {"--cases 1000 --resamples 200": [r"^compare_runs, 4 rates, flips and document: [0-9.]+ s$"]}
+TINY_RUNS = {
+    "--cases 1000 --resamples 200 --turn-cases 1000 --size-turns 20000": [
+        r"^compare_runs, 4 rates, flips and document: [0-9.]+ s$",
+        r"^compare_runs, the rate over turns and document: [0-9.]+ s$",
+        r"^turn_verdicts adds [0-9.]+% to the run's transcripts and case predicates",
+    ]
+}
 
 LANE, SPLIT, RUNTIME, DAY = "bench_lane", "public", "reference", "2026-12-01"
 SERIES = {"lane": LANE, "split": SPLIT, "runtime": RUNTIME, "case_set": SPLIT}

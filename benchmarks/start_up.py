@@ -4,7 +4,7 @@ embedded reference runtime, next to ``python -c "import dagster"`` measured in t
 Each figure is the median wall time of ``--repeat`` fresh processes of the installed command
 line (``eval-pipeline`` next to this interpreter), in one scratch project state (a temporary
 DAGSTER_HOME and history root, both warmed by one untimed run first, since the quick start's
-first run also creates the instance):
+first run also creates the instance; ``--no-warm-up`` leaves that run out):
 
 - ``python -c "import dagster"``: the floor every Dagster run pays;
 - ``eval-pipeline --help``;
@@ -48,7 +48,7 @@ LANES = (
 )
 # The test suite's run of this benchmark (benchmarks/README.md, "Tiny runs").
 TINY_RUNS = {
-    "--repeat 1 --lanes 2 --no-main-job": [
+    "--repeat 1 --lanes 2 --no-main-job --no-warm-up": [
         r"^eval-pipeline --help +[0-9.]+ s +[0-9.]+ s CPU$",
         r"^run, 1 lane\(s\) +[0-9.]+ s +[0-9.]+ s CPU$",
         r"^each further lane adds +-?[0-9.]+ s +-?[0-9.]+ s CPU$",
@@ -134,6 +134,11 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="processes per figure (median)")
     parser.add_argument("--lanes", type=int, default=len(LANES), help="most lanes in one invocation")
     parser.add_argument("--no-main-job", action="store_true", help="skip the every-lane run")
+    parser.add_argument(
+        "--no-warm-up",
+        action="store_true",
+        help="skip the untimed first run (the first timed one then creates the instance and history)",
+    )
     args = parser.parse_args()
     lanes = max(1, min(args.lanes, len(LANES)))
 
@@ -145,7 +150,8 @@ def main() -> None:
             "COLUMNS": "100",
         }
         env.pop("EVAL_PIPELINE_RUNTIME", None)
-        timed([COMMAND, "run", *lane_args(1)], env)  # creates the instance and the history root
+        if not args.no_warm_up:
+            timed([COMMAND, "run", *lane_args(1)], env)  # creates the instance and the history root
 
         figures: list[tuple[str, Figure]] = []
         imports = median_of([sys.executable, "-c", "import dagster"], env, args.repeat)

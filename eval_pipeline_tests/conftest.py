@@ -12,6 +12,14 @@ import pytest
 from eval_pipeline.settings import PROJECT_ROOT
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The slow tests first, each group in collection order. Workers take tests in this order
+    (``--dist loadgroup``), so the long end-to-end runs start early and the many quick tests
+    fill whichever worker is free at the end, instead of one long test keeping a worker busy
+    while the other has nothing left."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 @pytest.fixture(autouse=True)
 def isolated_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     state = tmp_path / "state"

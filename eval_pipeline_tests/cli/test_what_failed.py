@@ -5,19 +5,18 @@ validated against the JUnit schema."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
 import junitparser
 import pytest
 import xmlschema
+from typer.testing import CliRunner
 
+from eval_pipeline.cli import app
 from eval_pipeline.cli.common import EXIT_OK, EXIT_VOID
-from eval_pipeline.settings import PROJECT_ROOT
 from eval_pipeline_tests.runtimes.helpers import write_recording
 
 pytestmark = pytest.mark.slow
@@ -27,14 +26,14 @@ WIDTH = 100
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    executable = Path(sys.executable).parent / "eval-pipeline"
-    return subprocess.run(
-        [str(executable), *args],
-        cwd=PROJECT_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, "COLUMNS": str(WIDTH)},
+    """``eval-pipeline ARGS`` at a ``WIDTH``-column terminal, run in this process through the
+    command line's own entry point: its exit code, standard output and standard error. An
+    exception the command line did not turn into an exit is raised, never read as exit 1."""
+    result = CliRunner().invoke(app, list(args), env={"COLUMNS": str(WIDTH)})
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return subprocess.CompletedProcess(
+        ["eval-pipeline", *args], result.exit_code, result.stdout, result.stderr
     )
 
 

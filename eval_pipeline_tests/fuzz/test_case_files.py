@@ -30,7 +30,8 @@ from eval_pipeline_tests.fuzz.mutations import (
 )
 
 CORPUS = Path(__file__).parent.parent / "fixtures" / "fuzz_corpus"
-LANES = [spec.name for spec in discover_lanes()]
+SPECS = discover_lanes()  # read once: each lookup by name reads every lane's declaration again
+LANES = [spec.name for spec in SPECS]
 runner = CliRunner()
 
 
@@ -66,10 +67,9 @@ def test_validate_and_run_report_the_same_lines_through_the_cli(lane: str) -> No
 @given(seed=st.integers(0, 2**32 - 1), lines=st.integers(1, 12))
 def test_mutated_files_of_every_lane(tmp_path_factory: pytest.TempPathFactory, seed: int, lines: int) -> None:
     rng = random.Random(seed)
-    for lane in LANES:
-        spec = find_lane(lane)
-        mutated = mutated_file(base_cases(spec), case_model(spec), lane, rng, lines)
-        path = tmp_path_factory.mktemp("fuzz") / f"{lane}.jsonl"
+    for spec in SPECS:
+        mutated = mutated_file(base_cases(spec), case_model(spec), spec.name, rng, lines)
+        path = tmp_path_factory.mktemp("fuzz") / f"{spec.name}.jsonl"
         counts = check_file(spec, path, write_corpus(path, mutated, rng))
         assert counts.failures() == 0, counts.examples
 

@@ -37,6 +37,11 @@ SUBJECTS = [
     "language",
 ]
 TURNS_PER_THREAD = 10
+# The runs killed at about half their turns and resumed (CLI and Dagster): threads, sessions at once.
+KILLED_THREADS = 200
+KILLED_CONCURRENCY = 16
+# Both resume tests compare with one uninterrupted run (conftest.py), made once on their worker.
+RESUME_GROUP = "resume"
 
 # What must equal between a resumed run and an uninterrupted one (latency, raw and the run id
 # aside), of each table history keeps.

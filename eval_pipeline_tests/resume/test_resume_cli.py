@@ -9,9 +9,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from eval_pipeline.pipeline import LaneRun
 from eval_pipeline.runtimes.serve import ServeConfig
 from eval_pipeline_tests.resume.helpers import (
+    KILLED_CONCURRENCY,
+    KILLED_THREADS,
     LANE,
+    RESUME_GROUP,
     TABLE_COLUMNS,
     TURNS_PER_THREAD,
     committed_runs,
@@ -23,19 +27,19 @@ from eval_pipeline_tests.resume.helpers import (
     openai_arguments,
     requests_served,
     run_cli,
-    uninterrupted_run,
     write_threads,
 )
 from eval_pipeline_tests.runtimes.helpers import served_reference
 
-THREADS = 200
+THREADS = KILLED_THREADS
 TOTAL_TURNS = THREADS * TURNS_PER_THREAD
-CONCURRENCY = 16
+CONCURRENCY = KILLED_CONCURRENCY
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group(RESUME_GROUP)
 def test_a_killed_run_resumes_sending_only_the_unanswered_sessions(
-    tmp_path: Path, isolated_state: Path
+    tmp_path: Path, isolated_state: Path, uninterrupted_threads: LaneRun
 ) -> None:
     cases = write_threads(tmp_path / "threads.jsonl", THREADS)
     with served_reference(ServeConfig(latency_ms=20)) as server:
@@ -48,9 +52,6 @@ def test_a_killed_run_resumes_sending_only_the_unanswered_sessions(
             "--concurrency",
             str(CONCURRENCY),
         ]
-        uninterrupted = uninterrupted_run(server, None, cases, CONCURRENCY)
-        assert requests_served(server) == TOTAL_TURNS
-
         resumed = tmp_path / "resumed"
         before = requests_served(server)
         kill_when(
@@ -75,6 +76,6 @@ def test_a_killed_run_resumes_sending_only_the_unanswered_sessions(
     for table in TABLE_COLUMNS:
         pd.testing.assert_frame_equal(
             comparable(history_table(resumed, table), table),
-            comparable(getattr(uninterrupted, table), table),
+            comparable(getattr(uninterrupted_threads, table), table),
             obj=table,
         )

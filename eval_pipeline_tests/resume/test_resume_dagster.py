@@ -16,10 +16,14 @@ import pytest
 import yaml
 
 from eval_pipeline.dagster_wiring.launch import ensure_instance
+from eval_pipeline.pipeline import LaneRun
 from eval_pipeline.runtimes.serve import ServeConfig
 from eval_pipeline.settings import EVALS_ENV, PROJECT_ROOT
 from eval_pipeline_tests.resume.helpers import (
+    KILLED_CONCURRENCY,
+    KILLED_THREADS,
     LANE,
+    RESUME_GROUP,
     TABLE_COLUMNS,
     TURNS_PER_THREAD,
     committed_runs,
@@ -30,19 +34,23 @@ from eval_pipeline_tests.resume.helpers import (
     kill_when,
     requests_served,
     served_options,
-    uninterrupted_run,
     write_threads,
 )
 from eval_pipeline_tests.runtimes.helpers import served_reference
 
-THREADS = 200
-CONCURRENCY = 16
+THREADS = KILLED_THREADS
+CONCURRENCY = KILLED_CONCURRENCY
 REEXECUTE = Path(__file__).with_name("reexecute.py")
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group(RESUME_GROUP)
 def test_reexecution_from_failure_resumes_from_the_journal(
-    tmp_path: Path, isolated_state: Path, history_root: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    isolated_state: Path,
+    history_root: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    uninterrupted_threads: LaneRun,
 ) -> None:
     evals = tmp_path / "evals"
     shutil.copytree(PROJECT_ROOT / "evals" / LANE, evals / LANE)
@@ -57,9 +65,7 @@ def test_reexecution_from_failure_resumes_from_the_journal(
         (evals / "runtimes.yaml").write_text(
             yaml.safe_dump({"targets": {"served": target}}), encoding="utf-8"
         )
-        uninterrupted = uninterrupted_run(server, "dev", None, CONCURRENCY)
         total = THREADS * TURNS_PER_THREAD
-        assert requests_served(server) == total
 
         before = requests_served(server)
         arguments = ["--runtime", "served", "--lane", LANE, "--split", "dev"]
@@ -91,6 +97,6 @@ def test_reexecution_from_failure_resumes_from_the_journal(
     for table in TABLE_COLUMNS:
         pd.testing.assert_frame_equal(
             comparable(history_table(history_root, table), table),
-            comparable(getattr(uninterrupted, table), table),
+            comparable(getattr(uninterrupted_threads, table), table),
             obj=table,
         )

@@ -55,19 +55,47 @@ def _credentials(env: dict[str, str]) -> dict[str, str]:
     }
 
 
-@pytest.fixture
-def roots(
-    s3_env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lane_runs: dict[bool, LaneRun]
-) -> tuple[str, str]:
-    """The same runs in a local folder and under s3://…; credentials only in the environment."""
-    for name, value in s3_env.items():
-        monkeypatch.setenv(name, value)
-    local, remote = str(tmp_path / "history"), f"s3://{BUCKET}/{tmp_path.name}/history"
+def stored_roots(folder: Path, lane_runs: dict[bool, LaneRun]) -> tuple[str, str]:
+    """The same runs in a local folder and under s3://… (named after ``folder``), with the
+    S3 environment set."""
+    local, remote = str(folder / "history"), f"s3://{BUCKET}/{folder.name}/history"
     for root in (local, remote):
         for stored in (*CANDIDATE_RUNS, *REFERENCE_RUNS):
             record_run(root, lane_runs[stored.glossed], stored)
         record_run(root, lane_runs[False], UNCOMMITTED, commit=False)
     return local, remote
+
+
+@pytest.fixture(scope="module")
+def shared_roots(
+    s3_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory, lane_runs: dict[bool, LaneRun]
+) -> tuple[str, str]:
+    """:func:`stored_roots` once for the module's tests that only read them."""
+    with pytest.MonkeyPatch.context() as env:
+        for name, value in s3_env.items():
+            env.setenv(name, value)
+        return stored_roots(tmp_path_factory.mktemp("shared"), lane_runs)
+
+
+@pytest.fixture
+def roots(
+    s3_env: dict[str, str], shared_roots: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+) -> tuple[str, str]:
+    """The same runs in a local folder and under s3://…, for a test that only reads them;
+    credentials only in the environment."""
+    for name, value in s3_env.items():
+        monkeypatch.setenv(name, value)
+    return shared_roots
+
+
+@pytest.fixture
+def own_roots(
+    s3_env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lane_runs: dict[bool, LaneRun]
+) -> tuple[str, str]:
+    """The same runs in a local folder and under s3://…, this test's own to change."""
+    for name, value in s3_env.items():
+        monkeypatch.setenv(name, value)
+    return stored_roots(tmp_path, lane_runs)
 
 
 def invoke(root: str, *args: str) -> str:
@@ -152,8 +180,8 @@ def test_the_viewer_on_s3_shows_what_it_shows_on_a_folder(roots: tuple[str, str]
     assert [status for status, _ in answers[remote]] == [200] * 6 + [404]
 
 
-def test_compaction_on_s3_keeps_every_answer(roots: tuple[str, str]) -> None:
-    local, remote = roots
+def test_compaction_on_s3_keeps_every_answer(own_roots: tuple[str, str]) -> None:
+    local, remote = own_roots
     before = [invoke(remote, *command) for command in COMMANDS]
     assert invoke(remote, "history", "compact", "--month", "2024-03") == invoke(
         local, "history", "compact", "--month", "2024-03"
