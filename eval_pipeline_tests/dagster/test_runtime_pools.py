@@ -1,8 +1,7 @@
 """Per-runtime concurrency pools under the queued run coordinator.
 
 Three runs of a lane against a target with ``pool_limit: 1`` are submitted to the run queue of a
-temporary instance (room for three runs at once), the way ``dagster job launch -w workspace.yaml``
-submits one, and executed by a real ``dagster-daemon``: the
+temporary instance (room for three runs at once) and executed by a real ``dagster-daemon``: the
 runs start together, but only one drives the runtime at a time; the others wait in the pool
 ``runtime-slow``. The runtime itself (an ``exec:`` child) records when it answered, so the
 test sees from both sides that driving never overlapped.
@@ -14,6 +13,7 @@ import itertools
 import json
 import os
 import shutil
+import subprocess
 import sys
 import textwrap
 import time
@@ -21,20 +21,11 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
-from dagster import __version__ as dagster_version
-from dagster._cli.job import _create_run
-from dagster._cli.workspace.cli_target import (
-    get_code_location_from_workspace,
-    get_remote_job_from_remote_repo,
-    get_remote_repository_from_code_location,
-    get_workspace_from_cli_opts,
-)
-from dagster_shared.cli import WorkspaceOpts
 
 from eval_pipeline.dagster_wiring.partitions import register_series
 from eval_pipeline.dagster_wiring.runtime_targets import pool_name
 from eval_pipeline.settings import PROJECT_ROOT
-from eval_pipeline_tests.dagster.processes import daemon
+from eval_pipeline_tests.dagster.processes import BIN, daemon
 
 pytestmark = pytest.mark.slow
 
@@ -72,28 +63,6 @@ def windows(log: Path) -> list[tuple[float, float]]:
     return sorted((start, end) for start, end in spans.values())
 
 
-def submit_runs(instance: dg.DagsterInstance, job: str, tags: dict[str, str], count: int) -> None:
-    """``count`` runs of ``job`` submitted to the instance's run queue as ``dagster job launch -w
-    workspace.yaml -j JOB --tags TAGS`` submits one (the same calls), the workspace loaded once."""
-    where = WorkspaceOpts(workspace=[str(PROJECT_ROOT / "workspace.yaml")])
-    with get_workspace_from_cli_opts(instance, version=dagster_version, workspace_opts=where) as workspace:
-        location = get_code_location_from_workspace(workspace, None)
-        repository = get_remote_repository_from_code_location(location, None)
-        remote_job = get_remote_job_from_remote_repo(repository, job)
-        for _ in range(count):
-            run = _create_run(
-                instance=instance,
-                code_location=location,
-                remote_repo=repository,
-                remote_job=remote_job,
-                run_config={},
-                tags=tags,
-                op_selection=None,
-                run_id=None,
-            )
-            instance.submit_run(run.run_id, workspace)
-
-
 def test_a_runtime_pool_lets_one_run_at_a_time_drive_the_target(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -115,7 +84,30 @@ def test_a_runtime_pool_lets_one_run_at_a_time_drive_the_target(
     register_series(instance, LANE, ["dev"], ["slow"])
 
     partition = {"dagster/partition": "dev|slow", "dagster/partition/case_set": "dev"}
-    submit_runs(instance, f"{LANE}_job", {**partition, "dagster/partition/runtime": "slow"}, RUNS)
+    tags = json.dumps({**partition, "dagster/partition/runtime": "slow"})
+    launches = [
+        subprocess.Popen(
+            [
+                str(BIN / "dagster"),
+                "job",
+                "launch",
+                "-w",
+                "workspace.yaml",
+                "-j",
+                f"{LANE}_job",
+                "--tags",
+                tags,
+            ],
+            cwd=PROJECT_ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for _ in range(RUNS)
+    ]
+    for launch in launches:
+        output, _ = launch.communicate(timeout=300)
+        assert launch.returncode == 0, output[-2000:]
     runs = instance.get_runs(dg.RunsFilter(job_name=f"{LANE}_job"))
     assert len(runs) == RUNS
     assert {r.status for r in runs} == {dg.DagsterRunStatus.QUEUED}  # nothing runs without the daemon
