@@ -136,17 +136,26 @@ def http_figures(
 
 def cached_figures(runtime: Any, threads: list[Thread], concurrency: int, rounds: int = 5) -> None:
     """The same drive without and through a response cache in a fresh folder (cold: every
-    session stored), alternately, ``rounds`` times, the median of each, in wall time and in this
+    session stored, the cache's opening and closing timed too), alternately (which goes first
+    alternating too), ``rounds`` times, the median of each, in wall time and in this
     process's CPU time (the server runs in its own); then warm (every session a hit). Runs of one
     kind differ by a fifth on a shared machine, so the medians, not the best, are compared."""
     plain: list[tuple[float, float]] = []
     cold: list[tuple[float, float]] = []
     with tempfile.TemporaryDirectory(prefix="bench-cache-") as folder:
         for round_number in range(rounds):
-            plain.append(_timed(partial(drive, runtime, threads, concurrency=concurrency)))
-            cache = ResponseCache(f"bench-{round_number}", Path(folder))
-            cold.append(_timed(partial(drive, runtime, threads, concurrency=concurrency, cache=cache)))
-            cache.close()
+            without = partial(drive, runtime, threads, concurrency=concurrency)
+            through = partial(
+                cold_drive, runtime, threads, concurrency, f"bench-{round_number}", Path(folder)
+            )
+            # Every other round the cached drive goes first, so a drift in the machine's load
+            # (or the server's) falls on both kinds alike.
+            if round_number % 2:
+                cold.append(_timed(through))
+                plain.append(_timed(without))
+            else:
+                plain.append(_timed(without))
+                cold.append(_timed(through))
         warm_cache = ResponseCache(f"bench-{rounds - 1}", Path(folder))
         started = time.perf_counter()
         warm = drive(runtime, threads, concurrency=concurrency, cache=warm_cache)
@@ -164,6 +173,16 @@ def cached_figures(runtime: Any, threads: list[Thread], concurrency: int, rounds
     print(
         f"    {'cache warm':>11} {warm_wall:>8.2f}   {int(warm['cached'].sum())} of {len(threads)} turns from the cache"
     )
+
+
+def cold_drive(runtime: Any, threads: list[Thread], concurrency: int, version: str, folder: Path) -> None:
+    """One drive through a fresh cache, as a run pays for it: opened (its folder indexed),
+    every session stored, and closed (the last entries written)."""
+    cache = ResponseCache(version, folder)
+    try:
+        drive(runtime, threads, concurrency=concurrency, cache=cache)
+    finally:
+        cache.close()
 
 
 def _timed(work: Any) -> tuple[float, float]:

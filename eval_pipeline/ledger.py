@@ -134,14 +134,15 @@ def transcripts_ledger(
     budget: Budget,
     log: Logger,
 ) -> RunLedger | None:
-    """The ledger of a transcripts step driving ``runtime`` for ``identity`` (its runtime
-    version told now), or None for a recording, which is sent nothing, so keeps no journal and
-    spends no budget."""
+    """The ledger of a transcripts step driving ``runtime`` for ``identity``, or None for a
+    recording, which is sent nothing, so keeps no journal and spends no budget. Its runtime
+    version is the identity's when it carries one (the step's response cache told it moments
+    before, so an ``openai:`` server is asked ``GET /models`` once), else told now."""
     if is_recording(runtime):
         if resume or budget.limited:
             log.info("a recording is sent nothing: it keeps no journal and spends no budget")
         return None
-    version = known_runtime_version(target.spec, target.options)
+    version = identity.runtime_version or known_runtime_version(target.spec, target.options)
     return open_ledger(
         root,
         replace(identity, runtime_version=version),

@@ -261,7 +261,8 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
                     case_set=run_columns["case_set"],
                     cases_sha256=cases_sha256(cases, spec.name, spec.version),
                     runtime=target.name,
-                    runtime_version=None,  # told by the ledger, for a runtime that is sent anything
+                    # The cache's, when it has one (asked once); else told by the ledger.
+                    runtime_version=None if cache is None else cache.runtime_version,
                     samples=samples,
                     seed=runtime.seed,
                 ),

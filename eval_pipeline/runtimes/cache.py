@@ -27,7 +27,6 @@ that lost its last lines in a power cut only sends those sessions again.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import logging
@@ -39,7 +38,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from eval_pipeline.settings import state_dir
 
@@ -76,14 +75,26 @@ class SessionRequest:
     seed: int | None
     turns: tuple[tuple[str, int, str, str], ...]  # (case_id, turn_index, role, prompt) each
 
-    @functools.cached_property
+    @property
     def key(self) -> str:
-        canonical = json.dumps(
-            [self.runtime_version, self.session, self.sample_index, self.seed, self.turns],
-            ensure_ascii=False,
-            separators=(",", ":"),
-        )
-        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+        """The entry's key (:func:`request_key`), computed when first asked and kept. Not a
+        cached property: its lock would be one more lock the driving threads share, and two
+        threads computing it at once compute the same value."""
+        known: str | None = self.__dict__.get("_key")
+        if known is None:
+            known = request_key(self)
+            object.__setattr__(self, "_key", known)
+        return known
+
+
+def request_key(request: SessionRequest) -> str:
+    """The SHA-256 of the request's canonical JSON: runtime version, session, sample, seed, turns."""
+    canonical = json.dumps(
+        [request.runtime_version, request.session, request.sample_index, request.seed, request.turns],
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -100,8 +111,7 @@ class CorruptEntry(ValueError):
     """An entry that is not a whole, matching answer to its request."""
 
 
-@dataclass(frozen=True)
-class _Located:
+class _Located(NamedTuple):
     """Where an entry's payload lies: its segment, offset and length, and its checksum."""
 
     segment: Path
@@ -117,29 +127,33 @@ class ResponseCache:
         self.runtime_version = runtime_version
         self.folder = (root or cache_root()) / runtime_version
         self._lock = threading.Lock()
-        self._counts = CacheCounts()
+        self._tally = dict.fromkeys(vars(CacheCounts()), 0)  # the counts so far, by CacheCounts field
         self._segment: Path | None = None
         self._descriptor: int | None = None
         self._offset = 0
-        # Entries stored but not yet written: the writer thread appends them in batches, so a
-        # driving thread never waits on the disk (nor for the interpreter lock after a write).
-        self._pending: dict[str, tuple[SessionRequest, list[dict[str, Any]]]] = {}
+        # Entries stored but not yet written, by request: the writer thread computes their keys
+        # and payloads and appends them in batches, so a driving thread never waits on the disk
+        # and does as little as it can between two requests (its work holds up the others').
+        self._pending: dict[SessionRequest, list[dict[str, Any]]] = {}
         self._wake = threading.Condition(self._lock)
         self._closed = False
         self._writer: threading.Thread | None = None
+        # The entries the segments held when this cache opened, by key (never changed after),
+        # and those this cache has written since, by request (they answer before the others).
         self._index, problems = index_segments(self.folder)
+        self._written: dict[SessionRequest, _Located] = {}
         for segment, line, reason in problems:
             self._skip(f"{segment} line {line}", reason)
 
     @property
     def counts(self) -> CacheCounts:
         with self._lock:
-            return self._counts
+            return CacheCounts(**self._tally)
 
     def _count(self, **added: int) -> None:
         with self._lock:
-            current = self._counts
-            self._counts = CacheCounts(**{k: getattr(current, k) + added.get(k, 0) for k in vars(current)})
+            for name, more in added.items():
+                self._tally[name] += more
 
     def request(
         self, session: str, sample_index: int, seed: int | None, turns: Sequence[tuple[str, int, str, str]]
@@ -148,14 +162,17 @@ class ResponseCache:
 
     def answers(self, request: SessionRequest) -> list[dict[str, Any]] | None:
         """The stored answers of ``request``'s turns (one dict of :data:`ANSWER_FIELDS` each, in
-        order), or None: not stored, or stored corrupt (skipped with a warning)."""
-        key = request.key
+        order), or None: not stored, or stored corrupt (skipped with a warning). This cache's
+        own entries are found by request; the request's key is computed only when the segments
+        held entries when it opened (a cold cache never computes it here)."""
         with self._lock:
-            located = self._index.get(key)
-            pending = self._pending.get(key)
+            pending = self._pending.get(request)
+            located = None if pending is not None else self._written.get(request)
+        if pending is None and located is None and self._index:  # read-only once opened
+            located = self._index.get(request.key)
         if pending is not None:
             self._count(hits=1)
-            return [{name: row.get(name) for name in ANSWER_FIELDS} for row in pending[1]]
+            return [{name: row.get(name) for name in ANSWER_FIELDS} for row in pending]
         if located is None:
             self._count(misses=1)
             return None
@@ -182,12 +199,12 @@ class ResponseCache:
     def store(self, request: SessionRequest, rows: Sequence[Mapping[str, Any]]) -> None:
         """Keep the answers of ``rows`` (one per turn of ``request``, every one answered); the
         writer thread appends them within :data:`WRITE_EVERY_S`, and :meth:`close` writes the rest."""
-        kept = [{name: row.get(name) for name in ANSWER_FIELDS} for row in rows]
+        kept = [dict(row) for row in rows]  # as they are now; the writer reads ANSWER_FIELDS
         with self._lock:
             if self._closed:
                 raise RuntimeError("the response cache is closed")
-            self._pending[request.key] = (request, kept)
-            self._counts = CacheCounts(**{**vars(self._counts), "stored": self._counts.stored + 1})
+            self._pending[request] = kept
+            self._tally["stored"] += 1
             if self._writer is None:
                 self._writer = threading.Thread(
                     target=self._write_batches, name="response-cache", daemon=True
@@ -206,7 +223,7 @@ class ResponseCache:
             if closed:
                 return
 
-    def _append(self, batch: Sequence[tuple[str, tuple[SessionRequest, list[dict[str, Any]]]]]) -> None:
+    def _append(self, batch: Sequence[tuple[SessionRequest, list[dict[str, Any]]]]) -> None:
         """Append ``batch`` to this writer's segment in one write, then index it."""
         if self._descriptor is None:
             self.folder.mkdir(parents=True, exist_ok=True)
@@ -214,22 +231,23 @@ class ResponseCache:
             self._descriptor = os.open(self._segment, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         assert self._segment is not None
         lines: list[bytes] = []
-        located: dict[str, _Located] = {}
+        located: dict[SessionRequest, _Located] = {}
         offset = self._offset
-        for key, (request, rows) in batch:
+        for request, rows in batch:
+            key = request.key
             payload = entry_payload(request, rows)
             checksum = hashlib.sha256(payload).hexdigest()
             head = f"{key}\t{checksum}\t".encode()
-            located[key] = _Located(self._segment, offset + len(head), len(payload), checksum)
+            located[request] = _Located(self._segment, offset + len(head), len(payload), checksum)
             lines.append(head + payload + b"\n")
             offset += len(lines[-1])
         os.write(self._descriptor, b"".join(lines))  # whole lines; a kill mid-write tears the last one only
         self._offset = offset
         with self._lock:
-            self._index.update(located)
-            for key, entry in batch:
-                if self._pending.get(key) is entry:  # not stored again since
-                    del self._pending[key]
+            self._written.update(located)
+            for request, rows in batch:
+                if self._pending.get(request) is rows:  # not stored again since
+                    del self._pending[request]
 
     def close(self) -> None:
         """Write every entry stored so far and close the segment."""

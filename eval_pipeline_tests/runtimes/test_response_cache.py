@@ -203,6 +203,48 @@ def test_an_entry_answers_only_its_own_request(tmp_path: Path) -> None:
     assert copied.answers(request) == [expected]
 
 
+def test_a_cache_answers_alike_before_and_after_writing_an_entry_and_reopened(tmp_path: Path) -> None:
+    """An entry is found by its request while it waits for the writer and once written, and by
+    its key when the cache is opened again: the same answers all three ways, never another
+    sample's or seed's."""
+    asked = [("c", 0, "turn", "hello"), ("c", 1, "turn", "and then?")]
+    rows = [
+        {
+            "surface": "hi",
+            "raw": '{"id": "1"}',
+            "prompt_tokens": 1,
+            "completion_tokens": 2,
+            "latency_ms": 5.0,
+        },
+        {"surface": "then this", "grounding_source": "pack", "prompt_tokens": 3, "completion_tokens": 4},
+    ]
+    expected = [{name: row.get(name) for name in ANSWER_FIELDS} for row in rows]
+    cache = ResponseCache("v1", tmp_path)
+    request = cache.request("c", 0, 7, asked)
+    others = [
+        cache.request("c", 1, 7, asked),
+        cache.request("c", 0, 8, asked),
+        cache.request("d", 0, 7, asked),
+    ]
+    assert cache.answers(request) is None
+    cache.store(request, rows)
+    rows[0]["surface"] = "changed after it was stored"  # what was stored is kept, not what the row became
+    looked_up = {"pending": cache.answers(cache.request("c", 0, 7, asked))}  # an equal request, built anew
+    deadline = time.monotonic() + 10
+    segments = tmp_path / "v1"
+    while not any(path.stat().st_size for path in segments.glob("*.log")) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    looked_up["written"] = cache.answers(cache.request("c", 0, 7, asked))
+    assert [cache.answers(other) for other in others] == [None] * 3
+    cache.close()
+    reopened = ResponseCache("v1", tmp_path)
+    looked_up["reopened"] = reopened.answers(reopened.request("c", 0, 7, asked))
+    assert [reopened.answers(other) for other in others] == [None] * 3
+    assert looked_up == dict.fromkeys(("pending", "written", "reopened"), expected)
+    assert (cache.counts.hits, cache.counts.misses, cache.counts.stored) == (2, 4, 1)
+    assert (reopened.counts.hits, reopened.counts.misses, reopened.counts.skipped) == (1, 3, 0)
+
+
 def _write_entries(root: str, writer: int) -> None:
     cache = ResponseCache("shared", Path(root))
     for i in range(300):
