@@ -4,10 +4,11 @@
 drives single-turn cases through the ``openai:`` adapter at several concurrencies, next to
 the ideal ``turns × latency / concurrency``, each concurrency also with the run's journal
 kept (every session appended and fsynced as a real run does; median of ``--rounds-each``
-alternating rounds, so a busy machine slows both alike) and the journal's overhead; with
-``--cache``, also without and through the response cache alternately, five times each (cold:
-every session stored), the median of each and the cold run's overhead, then warm (every
-session answered from the cache). (b) Drives a CPU-bound ``python:`` runtime with
+alternating rounds, so a busy machine slows both alike) and the journal's overhead, and the
+CPU a turn of the client (this process) and of the server; with ``--cache``, also without and
+through the response cache alternately, ``--cache-rounds`` times each (cold: every session
+stored), the median of each and the cold run's overhead, then warm (every session answered
+from the cache). (b) Drives a CPU-bound ``python:`` runtime with
 1 and with N worker processes. (c) The ``exec:`` protocol's own cost: turns per second
 through a child that answers at once, and the time from starting a child (behind its
 guard) to its first reply. Prints figures; asserts nothing.
@@ -42,6 +43,7 @@ TINY_RUNS = {
     "--cases 40 --latency-ms 5 --concurrency 4 --cpu-cases 4 --rounds 1000 --workers 2 --exec-cases 50 "
     "--exec-starts 1": [
         r"^ +4( +[0-9.]+){4} +0 +[0-9.]+ +[-+][0-9.]+%$",  # ..., errors, with the journal, its overhead
+        r"^ +CPU a turn: client [0-9,]+ µs, serve-reference [0-9,]+ µs$",
         r"^ +2( +[0-9.]+){2} +[0-9.]+x$",
         r"turns/s \(\d+ µs a turn\)$",
         r"start to first reply .*: \d+ ms$",
@@ -77,6 +79,12 @@ def start_server(latency_ms: float) -> tuple[subprocess.Popen[str], str]:
         server.kill()
         raise SystemExit("serve-reference did not report its URL")
     return server, match.group(1)
+
+
+def process_cpu(pid: int) -> float:
+    """CPU seconds (user + system) process ``pid`` has used so far, from ``/proc``."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def journaled_drive(
@@ -115,10 +123,17 @@ def http_figures(
                 )
                 drive(runtime, threads[: min(64, cases)], concurrency=concurrency)  # warm connections
                 plain, journaled, errors = [], [], 0
+                client_cpu, server_cpu = [], []
                 for run in range(rounds):
-                    started = time.perf_counter()
+                    started, client, served = (
+                        time.perf_counter(),
+                        time.process_time(),
+                        process_cpu(server.pid),
+                    )
                     transcripts = drive(runtime, threads, concurrency=concurrency)
                     plain.append(time.perf_counter() - started)
+                    client_cpu.append(time.process_time() - client)
+                    server_cpu.append(process_cpu(server.pid) - served)
                     errors = int(transcripts["error"].notna().sum())
                     journaled.append(journaled_drive(runtime, threads, concurrency, Path(scratch), run))
                 wall, with_journal = sorted(plain)[rounds // 2], sorted(journaled)[rounds // 2]
@@ -126,6 +141,10 @@ def http_figures(
                 print(
                     f"    {concurrency:>11} {wall:>8.2f} {ideal:>8.2f} {wall / ideal:>6.2f} {cases / wall:>8.0f}"
                     f" {errors:>6} {with_journal:>9.2f} {(with_journal / wall - 1) * 100:>+7.1f}%"
+                )
+                print(
+                    f"    {'':>11} CPU a turn: client {median(client_cpu) / cases * 1e6:,.0f} µs,"
+                    f" serve-reference {median(server_cpu) / cases * 1e6:,.0f} µs"
                 )
                 if cache_rounds:
                     cached_figures(runtime, threads, concurrency, cache_rounds)
