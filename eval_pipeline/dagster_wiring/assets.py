@@ -469,7 +469,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
     ) -> dg.MaterializeResult:
         row = metrics.iloc[0]
         series = {name: str(row[name]) for name in ("lane", "split", "runtime", "case_set")}
-        run_id, night = str(row["run_id"]), str(row["partition_date"])
+        run_id = str(row["run_id"])
         root = history.resolved_root()
         # One connection for the regression (before this run is committed) and the trend (after).
         with connect(root) as con:
@@ -497,41 +497,54 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
             }
             if history.keep_transcripts:
                 stored["transcripts"] = transcripts
-            for name, rows in stored.items():
-                append_run(root, name, rows, lane=spec.name, date=night, run_id=run_id)
-            manifest = frame(
-                RUN_MANIFESTS,
-                [
-                    {
-                        "runtime_spec": redacted_spec(runtime.target(series["runtime"]).spec),
-                        "partition_date": night,
-                        "started_at": row["started_at"],
-                        "committed_at": datetime.now(UTC),
-                        "cases_sha256": row["cases_sha256"],
-                        "pipeline_version": row["pipeline_version"],
-                        "dagster_job": context.run.job_name,
-                        "tables": ",".join(stored),
-                    }
-                ],
-                run_id=run_id,
-                **series,
-            )
-            commit_run(root, manifest, lane=spec.name, date=night, run_id=run_id)
+            manifest = {
+                "runtime_spec": redacted_spec(runtime.target(series["runtime"]).spec),
+                "dagster_job": context.run.job_name,
+            }
+            _commit_to_history(root, spec.name, row, series, stored, manifest)
             refresh(con, root)  # the trend shows this run too
-            # Committed: nothing of the series is left to resume.
-            remove_journals(
-                runtime.journal_root(context.instance), spec.name, series["case_set"], series["runtime"]
-            )
-            gate = gate_check_result(metrics)
-            # The Runs page tells a measured failure (verdict fail, run succeeded) from a broken run.
-            context.instance.add_run_tags(context.run_id, {VERDICT_TAG: run_verdict(metrics)})
-            return dg.MaterializeResult(
-                metadata={
-                    "history_root": root,
-                    "tables": dg.MetadataValue.json(sorted(stored)),
-                    "trend": dg.MetadataValue.md(lane_chart_markdown(con, spec.name)),
-                },
-                check_results=[regression_check_result(findings), gate],
-            )
+            trend = lane_chart_markdown(con, spec.name)
+        # Committed: nothing of the series is left to resume.
+        remove_journals(
+            runtime.journal_root(context.instance), spec.name, series["case_set"], series["runtime"]
+        )
+        gate = gate_check_result(metrics)
+        # The Runs page tells a measured failure (verdict fail, run succeeded) from a broken run.
+        context.instance.add_run_tags(context.run_id, {VERDICT_TAG: run_verdict(metrics)})
+        return dg.MaterializeResult(
+            metadata={
+                "history_root": root,
+                "tables": dg.MetadataValue.json(sorted(stored)),
+                "trend": dg.MetadataValue.md(trend),
+            },
+            check_results=[regression_check_result(findings), gate],
+        )
 
     return [cases, transcripts, turn_predicates, case_predicates, metrics, history_asset]
+
+
+def _commit_to_history(
+    root: str,
+    lane: str,
+    row: pd.Series,
+    series: dict[str, str],
+    stored: dict[str, pd.DataFrame | StageFile],
+    manifest: dict[str, str],
+) -> None:
+    """Append the run's ``stored`` tables to history, then its manifest (the commit); ``row``
+    is a metrics row of the run, ``manifest`` the manifest's fields that only the step knows."""
+    run_id, night = str(row["run_id"]), str(row["partition_date"])
+    for name, rows in stored.items():
+        append_run(root, name, rows, lane=lane, date=night, run_id=run_id)
+    record = {
+        **manifest,
+        "partition_date": night,
+        "started_at": row["started_at"],
+        "committed_at": datetime.now(UTC),
+        "cases_sha256": row["cases_sha256"],
+        "pipeline_version": row["pipeline_version"],
+        "tables": ",".join(stored),
+    }
+    commit_run(
+        root, frame(RUN_MANIFESTS, [record], run_id=run_id, **series), lane=lane, date=night, run_id=run_id
+    )
