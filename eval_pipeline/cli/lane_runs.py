@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
+from contextlib import closing
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -425,8 +426,8 @@ def run_lanes(
             ),
             history,
         )
-        built = build_runtime(target.spec, target.options)  # a bad spec fails here, before any run starts
-        built.close()
+        # Built once: a bad spec fails here, before any run starts, and every lane drives it.
+        built = ctx.with_resource(closing(build_runtime(target.spec, target.options)))
         check_priced(Budget(max_cost, max_turns).over(target.budget), target.name, target.price)
         # Dagster loads only now, while a worker pool the runtime started loads its runtime.
         from eval_pipeline.dagster_wiring.code_location import EXECUTOR_ENV
@@ -487,6 +488,7 @@ def run_lanes(
                 log_level="DEBUG" if verbose else "CRITICAL",  # failures are reported below, once
                 executor=chosen.value,
                 observe=not outcomes,  # the target's version, once for the whole invocation
+                chat_runtime=built,
             )
         outcomes.append(outcome)
         if not as_json:

@@ -37,7 +37,7 @@ from eval_pipeline.dagster_wiring.checks import (
 )
 from eval_pipeline.dagster_wiring.markdown import markdown_table
 from eval_pipeline.dagster_wiring.partitions import CUSTOM_PREFIX, custom_case_set, lane_partitions, series_of
-from eval_pipeline.dagster_wiring.resources import HistoryResource, RuntimeResource
+from eval_pipeline.dagster_wiring.resources import HistoryResource, RunRuntime
 from eval_pipeline.dagster_wiring.runtime_targets import runtime_pool_slot, transcripts_runtime_dep
 from eval_pipeline.dagster_wiring.tags import DATE_TAG, VERDICT_TAG
 from eval_pipeline.drive import samples_to_drive
@@ -61,7 +61,6 @@ from eval_pipeline.progress import FanOut, LogProgress, ProgressObserver
 from eval_pipeline.runtimes.base import RuntimeSpecError
 from eval_pipeline.runtimes.cache import ResponseCache, target_cache
 from eval_pipeline.runtimes.redaction import redacted_spec
-from eval_pipeline.runtimes.registry import build_runtime
 from eval_pipeline.samples import flaky_in, samples_in
 from eval_pipeline.scoring import judge, measurement
 from eval_pipeline.stage_files import StageFile, failed, faulted
@@ -238,23 +237,26 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
     )
     def transcripts(
         context: dg.AssetExecutionContext,
-        runtime: RuntimeResource,
+        runtime: dg.ResourceParam[RunRuntime],
         progress: dg.ResourceParam[ProgressObserver],
         cases: StageFile,
     ) -> dg.Output[StageFile]:
         run_columns = _run_columns(context, spec, cases)
         target = runtime.target(run_columns["runtime"])
-        budget = runtime.budget_for(target)
+        settings = runtime.settings
+        budget = settings.budget_for(target)
         check_priced(budget, target.name, target.price)
         # The slot first: a runtime may start processes or open connections when it is built.
         step_key = context.get_step_execution_context().step.key
-        with runtime_pool_slot(context.instance, context.run, step_key, target, context.log):
-            cache = target_cache(target.spec, target.options) if runtime.caches(target) else None
-            chat_runtime = build_runtime(target.spec, target.options)
-            samples = samples_to_drive(chat_runtime, runtime.samples_for(target, spec.repeat))
+        with (
+            runtime_pool_slot(context.instance, context.run, step_key, target, context.log),
+            runtime.chat_runtime(target) as chat_runtime,
+        ):
+            cache = target_cache(target.spec, target.options) if settings.caches(target) else None
+            samples = samples_to_drive(chat_runtime, settings.samples_for(target, spec.repeat))
             ledger = transcripts_ledger(
                 chat_runtime,
-                runtime.journal_root(context.instance),
+                settings.journal_root(context.instance),
                 JournalIdentity(
                     lane=spec.name,
                     split=run_columns["split"],
@@ -264,11 +266,11 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
                     # The cache's, when it has one (asked once); else told by the ledger.
                     runtime_version=None if cache is None else cache.runtime_version,
                     samples=samples,
-                    seed=runtime.seed,
+                    seed=settings.seed,
                 ),
                 target,
                 context.run.run_id,
-                resume=runtime.resume or context.run.parent_run_id is not None,  # a re-execution resumes
+                resume=settings.resume or context.run.parent_run_id is not None,  # a re-execution resumes
                 parent_run_id=context.run.parent_run_id,
                 budget=budget,
                 log=context.log,
@@ -285,11 +287,11 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
                     run_columns["split"],
                     cases,
                     chat_runtime,
-                    concurrency=runtime.concurrency_for(target),
+                    concurrency=settings.concurrency_for(target),
                     on_turn=observers,
                     on_start=observers.start,
                     repeat=samples,
-                    seed=runtime.seed,
+                    seed=settings.seed,
                     run_columns=run_columns,
                     ledger=ledger,
                     stopped=ledger.raise_if_stopped if ledger is not None else None,
@@ -297,7 +299,6 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
                     price=target.price,
                 )
             finally:
-                chat_runtime.close()
                 if ledger is not None:
                     ledger.close()
                 if cache is not None:
@@ -382,7 +383,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
     )
     def metrics(
         context: dg.AssetExecutionContext,
-        runtime: RuntimeResource,
+        runtime: dg.ResourceParam[RunRuntime],
         cases: StageFile,
         transcripts: StageFile,
         turn_predicates: StageFile,
@@ -461,7 +462,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
     def history_asset(
         context: dg.AssetExecutionContext,
         history: HistoryResource,
-        runtime: RuntimeResource,
+        runtime: dg.ResourceParam[RunRuntime],
         metrics: pd.DataFrame,
         case_predicates: StageFile,
         turn_predicates: StageFile,
@@ -506,7 +507,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
             trend = lane_chart_markdown(con, spec.name)
         # Committed: nothing of the series is left to resume.
         remove_journals(
-            runtime.journal_root(context.instance), spec.name, series["case_set"], series["runtime"]
+            runtime.settings.journal_root(context.instance), spec.name, series["case_set"], series["runtime"]
         )
         gate = gate_check_result(metrics)
         # The Runs page tells a measured failure (verdict fail, run succeeded) from a broken run.

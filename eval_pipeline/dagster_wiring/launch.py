@@ -41,7 +41,7 @@ from eval_pipeline.dagster_wiring.partitions import (
     partitions_remembered,
     register_series,
 )
-from eval_pipeline.dagster_wiring.resources import HistoryResource, RuntimeResource
+from eval_pipeline.dagster_wiring.resources import HistoryResource, RunRuntime, RuntimeResource
 from eval_pipeline.dagster_wiring.runtime_targets import observe_target
 from eval_pipeline.dagster_wiring.schedules import job_name, series_tags
 from eval_pipeline.dagster_wiring.sqlite_files import prepare_run_file, sqlite_files_kept_open
@@ -49,6 +49,7 @@ from eval_pipeline.dagster_wiring.tags import DATE_TAG, HOST_TAG, PID_TAG, SERIE
 from eval_pipeline.failures import FirstFailing, first_failing
 from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.progress import NoProgress, ProgressObserver
+from eval_pipeline.runtimes.base import ChatRuntime
 from eval_pipeline.runtimes.targets import RuntimeTarget
 from eval_pipeline.samples import flaky_in, samples_in
 from eval_pipeline.scoring import VerdictWord, verdict_word
@@ -224,6 +225,7 @@ def materialize_lane(
     log_level: str = "INFO",
     executor: str = "in_process",
     observe: bool = True,
+    chat_runtime: ChatRuntime | None = None,
 ) -> LaneOutcome:
     """Run the lane's job for one series (split or custom case file × runtime target) and read
     the results back. The run is tagged with its lane, series and night.
@@ -237,7 +239,10 @@ def materialize_lane(
     must serve the lane's runtime target's queue.
 
     ``resume`` answers the sessions the series' last interrupted run journaled from its journal;
-    ``max_cost`` and ``max_turns`` limit what the run sends (:mod:`eval_pipeline.budget`)."""
+    ``max_cost`` and ``max_turns`` limit what the run sends (:mod:`eval_pipeline.budget`).
+
+    In this process the run takes ``target`` as resolved, and drives ``chat_runtime`` when given
+    one (``target``'s, built by the caller, who closes it), else builds its own."""
     runtime_config: dict[str, Any] = {
         "spec": "" if target.declared else target.spec,
         "options": {} if target.declared else dict(target.options),
@@ -306,7 +311,7 @@ def materialize_lane(
             definitions = build_definitions(
                 [spec],
                 resources={
-                    "runtime": RuntimeResource(**runtime_config),
+                    "runtime": RunRuntime(RuntimeResource(**runtime_config), target, chat_runtime),
                     "history": HistoryResource(root=history_root),
                     "progress": progress or NoProgress(),
                     "tables_io_manager": ParquetIOManager(base_dir=tables_dir),
@@ -353,7 +358,6 @@ def _outcome(
         path = _stored_path(result, dg.AssetKey([spec.name, stage]))
         if path is not None:
             outcome.files[stage] = StageFile(path)
-    bounds = {t.check_name: f"{t.op} {t.value:g}" for t in spec.effective_thresholds}
     values = (
         {}
         if outcome.metrics is None
@@ -364,7 +368,9 @@ def _outcome(
         if evaluation.asset_key not in lane_keys or evaluation.check_name == GATE_CHECK:
             continue  # the gate restates the ERROR thresholds' verdicts, listed one by one
         value = values.get(evaluation.check_name)
+        # The verdict and bound the check stated (scoring.ThresholdVerdict), never derived again.
         stated = evaluation.metadata.get("verdict")
+        bound = evaluation.metadata.get("threshold")
         severity = evaluation.severity.value
         outcome.checks.append(
             CheckOutcome(
@@ -372,7 +378,7 @@ def _outcome(
                 passed=evaluation.passed,
                 severity=severity,
                 value=None if value is None or pd.isna(value) else float(value),
-                threshold=bounds.get(evaluation.check_name),
+                threshold=None if bound is None else str(bound.value),
                 verdict=cast(VerdictWord, stated.value)
                 if stated is not None
                 else verdict_word(evaluation.passed, severity),

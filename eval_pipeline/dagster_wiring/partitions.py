@@ -95,7 +95,8 @@ def partitions_remembered(instance: dg.DagsterInstance) -> Iterator[None]:
             known.add((partitions_def_name, partition_key))
         return found
 
-    setattr(instance, "has_dynamic_partition", has_dynamic_partition)  # noqa: B010 (shadows the method)
+    # Dagster has no public way to cache a run's dynamic-partition lookups: shadow the method.
+    setattr(instance, "has_dynamic_partition", has_dynamic_partition)  # noqa: B010
     try:
         yield
     finally:

@@ -2,6 +2,12 @@
 
 They resolve their environment defaults when a run uses them, never at import time, so
 the same code location serves the UI, the CLI and the nightly schedule.
+
+A run's runtime is resolved once: :class:`RuntimeResource` (the configurable resource the
+launchpad shows) hands every step one :class:`RunRuntime`, which reads the partition's target
+from ``evals/runtimes.yaml`` the first time a step asks and builds its ChatRuntime the first
+time one is driven. The CLI, which has resolved and built both before the run starts, hands
+the run a :class:`RunRuntime` holding them.
 """
 
 from __future__ import annotations
@@ -15,15 +21,56 @@ import dagster as dg
 from pydantic import Field
 
 from eval_pipeline.budget import Budget
-from eval_pipeline.runtimes.base import RuntimeSpecError
+from eval_pipeline.runtimes.base import ChatRuntime, RuntimeSpecError
 from eval_pipeline.runtimes.redaction import redacted_spec
+from eval_pipeline.runtimes.registry import build_runtime
 from eval_pipeline.runtimes.targets import RuntimeTarget, load_targets, rescore_target, resolve_target
 from eval_pipeline.runtimes.warm import warm_runtimes
 from eval_pipeline.settings import history_root, targets_file
 
 
-class RuntimeResource(dg.ConfigurableResource):
-    """The runtime under evaluation.
+class RunRuntime:
+    """One run's runtime: its settings, its target resolved once, its ChatRuntime built once.
+
+    Given a ``target`` (and a built ``chat_runtime``) the run neither reads the targets file
+    nor builds anything; a runtime it was given is its giver's to close."""
+
+    def __init__(
+        self,
+        settings: RuntimeResource,
+        target: RuntimeTarget | None = None,
+        chat_runtime: ChatRuntime | None = None,
+    ) -> None:
+        self.settings = settings
+        self._target = target
+        self._chat_runtime = chat_runtime
+
+    def target(self, name: str) -> RuntimeTarget:
+        """The target of the partition's runtime key ``name``."""
+        if self._target is None:
+            self._target = self.settings.resolve(name)
+        elif self._target.name != name:
+            raise RuntimeSpecError(
+                f"this run evaluates runtime {self._target.name!r}, but its partition is runtime {name!r}"
+            )
+        return self._target
+
+    @contextmanager
+    def chat_runtime(self, target: RuntimeTarget) -> Iterator[ChatRuntime]:
+        """The ChatRuntime of ``target`` (its :meth:`target`) for the block: the one this run was
+        given, else one built now and closed when the block ends."""
+        if self._chat_runtime is not None:
+            yield self._chat_runtime
+            return
+        built = build_runtime(target.spec, target.options)
+        try:
+            yield built
+        finally:
+            built.close()
+
+
+class RuntimeResource(dg.ConfigurableResource[RunRuntime]):
+    """The runtime under evaluation, and how a run drives it; steps get its :class:`RunRuntime`.
 
     A partition's ``runtime`` key names a runtime target. With ``spec`` empty (the default,
     and what the launchpad and the schedule use) the target is looked up in
@@ -48,13 +95,14 @@ class RuntimeResource(dg.ConfigurableResource):
     )
 
     @contextmanager
-    def yield_for_execution(self, context: dg.InitResourceContext) -> Iterator[RuntimeResource]:
-        """Runtimes built during one run (every lane of it) share their worker pools."""
+    def yield_for_execution(self, context: dg.InitResourceContext) -> Iterator[RunRuntime]:
+        """One run's runtime; runtimes built during the run share their worker pools."""
         with warm_runtimes():
-            yield self
+            yield RunRuntime(self)
 
-    def target(self, name: str) -> RuntimeTarget:
-        """The target a partition's runtime key names (RuntimeSpecError when it cannot be)."""
+    def resolve(self, name: str) -> RuntimeTarget:
+        """The target a partition's runtime key names, read from the targets file
+        (RuntimeSpecError when it cannot be)."""
         targets = load_targets(targets_file())
         if self.spec:
             target = resolve_target(self.spec, self.options, targets)
