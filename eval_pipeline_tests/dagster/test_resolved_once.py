@@ -91,7 +91,9 @@ def test_a_launchpad_run_resolves_its_target_once_and_builds_once(counted: Count
     register_series(instance, LANE, ["dev"], ["reference-no-gloss"])
     job = build_definitions([spec]).resolve_job_def(job_name(spec))
     counted.opened.clear()  # loading the definitions is not the run
-    result = job.execute_in_process(instance=instance, partition_key=partition_key("dev", "reference-no-gloss"))
+    result = job.execute_in_process(
+        instance=instance, partition_key=partition_key("dev", "reference-no-gloss")
+    )
     assert result.success
     assert set(result.asset_value(dg.AssetKey([LANE, "metrics"]))["runtime"]) == {"reference-no-gloss"}
     assert (counted.target_file_reads, counted.builds) == (1, 1)
