@@ -1,13 +1,15 @@
-"""The stages of one lane evaluation as plain functions over cases and DataFrames.
+"""The stages of one lane evaluation, each a plain function from stage files to a stage file,
+one case batch at a time (what a batch's turns and cases are scored with is above the line).
 
 Dagster assets call these one stage at a time; :func:`evaluate_lane` runs them all in one
-process for tests and scripts. Both paths go through the same functions, so a lane scores
-the same way wherever it runs.
+process for tests and scripts, over a scratch folder. There is one path: a lane scores the
+same way wherever it runs.
 """
 
 from __future__ import annotations
 
 import atexit
+import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -20,7 +22,7 @@ from pydantic import BaseModel
 
 from eval_pipeline.cases.batch import CaseBatch
 from eval_pipeline.cases.loading import LoadedCase, load_cases
-from eval_pipeline.cases_stage import case_paths, cases_frame, write_cases
+from eval_pipeline.cases_stage import case_paths, write_cases
 from eval_pipeline.collector import collector_paused, each_without_collector
 from eval_pipeline.drive import SessionLedger, StartCallback, TurnCallback, drive, replayed
 from eval_pipeline.lanes.kind import SCORED_COLUMNS, LaneKind, Scored, Thread, turn_requests, turns_of_threads
@@ -226,33 +228,6 @@ def _add(batches: Sequence[Sequence[MetricValue]]) -> list[MetricValue]:
             known = [v.value for v in values if v.value is not None]
             added.append(MetricValue(first.metric, sum(known) if known else None, None, None, failing))
     return added
-
-
-def metric_values(
-    kind: LaneKind,
-    cases: Sequence[BaseModel],
-    transcripts: pd.DataFrame,
-    turn_predicates: pd.DataFrame,
-    case_predicates: pd.DataFrame,
-) -> list[MetricValue]:
-    """Stage 5: the lane's metrics and error_rate, then the run's usage metrics. With several
-    samples per case each sample is measured on its own and the values pooled; the all-samples
-    tables give each metric's pass^k. Usage (tokens, cost, latency) is over every turn sent."""
-    measured = pooled(kind, sample_metrics(kind, cases, transcripts, turn_predicates, case_predicates))
-    return [*measured, *usage_metrics(transcripts)]
-
-
-def score(
-    kind: LaneKind, cases: Sequence[BaseModel], transcripts: pd.DataFrame
-) -> tuple[pd.DataFrame, pd.DataFrame, list[MetricValue]]:
-    """Stages 3-5 in one call: turn predicates, case predicates and metric values."""
-    turn_predicates = turn_predicate_table(kind, cases, transcripts)
-    case_predicates = case_predicate_table(kind, cases, transcripts, turn_predicates)
-    return (
-        turn_predicates,
-        case_predicates,
-        metric_values(kind, cases, transcripts, turn_predicates, case_predicates),
-    )
 
 
 def error_rate(transcripts: pd.DataFrame) -> MetricValue:
@@ -517,23 +492,28 @@ def evaluate_lane(
     repeat: int = 1,
     seed: int | None = None,
 ) -> LaneRun:
-    """Run one lane split end to end in this process (no Dagster, no history)."""
-    kind = lane_kind(spec)
-    loaded = load_split(spec, split, cases_path)
-    cases = [item.case for item in loaded]
-    threads = kind.threads(cases, spec, split)
-    check_thread_ids(cases, threads)
-    transcripts = drive(runtime, threads, concurrency=concurrency, on_turn=on_turn, repeat=repeat, seed=seed)
-    turn_predicates, case_predicates, values = score(kind, cases, transcripts)
+    """Run one lane split end to end in this process (no Dagster, no history): the stages the
+    lane's assets run, over stage files in a scratch folder, each table read back whole."""
+    # The run columns a stored table needs, read back without them: no run, no series.
+    run = {"run_id": "", "lane": spec.name, "split": split, "runtime": runtime.spec, "case_set": split}
+    with tempfile.TemporaryDirectory(prefix="eval-pipeline-lane-") as folder:
+        cases = write_cases(spec, split, cases_path, folder)
+        transcripts = drive_cases(
+            spec,
+            split,
+            cases,
+            runtime,
+            concurrency=concurrency,
+            on_turn=on_turn,
+            repeat=repeat,
+            seed=seed,
+            run_columns=run,
+            folder=folder,
+        )
+        turn_predicates = score_turns(spec, cases, transcripts, run, folder)
+        case_predicates = score_cases(spec, cases, transcripts, turn_predicates, run, folder)
+        values = measure(spec, cases, transcripts, turn_predicates, case_predicates)
+        read = [t.read(_lane_columns_of(t)) for t in (cases, transcripts, turn_predicates, case_predicates)]
     verdicts = judge(spec.effective_thresholds, values, max_error_rate=spec.max_error_rate)
     metrics = frame(METRICS, metric_rows(values, verdicts))[lane_columns(METRICS)]
-    return LaneRun(
-        spec,
-        split,
-        cases_frame(loaded, split),
-        transcripts,
-        turn_predicates,
-        case_predicates,
-        values,
-        metrics,
-    )
+    return LaneRun(spec, split, read[0], read[1], read[2], read[3], values, metrics)

@@ -18,9 +18,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from eval_pipeline.cases import CaseFileError, CaseProblem
+from eval_pipeline.cases_stage import cases_frame
 from eval_pipeline.cli.checked_files import validate_files
 from eval_pipeline.lanes import LaneSpec, lane_kind
-from eval_pipeline.pipeline import cases_frame, cases_from_frame, check_thread_ids, load_split
+from eval_pipeline.pipeline import cases_from_frame, check_thread_ids, load_split
 from eval_pipeline_tests.fuzz.mutations import Mutated, base_cases, case_model, mutated_file, write_corpus
 
 SPLIT = "fuzz"

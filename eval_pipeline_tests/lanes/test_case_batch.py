@@ -10,9 +10,16 @@ import pandas as pd
 import pytest
 
 from eval_pipeline.cases.batch import CaseBatch, _arrow_distinct_lists, case_ids, distinct_lists, field_values
+from eval_pipeline.cases_stage import cases_frame
 from eval_pipeline.lanes import find_lane
 from eval_pipeline.lanes.registry import lane_kind
-from eval_pipeline.pipeline import cases_frame, cases_from_frame, load_split, score
+from eval_pipeline.pipeline import (
+    case_predicate_table,
+    cases_from_frame,
+    load_split,
+    sample_metrics,
+    turn_predicate_table,
+)
 from eval_pipeline.tables import TRANSCRIPTS, column_values, frame, lane_columns
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "lane_outputs"
@@ -35,11 +42,15 @@ def test_a_lane_scores_a_case_batch_as_it_scores_the_models(recorded: Path) -> N
     transcripts = frame(TRANSCRIPTS, rows)[lane_columns(TRANSCRIPTS)]
 
     assert kind.threads(batch, spec, split) == kind.threads(models, spec, split)
-    from_models, from_batch = score(kind, models, transcripts), score(kind, batch, transcripts)
-    pd.testing.assert_frame_equal(from_batch[0], from_models[0])
-    pd.testing.assert_frame_equal(from_batch[1], from_models[1])
-    assert from_batch[2] == from_models[2]
-    assert len(from_models[1]) > 0  # every recorded split has case rows to compare
+    scored = {}
+    for name, cases in (("models", models), ("batch", batch)):
+        turns = turn_predicate_table(kind, cases, transcripts)
+        case_rows = case_predicate_table(kind, cases, transcripts, turns)
+        scored[name] = turns, case_rows, sample_metrics(kind, cases, transcripts, turns, case_rows)
+    pd.testing.assert_frame_equal(scored["batch"][0], scored["models"][0])
+    pd.testing.assert_frame_equal(scored["batch"][1], scored["models"][1])
+    assert scored["batch"][2] == scored["models"][2]
+    assert len(scored["models"][1]) > 0  # every recorded split has case rows to compare
 
 
 def test_a_batch_gives_ids_and_plain_fields_as_its_models_hold_them() -> None:

@@ -11,10 +11,11 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from eval_pipeline.cases_stage import cases_frame
 from eval_pipeline.drive import drive
 from eval_pipeline.lanes import find_lane
 from eval_pipeline.lanes.declared import DeclaredLane
-from eval_pipeline.pipeline import cases_frame, cases_from_frame, load_split
+from eval_pipeline.pipeline import cases_from_frame, load_split
 from eval_pipeline.predicates import PREDICATES, TurnView, Verdict
 from eval_pipeline.predicates.rows import evidence_json
 from eval_pipeline.runtimes import build_runtime
