@@ -73,6 +73,11 @@ class CaseBatch(Sequence[BaseModel]):
             )
         return self._models
 
+    @property
+    def hydrated(self) -> bool:
+        """Whether the case models are built (then a field is read from them, not the JSON)."""
+        return self._models is not None
+
     def field(self, name: str) -> list[Any]:
         """Field ``name`` of every case as stored (a validated case's canonical JSON value)."""
         if self._models is not None:
@@ -131,7 +136,7 @@ def distinct_lists(cases: Sequence[Any], names: Sequence[str]) -> dict[str, Dist
     of texts are read from its stored JSON by Arrow, all in one pass and without a Python object
     per case; anything else the plain way (:func:`field_values`)."""
     found: dict[str, DistinctLists] = {}
-    if isinstance(cases, CaseBatch) and cases._models is None and cases.ids and names:
+    if isinstance(cases, CaseBatch) and not cases.hydrated and cases.ids and names:
         found = _arrow_distinct_lists(cases, names)
     for name in names:
         if name not in found:
