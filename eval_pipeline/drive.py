@@ -20,8 +20,8 @@ run) is not sent, one its budget no longer allows is not started (its rows are l
 every session sent is handed to it once it ends.
 
 A recording (``replay:``, ``history:``, a :class:`RecordedRuntime`) is not sent anything: it
-answers every turn at once (its ``answers``), the turns joined to what was recorded for them, and since no call
-is made no latency is measured (``latency_ms`` is null).
+answers every turn at once (its ``answers``), the turns joined to what was recorded for them,
+and since no call is made no latency is measured (``latency_ms`` is null).
 
 With a response ``cache`` (:mod:`eval_pipeline.runtimes.cache`) a sample of a session whose
 request was answered before is recorded from it (``cached``, no latency, no attempt) and a
@@ -271,8 +271,9 @@ def drive(
     ``concurrency`` is the number of sessions in flight; ``None`` takes the runtime's
     declared ``capabilities.concurrency`` (e.g. its worker count). ``on_start`` receives the
     total number of turns before the first is sent; ``on_turn`` every row as it is recorded
-    (from worker threads). ``retry`` overrides the runtime's declared ``capabilities.retry``. With a
-    ``ledger``, the sessions it answers are not sent and those it does not allow are left out.
+    (from worker threads). ``retry`` overrides the runtime's declared ``capabilities.retry``.
+    With a ``ledger``, the sessions it answers are not sent and those it does not allow are
+    left out.
     ``cache`` answers the samples it holds and keeps the others; ``price`` prices each turn's
     tokens.
     """
@@ -335,9 +336,10 @@ def replayed(
     seed: int | None = None,
 ) -> pa.Table:
     """The transcripts (lane columns) of a recording (replay, history), every turn answered by
-    one call of ``answers_of`` (its :meth:`RecordedRuntime.answers`): the turns of ``requests`` (:data:`TURN_REQUESTS`), ``repeat`` samples of each,
-    asked as :func:`drive` would send them and joined to the answers recorded for them. Nothing
-    is sent, so nothing is timed: ``latency_ms`` is null."""
+    one call of ``answers_of`` (its :meth:`RecordedRuntime.answers`): the turns of ``requests``
+    (:data:`TURN_REQUESTS`), ``repeat`` samples of each, asked as :func:`drive` would send them
+    and joined to the answers recorded for them. Nothing is sent, so nothing is timed:
+    ``latency_ms`` is null."""
     order = _sending_order(requests)
     sessions = pc.coalesce(requests["session"], requests["case_id"])  # what a session's seed derives from
     asked = pa.concat_tables(

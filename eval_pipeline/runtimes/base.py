@@ -70,13 +70,13 @@ class ChatSession(Protocol):
 
 @dataclass(frozen=True)
 class Capabilities:
-    """What a runtime declares it can do; the driver reads nothing else of it.
+    """What a runtime declares it can do: all the driver reads of it besides its sessions.
 
     ``retry``: how a transient turn fault is retried (default: never). ``concurrency``: the
-    sessions in flight it is built for, what a run without ``--concurrency`` drives it with
-    (default 1). ``seeded``: whether ``open_session`` takes a per-session ``seed``; a runtime
-    that does not is never passed one (default). :func:`eval_pipeline.runtimes.registry.build_runtime`
-    checks the declaration once, when the runtime is built.
+    sessions in flight it is built for, what :func:`eval_pipeline.drive.drive` keeps in flight
+    when not told (default 1). ``seeded``: whether ``open_session`` takes a per-session
+    ``seed``; a runtime that does not is never passed one (default). The declaration is checked
+    once, when the runtime is built (:func:`eval_pipeline.runtimes.registry.build_runtime`).
     """
 
     retry: RetryPolicy = NO_RETRY

@@ -78,7 +78,7 @@ def declared_runtime(scheme: str, built: object) -> ChatRuntime:
     ``capabilities`` gets the defaults, ``Capabilities()`` (no retry, one session in flight,
     no seed), unless it carries a capability under a name the driver does not read."""
     if isinstance(built, ChatRuntime):
-        problems = capability_problems(built.capabilities, built.open_session)
+        problems = _capability_problems(built.capabilities, built.open_session)
     else:
         problems = [
             f"has no {name}" for name in ("spec", "open_session", "close") if not hasattr(built, name)
@@ -95,7 +95,7 @@ def declared_runtime(scheme: str, built: object) -> ChatRuntime:
     return built if isinstance(built, ChatRuntime) else _WithDefaults(built)
 
 
-def capability_problems(declared: object, open_session: Callable[..., Any]) -> list[str]:
+def _capability_problems(declared: object, open_session: Callable[..., Any]) -> list[str]:
     """What is wrong with a runtime's declared capabilities, given its ``open_session``."""
     if not isinstance(declared, Capabilities):
         return [f"declares capabilities {declared!r}, not a Capabilities"]

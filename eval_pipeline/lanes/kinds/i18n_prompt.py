@@ -123,7 +123,8 @@ class I18nPrompt:
         ]
 
     def turn_table(self, cases: Sequence[Any], spec: LaneSpec, split: str) -> pa.Table | None:
-        """None: each prompt is composed with its few-shot examples, so the table is read off :meth:`threads`."""
+        """None: each prompt is composed with its few-shot examples, so the table is read off
+        :meth:`threads`."""
         return None
 
     def turns_sent(self, cases: Sequence[Any], spec: LaneSpec, split: str) -> list[int]:
