@@ -11,16 +11,17 @@ whatever the completion order, so a concurrent run's table equals a serial run's
 
 With ``repeat`` N every session is played N times, each sample in a fresh session; with a
 run ``seed``, sample i of a session is sent with the seed derived from (run seed, case or
-session, i) to a runtime that takes one (``accepts_seed``), and the seed is recorded per turn.
+session, i) to a runtime that takes one (its capabilities say ``seeded``), and the seed is
+recorded per turn.
 
 A ``ledger`` (:class:`SessionLedger`, see :mod:`eval_pipeline.ledger`) is asked about each
 session before it is sent: a session it already holds answers (the journal of an interrupted
 run) is not sent, one its budget no longer allows is not started (its rows are left out), and
 every session sent is handed to it once it ends.
 
-A recording (``replay:``, ``history:``) is not sent anything: it answers every turn at once
-(its ``recorded_answers``), the turns joined to what was recorded for them, and since no call
-is made no latency is measured (``latency_ms`` is null).
+A recording (``replay:``, ``history:``, a :class:`RecordedRuntime`) is not sent anything: it
+answers every turn at once (its ``answers``), the turns joined to what was recorded for them,
+and since no call is made no latency is measured (``latency_ms`` is null).
 
 With a response ``cache`` (:mod:`eval_pipeline.runtimes.cache`) a sample of a session whose
 request was answered before is recorded from it (``cached``, no latency, no attempt) and a
@@ -46,13 +47,13 @@ from eval_pipeline.lanes.kind import Thread, TurnRequest, requests_of_threads
 from eval_pipeline.runtimes.base import (
     ChatRuntime,
     ChatSession,
+    RecordedRuntime,
     RuntimeSpecError,
     TurnResponse,
     not_unicode_text,
 )
 from eval_pipeline.runtimes.cache import ResponseCache
 from eval_pipeline.runtimes.faults import (
-    NO_RETRY,
     RetryPolicy,
     TurnFault,
     is_transient,
@@ -91,18 +92,6 @@ def _error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def retry_policy_of(runtime: ChatRuntime) -> RetryPolicy:
-    """The retry policy a runtime asks for (its optional ``retry_policy`` attribute), else none."""
-    policy = getattr(runtime, "retry_policy", None)
-    return policy if isinstance(policy, RetryPolicy) else NO_RETRY
-
-
-def concurrency_of(runtime: ChatRuntime) -> int:
-    """Sessions in flight a runtime is built for (its optional ``preferred_concurrency``), else 1."""
-    preferred = getattr(runtime, "preferred_concurrency", None)
-    return preferred if isinstance(preferred, int) and preferred >= 1 else 1
-
-
 def send_with_retries(
     session: ChatSession, prompt: str, retry: RetryPolicy
 ) -> tuple[TurnResponse | None, str | None, int, list[str]]:
@@ -129,8 +118,8 @@ def send_with_retries(
 def open_sample_session(runtime: ChatRuntime, key: str, sample_index: int, seed: int | None) -> ChatSession:
     """A fresh session for one sample; the seed goes to runtimes that take one."""
     session_id = key if sample_index == 0 else f"{key}~{sample_index}"  # unique per live session
-    if seed is not None and getattr(runtime, "accepts_seed", False):
-        return runtime.open_session(session_id, seed=seed)  # type: ignore[call-arg]
+    if seed is not None and runtime.capabilities.seeded:
+        return runtime.open_session(session_id, seed=seed)
     return runtime.open_session(session_id)
 
 
@@ -146,7 +135,7 @@ def run_session(
     price: Price | None = None,
 ) -> list[dict[str, Any]]:
     """Send every turn of ``threads``, in order, in one session; one row per turn, faults included."""
-    retry = retry or retry_policy_of(runtime)
+    retry = retry or runtime.capabilities.retry
     rows: list[dict[str, Any]] = []
     key = session_key(threads)
     seed = None if run_seed is None else derive_seed(run_seed, key, sample_index)
@@ -252,8 +241,7 @@ def _raw_text(raw: dict[str, Any]) -> str:
 
 def samples_to_drive(runtime: ChatRuntime, repeat: int) -> int:
     """Samples per case: a recording (replay, history) plays the samples it holds, else ``repeat``."""
-    recorded = getattr(runtime, "recorded_samples", None)
-    return recorded if isinstance(recorded, int) and recorded >= 1 else repeat
+    return runtime.samples_per_case if isinstance(runtime, RecordedRuntime) else repeat
 
 
 def sessions_of(threads: Sequence[Thread]) -> list[list[Thread]]:
@@ -281,23 +269,23 @@ def drive(
     """Transcripts (lane columns) for every turn of every thread, ``repeat`` samples of each.
 
     ``concurrency`` is the number of sessions in flight; ``None`` takes the runtime's
-    ``preferred_concurrency`` (e.g. its worker count), else 1. ``on_start`` receives the
+    declared ``capabilities.concurrency`` (e.g. its worker count). ``on_start`` receives the
     total number of turns before the first is sent; ``on_turn`` every row as it is recorded
-    (from worker threads). ``retry`` overrides the runtime's own ``retry_policy``. With a
-    ``ledger``, the sessions it answers are not sent and those it does not allow are left out.
+    (from worker threads). ``retry`` overrides the runtime's declared ``capabilities.retry``.
+    With a ``ledger``, the sessions it answers are not sent and those it does not allow are
+    left out.
     ``cache`` answers the samples it holds and keeps the others; ``price`` prices each turn's
     tokens.
     """
-    sessions_in_flight = concurrency_of(runtime) if concurrency is None else concurrency
+    sessions_in_flight = runtime.capabilities.concurrency if concurrency is None else concurrency
     if sessions_in_flight < 1:
         raise ValueError("concurrency must be at least 1")
     if repeat < 1:
         raise ValueError("repeat must be at least 1")
     if on_start:
         on_start(repeat * sum(len(t.turns) for t in threads))
-    recorded_answers = getattr(runtime, "recorded_answers", None)
-    if callable(recorded_answers):
-        table = replayed(recorded_answers, requests_of_threads(threads), on_turn, repeat=repeat, seed=seed)
+    if isinstance(runtime, RecordedRuntime):
+        table = replayed(runtime.answers, requests_of_threads(threads), on_turn, repeat=repeat, seed=seed)
         return table.to_pandas(types_mapper=nullable_types)
 
     def run(sample: tuple[list[Thread], int]) -> list[dict[str, Any]]:
@@ -340,7 +328,7 @@ def drive(
 
 
 def replayed(
-    recorded_answers: Callable[[pa.Table], pa.Table],
+    answers_of: Callable[[pa.Table], pa.Table],
     requests: pa.Table,
     on_turn: TurnCallback | None = None,
     *,
@@ -348,9 +336,10 @@ def replayed(
     seed: int | None = None,
 ) -> pa.Table:
     """The transcripts (lane columns) of a recording (replay, history), every turn answered by
-    one call: the turns of ``requests`` (:data:`TURN_REQUESTS`), ``repeat`` samples of each,
-    asked as :func:`drive` would send them and joined to the answers recorded for them. Nothing
-    is sent, so nothing is timed: ``latency_ms`` is null."""
+    one call of ``answers_of`` (its :meth:`RecordedRuntime.answers`): the turns of ``requests``
+    (:data:`TURN_REQUESTS`), ``repeat`` samples of each, asked as :func:`drive` would send them
+    and joined to the answers recorded for them. Nothing is sent, so nothing is timed:
+    ``latency_ms`` is null."""
     order = _sending_order(requests)
     sessions = pc.coalesce(requests["session"], requests["case_id"])  # what a session's seed derives from
     asked = pa.concat_tables(
@@ -360,7 +349,7 @@ def replayed(
         .take(order)
         for sample_index in range(repeat)
     )
-    answers = recorded_answers(asked.select(list(_ASKED)))
+    answers = answers_of(asked.select(list(_ASKED)))
     table = pa.table(
         {
             **{name: asked[name] for name in ("case_id", "turn_index", "role", "prompt")},
@@ -418,7 +407,7 @@ def _seeds(sessions: pa.ChunkedArray, sample_index: int, seed: int | None) -> pa
 
 # What a recording does not say of a turn: nothing was sent, so nothing was counted or timed.
 _UNRECORDED = ("prompt_tokens", "completion_tokens", "cost", "ttft_ms")
-# What a recording is asked of each turn (see ReplayRuntime.recorded_answers).
+# What a recording is asked of each turn (see RecordedRuntime.answers).
 _ASKED = ("case_id", "sample_index", "turn_index", "role", "prompt")
 _TRANSCRIPT_LANE = pa.schema([TRANSCRIPTS.field(name) for name in TRANSCRIPT_COLUMNS])
 

@@ -19,7 +19,7 @@ from typing import Any
 from eval_pipeline.budget import Budget, BudgetMeter, BudgetReached, RowCost, row_cost
 from eval_pipeline.journal import JournalIdentity, OpenedJournal, open_journal, session_turns
 from eval_pipeline.lanes.kind import Thread
-from eval_pipeline.runtimes.base import ChatRuntime, RuntimeSpecError
+from eval_pipeline.runtimes.base import ChatRuntime, RecordedRuntime, RuntimeSpecError
 from eval_pipeline.runtimes.targets import RuntimeTarget
 from eval_pipeline.runtimes.versions import runtime_version
 from eval_pipeline.stage_files import StageFile
@@ -164,4 +164,4 @@ def known_runtime_version(spec: str, options: Mapping[str, Any]) -> str | None:
 
 def is_recording(runtime: ChatRuntime) -> bool:
     """A recording (``replay:``, ``history:``) is sent nothing: it keeps no journal and spends nothing."""
-    return callable(getattr(runtime, "recorded_answers", None))
+    return isinstance(runtime, RecordedRuntime)

@@ -29,7 +29,7 @@ from eval_pipeline.lanes.kind import SCORED_COLUMNS, LaneKind, Scored, Thread, t
 from eval_pipeline.lanes.registry import lane_kind
 from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.memo import Recent, content_sha256
-from eval_pipeline.runtimes.base import ChatRuntime
+from eval_pipeline.runtimes.base import ChatRuntime, RecordedRuntime
 from eval_pipeline.runtimes.cache import ResponseCache
 from eval_pipeline.samples import SAMPLE_INDEX, all_samples, per_sample, pool, rows_of_sample, sample_frames
 from eval_pipeline.scoring import MetricValue, ThresholdVerdict, added_not_applicable, judge
@@ -315,12 +315,11 @@ def drive_cases(
     ``cache`` and ``price`` are :func:`eval_pipeline.drive.drive`'s."""
     if on_start:
         on_start(repeat * int(cases.read(["turns"])["turns"].fillna(0).sum()))
-    recorded_answers = getattr(runtime, "recorded_answers", None)
     with StageWriter(TRANSCRIPTS, folder) as writer:
-        if callable(recorded_answers):
+        if isinstance(runtime, RecordedRuntime):
             asked = _by_batch(partial(_requests_of_batch, spec, split, cases), cases.batch_count)
             for requests in asked:
-                table = replayed(recorded_answers, requests, on_turn, repeat=repeat, seed=seed)
+                table = replayed(runtime.answers, requests, on_turn, repeat=repeat, seed=seed)
                 writer.write_table(table, **(run_columns or {}))
             return writer.finish()
         kind = lane_kind(spec)

@@ -38,6 +38,6 @@ def recorded_lane_and_split(
         raise KeyError(f"history:{recorded.run_id[:8]} ran split {recorded_split!r}, not {split!r}")
     if repeat is not None:
         raise KeyError(
-            f"--repeat: a re-score replays the {recorded.recorded_samples} sample(s) per case the run recorded"
+            f"--repeat: a re-score replays the {recorded.samples_per_case} sample(s) per case the run recorded"
         )
     return [lane], recorded_split

@@ -74,10 +74,8 @@ def requests_of_threads(threads: Sequence[Thread]) -> pa.Table:
 
 def turn_requests(kind: LaneKind, cases: Sequence[Any], spec: LaneSpec, split: str) -> pa.Table:
     """The turns ``kind`` sends for ``cases`` as a :data:`TURN_REQUESTS` table: what a recording
-    answers. A kind may build it itself (``turn_table``, the same rows as its threads' without
-    a model per turn; None where it would not equal them), else it is read off its threads."""
-    own = getattr(kind, "turn_table", None)
-    table = own(cases, spec, split) if callable(own) else None
+    answers: the kind's own :meth:`LaneKind.turn_table`, else read off its threads."""
+    table = kind.turn_table(cases, spec, split)
     return table if table is not None else requests_of_threads(kind.threads(cases, spec, split))
 
 
@@ -122,6 +120,12 @@ class LaneKind(Protocol):
         ...
 
     def threads(self, cases: Sequence[Any], spec: LaneSpec, split: str) -> list[Thread]: ...
+
+    def turn_table(self, cases: Sequence[Any], spec: LaneSpec, split: str) -> pa.Table | None:
+        """:meth:`threads` as a :data:`TURN_REQUESTS` table (what a recording is asked), the
+        same rows built without a model per turn; None where the kind does not build it itself
+        or it would not equal them (:func:`turn_requests` then reads it off the threads)."""
+        ...
 
     def turns_sent(self, cases: Sequence[Any], spec: LaneSpec, split: str) -> list[int]:
         """How many turns each case's threads send, in ``cases`` order; raises where

@@ -1,15 +1,21 @@
 """The ChatRuntime adapter boundary: what the pipeline needs from any chat system.
 
 A runtime opens independent sessions; a session answers one prompt at a time. Everything
-a runtime says besides the four typed fields travels in ``raw``.
+a runtime says besides the four typed fields travels in ``raw``. What a runtime can do beyond
+that it declares (:class:`Capabilities`); a recording is a :class:`RecordedRuntime`.
 """
 
 from __future__ import annotations
 
 import json
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field
+
+from eval_pipeline.runtimes.faults import NO_RETRY, RetryPolicy
 
 
 class TurnResponse(BaseModel):
@@ -62,6 +68,22 @@ class ChatSession(Protocol):
     def close(self) -> None: ...
 
 
+@dataclass(frozen=True)
+class Capabilities:
+    """What a runtime declares it can do: all the driver reads of it besides its sessions.
+
+    ``retry``: how a transient turn fault is retried (default: never). ``concurrency``: the
+    sessions in flight it is built for, what :func:`eval_pipeline.drive.drive` keeps in flight
+    when not told (default 1). ``seeded``: whether ``open_session`` takes a per-session
+    ``seed``; a runtime that does not is never passed one (default). The declaration is checked
+    once, when the runtime is built (:func:`eval_pipeline.runtimes.registry.build_runtime`).
+    """
+
+    retry: RetryPolicy = NO_RETRY
+    concurrency: int = 1
+    seeded: bool = False
+
+
 @runtime_checkable
 class ChatRuntime(Protocol):
     """A chat system under evaluation.
@@ -69,7 +91,8 @@ class ChatRuntime(Protocol):
     ``open_session`` must return a conversation that shares no state with any other
     session. ``session_id`` is the case id: adapters may use it (replay looks recorded
     turns up by it, ``exec:`` passes it to the child process) but must not let it change
-    the answers of a live runtime.
+    the answers of a live runtime. ``seed`` is given only to a runtime whose capabilities
+    say it is ``seeded``.
     """
 
     @property
@@ -77,6 +100,28 @@ class ChatRuntime(Protocol):
         """The runtime spec this runtime was built from, with secrets removed."""
         ...
 
-    def open_session(self, session_id: str) -> ChatSession: ...
+    @property
+    def capabilities(self) -> Capabilities: ...
+
+    def open_session(self, session_id: str, seed: int | None = None) -> ChatSession: ...
 
     def close(self) -> None: ...
+
+
+class RecordedRuntime(ABC):
+    """A recording (``replay:``, ``history:``): the driver sends it nothing and opens no session,
+    it asks for the answers to every turn of a run at once (:meth:`answers`) and plays every
+    sample per case it holds (:attr:`samples_per_case`)."""
+
+    capabilities = Capabilities()
+
+    @property
+    @abstractmethod
+    def samples_per_case(self) -> int:
+        """How many samples per case the recording holds."""
+
+    @abstractmethod
+    def answers(self, requests: pa.Table) -> pa.Table:
+        """The recorded answer to each turn of ``requests`` (columns ``case_id``,
+        ``sample_index``, ``turn_index``, ``prompt``), row for row, in the columns of a
+        transcript's answer (:data:`eval_pipeline.runtimes.adapters.replay.ANSWERS`)."""

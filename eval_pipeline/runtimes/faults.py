@@ -4,9 +4,10 @@ An adapter raises :class:`TurnFault` when a turn fails in a way it understands (
 429, a malformed reply, a child process that died). ``transient`` says whether sending the
 same turn again may succeed; ``retry_after`` carries a wait the runtime asked for. The
 driver owns the one retry loop (:mod:`eval_pipeline.drive`); a runtime says how it wants to
-be retried through an optional ``retry_policy`` attribute. ``kind``, when an adapter sets it, is
-a stable code for the fault (e.g. ``timeout``, ``protocol_mismatch``); adapters start the
-message with it, so the transcript's ``error`` carries it too.
+be retried in its declared capabilities (``Capabilities.retry``, see
+:mod:`eval_pipeline.runtimes.base`). ``kind``, when an adapter sets it, is a stable code for
+the fault (e.g. ``timeout``, ``protocol_mismatch``); adapters start the message with it, so
+the transcript's ``error`` carries it too.
 """
 
 from __future__ import annotations

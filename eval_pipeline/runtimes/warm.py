@@ -14,38 +14,42 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Hashable, Iterator
-from typing import Any
 
-from eval_pipeline.runtimes.base import ChatRuntime, ChatSession
+from eval_pipeline.runtimes.adapters.exec_process import ExecRuntime
+from eval_pipeline.runtimes.base import Capabilities, ChatRuntime, ChatSession
 
 _lock = threading.Lock()
 _scopes = 0
-_pools: dict[Hashable, ChatRuntime] = {}
+_pools: dict[Hashable, ExecRuntime] = {}
 
 
 class SharedRuntime:
-    """A pool lent to one user: everything but ``close`` goes to the pool."""
+    """A pool lent to one user: its spec, capabilities, sessions and process groups are the
+    pool's; ``close`` leaves it up."""
 
-    def __init__(self, pool: ChatRuntime) -> None:
+    def __init__(self, pool: ExecRuntime) -> None:
         self._pool = pool
 
     @property
     def spec(self) -> str:
         return self._pool.spec
 
+    @property
+    def capabilities(self) -> Capabilities:
+        return self._pool.capabilities
+
+    @property
+    def process_groups(self) -> list[int]:
+        return self._pool.process_groups
+
     def open_session(self, session_id: str, seed: int | None = None) -> ChatSession:
-        if seed is None:
-            return self._pool.open_session(session_id)
-        return self._pool.open_session(session_id, seed=seed)  # type: ignore[call-arg]
+        return self._pool.open_session(session_id, seed)
 
     def close(self) -> None:
         """The pool stays up for the rest of the scope."""
 
-    def __getattr__(self, name: str) -> Any:  # preferred_concurrency, retry_policy, process_groups
-        return getattr(self._pool, name)
 
-
-def shared(key: Hashable, build: Callable[[], ChatRuntime]) -> ChatRuntime:
+def shared(key: Hashable, build: Callable[[], ExecRuntime]) -> ChatRuntime:
     """The scope's runtime for ``key`` (built on first use), or a fresh one outside any scope."""
     with _lock:
         if _scopes == 0:

@@ -18,7 +18,7 @@ from eval_pipeline.drive import drive
 from eval_pipeline.journal import JournalIdentity, read_journal
 from eval_pipeline.lanes.kind import Thread, TurnRequest
 from eval_pipeline.ledger import open_ledger
-from eval_pipeline.runtimes.base import RuntimeSpecError, TurnResponse
+from eval_pipeline.runtimes.base import Capabilities, RuntimeSpecError, TurnResponse
 from eval_pipeline.runtimes.targets import load_targets, resolve_target
 
 TURN_COST = 0.25
@@ -30,6 +30,7 @@ class PricedRuntime:
     """A runtime that says what each answer cost, and counts what it was sent."""
 
     spec = "test:priced"
+    capabilities = Capabilities()
 
     def __init__(self, cost: float | None = TURN_COST) -> None:
         self.cost = cost

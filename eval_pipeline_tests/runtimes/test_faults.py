@@ -264,7 +264,7 @@ def test_exec_crash_and_garbage_fail_their_turns_and_lost_sessions_only() -> Non
 
 
 def test_drive_retries_transient_faults_and_counts_attempts() -> None:
-    from eval_pipeline.runtimes.base import ChatSession, TurnResponse
+    from eval_pipeline.runtimes.base import Capabilities, ChatSession, TurnResponse
     from eval_pipeline.runtimes.faults import RetryPolicy, TurnFault
 
     class Stutter:
@@ -284,6 +284,7 @@ def test_drive_retries_transient_faults_and_counts_attempts() -> None:
 
     class StutterRuntime:
         spec = "test:stutter"
+        capabilities = Capabilities()
 
         def open_session(self, session_id: str) -> ChatSession:
             return Stutter()

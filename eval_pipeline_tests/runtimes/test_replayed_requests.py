@@ -104,14 +104,14 @@ def _answering(asked: list[pa.Table]) -> Any:
     """A recording that answers every turn with its prompt and records nothing else, and keeps
     what it was asked."""
 
-    def recorded_answers(requests: pa.Table) -> pa.Table:
+    def answers(requests: pa.Table) -> pa.Table:
         asked.append(requests)
         n = requests.num_rows
         columns: dict[str, Any] = {name: pa.nulls(n, pa.string()) for name in ANSWERS}
         columns.update(surface=requests["prompt"], attempts=pa.repeat(1, n), seed=pa.nulls(n, pa.int64()))
         return pa.table(columns)
 
-    return recorded_answers
+    return answers
 
 
 @pytest.mark.parametrize("seed", [None, 7])

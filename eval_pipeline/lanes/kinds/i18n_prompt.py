@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import pandas as pd
+import pyarrow as pa
 from pydantic import BaseModel
 
 from eval_pipeline.cases.loading import load_cases
@@ -120,6 +121,11 @@ class I18nPrompt:
             )
             for case in cases
         ]
+
+    def turn_table(self, cases: Sequence[Any], spec: LaneSpec, split: str) -> pa.Table | None:
+        """None: each prompt is composed with its few-shot examples, so the table is read off
+        :meth:`threads`."""
+        return None
 
     def turns_sent(self, cases: Sequence[Any], spec: LaneSpec, split: str) -> list[int]:
         return turns_of_threads(cases, self.threads(cases, spec, split))  # composing checks each prompt

@@ -66,7 +66,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from eval_pipeline.cases.jsonl import LineProblem, parse_json_line
 from eval_pipeline.runtimes import exec_guard
-from eval_pipeline.runtimes.base import ChatSession, RuntimeSpecError, TurnResponse
+from eval_pipeline.runtimes.base import Capabilities, ChatSession, RuntimeSpecError, TurnResponse
 from eval_pipeline.runtimes.faults import TurnFault
 from eval_pipeline.runtimes.options import validate_options
 from eval_pipeline.runtimes.redaction import redacted_spec
@@ -442,7 +442,9 @@ class ExecRuntime:
     ) -> None:
         self._spec = spec
         self.end_sessions = end_sessions
-        self.preferred_concurrency = workers
+        # A session per worker at once; a sample's seed travels in each of its session's
+        # requests (``seed``), for the child to use.
+        self.capabilities = Capabilities(concurrency=workers, seeded=True)
         child_env = {**os.environ, **(env or {})}
         command = resolve_command(argv, child_env, cwd)
         self._children = [
@@ -463,9 +465,6 @@ class ExecRuntime:
         """Start every child now (they otherwise start with their first session)."""
         for child in self._children:
             child.ensure_started()
-
-    # A sample's seed travels in each of its session's requests (``seed``), for the child to use.
-    accepts_seed = True
 
     def open_session(self, session_id: str, seed: int | None = None) -> ChatSession:
         with self._lock:

@@ -78,7 +78,7 @@ from eval_pipeline.runtimes.adapters.openai_replies import (
     shorten,
     sse_payload,
 )
-from eval_pipeline.runtimes.base import ChatSession, RuntimeSpecError, TurnResponse
+from eval_pipeline.runtimes.base import Capabilities, ChatSession, RuntimeSpecError, TurnResponse
 from eval_pipeline.runtimes.faults import THROTTLE_STATUS, AdaptiveLimit, RetryPolicy, TurnFault
 from eval_pipeline.runtimes.options import validate_options
 from eval_pipeline.runtimes.registry import register_runtime
@@ -252,8 +252,12 @@ class OpenAIRuntime:
         self.base_url = base_url
         self.options = options
         self.endpoint = "POST " + public_url(base_url).rstrip("/") + "/chat/completions"
-        self.retry_policy = RetryPolicy(options.max_retries, options.backoff_s, options.max_backoff_s)
-        self.preferred_concurrency = options.max_concurrency
+        # A sample's seed goes in the request body's ``seed`` (servers that honour it reproduce the answer).
+        self.capabilities = Capabilities(
+            retry=RetryPolicy(options.max_retries, options.backoff_s, options.max_backoff_s),
+            concurrency=options.max_concurrency,
+            seeded=True,
+        )
         key_env = options.api_key_env or DEFAULT_KEY_ENV
         api_key = _secret(key_env, required=options.api_key_env is not None) or PLACEHOLDER_KEY
         headers = dict(options.headers)
@@ -284,9 +288,6 @@ class OpenAIRuntime:
     def adaptive_limit(self) -> AdaptiveLimit:
         """The requests this target may have in flight now, as its throttling has adapted them."""
         return self._limit.limit
-
-    # A sample's seed goes in the request body's ``seed`` (servers that honour it reproduce the answer).
-    accepts_seed = True
 
     def open_session(self, session_id: str, seed: int | None = None) -> ChatSession:
         return OpenAISession(self, seed)

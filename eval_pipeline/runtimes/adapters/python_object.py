@@ -39,7 +39,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from eval_pipeline.runtimes.adapters.exec_process import TYPED_FIELDS, ExecRuntime, fault, reply_to_response
-from eval_pipeline.runtimes.base import ChatRuntime, ChatSession, RuntimeSpecError, TurnResponse
+from eval_pipeline.runtimes.base import Capabilities, ChatRuntime, ChatSession, RuntimeSpecError, TurnResponse
 from eval_pipeline.runtimes.faults import TurnFault
 from eval_pipeline.runtimes.in_process import call_with_deadline
 from eval_pipeline.runtimes.options import validate_options
@@ -238,7 +238,7 @@ class PythonRuntime:
         # In-process, the extra paths stay importable: a bot may import lazily while it chats.
         sys.path[:0] = [p for p in options.paths if p not in sys.path]
         self._target = resolve_target(target_name, [])
-        self.accepts_seed = takes_seed(self._target, options)
+        self.capabilities = Capabilities(seeded=takes_seed(self._target, options))
 
     @property
     def spec(self) -> str:

@@ -6,7 +6,7 @@ PATH is a JSONL or Parquet file of recorded turns, one per row, in the transcrip
 ``case_id``, ``text``, ``raw_response``) are accepted too: ``text`` is the surface, the
 turn index defaults to 0 and ``raw_response`` travels in ``raw``.
 
-A recording answers every turn of a run at once (:meth:`ReplayRuntime.recorded_answers`, one
+A recording answers every turn of a run at once (:meth:`ReplayRuntime.answers`, one
 join of the turns to send with the turns recorded): no session is opened and nothing is timed,
 so a million recorded turns replay in about a second. Replay is strict: a recorded prompt
 that differs from the case's prompt, or a turn the file does not hold, is bad input
@@ -30,7 +30,7 @@ from eval_pipeline.cases.flat_jsonl import read_flat_jsonl
 from eval_pipeline.cases.loading import CaseFileError, CaseProblem, CaseStream, validate_record
 from eval_pipeline.collector import collector_paused
 from eval_pipeline.memo import Recent, content_sha256
-from eval_pipeline.runtimes.base import ChatSession, RuntimeSpecError, TurnResponse
+from eval_pipeline.runtimes.base import ChatSession, RecordedRuntime, RuntimeSpecError, TurnResponse
 from eval_pipeline.runtimes.options import NoOptions, validate_options
 from eval_pipeline.runtimes.registry import register_runtime
 from eval_pipeline.tables import TRANSCRIPTS
@@ -183,7 +183,7 @@ def _raw_and_turn_keys(turns: pa.Table, answered: pa.ChunkedArray) -> tuple[pa.A
 
 class ReplaySession:
     """One case's recorded turns, in order, through the session protocol (a caller that sends
-    turn by turn; :func:`eval_pipeline.drive.drive` asks :meth:`ReplayRuntime.recorded_answers`)."""
+    turn by turn; :func:`eval_pipeline.drive.drive` asks :meth:`ReplayRuntime.answers`)."""
 
     def __init__(self, runtime: ReplayRuntime, case_id: str) -> None:
         self._runtime = runtime
@@ -200,7 +200,7 @@ class ReplaySession:
             }
         )
         self._next_turn += 1
-        answer = self._runtime.recorded_answers(request).to_pylist()[0]
+        answer = self._runtime.answers(request).to_pylist()[0]
         if answer["error"] is not None:
             raise RecordedFault(answer["error"].removeprefix("RecordedFault: "))
         raw = json.loads(answer["raw"]) if answer["raw"] else {}
@@ -220,7 +220,7 @@ class ReplaySession:
         pass
 
 
-class ReplayRuntime:
+class ReplayRuntime(RecordedRuntime):
     """Recorded turns (a :func:`recording_table`). ``path`` names where they came from in messages."""
 
     def __init__(self, path: Path | str, recording: pa.Table, spec: str = "") -> None:
@@ -234,15 +234,15 @@ class ReplayRuntime:
         return self._spec
 
     @property
-    def recorded_samples(self) -> int:
+    def samples_per_case(self) -> int:
         """How many samples per case the recording holds: a replay plays every one of them."""
         most = pc.max(self.recording["sample_index"]).as_py()
         return 1 + (most or 0)
 
-    def open_session(self, session_id: str) -> ChatSession:
+    def open_session(self, session_id: str, seed: int | None = None) -> ChatSession:
         return ReplaySession(self, session_id)
 
-    def recorded_answers(self, requests: pa.Table) -> pa.Table:
+    def answers(self, requests: pa.Table) -> pa.Table:
         """The recorded answer (columns :data:`ANSWERS`) to each turn of ``requests`` (columns
         ``case_id``, ``sample_index``, ``turn_index``, ``prompt``), row for row.
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from eval_pipeline.runtimes.base import ChatSession, TurnResponse
+from eval_pipeline.runtimes.base import Capabilities, ChatSession, TurnResponse
 from eval_pipeline.runtimes.reference.intents import Intent, read_intent
 from eval_pipeline.runtimes.reference.pack import ConceptPack, default_pack
 
@@ -319,6 +319,8 @@ class ReferenceRuntime:
     while the turn log records the real one (``reference:warm-drift``).
     """
 
+    capabilities = Capabilities()  # deterministic, so it takes no seed
+
     def __init__(
         self,
         *,
@@ -340,7 +342,7 @@ class ReferenceRuntime:
             return "reference:warm-drift"
         return "reference" if self.glosses else "reference:no-gloss"
 
-    def open_session(self, session_id: str) -> ChatSession:
+    def open_session(self, session_id: str, seed: int | None = None) -> ChatSession:
         return ReferenceSession(
             self.pack, glosses=self.glosses, refusals=self.refusals, warm_drift=self.warm_drift
         )

@@ -1,0 +1,191 @@
+"""Declared capabilities: what a runtime can do is checked once, when it is built, and read
+from its declaration after that; a pool lent out for a scope declares the pool's."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from eval_pipeline.drive import drive
+from eval_pipeline.lanes.kind import Thread, TurnRequest
+from eval_pipeline.runtimes import RuntimeSpecError, build_runtime, register_runtime
+from eval_pipeline.runtimes.adapters.exec_process import ExecRuntime
+from eval_pipeline.runtimes.base import Capabilities, ChatSession, TurnResponse
+from eval_pipeline.runtimes.faults import RetryPolicy, TurnFault
+from eval_pipeline.runtimes.options import NoOptions
+from eval_pipeline.runtimes.registry import RUNTIME_ADAPTERS, RUNTIME_OPTIONS
+from eval_pipeline.runtimes.warm import SharedRuntime, shared, warm_runtimes
+
+
+def threads(count: int = 3) -> list[Thread]:
+    return [
+        Thread(case_id=f"case{i}", turns=(TurnRequest(turn_index=0, role="turn", prompt="Hello?"),))
+        for i in range(count)
+    ]
+
+
+class BusyOnce:
+    """Answers every prompt, after failing its first turn transiently."""
+
+    def __init__(self) -> None:
+        self.sent = 0
+
+    def send(self, prompt: str) -> TurnResponse:
+        self.sent += 1
+        if self.sent == 1:
+            raise TurnFault("busy", transient=True, retry_after=0.0)
+        return TurnResponse(surface="Hello.")
+
+    def close(self) -> None:
+        pass
+
+
+class Undeclared:
+    """A third party's runtime that declares nothing; its sessions take no seed."""
+
+    spec = "undeclared"
+
+    def __init__(self) -> None:
+        self.opened_on: list[str] = []
+
+    def open_session(self, session_id: str) -> ChatSession:
+        self.opened_on.append(threading.current_thread().name)
+        return BusyOnce()
+
+    def close(self) -> None:
+        pass
+
+
+def declaring(capabilities: Any) -> type:
+    class Declaring(Undeclared):
+        pass
+
+    Declaring.capabilities = capabilities
+    return Declaring
+
+
+class OldStyle(Undeclared):
+    accepts_seed = True
+
+
+class NoSessions:
+    spec = "no-sessions"
+    capabilities = Capabilities()
+
+    def close(self) -> None:
+        pass
+
+
+Register = Callable[[str, Callable[[], object]], None]
+
+
+@pytest.fixture
+def registered() -> Iterator[Register]:
+    """Register a scheme whose factory returns ``build()``; the scheme is gone afterwards."""
+    schemes: list[str] = []
+
+    def register(scheme: str, build: Callable[[], object]) -> None:
+        schemes.append(scheme)
+        register_runtime(scheme, NoOptions)(lambda argument, options: build())
+
+    yield register
+    for scheme in schemes:
+        RUNTIME_ADAPTERS._entries.pop(scheme)
+        RUNTIME_OPTIONS._entries.pop(scheme)
+
+
+@pytest.mark.parametrize(
+    ("built", "wrong"),
+    [
+        (declaring({"concurrency": 4}), "declares capabilities {'concurrency': 4}, not a Capabilities"),
+        (
+            declaring(Capabilities(concurrency=0)),
+            "declares a concurrency of 0, not a whole number of at least 1",
+        ),
+        (declaring(Capabilities(concurrency=True)), "declares a concurrency of True, not a whole number"),
+        (declaring(Capabilities(retry=3)), "declares a retry of 3, not a RetryPolicy"),
+        (declaring(Capabilities(seeded="yes")), "declares seeded as 'yes', not True or False"),
+        (declaring(Capabilities(seeded=True)), "declares itself seeded but its open_session takes no seed"),
+        (OldStyle, "has accepts_seed, which is not read: declare capabilities = Capabilities(...)"),
+        (NoSessions, "has no open_session"),
+    ],
+    ids=[
+        "dict",
+        "zero-concurrency",
+        "boolean-concurrency",
+        "int-retry",
+        "text-seeded",
+        "seedless",
+        "old-name",
+        "no-open",
+    ],
+)
+def test_a_registered_adapter_with_a_malformed_declaration_fails_at_build(
+    registered: Register, built: type, wrong: str
+) -> None:
+    registered("malformed", built)
+    with pytest.raises(RuntimeSpecError) as refused:
+        build_runtime("malformed:x")
+    message = str(refused.value)
+    assert message.startswith(f"runtime adapter 'malformed' built a {built.__name__} that "), message
+    assert wrong in message, message
+
+
+def test_a_registered_adapter_that_declares_nothing_runs_with_the_defaults(registered: Register) -> None:
+    built = Undeclared()
+    registered("undeclared", lambda: built)
+    runtime = build_runtime("undeclared:x")
+    assert runtime.capabilities == Capabilities()
+    assert runtime.spec == "undeclared"
+    rows = drive(runtime, threads(), concurrency=None, seed=7).to_dict("records")
+    # No retry: each session's transient fault is recorded after one attempt. A seed is recorded
+    # for every turn, though none was passed (its open_session would refuse one).
+    assert [(row["attempts"], row["error"]) for row in rows] == [(1, "TurnFault: busy")] * 3
+    assert all(row["seed"] is not None for row in rows), rows
+    assert built.opened_on == [threading.current_thread().name] * 3  # one session at a time
+
+
+def test_a_declared_runtime_is_built_as_it_is_and_driven_as_it_declares(registered: Register) -> None:
+    declared = Capabilities(retry=RetryPolicy(max_retries=1, backoff_s=0.0), concurrency=3)
+    registered("declared", declaring(declared))
+    runtime = build_runtime("declared:x")
+    assert isinstance(runtime, Undeclared) and runtime.capabilities is declared
+    rows = drive(runtime, threads(), concurrency=None).to_dict("records")
+    assert [(row["attempts"], row["error"]) for row in rows] == [(2, None)] * 3  # retried once
+    assert all(name.startswith("eval-session") for name in runtime.opened_on), runtime.opened_on
+
+
+SEED_ECHO_CHILD = """
+import json, sys
+for line in sys.stdin:
+    request = json.loads(line)
+    reply = {"id": request["id"], "surface": "My seed is %s." % request.get("seed")}
+    sys.stdout.write(json.dumps(reply) + "\\n")
+    sys.stdout.flush()
+"""
+
+
+def started_pool(argv: list[str], workers: int) -> ExecRuntime:
+    pool = ExecRuntime(argv, spec="exec:" + shlex.join(argv), workers=workers)
+    pool.start()
+    return pool
+
+
+def test_a_seeded_pool_gets_its_seed_through_the_shared_runtime() -> None:
+    argv = [sys.executable, "-c", SEED_ECHO_CHILD]
+    with warm_runtimes():
+        runtime = shared(("seed-echo",), lambda: started_pool(argv, workers=2))
+        assert isinstance(runtime, SharedRuntime)
+        assert runtime.capabilities == Capabilities(concurrency=2, seeded=True)
+        rows = drive(runtime, threads(), concurrency=None, seed=7, repeat=2).to_dict("records")
+        runtime.close()  # the pool stays up for the rest of the scope
+        assert len(runtime.process_groups) == 2
+    assert len(rows) == 6 and all(row["error"] is None for row in rows), rows
+    assert len({row["seed"] for row in rows}) == 6
+    assert all(row["surface"] == f"My seed is {row['seed']}." for row in rows), rows
+    assert runtime.process_groups == []  # the scope's end closed the pool
