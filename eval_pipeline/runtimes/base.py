@@ -75,13 +75,24 @@ class Capabilities:
     ``retry``: how a transient turn fault is retried (default: never). ``concurrency``: the
     sessions in flight it is built for, what :func:`eval_pipeline.drive.drive` keeps in flight
     when not told (default 1). ``seeded``: whether ``open_session`` takes a per-session
-    ``seed``; a runtime that does not is never passed one (default). The declaration is checked
-    once, when the runtime is built (:func:`eval_pipeline.runtimes.registry.build_runtime`).
+    ``seed``; a runtime that does not is never passed one (default). A malformed declaration
+    cannot be made (TypeError); that a runtime has one is checked when it is built
+    (:func:`eval_pipeline.runtimes.registry.build_runtime`).
     """
 
     retry: RetryPolicy = NO_RETRY
     concurrency: int = 1
     seeded: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.retry, RetryPolicy):
+            raise TypeError(f"Capabilities: retry must be a RetryPolicy, not {self.retry!r}")
+        if type(self.concurrency) is not int or self.concurrency < 1:
+            raise TypeError(
+                f"Capabilities: concurrency must be a whole number of at least 1, not {self.concurrency!r}"
+            )
+        if type(self.seeded) is not bool:
+            raise TypeError(f"Capabilities: seeded must be True or False, not {self.seeded!r}")
 
 
 @runtime_checkable

@@ -15,8 +15,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from eval_pipeline.registry import Registry
-from eval_pipeline.runtimes.base import Capabilities, ChatRuntime, ChatSession, RuntimeSpecError
-from eval_pipeline.runtimes.faults import RetryPolicy
+from eval_pipeline.runtimes.base import Capabilities, ChatRuntime, RuntimeSpecError
 from eval_pipeline.runtimes.options import option_problems
 from eval_pipeline.runtimes.redaction import redacted_spec
 
@@ -71,45 +70,28 @@ def build_runtime(spec: str, options: Mapping[str, Any] | None = None) -> ChatRu
     return declared_runtime(scheme, RUNTIME_ADAPTERS.get(scheme)(argument, dict(options or {})))
 
 
-def declared_runtime(scheme: str, built: object) -> ChatRuntime:
+def declared_runtime(scheme: str, built: Any) -> ChatRuntime:
     """What the ``scheme`` adapter built, checked once: it has a ChatRuntime's ``spec``,
-    ``open_session`` and ``close``, and the :class:`Capabilities` it declares are well formed
-    (else RuntimeSpecError naming the adapter and what is wrong). A runtime that declares no
-    ``capabilities`` gets the defaults, ``Capabilities()`` (no retry, one session in flight,
-    no seed), unless it carries a capability under a name the driver does not read."""
-    if isinstance(built, ChatRuntime):
-        problems = _capability_problems(built.capabilities, built.open_session)
-    else:
-        problems = [
-            f"has no {name}" for name in ("spec", "open_session", "close") if not hasattr(built, name)
-        ]
-        problems += [
-            f"has {name}, which is not read: declare capabilities = Capabilities(...)"
-            for name in ("retry_policy", "preferred_concurrency", "accepts_seed")
-            if hasattr(built, name)
-        ]
+    ``capabilities`` (a :class:`Capabilities`), ``open_session`` (taking a ``seed`` when it
+    declares itself seeded) and ``close``; else RuntimeSpecError naming the adapter and what is
+    wrong."""
+    problems = [
+        f"has no {name}"
+        for name in ("spec", "capabilities", "open_session", "close")
+        if not hasattr(built, name)
+    ]
+    declared = getattr(built, "capabilities", None)
+    if declared is not None and not isinstance(declared, Capabilities):
+        problems.append(f"declares capabilities {declared!r}, not a Capabilities")
+    elif isinstance(declared, Capabilities) and declared.seeded and not _takes_seed(built.open_session):
+        problems.append("declares itself seeded but its open_session takes no seed")
     if problems:
         raise RuntimeSpecError(
-            f"runtime adapter {scheme!r} built a {type(built).__name__} that " + "; ".join(problems)
+            f"runtime adapter {scheme!r} built a {type(built).__name__} that {'; '.join(problems)} "
+            "(see eval_pipeline.runtimes.base: ChatRuntime, Capabilities)"
         )
-    return built if isinstance(built, ChatRuntime) else _WithDefaults(built)
-
-
-def _capability_problems(declared: object, open_session: Callable[..., Any]) -> list[str]:
-    """What is wrong with a runtime's declared capabilities, given its ``open_session``."""
-    if not isinstance(declared, Capabilities):
-        return [f"declares capabilities {declared!r}, not a Capabilities"]
-    problems: list[str] = []
-    if not isinstance(declared.retry, RetryPolicy):
-        problems.append(f"declares a retry of {declared.retry!r}, not a RetryPolicy")
-    concurrency = declared.concurrency
-    if type(concurrency) is not int or concurrency < 1:
-        problems.append(f"declares a concurrency of {concurrency!r}, not a whole number of at least 1")
-    if type(declared.seeded) is not bool:
-        problems.append(f"declares seeded as {declared.seeded!r}, not True or False")
-    elif declared.seeded and not _takes_seed(open_session):
-        problems.append("declares itself seeded but its open_session takes no seed")
-    return problems
+    assert isinstance(built, ChatRuntime)
+    return built
 
 
 def _takes_seed(open_session: Callable[..., Any]) -> bool:
@@ -118,22 +100,3 @@ def _takes_seed(open_session: Callable[..., Any]) -> bool:
     except (TypeError, ValueError):  # no signature to read: take it at its word
         return True
     return any(p.name == "seed" or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
-
-
-class _WithDefaults:
-    """A runtime that declares no capabilities, with the defaults: it is never passed a seed."""
-
-    capabilities = Capabilities()
-
-    def __init__(self, runtime: Any) -> None:
-        self._runtime = runtime
-
-    @property
-    def spec(self) -> str:
-        return str(self._runtime.spec)
-
-    def open_session(self, session_id: str, seed: int | None = None) -> ChatSession:
-        return self._runtime.open_session(session_id)
-
-    def close(self) -> None:
-        self._runtime.close()

@@ -3,6 +3,7 @@ from its declaration after that; a pool lent out for a scope declares the pool's
 
 from __future__ import annotations
 
+import re
 import shlex
 import sys
 import threading
@@ -69,10 +70,6 @@ def declaring(capabilities: Any) -> type:
     return Declaring
 
 
-class OldStyle(Undeclared):
-    accepts_seed = True
-
-
 class NoSessions:
     spec = "no-sessions"
     capabilities = Capabilities()
@@ -102,30 +99,14 @@ def registered() -> Iterator[Register]:
 @pytest.mark.parametrize(
     ("built", "wrong"),
     [
+        (Undeclared, "has no capabilities"),
         (declaring({"concurrency": 4}), "declares capabilities {'concurrency': 4}, not a Capabilities"),
-        (
-            declaring(Capabilities(concurrency=0)),
-            "declares a concurrency of 0, not a whole number of at least 1",
-        ),
-        (declaring(Capabilities(concurrency=True)), "declares a concurrency of True, not a whole number"),
-        (declaring(Capabilities(retry=3)), "declares a retry of 3, not a RetryPolicy"),
-        (declaring(Capabilities(seeded="yes")), "declares seeded as 'yes', not True or False"),
         (declaring(Capabilities(seeded=True)), "declares itself seeded but its open_session takes no seed"),
-        (OldStyle, "has accepts_seed, which is not read: declare capabilities = Capabilities(...)"),
         (NoSessions, "has no open_session"),
     ],
-    ids=[
-        "dict",
-        "zero-concurrency",
-        "boolean-concurrency",
-        "int-retry",
-        "text-seeded",
-        "seedless",
-        "old-name",
-        "no-open",
-    ],
+    ids=["undeclared", "dict", "seedless", "no-open"],
 )
-def test_a_registered_adapter_with_a_malformed_declaration_fails_at_build(
+def test_a_registered_adapter_without_a_well_formed_declaration_fails_at_build(
     registered: Register, built: type, wrong: str
 ) -> None:
     registered("malformed", built)
@@ -136,18 +117,19 @@ def test_a_registered_adapter_with_a_malformed_declaration_fails_at_build(
     assert wrong in message, message
 
 
-def test_a_registered_adapter_that_declares_nothing_runs_with_the_defaults(registered: Register) -> None:
-    built = Undeclared()
-    registered("undeclared", lambda: built)
-    runtime = build_runtime("undeclared:x")
-    assert runtime.capabilities == Capabilities()
-    assert runtime.spec == "undeclared"
-    rows = drive(runtime, threads(), concurrency=None, seed=7).to_dict("records")
-    # No retry: each session's transient fault is recorded after one attempt. A seed is recorded
-    # for every turn, though none was passed (its open_session would refuse one).
-    assert [(row["attempts"], row["error"]) for row in rows] == [(1, "TurnFault: busy")] * 3
-    assert all(row["seed"] is not None for row in rows), rows
-    assert built.opened_on == [threading.current_thread().name] * 3  # one session at a time
+@pytest.mark.parametrize(
+    ("fields", "wrong"),
+    [
+        ({"concurrency": 0}, "concurrency must be a whole number of at least 1, not 0"),
+        ({"concurrency": True}, "concurrency must be a whole number of at least 1, not True"),
+        ({"retry": 3}, "retry must be a RetryPolicy, not 3"),
+        ({"seeded": "yes"}, "seeded must be True or False, not 'yes'"),
+    ],
+    ids=["zero-concurrency", "boolean-concurrency", "int-retry", "text-seeded"],
+)
+def test_a_malformed_declaration_cannot_be_made(fields: dict[str, Any], wrong: str) -> None:
+    with pytest.raises(TypeError, match=re.escape(wrong)):
+        Capabilities(**fields)
 
 
 def test_a_declared_runtime_is_built_as_it_is_and_driven_as_it_declares(registered: Register) -> None:
