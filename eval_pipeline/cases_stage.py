@@ -34,9 +34,8 @@ from eval_pipeline.workers import in_order, worker_count
 
 # Cases whose turns are counted together while the cases stage cuts its batches.
 THREAD_CHUNK = 1_000
-# A file this long is validated in line ranges side by side. Starting two workers takes about
-# a second (1.7 s of CPU): on two idle cores 50,000 fluency lines took 1.7 s that way against
-# 1.45 s in one process, 100,000 took 2.5 s against 2.9 s; later still when a core is shared.
+# A file this long is validated in line ranges side by side; a shorter one in this process,
+# since starting the workers would cost more than they save (benchmarks/cases_stage.py).
 PARALLEL_MIN_LINES = 100_000
 # Bytes per line range: several ranges per worker, so this process merges the ranges that are
 # done while the workers validate the rest, and little is left to merge after the last one.

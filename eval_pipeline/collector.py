@@ -2,10 +2,9 @@
 
 Scoring a batch builds hundreds of thousands of short-lived objects (case models, verdict
 columns, table rows). Reference counting frees them; the cyclic collector, triggered by their
-sheer number, would meanwhile walk every live object of the process again and again (a
-fifth of a fluency run's CPU). It is paused while a batch is made and used and runs as usual
-between batches, so whatever cyclic garbage a batch leaves is still collected: memory stays
-bounded by a batch.
+sheer number, would meanwhile walk every live object of the process again and again. It is
+paused while a batch is made and used and runs as usual between batches, so whatever cyclic
+garbage a batch leaves is still collected: memory stays bounded by a batch.
 """
 
 from __future__ import annotations
@@ -57,8 +56,7 @@ def no_final_collection() -> None:
     """Make the interpreter's exit skip its last walk of the heap (freeze it, in an exit hook).
 
     A command that has imported Dagster, pandas and pyarrow and run lanes holds millions of
-    objects; the collection the interpreter runs as it exits walks them all once more, about
-    half a second a command, to free memory the process is about to give back anyway. Called
+    objects; the collection the interpreter runs as it exits walks them all once more, to free memory the process is about to give back anyway. Called
     first thing, the hook runs after every exit handler registered later (exit handlers run
     last-in, first-out), so those still do their closing and flushing first."""
     atexit.register(gc.freeze)

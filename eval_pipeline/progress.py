@@ -97,8 +97,8 @@ class RichProgress:
     """A rich progress bar: turns done / total, errors, rate, elapsed.
 
     The bar is updated at most every ``every_s`` seconds (it redraws ten times a second
-    anyway), and on the last turn: a million replayed turns would otherwise spend seconds on
-    updates nobody sees."""
+    anyway), and on the last turn: replayed turns, answered without waiting on a runtime,
+    would otherwise spend their time on updates nobody sees."""
 
     def __init__(self, progress: Progress, description: str, every_s: float = 0.05) -> None:
         self.tally = TurnTally()

@@ -110,12 +110,6 @@ def count(metric: str, n: int) -> MetricValue:
     return MetricValue(metric, float(n))
 
 
-def predicate_rate(metric: str, table: pd.DataFrame, predicate: str, *, key: str = "case_id") -> MetricValue:
-    """Rate of one predicate over a long predicate table (turn_ or case_predicates): :func:`rate`
-    as column operations (a big run's table has millions of rows)."""
-    return PredicateRates(table, key=key).rate(metric, predicate)
-
-
 class PredicateRates:
     """A long predicate table's verdicts as arrays, read once for every rate taken over it;
     ``rows_are`` says what its rows are (cases or turns)."""

@@ -27,7 +27,7 @@ from typing import Any
 
 import yaml
 
-from eval_pipeline.cases.loading import CaseFileError, CaseProblem
+from eval_pipeline.cases.loading import CaseProblem, FileProblemsError
 
 MAX_BYTES = 4 << 20
 MAX_DEPTH = 64
@@ -74,55 +74,52 @@ def location(field: str) -> Location:
     return tuple(parts)
 
 
-def read_yaml_file(path: Path) -> YamlDocument:
-    """The file at ``path`` as a :class:`YamlDocument`; every problem raises :class:`CaseFileError`."""
+def read_yaml_file(path: Path, error: type[FileProblemsError] = FileProblemsError) -> YamlDocument:
+    """The file at ``path`` as a :class:`YamlDocument`; every problem raises ``error`` (the
+    reader's own class of :class:`FileProblemsError`)."""
     name = str(path)
     try:
         with path.open("rb") as handle:
             raw = handle.read(MAX_BYTES + 1)
     except OSError as exc:
-        raise CaseFileError(
-            [CaseProblem(name, 0, "(file)", f"cannot be read: {exc.strerror or exc}")]
-        ) from None
+        raise error([CaseProblem(name, 0, "(file)", f"cannot be read: {exc.strerror or exc}")]) from None
     if len(raw) > MAX_BYTES:
-        raise CaseFileError([CaseProblem(name, 0, "(file)", f"is larger than {MAX_BYTES >> 20} MB")])
+        raise error([CaseProblem(name, 0, "(file)", f"is larger than {MAX_BYTES >> 20} MB")])
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
-        raise CaseFileError(
+        raise error(
             [CaseProblem(name, line, "(file)", f"not UTF-8 text: byte 0x{raw[exc.start]:02x} ({exc.reason})")]
         ) from None
-    return parse_yaml(name, text)
+    return parse_yaml(name, text, error)
 
 
-def parse_yaml(name: str, text: str) -> YamlDocument:
-    """``text`` (the content of file ``name``) as a :class:`YamlDocument`, else CaseFileError."""
+def parse_yaml(name: str, text: str, error: type[FileProblemsError] = FileProblemsError) -> YamlDocument:
+    """``text`` (the content of file ``name``) as a :class:`YamlDocument`, else ``error``."""
     try:
         loader = _BoundedLoader(text)  # its reader refuses characters YAML does not allow (NUL) at once
     except yaml.reader.ReaderError as exc:
         line = text[: exc.position].count("\n") + 1
-        raise CaseFileError([CaseProblem(name, line, "(yaml)", f"not valid YAML: {exc.reason}")]) from None
+        raise error([CaseProblem(name, line, "(yaml)", f"not valid YAML: {exc.reason}")]) from None
     try:
         node = loader.get_single_node()
         if node is None:
             return YamlDocument(name, None, {})
         expansion = _expansion_problems(name, node)
         if expansion:
-            raise CaseFileError(expansion)
+            raise error(expansion)
         lines: dict[Location, int] = {}
         key_problems = _walk(name, node, lines)
         data = loader.construct_document(node)
     except _TooDeep as exc:
-        raise CaseFileError(
+        raise error(
             [CaseProblem(name, exc.line, "(yaml)", f"nested deeper than {MAX_DEPTH} levels")]
         ) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         line = mark.line + 1 if mark is not None else 1
-        raise CaseFileError(
-            [CaseProblem(name, line, "(yaml)", f"not valid YAML: {_first_line(exc)}")]
-        ) from None
+        raise error([CaseProblem(name, line, "(yaml)", f"not valid YAML: {_first_line(exc)}")]) from None
     finally:
         loader.dispose()
     return YamlDocument(name, data, lines, tuple(key_problems))

@@ -281,14 +281,6 @@ def filled(schema: pa.Schema, table: pa.Table, **constants: Any) -> pa.Table:
     return pa.table(columns, schema=schema)
 
 
-def with_run_columns(df: pd.DataFrame, schema: pa.Schema, **run_values: str) -> pd.DataFrame:
-    """Return ``df`` with the run columns set, ordered and typed as ``schema``."""
-    out = df.copy()
-    for name, value in run_values.items():
-        out[name] = value
-    return to_arrow(schema, out).to_pandas(types_mapper=nullable_types)
-
-
 def nullable_types(arrow_type: pa.DataType) -> Any:
     """Map Arrow types to pandas nullable dtypes so null booleans stay null (not False)."""
     if pa.types.is_boolean(arrow_type):

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from eval_pipeline.cases.loading import CaseFileError
-from eval_pipeline.runtimes.targets import load_targets
+from eval_pipeline.cases.loading import FileProblemsError
+from eval_pipeline.runtimes.targets import TargetsFileError, load_targets
 from eval_pipeline.settings import PROJECT_ROOT
 from eval_pipeline.strict_yaml import MAX_DEPTH, parse_yaml
 from eval_pipeline_tests.fuzz.bounded_cli import run_bounded, run_cli
@@ -28,7 +28,7 @@ def problems_of(text: str) -> list[str]:
     """What the reader says of ``text``: the problem it raises, else the key problems it returns."""
     try:
         document = parse_yaml("f.yaml", text)
-    except CaseFileError as exc:
+    except FileProblemsError as exc:
         return [str(p) for p in exc.problems]
     return [str(p) for p in document.key_problems]
 
@@ -72,14 +72,14 @@ def evals(tmp_path: Path) -> Path:
 BOMB_CHECK = """
 import sys
 from pathlib import Path
-from eval_pipeline.cases.loading import CaseFileError
+from eval_pipeline.cases.loading import FileProblemsError
 from eval_pipeline.lanes.spec import load_lane_spec
 from eval_pipeline.runtimes.targets import load_targets
 from eval_pipeline.strict_yaml import parse_yaml
 for read, path in ((parse_yaml, None), (load_lane_spec, sys.argv[1]), (load_targets, sys.argv[2])):
     try:
         read("f.yaml", Path(sys.argv[3]).read_text()) if path is None else read(Path(path))
-    except CaseFileError as exc:
+    except FileProblemsError as exc:
         print(exc.problems[0])
 """
 
@@ -110,7 +110,7 @@ def test_a_target_declaring_a_key_twice_is_refused_at_its_line(evals: Path) -> N
     targets.write_text(
         "targets:\n  staging:\n    spec: reference\n    spec: 'reference:no-gloss'\n", encoding="utf-8"
     )
-    with pytest.raises(CaseFileError) as caught:
+    with pytest.raises(TargetsFileError) as caught:
         load_targets(targets)
     assert [str(p) for p in caught.value.problems] == [
         f"{targets}:4: targets.staging.spec: duplicate key (first at line 3)"

@@ -32,13 +32,24 @@ class CaseProblem:
         return f"{self.file}:{self.line}: {self.field}: {self.message}"
 
 
-class CaseFileError(ValueError):
-    """Case files failed validation; ``problems`` lists every problem found."""
+class FileProblemsError(ValueError):
+    """Files the project reads failed validation; ``problems`` lists every problem found.
+
+    A subclass names which files (``files``), so that a caller can tell a case file from a
+    targets file; the command line reports any of them as bad input."""
+
+    files = "files"
 
     def __init__(self, problems: Sequence[CaseProblem]) -> None:
         self.problems = list(problems)
         shown = "\n".join(f"  {p}" for p in self.problems)
-        super().__init__(f"{len(self.problems)} problem(s) in case files:\n{shown}")
+        super().__init__(f"{len(self.problems)} problem(s) in {self.files}:\n{shown}")
+
+
+class CaseFileError(FileProblemsError):
+    """Case files (and the lane and notify files) failed validation."""
+
+    files = "case files"
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from eval_pipeline.i18n.schema import evalcase_v1_schema_text
 from eval_pipeline.lanes import LaneSpec, discover_lanes, find_lane, lane_kind
 from eval_pipeline.notify.config import notify_file_problems
 from eval_pipeline.pipeline import lane_threads
-from eval_pipeline.runtimes.targets import load_targets
+from eval_pipeline.runtimes.targets import TargetsFileError, load_targets
 from eval_pipeline.settings import targets_file
 
 EVALCASE_V1 = "evalcase-v1"  # the published schema's name in `schema`
@@ -58,7 +58,7 @@ def target_problems() -> list[CaseProblem]:
     """Every problem of the runtime targets file (each target's options included)."""
     try:
         load_targets(targets_file())
-    except CaseFileError as exc:
+    except TargetsFileError as exc:
         return exc.problems
     return []
 

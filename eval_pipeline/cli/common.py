@@ -61,14 +61,14 @@ def bad_input_exits() -> Iterator[None]:
     """
     # Imported here, not with the module: every command module imports this one, and
     # `--help` must not pay for the case readers (pandas, the i18n lane) to list them.
-    from eval_pipeline.cases.loading import CaseFileError
+    from eval_pipeline.cases.loading import FileProblemsError
     from eval_pipeline.i18n.prompts import LockedSplitError
     from eval_pipeline.runtimes.base import RuntimeSpecError
     from eval_pipeline.settings import SettingError
 
     try:
         yield
-    except CaseFileError as exc:
+    except FileProblemsError as exc:
         for problem in exc.problems:
             print_plain(str(problem))
         err().print(f"[red]{len(exc.problems)} problem(s); nothing was run.[/red]")

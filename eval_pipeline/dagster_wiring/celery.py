@@ -33,9 +33,10 @@ from eval_pipeline.runtimes.targets import load_targets
 from eval_pipeline.settings import CELERY_BROKER_ENV, celery_backend, celery_broker, targets_file
 
 QUEUE_TAG = DAGSTER_CELERY_QUEUE_TAG
-# The run's orchestrating loop polls its steps' results every TICK_SECONDS (dagster-celery: 1 s),
-# so each of a lane's six sequential steps started up to a second after the one before ended.
-# A lane step takes about that long itself; polling Redis five times a second costs little.
+# The run's orchestrating loop polls its steps' results every TICK_SECONDS, so each of a lane's
+# sequential steps starts up to a tick after the one before ends. dagster-celery's tick is as
+# long as a lane step itself; this shorter one keeps the steps close, and polling Redis that
+# often costs little.
 core_execution_loop.TICK_SECONDS = 0.2  # type: ignore[assignment]  # time.sleep takes a float
 DEFAULT_QUEUE = "dagster"
 RUNTIME_PARTITION_TAG = "dagster/partition/runtime"

@@ -79,8 +79,8 @@ def partitions_remembered(instance: dg.DagsterInstance) -> Iterator[None]:
     """Within the block, a dynamic partition key ``instance`` once said exists is taken to exist.
 
     A run asks whether its own partition keys exist several times per step (every input and
-    output resolves its key range), and each answer is a query of its own: on a local SQLite
-    instance about a sixth of a small lane run's time. A run's keys are registered before it
+    output resolves its key range), and each answer is a query of its own to the instance's
+    storage: a small lane run would spend much of its time asking. A run's keys are registered before it
     starts and nothing in it deletes them, so within the run a yes stays a yes; a no is asked
     again. The instance is this process's own object: the answers are remembered on it, for
     the block only."""

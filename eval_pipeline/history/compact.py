@@ -17,7 +17,7 @@ per-run file of the month, skip runs the compacted file already holds, write the
 a temporary file and rename it over ``compacted.parquet`` (the commit), then delete the
 per-run files. A crash before the rename changes nothing; a crash after it leaves per-run
 files whose runs are already compacted, which the next compaction deletes without adding
-them twice. A reader running during the few milliseconds between the rename and the deletes
+them twice. A reader running in the moment between the rename and the deletes
 can see those runs twice; schedule compaction away from readers that must be exact.
 
 **Uncommitted runs stay invisible.** ``run_manifests`` is compacted like the data tables, and

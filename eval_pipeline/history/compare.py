@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import duckdb
+import pandas as pd
 
 from eval_pipeline.history.comparison import RunComparison, compare_runs
 from eval_pipeline.history.runs import RunRef, latest_runs, ref_from_row
@@ -62,44 +63,32 @@ def latest_pair(
                 f"lane {lane!r} has no runs of runtime {runtime!r}; runtimes with runs: {_names(known)}"
             )
     first, second = (latest[latest["runtime"] == r] for r in runtimes)
-    split = _choose(
-        "split",
-        split,
-        sorted(set(first["split"])),
-        sorted(set(second["split"])),
-        runtimes,
-        preferred=None,
-        scope=f"lane {lane!r}",
-    )
+    split = _choose("split", split, first, second, runtimes, preferred=None, scope=f"lane {lane!r}")
     first, second = first[first["split"] == split], second[second["split"] == split]
-    case_set = _choose(
-        "case set",
-        case_set,
-        sorted(set(first["case_set"])),
-        sorted(set(second["case_set"])),
-        runtimes,
-        preferred=split,
-        scope=f"lane {lane!r}, split {split!r}",
-    )
+    scope = f"lane {lane!r}, split {split!r}"
+    case_set = _choose("case_set", case_set, first, second, runtimes, preferred=split, scope=scope)
     a = first[first["case_set"] == case_set].iloc[0]
     b = second[second["case_set"] == case_set].iloc[0]
     return ref_from_row(a), ref_from_row(b)
 
 
 def _choose(
-    what: str,
+    column: str,
     given: str | None,
-    of_a: list[str],
-    of_b: list[str],
+    runs_a: pd.DataFrame,
+    runs_b: pd.DataFrame,
     runtimes: Sequence[str],
     *,
     preferred: str | None,
     scope: str,
 ) -> str:
-    """The value both runtimes have: ``given``, else ``preferred`` or the only one in common."""
+    """The value of ``column`` both runtimes' runs have: ``given``, else ``preferred`` or the
+    only one in common."""
+    of_a, of_b = sorted(set(runs_a[column])), sorted(set(runs_b[column]))
     common = sorted(set(of_a) & set(of_b))
     holdings = f"{runtimes[0]!r} has {_names(of_a)}, {runtimes[1]!r} has {_names(of_b)}"
-    option = "--split" if what == "split" else "--case-set"
+    what = column.replace("_", " ")
+    option = "--" + column.replace("_", "-")
     if given is not None:
         if given not in common:
             raise KeyError(f"{scope}: not both runtimes ran {what} {given!r}: {holdings}")

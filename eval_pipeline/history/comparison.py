@@ -220,24 +220,25 @@ def metric_document(metric: MetricComparison) -> dict[str, Any]:
     record = {k: v for k, v in asdict(metric).items() if k != "paired"}
     figures = metric.paired
     counts = figures.counts if figures else None
-    record.update(
-        {
-            "cases": figures.cases if figures else None,
-            "verdicts_a": figures.verdicts_a if figures else None,
-            "verdicts_b": figures.verdicts_b if figures else None,
-            "rate_a": figures.rate_a if figures else None,
-            "rate_b": figures.rate_b if figures else None,
-            "paired_delta": figures.delta if figures else None,
-            "ci_low": figures.ci_low if figures else None,
-            "ci_high": figures.ci_high if figures else None,
-            "p_value": figures.p_value if figures else None,
-            "both": counts.both if counts else None,
-            "only_a": counts.only_a if counts else None,
-            "only_b": counts.only_b if counts else None,
-            "neither": counts.neither if counts else None,
-        }
-    )
+    record.update({key: getattr(figures, name) if figures else None for key, name in _PAIRED_KEYS})
+    record.update({name: getattr(counts, name) if counts else None for name in _COUNT_KEYS})
     return record
+
+
+# A metric document's keys for the paired figures (key, attribute of PairedFigures), then those
+# of the 2×2 counts (attributes of the same name).
+_PAIRED_KEYS: tuple[tuple[str, str], ...] = (
+    ("cases", "cases"),
+    ("verdicts_a", "verdicts_a"),
+    ("verdicts_b", "verdicts_b"),
+    ("rate_a", "rate_a"),
+    ("rate_b", "rate_b"),
+    ("paired_delta", "delta"),
+    ("ci_low", "ci_low"),
+    ("ci_high", "ci_high"),
+    ("p_value", "p_value"),
+)
+_COUNT_KEYS: tuple[str, ...] = ("both", "only_a", "only_b", "neither")
 
 
 def plain_records(rows: pd.DataFrame) -> list[dict[str, Any]]:

@@ -14,7 +14,15 @@ import re
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from eval_pipeline.i18n.icu import parse_icu
 from eval_pipeline.i18n.locales import locale_problem
@@ -66,23 +74,27 @@ def spdx_problem(expression: str) -> str | None:
     return None
 
 
+def _refused_by(problem_of: Callable[[str], str | None]) -> AfterValidator:
+    """A field's validator: a value ``problem_of`` finds a problem with is invalid, in its words."""
+
+    def check(value: str) -> str:
+        problem = problem_of(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    return AfterValidator(check)
+
+
 class Provenance(BaseModel):
     """Where a case came from and on what terms it may be redistributed (§3.4)."""
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
     kind: ProvenanceKind
-    license: str
+    license: Annotated[str, _refused_by(spdx_problem)]
     source: str | None = Field(default=None, min_length=1, description="Identifier or URL of the origin.")
     transformation: str | None = Field(default=None, min_length=1)
-
-    @field_validator("license")
-    @classmethod
-    def _license(cls, value: str) -> str:
-        problem = spdx_problem(value)
-        if problem:
-            raise ValueError(problem)
-        return value
 
     @model_validator(mode="after")
     def _external_needs_source(self) -> Provenance:
@@ -91,7 +103,11 @@ class Provenance(BaseModel):
         return self
 
 
-Locale = Annotated[str, Field(description="Canonical BCP-47-style tag, e.g. 'en-US', 'zh-Hans'.")]
+Locale = Annotated[
+    str,
+    _refused_by(locale_problem),
+    Field(description="Canonical BCP-47-style tag, e.g. 'en-US', 'zh-Hans'."),
+]
 Slug = Annotated[str, Field(pattern=SLUG)]
 
 
@@ -131,14 +147,6 @@ class EvalCase(BaseModel):
             raise ValueError(
                 f"schema_version must be the integer 1 (got {json.dumps(value, default=str)[:40]})"
             )
-        return value
-
-    @field_validator("source_locale", "target_locale")
-    @classmethod
-    def _locale(cls, value: str) -> str:
-        problem = locale_problem(value)
-        if problem:
-            raise ValueError(problem)
         return value
 
     @field_validator("context")

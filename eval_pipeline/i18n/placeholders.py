@@ -59,12 +59,7 @@ class Tokens:
 def printf_tokens(text: str) -> Tokens:
     """printf directives: flags, width, precision, length, positional ``%1$s``; ``%%`` is a literal."""
     items: list[Placeholder] = []
-    for position in _percent_positions(text):
-        match = _PRINTF_DIRECTIVE.match(text, position)
-        if match is None:
-            raise PlaceholderSyntaxError(
-                f"'%' at offset {position} starts no printf directive (write '%%' for a literal percent sign)"
-            )
+    for match in _percent_directives(text, _PRINTF_DIRECTIVE, "printf"):
         index = match.group("index")
         items.append(Placeholder(f"%{index}$" if index else match.group(0), match.group(0)))
     positional = [p.key.endswith("$") for p in items]
@@ -75,14 +70,10 @@ def printf_tokens(text: str) -> Tokens:
 
 def percent_named_tokens(text: str) -> Tokens:
     """Python ``%(name)s`` directives; ``%%`` is a literal; any other ``%`` is malformed."""
-    items: list[Placeholder] = []
-    for position in _percent_positions(text):
-        match = _PERCENT_NAMED.match(text, position)
-        if match is None:
-            raise PlaceholderSyntaxError(
-                f"'%' at offset {position} starts no %(name)s directive (write '%%' for a literal percent sign)"
-            )
-        items.append(Placeholder(match.group("name"), match.group(0)))
+    items = [
+        Placeholder(match.group("name"), match.group(0))
+        for match in _percent_directives(text, _PERCENT_NAMED, "%(name)s")
+    ]
     return Tokens(tuple(items), reorderable=True)
 
 
@@ -309,6 +300,20 @@ def check_flat(
         return [fail("placeholder_malformed", f"The translation is malformed: {exc}.", detail=str(exc))]
     findings = compare_tokens(expected, actual, allow_reorder=allow_reorder)
     return findings or [ok("Every placeholder is preserved.", placeholders=[p.text for p in expected.items])]
+
+
+def _percent_directives(text: str, directive: re.Pattern[str], form: str) -> list[re.Match[str]]:
+    """Every directive of ``text``, each '%' that starts one read by ``directive``; a '%' it
+    does not read is malformed (a ``form`` directive was expected)."""
+    matches: list[re.Match[str]] = []
+    for position in _percent_positions(text):
+        match = directive.match(text, position)
+        if match is None:
+            raise PlaceholderSyntaxError(
+                f"'%' at offset {position} starts no {form} directive (write '%%' for a literal percent sign)"
+            )
+        matches.append(match)
+    return matches
 
 
 def _percent_positions(text: str) -> list[int]:

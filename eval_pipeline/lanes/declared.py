@@ -1,8 +1,8 @@
 """A lane scored from its declaration: threads, predicate rows and metrics, all from lane.yaml.
 
-Pure: cases and DataFrames in, DataFrames and metric values out. Rows come out in the order
-the kinds in code produced them (per transcript row then per rule; per case then per rule),
-so a declared lane's tables are those of the code it replaced.
+Pure: cases and DataFrames in, DataFrames and metric values out. Rows come out in a fixed
+order (per transcript row then per rule; per case then per rule), so the same cases and
+transcripts always give the same tables.
 """
 
 from __future__ import annotations

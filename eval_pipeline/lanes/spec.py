@@ -201,7 +201,7 @@ def load_lane_spec(path: Path) -> LaneSpec:
 
 def load_lane_document(path: Path) -> tuple[LaneSpec, YamlDocument]:
     """:func:`load_lane_spec`, with the file's document (the line of every field) for later checks."""
-    document = read_yaml_file(path)
+    document = read_yaml_file(path, CaseFileError)
     if document.key_problems:
         raise CaseFileError(document.key_problems)
     if not isinstance(document.data, dict):

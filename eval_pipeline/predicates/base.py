@@ -16,8 +16,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
-import pandas as pd
-
 from eval_pipeline.registry import Registry
 
 PASS = "ok"
@@ -60,14 +58,6 @@ class TurnView:
     prompt: str | None = None
     # What else the runtime reported for this turn (the transcript's ``raw`` JSON), e.g. telemetry.
     raw: Mapping[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def from_row(cls, row: Mapping[Any, Any]) -> TurnView:
-        def text(name: str) -> str | None:
-            value = row.get(name)
-            return None if value is None or pd.isna(value) else str(value)
-
-        return cls.from_values(**{name: text(name) for name in TURN_VIEW_COLUMNS})
 
     @classmethod
     def from_values(

@@ -280,7 +280,7 @@ class ReferenceServer(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive: clients reuse connections
-    disable_nagle_algorithm = True  # else delayed ACKs add ~40 ms to every keep-alive answer
+    disable_nagle_algorithm = True  # else delayed ACKs hold back every keep-alive answer
     server: ReferenceServer
 
     def log_message(self, format: str, *args: Any) -> None:

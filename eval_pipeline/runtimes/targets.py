@@ -37,7 +37,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from eval_pipeline.budget import Budget
-from eval_pipeline.cases.loading import CaseFileError, CaseProblem
+from eval_pipeline.cases.loading import CaseProblem, FileProblemsError
 from eval_pipeline.runtimes.base import RuntimeSpecError
 from eval_pipeline.runtimes.registry import RUNTIME_ADAPTERS, spec_problems, spec_schemes, split_spec
 from eval_pipeline.strict_yaml import Location, location, read_yaml_file
@@ -47,6 +47,12 @@ TARGETS_FILE = "runtimes.yaml"
 TARGET_NAME = r"^[a-z0-9][a-z0-9_-]{0,62}$"
 _TARGET_NAME = re.compile(TARGET_NAME)
 QUEUE_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$"
+
+
+class TargetsFileError(FileProblemsError):
+    """The runtime targets file (``evals/runtimes.yaml``) failed validation."""
+
+    files = "the runtime targets file"
 
 
 class BudgetDeclaration(BaseModel):
@@ -143,11 +149,11 @@ def load_targets(path: Path) -> dict[str, RuntimeTarget]:
     """
     if not path.exists():
         return {"reference": RuntimeTarget("reference", "reference", nightly=True, declared=True)}
-    document = read_yaml_file(path)
+    document = read_yaml_file(path, TargetsFileError)
     root = document.data
     if not isinstance(root, dict) or not isinstance(root.get("targets"), dict):
         loc: Location = ("targets",) if isinstance(root, dict) and "targets" in root else ()
-        raise CaseFileError(
+        raise TargetsFileError(
             [
                 CaseProblem(
                     str(path), document.line_of(loc), "targets", "expected a mapping of target name → spec"
@@ -201,9 +207,9 @@ def load_targets(path: Path) -> dict[str, RuntimeTarget]:
             price=declared.price,
         )
     if problems:
-        raise CaseFileError(sorted(problems, key=lambda p: p.line))
+        raise TargetsFileError(sorted(problems, key=lambda p: p.line))
     if not targets:
-        raise CaseFileError([CaseProblem(str(path), 1, "targets", "declares no target")])
+        raise TargetsFileError([CaseProblem(str(path), 1, "targets", "declares no target")])
     return targets
 
 

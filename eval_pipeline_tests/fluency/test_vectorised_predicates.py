@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eval_pipeline.predicates.columns import VECTORISED, TurnColumns, scalar_columns, verdict_columns
-from eval_pipeline.scoring import predicate_rate, rate
+from eval_pipeline.scoring import PredicateRates, rate
 
 TESTS = Path(__file__).resolve().parent.parent
 FIXTURES = TESTS / "fixtures" / "lane_outputs"
@@ -187,7 +187,8 @@ def test_a_rate_as_column_operations_equals_the_loop(
     rows: list[tuple[str, str, bool | None]], dtype: object
 ) -> None:
     table = pd.DataFrame(rows, columns=["case_id", "predicate", "passed"]).astype({"passed": dtype})
+    rates = PredicateRates(table)
     for predicate in ("p", "q"):
         chosen = table[table["predicate"] == predicate]
         loop = rate("m", zip(chosen["case_id"].astype(str), chosen["passed"], strict=True))
-        assert predicate_rate("m", table, predicate) == loop
+        assert rates.rate("m", predicate) == loop

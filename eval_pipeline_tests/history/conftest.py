@@ -29,7 +29,8 @@ from eval_pipeline.tables import (
     TRANSCRIPTS,
     TURN_VERDICTS,
     frame,
-    with_run_columns,
+    nullable_types,
+    to_arrow,
 )
 from eval_pipeline.usage import USAGE_METRICS
 
@@ -107,15 +108,15 @@ def run_tables(
     metrics["started_at"] = stored.started_at
     metrics["cases_sha256"] = stored.cases_sha256
     metrics["pipeline_version"] = "test"
-    tables = {
-        "metrics": with_run_columns(metrics, METRICS, **keys),
-        "case_predicates": with_run_columns(run.case_predicates, CASE_PREDICATES, **keys),
-    }
+    tables = {"metrics": (metrics, METRICS), "case_predicates": (run.case_predicates, CASE_PREDICATES)}
     if turn_verdicts:
-        tables["turn_verdicts"] = with_run_columns(run.turn_predicates, TURN_VERDICTS, **keys)
+        tables["turn_verdicts"] = (run.turn_predicates, TURN_VERDICTS)
     if keep_transcripts:
-        tables["transcripts"] = with_run_columns(run.transcripts, TRANSCRIPTS, **keys)
-    return tables
+        tables["transcripts"] = (run.transcripts, TRANSCRIPTS)
+    return {
+        name: to_arrow(schema, df, **keys).to_pandas(types_mapper=nullable_types)
+        for name, (df, schema) in tables.items()
+    }
 
 
 def run_keys(stored: StoredRun) -> dict[str, str]:

@@ -30,7 +30,7 @@ from eval_pipeline.pipeline import LaneRun, error_rate, evaluate_lane
 from eval_pipeline.runtimes import build_runtime
 from eval_pipeline.runtimes.targets import find_target
 from eval_pipeline.stage_files import StageFile, StageWriter
-from eval_pipeline.tables import TRANSCRIPTS, TURN_PREDICATES, TURN_VERDICTS, nullable_types, with_run_columns
+from eval_pipeline.tables import TRANSCRIPTS, TURN_PREDICATES, TURN_VERDICTS, nullable_types, to_arrow
 
 from .conftest import StoredRun, record_run, run_keys
 
@@ -306,7 +306,7 @@ def test_the_history_asset_path_stores_and_reads_stage_files(
     assert path == run_file(root, "turn_verdicts", LANE, AFTER.date, AFTER.run_id)
     stored = pq.ParquetFile(path)
     assert stored.schema_arrow.names == TURN_VERDICTS.names and stored.metadata.num_row_groups == 2
-    expected = with_run_columns(later.turn_predicates, TURN_VERDICTS, **keys)
+    expected = to_arrow(TURN_VERDICTS, later.turn_predicates, **keys).to_pandas(types_mapper=nullable_types)
     pd.testing.assert_frame_equal(
         stored.read().to_pandas(types_mapper=nullable_types),
         expected.sort_values("case_id", kind="stable").reset_index(drop=True),

@@ -17,6 +17,7 @@ from eval_pipeline.lanes import find_lane
 from eval_pipeline.lanes.declared import DeclaredLane
 from eval_pipeline.pipeline import cases_from_frame, load_split
 from eval_pipeline.predicates import PREDICATES, TurnView, Verdict
+from eval_pipeline.predicates.base import TURN_VIEW_COLUMNS
 from eval_pipeline.predicates.rows import evidence_json
 from eval_pipeline.runtimes import build_runtime
 from eval_pipeline.tables import column_values
@@ -48,10 +49,11 @@ def row_by_row(kind: DeclaredLane, cases: list[Any], transcripts: pd.DataFrame) 
     """The reference: every applicable (turn, rule, predicate) judged by the scalar predicate."""
     by_id = {case.id: case for case in cases}
     rows: list[tuple[Any, ...]] = []
-    for record in transcripts.to_dict("records"):
+    view_values = zip(*(column_values(transcripts, name) for name in TURN_VIEW_COLUMNS), strict=True)
+    for record, values in zip(transcripts.to_dict("records"), view_values, strict=True):
         case = by_id[record["case_id"]]
         item = [item for _, _, item in kind.turn_sources(case)][record["turn_index"]]
-        view = TurnView.from_row(record)
+        view = TurnView.from_values(**dict(zip(TURN_VIEW_COLUMNS, values, strict=True)))
         for rule in kind.declaration.turn_predicates:
             if rule.role is not None and rule.role != record["role"]:
                 continue

@@ -13,13 +13,12 @@ from typing import Any
 import pytest
 
 from eval_pipeline.budget import Budget, BudgetMeter, BudgetReached, check_priced
-from eval_pipeline.cases.loading import CaseFileError
 from eval_pipeline.drive import drive
 from eval_pipeline.journal import JournalIdentity, read_journal
 from eval_pipeline.lanes.kind import Thread, TurnRequest
 from eval_pipeline.ledger import open_ledger
 from eval_pipeline.runtimes.base import Capabilities, RuntimeSpecError, TurnResponse
-from eval_pipeline.runtimes.targets import load_targets, resolve_target
+from eval_pipeline.runtimes.targets import TargetsFileError, load_targets, resolve_target
 
 TURN_COST = 0.25
 TURNS = 3
@@ -168,7 +167,7 @@ def test_a_targets_budget_is_read_from_runtimes_yaml_and_checked_at_its_line(tmp
         "      max_spend: 3\n",
         encoding="utf-8",
     )
-    with pytest.raises(CaseFileError) as caught:
+    with pytest.raises(TargetsFileError) as caught:
         load_targets(path)
     problems = [str(problem) for problem in caught.value.problems]
     assert any(

@@ -18,7 +18,7 @@ from eval_pipeline.runtimes import RuntimeSpecError, build_runtime
 from eval_pipeline.runtimes.adapters.python_object import check_target
 from eval_pipeline.runtimes.options import parse_runtime_options
 from eval_pipeline.runtimes.serve import ServeConfig
-from eval_pipeline.tables import METRICS, TRANSCRIPTS, with_run_columns
+from eval_pipeline.tables import METRICS, TRANSCRIPTS, nullable_types, to_arrow
 from eval_pipeline_tests.runtimes.helpers import served_reference
 
 EXEC_BOT = Path(__file__).with_name("exec_bot.py")
@@ -86,27 +86,18 @@ def test_flaky_server_run_completes_recovers_records_and_leaks_no_secret(
     assert (faulted_verdicts["passed"].dropna() == False).all()  # noqa: E712 - nullable booleans
 
     # The planted key is in no table (with run columns), not in the runtime column, not in any log line.
+    run_values = {
+        "run_id": "r",
+        "lane": spec.name,
+        "split": "public",
+        "runtime": runtime.spec,
+        "case_set": "public",
+    }
     stored = [
-        with_run_columns(
-            transcripts,
-            TRANSCRIPTS,
-            run_id="r",
-            lane=spec.name,
-            split="public",
-            runtime=runtime.spec,
-            case_set="public",
-        ),
+        to_arrow(TRANSCRIPTS, transcripts, **run_values).to_pandas(types_mapper=nullable_types),
         run.turn_predicates,
         run.case_predicates,
-        with_run_columns(
-            run.metrics,
-            METRICS,
-            run_id="r",
-            lane=spec.name,
-            split="public",
-            runtime=runtime.spec,
-            case_set="public",
-        ),
+        to_arrow(METRICS, run.metrics, **run_values).to_pandas(types_mapper=nullable_types),
     ]
     assert SECRET not in runtime.spec
     for table in stored:

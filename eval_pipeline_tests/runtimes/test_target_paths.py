@@ -11,13 +11,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from eval_pipeline.cases.loading import CaseFileError
 from eval_pipeline.cli import app
 from eval_pipeline.cli.common import EXIT_BAD_INPUT, EXIT_OK
 from eval_pipeline.lanes.registry import discover_lanes
 from eval_pipeline.pipeline import evaluate_lane
 from eval_pipeline.runtimes import build_runtime
-from eval_pipeline.runtimes.targets import load_targets
+from eval_pipeline.runtimes.targets import TargetsFileError, load_targets
 from eval_pipeline.settings import PROJECT_ROOT
 
 LANE = "deterministic_fluency"
@@ -69,7 +68,7 @@ def test_every_path_a_target_names_outside_the_project_is_refused_at_its_line(tm
         "    spec: reference\n"
         f"    options: {{pack: '{project / 'bots' / 'pack.json'}'}}\n",
     )
-    with pytest.raises(CaseFileError) as caught:
+    with pytest.raises(TargetsFileError) as caught:
         load_targets(path)
     found = {(p.line, p.field): p.message for p in caught.value.problems}
     assert sorted(found) == [

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 from eval_pipeline.cases.loading import CaseFileError
 from eval_pipeline.cli import app
 from eval_pipeline.runtimes.base import RuntimeSpecError
-from eval_pipeline.runtimes.targets import derived_name, load_targets, resolve_target
+from eval_pipeline.runtimes.targets import TargetsFileError, derived_name, load_targets, resolve_target
 from eval_pipeline.settings import PROJECT_ROOT
 
 
@@ -21,7 +21,7 @@ def write(tmp_path: Path, text: str) -> Path:
 
 
 def problems(path: Path) -> list[str]:
-    with pytest.raises(CaseFileError) as caught:
+    with pytest.raises(TargetsFileError) as caught:
         load_targets(path)
     return [str(p) for p in caught.value.problems]
 
@@ -64,6 +64,17 @@ def test_not_a_mapping_and_invalid_yaml(tmp_path: Path) -> None:
     ]
     (found,) = problems(write(tmp_path, "targets: {a: [\n"))
     assert found.startswith(f"{tmp_path / 'runtimes.yaml'}:2: (yaml): not valid YAML")
+
+
+def test_the_error_names_the_targets_file_not_case_files(tmp_path: Path) -> None:
+    path = write(tmp_path, "targets: {}\n")
+    with pytest.raises(TargetsFileError) as caught:
+        load_targets(path)
+    assert not isinstance(caught.value, CaseFileError)
+    assert (
+        str(caught.value)
+        == f"1 problem(s) in the runtime targets file:\n  {path}:1: targets: declares no target"
+    )
 
 
 def test_a_raw_spec_is_its_declared_target_or_a_stable_derived_name() -> None:

@@ -17,7 +17,7 @@ from eval_pipeline.history.views import files_sql
 from eval_pipeline.lanes.kind import Thread, TurnRequest
 from eval_pipeline.runtimes import build_runtime
 from eval_pipeline.runtimes.serve import usage as served_usage
-from eval_pipeline.runtimes.targets import load_targets
+from eval_pipeline.runtimes.targets import TargetsFileError, load_targets
 from eval_pipeline.scoring import MetricValue
 from eval_pipeline.tables import TRANSCRIPTS
 from eval_pipeline.usage import (
@@ -179,14 +179,12 @@ def test_a_target_declares_its_price_and_cache(tmp_path: Path) -> None:
 
 
 def test_a_bad_price_is_refused_at_its_line(tmp_path: Path) -> None:
-    from eval_pipeline.cases.loading import CaseFileError
-
     path = tmp_path / "runtimes.yaml"
     path.write_text(
         "targets:\n  gw:\n    spec: reference\n    price:\n      input: -1\n      output: 2\n      extra: 1\n",
         encoding="utf-8",
     )
-    with pytest.raises(CaseFileError) as raised:
+    with pytest.raises(TargetsFileError) as raised:
         load_targets(path)
     problems = {(p.line, p.field) for p in raised.value.problems}
     assert (5, "targets.gw.price.input") in problems and (7, "targets.gw.price.extra") in problems

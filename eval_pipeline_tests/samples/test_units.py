@@ -10,9 +10,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from eval_pipeline.cases import CaseFileError
 from eval_pipeline.flips import count_flips, flips_by_group
-from eval_pipeline.runtimes.targets import load_targets, rescore_name, rescore_target, resolve_target
+from eval_pipeline.runtimes.targets import (
+    TargetsFileError,
+    load_targets,
+    rescore_name,
+    rescore_target,
+    resolve_target,
+)
 from eval_pipeline.samples import all_samples, case_samples, derive_seed, pass_at_k, pass_hat_k, pool
 from eval_pipeline.scoring import MetricValue, gated_statistic
 
@@ -82,7 +87,7 @@ def test_targets_declare_repeat_and_a_bad_one_is_reported_with_its_line(tmp_path
     path.write_text(
         "targets:\n  noisy: {spec: reference, repeat: 5}\n  bad:\n    spec: reference\n    repeat: 0\n"
     )
-    with pytest.raises(CaseFileError) as raised:
+    with pytest.raises(TargetsFileError) as raised:
         load_targets(path)
     assert any(f"{path}:5: targets.bad.repeat:" in str(p) for p in raised.value.problems)  # its own line
     path.write_text("targets:\n  noisy: {spec: reference, repeat: 5}\n")
