@@ -510,7 +510,11 @@ def _exit_code(outcomes: list[LaneOutcome], *, summary: bool) -> int:
     """2 bad input, 3 a stage raised, 4 a measurement failed (void), 1 a blocking check failed, else 0."""
     if any(o.failure is not None and not o.budget_reached for o in outcomes):
         kinds = {o.failure_kind for o in outcomes if o.failure is not None and not o.budget_reached}
-        return EXIT_BAD_INPUT if kinds & {"RuntimeSpecError", "CaseFileError", "TargetsFileError"} else EXIT_RUN_FAILED
+        return (
+            EXIT_BAD_INPUT
+            if kinds & {"RuntimeSpecError", "CaseFileError", "TargetsFileError"}
+            else EXIT_RUN_FAILED
+        )
     void = [o for o in outcomes if o.void]
     blocking = [(o, c) for o in outcomes for c in o.blocking_failures]
     if summary:
