@@ -19,6 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from eval_pipeline.budget import Budget, check_priced
+from eval_pipeline.cases.loading import CaseFileError
 from eval_pipeline.cli.arguments import local_folder, run_night
 from eval_pipeline.cli.common import (
     EXIT_BAD_INPUT,
@@ -45,10 +46,11 @@ from eval_pipeline.pipeline import prepare_cases
 from eval_pipeline.progress import rich_progress
 from eval_pipeline.runtimes.adapters.history import RecordedRun
 from eval_pipeline.runtimes.adapters.replay import ReplayRuntime
+from eval_pipeline.runtimes.base import RuntimeSpecError
 from eval_pipeline.runtimes.options import parse_runtime_options
 from eval_pipeline.runtimes.redaction import redacted_options, redacted_spec
 from eval_pipeline.runtimes.registry import build_runtime, split_spec
-from eval_pipeline.runtimes.targets import find_target
+from eval_pipeline.runtimes.targets import TargetsFileError, find_target
 from eval_pipeline.runtimes.unsupplied import PREDICATE_READ_FIELDS, unsupplied_fields, unsupplied_note
 from eval_pipeline.runtimes.warm import warm_runtimes
 from eval_pipeline.scoring import number_text
@@ -506,15 +508,15 @@ def run_lanes(
     raise typer.Exit(_exit_code(outcomes, summary=not as_json))
 
 
+# A step's failure is known by its exception's class name: these are bad input (exit 2).
+BAD_INPUT_KINDS = {error.__name__ for error in (RuntimeSpecError, CaseFileError, TargetsFileError)}
+
+
 def _exit_code(outcomes: list[LaneOutcome], *, summary: bool) -> int:
     """2 bad input, 3 a stage raised, 4 a measurement failed (void), 1 a blocking check failed, else 0."""
     if any(o.failure is not None and not o.budget_reached for o in outcomes):
         kinds = {o.failure_kind for o in outcomes if o.failure is not None and not o.budget_reached}
-        return (
-            EXIT_BAD_INPUT
-            if kinds & {"RuntimeSpecError", "CaseFileError", "TargetsFileError"}
-            else EXIT_RUN_FAILED
-        )
+        return EXIT_BAD_INPUT if kinds & BAD_INPUT_KINDS else EXIT_RUN_FAILED
     void = [o for o in outcomes if o.void]
     blocking = [(o, c) for o in outcomes for c in o.blocking_failures]
     if summary:
