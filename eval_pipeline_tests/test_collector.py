@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from eval_pipeline.collector import each_without_collector
+from eval_pipeline.collector import each_without_collector, frozen_after
 
 
 def test_the_collector_is_paused_for_each_item_and_back_between_and_after() -> None:
@@ -65,3 +65,57 @@ def test_at_exit_the_heap_is_frozen_after_the_later_exit_handlers_ran(tmp_path: 
     )
     subprocess.run([sys.executable, "-c", script], check=True)
     assert log.read_text(encoding="utf-8").splitlines() == ["later frozen=False", "last frozen=True"]
+
+
+def test_what_a_start_up_made_is_frozen_before_the_collector_is_back() -> None:
+    """Inside, the collector is off; after, it is on and the objects made inside are frozen
+    before it is: its next young collection does not come at once, to walk them all."""
+    collections: list[int] = []
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        if phase == "stop":
+            collections.append(info["generation"])
+
+    frozen_before = gc.get_freeze_count()
+    gc.callbacks.append(count)
+    try:
+        with frozen_after():
+            assert not gc.isenabled()
+            made = [[index] for index in range(50_000)]  # tracked objects, alive after
+        assert gc.isenabled()
+        assert collections == []
+        soon = [[index] for index in range(50)]  # well under a young generation's threshold
+        assert collections == []
+        assert gc.get_freeze_count() >= frozen_before + len(made)
+        del soon
+    finally:
+        gc.callbacks.remove(count)
+        gc.unfreeze()  # back into the oldest generation, as they were before the test
+
+
+def test_a_start_up_under_an_owner_who_turned_the_collector_off_leaves_it_off() -> None:
+    gc.disable()
+    try:
+        with frozen_after():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+        gc.unfreeze()
+
+
+def test_the_command_line_loads_its_commands_frozen_and_runs_with_the_collector_on() -> None:
+    probe = textwrap.dedent(
+        """
+        import gc, sys
+        from eval_pipeline.cli import main
+        sys.argv = ["eval-pipeline", "--help"]
+        try:
+            main()
+        except SystemExit:
+            pass
+        print("RESULT", gc.get_freeze_count() > 10_000, gc.isenabled())
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.splitlines()[-1] == "RESULT True True"

@@ -14,7 +14,7 @@ import sys
 from typing import Any
 
 from eval_pipeline.cli import common
-from eval_pipeline.collector import no_final_collection
+from eval_pipeline.collector import frozen_after, no_final_collection
 
 COMMAND_MODULES = ("run", "validate", "show", "history", "notify", "view", "serve", "ui", "worker", "cache")
 
@@ -28,7 +28,8 @@ def _load_commands(argv: list[str] | None = None) -> None:
 
 def main() -> None:
     no_final_collection()
-    _load_commands(sys.argv[1:])
+    with frozen_after():
+        _load_commands(sys.argv[1:])
     common.app()
 
 

@@ -37,6 +37,7 @@ from eval_pipeline.cli.notifier import run_notifier
 from eval_pipeline.cli.rescore import recorded_lane_and_split, rescore_of, with_history_root
 from eval_pipeline.cli.run import Executor
 from eval_pipeline.cli.summary import check_baseline, write_summary
+from eval_pipeline.collector import frozen_after
 from eval_pipeline.failures import evidence_object, fault_counts, fault_text
 from eval_pipeline.junit import SuiteRun, junit_xml
 from eval_pipeline.lanes.registry import discover_lanes
@@ -432,9 +433,10 @@ def run_lanes(
         built = ctx.with_resource(closing(build_runtime(target.spec, target.options)))
         check_priced(Budget(max_cost, max_turns).over(target.budget), target.name, target.price)
         # Dagster loads only now, while a worker pool the runtime started loads its runtime.
-        from eval_pipeline.dagster_wiring.code_location import EXECUTOR_ENV
-        from eval_pipeline.dagster_wiring.launch import ensure_instance, materialize_lane
-        from eval_pipeline.dagster_wiring.tags import HIDDEN_TAG_PREFIX
+        with frozen_after():
+            from eval_pipeline.dagster_wiring.code_location import EXECUTOR_ENV
+            from eval_pipeline.dagster_wiring.launch import ensure_instance, materialize_lane
+            from eval_pipeline.dagster_wiring.tags import HIDDEN_TAG_PREFIX
 
         if isinstance(built, RecordedRun):  # a re-score runs the recorded run's lane and split
             target = rescore_of(built, target)
@@ -465,7 +467,8 @@ def run_lanes(
             highlight=False,
             soft_wrap=True,
         )
-    instance = ensure_instance()
+    with frozen_after():  # the instance's storages import their SQL layer
+        instance = ensure_instance()
     batch_id = uuid.uuid4().hex
     outcomes: list[LaneOutcome] = []
     for spec, s in pairs:

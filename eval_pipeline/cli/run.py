@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from eval_pipeline.cli.common import app
+from eval_pipeline.collector import frozen_after
 from eval_pipeline.limits import MAX_REPEAT
 
 
@@ -139,7 +140,8 @@ def run(
     ] = None,
 ) -> None:
     """Evaluate lanes against a runtime through Dagster; exit 1 if a blocking check fails."""
-    from eval_pipeline.cli.lane_runs import run_lanes
+    with frozen_after():  # what the command imports lives as long as the process
+        from eval_pipeline.cli.lane_runs import run_lanes
 
     run_lanes(
         ctx,
