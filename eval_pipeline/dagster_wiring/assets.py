@@ -472,8 +472,9 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
         series = {name: str(row[name]) for name in ("lane", "split", "runtime", "case_set")}
         run_id = str(row["run_id"])
         root = history.resolved_root()
-        # One connection for the regression (before this run is committed) and the trend (after).
-        with connect(root) as con:
+        # One connection for the regression (before this run is committed) and the trend (after),
+        # over this lane's files only.
+        with connect(root, lane=spec.name) as con:
             findings = find_regressions(
                 con,
                 lane=series["lane"],
@@ -503,7 +504,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
                 "dagster_job": context.run.job_name,
             }
             _commit_to_history(root, spec.name, row, series, stored, manifest)
-            refresh(con, root)  # the trend shows this run too
+            refresh(con, root, tables=("metrics",), lane=spec.name)  # the trend shows this run too
             trend = lane_chart_markdown(con, spec.name)
         # Committed: nothing of the series is left to resume.
         remove_journals(

@@ -15,11 +15,13 @@ The trend charts are here too, for the Dagster asset metadata (:func:`lane_chart
 from __future__ import annotations
 
 import base64
+import math
 from contextlib import nullcontext
+from itertools import groupby
+from operator import itemgetter
 from pathlib import Path
 
 import duckdb
-import pandas as pd
 
 from eval_pipeline.history.svg import Chart, Point, grid_svg, trend_svg
 from eval_pipeline.history.views import connect
@@ -31,20 +33,19 @@ def lane_charts(con: duckdb.DuckDBPyConnection, lane: str) -> list[str]:
         "SELECT metric, split, runtime, case_set, coalesce(started_at, date::TIMESTAMPTZ) AS run_at, value, "
         "threshold_op, threshold FROM metrics WHERE lane = ? ORDER BY metric, split, runtime, case_set, run_at",
         [lane],
-    ).df()
+    ).fetchall()
     charts = []
-    for metric, by_metric in rows.groupby("metric", sort=True):
-        series: dict[str, list[Point]] = {}
-        for (split, runtime, case_set), points in by_metric.groupby(
-            ["split", "runtime", "case_set"], sort=True
-        ):
-            series[series_name(str(split), str(runtime), str(case_set))] = [
-                (pd.Timestamp(at).to_pydatetime(), None if pd.isna(v) else float(v))
-                for at, v in zip(points["run_at"], points["value"], strict=True)
+    for metric, of_metric in groupby(rows, key=itemgetter(0)):  # ordered by metric, then series
+        by_metric = list(of_metric)
+        series: dict[str, list[Point]] = {
+            series_name(str(split), str(runtime), str(case_set)): [
+                (row[4], None if row[5] is None or math.isnan(row[5]) else float(row[5])) for row in points
             ]
-        last = by_metric.iloc[-1]
-        threshold = None if pd.isna(last["threshold"]) else float(last["threshold"])
-        label = f"{last['threshold_op']} {threshold:g}" if threshold is not None else ""
+            for (split, runtime, case_set), points in groupby(by_metric, key=itemgetter(1, 2, 3))
+        }
+        *_, threshold_op, threshold = by_metric[-1]
+        threshold = None if threshold is None or math.isnan(threshold) else float(threshold)
+        label = f"{threshold_op} {threshold:g}" if threshold is not None else ""
         charts.append(trend_svg(Chart(str(metric), series, threshold, label)))
     return charts
 

@@ -206,6 +206,8 @@ def compacted_runs(root: str, table: str, lane: str, month: str) -> frozenset[st
     return frozenset(json.loads(metadata.get(COMPACTED_RUNS_KEY, b"[]")))
 
 
-def table_glob(root: str, table: str) -> str:
-    """The glob DuckDB's ``read_parquet`` takes for one history table."""
-    return f"{root.rstrip('/')}/{table}/**/*.parquet"
+def table_glob(root: str, table: str, lane: str | None = None) -> str:
+    """The glob DuckDB's ``read_parquet`` takes for one history table (one lane's files only,
+    given ``lane``)."""
+    files = "**/*.parquet" if lane is None else f"lane={_check_part('lane', lane)}/**/*.parquet"
+    return f"{root.rstrip('/')}/{table}/{files}"

@@ -56,11 +56,14 @@ LEFT JOIN (
 """
 
 
-def connect(root: str, filesystem: fsspec.AbstractFileSystem | None = None) -> duckdb.DuckDBPyConnection:
+def connect(
+    root: str, filesystem: fsspec.AbstractFileSystem | None = None, *, lane: str | None = None
+) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with the history views over ``root`` (folder or fsspec URL).
 
     ``filesystem``, when given, is the filesystem ``root`` is a URL of (registered with DuckDB);
-    otherwise it is the one fsspec finds for ``root``.
+    otherwise it is the one fsspec finds for ``root``. ``lane``, when given, scopes every view
+    to that lane's runs: only its files are listed and read, whatever the other lanes hold.
 
     ``run_manifests`` is read once, when connecting, into a temporary table: the connection
     sees the runs committed at that moment, and a run committing while it queries never
@@ -73,28 +76,42 @@ def connect(root: str, filesystem: fsspec.AbstractFileSystem | None = None) -> d
         con.register_filesystem(fs)
     for table in HISTORY_TABLES:
         con.register(f"_stub_{table}", _stub(table))
-    refresh(con, root)
+    refresh(con, root, lane=lane)
     return con
 
 
-def refresh(con: duckdb.DuckDBPyConnection, root: str) -> None:
+def refresh(
+    con: duckdb.DuckDBPyConnection,
+    root: str,
+    tables: tuple[str, ...] = DATA_TABLES,
+    *,
+    lane: str | None = None,
+) -> None:
     """(Re)create the views of a connection of :func:`connect` over ``root`` as it is now: a
-    connection refreshed sees the runs committed since it connected."""
-    _create(con, f"CREATE OR REPLACE TEMP TABLE {MANIFESTS} AS SELECT * FROM ({{source}})", root, MANIFESTS)
-    for table in DATA_TABLES:
+    connection refreshed sees the runs committed since it connected. Naming ``tables`` refreshes
+    those views (and ``runs``) only: making a view reads the schema of each of its table's
+    files, so a caller about to read one table need not pay for the others. (A view made while
+    its table had no files stays empty until it is refreshed.) ``lane``: as the connection was
+    made (:func:`connect`)."""
+    _create(
+        con, f"CREATE OR REPLACE TEMP TABLE {MANIFESTS} AS SELECT * FROM ({{source}})", root, MANIFESTS, lane
+    )
+    for table in tables:
         _create(
             con,
             f"CREATE OR REPLACE VIEW {table} AS SELECT t.* FROM ({{source}}) t "
             f"SEMI JOIN {MANIFESTS} m ON t.run_id = m.run_id AND t.lane = m.lane",
             root,
             table,
+            lane,
         )
     con.execute(_RUNS_VIEW)
 
 
-def files_sql(root: str, table: str) -> str:
-    """The SELECT over every stored file of one table, committed or not (the views' source)."""
-    glob = table_glob(root, table).replace("'", "''")
+def files_sql(root: str, table: str, lane: str | None = None) -> str:
+    """The SELECT over every stored file of one table (of one lane, given ``lane``), committed
+    or not (the views' source)."""
+    glob = table_glob(root, table, lane).replace("'", "''")
     columns = ", ".join(f'"{name}"' for name in SCHEMAS[table].names)
     return (
         f"SELECT {columns}, CAST(coalesce({COMPACTED_DATE_COLUMN}, date) AS DATE) AS date FROM ("
@@ -104,11 +121,11 @@ def files_sql(root: str, table: str) -> str:
     )
 
 
-def _create(con: duckdb.DuckDBPyConnection, statement: str, root: str, table: str) -> None:
+def _create(con: duckdb.DuckDBPyConnection, statement: str, root: str, table: str, lane: str | None) -> None:
     # The empty stub fixes the columns and types, whichever files exist (old files may lack
     # newer columns; only compacted files carry run_date).
     try:
-        con.execute(statement.format(source=files_sql(root, table)))
+        con.execute(statement.format(source=files_sql(root, table, lane)))
     except duckdb.IOException:  # no files yet: empty, with the contract's columns
         empty = (
             f"SELECT * EXCLUDE ({COMPACTED_DATE_COLUMN}, date), CAST(date AS DATE) AS date FROM _stub_{table}"

@@ -247,3 +247,34 @@ def test_a_refreshed_connection_sees_runs_committed_since_it_connected(
             0,
         )
         assert con.execute("SELECT count(*) FROM metrics").fetchone() == (METRICS_PER_RUN,)
+
+
+def test_a_refresh_of_named_tables_remakes_those_views_and_runs_only(
+    history_root: Path, lane_runs: dict[bool, LaneRun]
+) -> None:
+    # The history step's trend after its commit reads metrics only.
+    root = str(history_root)
+    first = CANDIDATE_RUNS[0]
+    with connect(root) as con:  # an empty history: every view made empty
+        record_run(root, lane_runs[first.glossed], first)
+        refresh(con, root, tables=("metrics",))
+        assert con.execute("SELECT count(*) FROM metrics").fetchone() == (METRICS_PER_RUN,)
+        assert con.execute("SELECT count(*) FROM runs").fetchone() == (1,)
+        assert con.execute("SELECT count(*) FROM case_predicates").fetchone() == (0,)  # not remade
+        refresh(con, root)
+        counted = con.execute("SELECT count(*) FROM case_predicates").fetchone()
+        assert counted is not None and counted[0] > 0
+
+
+def test_a_connection_scoped_to_a_lane_sees_its_runs_only(
+    history_root: Path, lane_runs: dict[bool, LaneRun]
+) -> None:
+    root = str(history_root)
+    first = CANDIDATE_RUNS[0]
+    record_run(root, lane_runs[first.glossed], first)
+    with connect(root) as everything, connect(root, lane=LANE) as own, connect(root, lane="other") as other:
+        for view in VIEWS:
+            whole = everything.execute(f"SELECT count(*) FROM {view}").fetchone()
+            assert whole is not None and whole[0] > 0, view
+            assert own.execute(f"SELECT count(*) FROM {view}").fetchone() == whole, view
+            assert other.execute(f"SELECT count(*) FROM {view}").fetchone() == (0,), view
