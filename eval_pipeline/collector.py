@@ -72,7 +72,8 @@ def no_final_collection() -> None:
     """Make the interpreter's exit skip its last walk of the heap (freeze it, in an exit hook).
 
     A command that has imported Dagster, pandas and pyarrow and run lanes holds millions of
-    objects; the collection the interpreter runs as it exits walks them all once more, to free memory the process is about to give back anyway. Called
-    first thing, the hook runs after every exit handler registered later (exit handlers run
-    last-in, first-out), so those still do their closing and flushing first."""
+    objects; the collection the interpreter runs as it exits walks them all once more, to free
+    memory the process is about to give back anyway. Called first thing, the hook runs after
+    every exit handler registered later (exit handlers run last-in, first-out), so those still
+    do their closing and flushing first."""
     atexit.register(gc.freeze)

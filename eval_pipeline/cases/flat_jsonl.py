@@ -3,8 +3,9 @@
 :mod:`eval_pipeline.cases.jsonl` is the one definition of what a JSONL file holds; it parses a
 line at a time in Python. A file of flat records (every value a string, a whole number, a
 number or null, under a known key) can be read by Arrow's JSON reader, in C, and
-:func:`read_flat_jsonl` does so only when that reads the same records the strict reader would. Anything else returns None and the caller
-reads the file the strict way, which also says what is wrong, line by line.
+:func:`read_flat_jsonl` does so only when that reads the same records the strict reader would.
+Anything else returns None and the caller reads the file the strict way, which also says what
+is wrong, line by line.
 
 Why the two agree when :func:`read_flat_jsonl` returns a table:
 

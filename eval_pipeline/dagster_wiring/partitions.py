@@ -80,9 +80,9 @@ def partitions_remembered(instance: dg.DagsterInstance) -> Iterator[None]:
 
     A run asks whether its own partition keys exist several times per step (every input and
     output resolves its key range), and each answer is a query of its own to the instance's
-    storage: a small lane run would spend much of its time asking. A run's keys are registered before it
-    starts and nothing in it deletes them, so within the run a yes stays a yes; a no is asked
-    again. The instance is this process's own object: the answers are remembered on it, for
+    storage: a small lane run would spend much of its time asking. A run's keys are registered
+    before it starts and nothing in it deletes them, so within the run a yes stays a yes; a no
+    is asked again. The instance is this process's own object: the answers are remembered on it, for
     the block only."""
     asked = instance.has_dynamic_partition
     known: set[tuple[str, str]] = set()

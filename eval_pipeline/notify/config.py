@@ -113,9 +113,8 @@ def load_notify_config(
     ``lanes`` / ``runtimes``, when given, are the names a route may list; ``environ``, when
     given, must set every channel's ``url_env`` (what ``validate`` asks; at run time an unset
     variable is a warning, not bad input)."""
-    parsed = read_yaml_file(
-        path, CaseFileError
-    )  # the one strict YAML reader: bounded, duplicate keys refused
+    # The one strict YAML reader: bounded, duplicate keys refused.
+    parsed = read_yaml_file(path, CaseFileError)
     document = parsed.data
     problems: list[CaseProblem] = list(parsed.key_problems)
     if not isinstance(document, dict):

@@ -1,8 +1,9 @@
 """The guard in front of every ``exec:`` child: its process group dies when the pipeline does.
 
 Run by the adapter as ``python -I -S exec_guard.py LIFELINE_FD COMMAND [ARGS...]``, as the
-leader of a new session and process group (stdlib only, so it starts without importing the pipeline). It
-forks COMMAND into its group, with the adapter's stdin/stdout pipes, and then only watches:
+leader of a new session and process group (stdlib only, so it starts without importing the
+pipeline). It forks COMMAND into its group, with the adapter's stdin/stdout pipes, and then
+only watches:
 
 - the lifeline, a pipe whose only writer is the pipeline. The kernel closes it when the
   pipeline exits in any way, SIGKILL included, so end of file there kills the whole group
