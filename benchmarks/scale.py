@@ -38,6 +38,8 @@ TINY_RUNS = {
     "--cpu --cpu-repeat 1 --start-s 0.1 --turn-ms 1": [
         r"^CPU-bound bot .*, 4 lanes, \d+ turns \(pipeline exit 0\)$",
         r"^  ratio pipeline / serial +[0-9.]+$",
+        r"^  CPU floor, \d+ workers, no harness +[0-9.]+$",
+        r"^  ratio pipeline / CPU floor +[0-9.]+$",
     ],
 }
 
@@ -402,6 +404,14 @@ def serial_loop() -> None:
     print(json.dumps({"turns": turns}))
 
 
+def cpu_floor(turns: int, workers: int, start_s: float, turn_ms: float) -> float:
+    """The least wall time any harness could take: each worker (no more than there are cores)
+    starts the bot once, all at the same time, then the turns' CPU is spread evenly over them,
+    and the harness itself costs nothing."""
+    busy = max(1, min(workers, os.cpu_count() or 1))
+    return start_s + turns * turn_ms / 1000 / busy
+
+
 def cpu_figures(folder: Path, repeat: int, workers: int, start_s: float, turn_ms: float) -> None:
     from eval_pipeline.settings import PROJECT_ROOT
 
@@ -432,6 +442,9 @@ def cpu_figures(folder: Path, repeat: int, workers: int, start_s: float, turn_ms
     ):
         print(f"  {label:<34} {run.wall_s:>8.1f} {run.peak_rss_mb:>9,.0f} {run.peak_tree_mb:>9,.0f}")
     print(f"  {'ratio pipeline / serial':<34} {pipeline.wall_s / serial.wall_s:>8.2f}")
+    floor = cpu_floor(turns, workers, start_s, turn_ms)
+    print(f"  {f'CPU floor, {workers} workers, no harness':<34} {floor:>8.1f}")
+    print(f"  {'ratio pipeline / CPU floor':<34} {pipeline.wall_s / floor:>8.2f}")
     if pipeline.returncode not in (0, 1):
         print("  pipeline output (tail):\n" + "\n".join(pipeline.stdout.splitlines()[-15:]))
 

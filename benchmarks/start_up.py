@@ -4,7 +4,9 @@ embedded reference runtime, next to ``python -c "import dagster"`` measured in t
 Each figure is the median wall time of ``--repeat`` fresh processes of the installed command
 line (``eval-pipeline`` next to this interpreter), in one scratch project state (a temporary
 DAGSTER_HOME and history root, both warmed by one untimed run first, since the quick start's
-first run also creates the instance; ``--no-warm-up`` leaves that run out):
+first run also creates the instance; ``--no-warm-up`` leaves that run out). The processes keep
+their compiled bytecode as an installed command does (``PYTHONDONTWRITEBYTECODE`` is unset for
+them), so no figure includes compiling the project's modules again:
 
 - ``python -c "import dagster"``: the floor every Dagster run pays;
 - ``eval-pipeline --help``;
@@ -12,10 +14,12 @@ first run also creates the instance; ``--no-warm-up`` leaves that run out):
 - ``run --lane deterministic_fluency`` (15 cases), and its ratio to the import;
 - ``run`` with 1, 2, … ``--lanes`` lanes in one invocation, and what each further lane adds;
 - the main job (``run``: every lane);
-- Dagster's own floor for one run: a job of four trivial assets and one check executed in
-  process on a SQLite instance like the project's (the lane runs' SQLite settings applied),
-  the median of ``--repeat`` runs in one warm process: what a lane run costs before any of
-  its work.
+- Dagster's own floor for one lane run: a job shaped like a lane (six assets partitioned by
+  case set × runtime, with the fluency lane's dependencies and its ten checks) whose steps do
+  nothing, its outputs kept in memory, executed in process on a SQLite instance like the
+  project's the way a lane run is (its run file prepared, its partition lookups remembered,
+  SQLite files kept open, logs quiet), the median of ``--repeat`` runs in one warm process:
+  what a lane run costs before any of its work, and so the least a further lane can add.
 
 Next to each wall time is the CPU time of the process and its children, which a loaded
 machine inflates less.
@@ -52,7 +56,7 @@ TINY_RUNS = {
         r"^eval-pipeline --help +[0-9.]+ s +[0-9.]+ s CPU$",
         r"^run, 1 lane\(s\) +[0-9.]+ s +[0-9.]+ s CPU$",
         r"^each further lane adds +-?[0-9.]+ s +-?[0-9.]+ s CPU$",
-        r"^Dagster floor, one 4-asset run +[0-9.]+ s$",
+        r"^Dagster floor, one lane-shaped run +[0-9.]+ s$",
     ]
 }
 
@@ -79,36 +83,66 @@ def median_of(argv: Sequence[str], env: dict[str, str], repeat: int) -> Figure:
 
 
 FLOOR_CHILD = """
-import os, statistics, sys, time
+import statistics, sys, time, uuid
 import dagster as dg
-from eval_pipeline.dagster_wiring.sqlite_files import sqlite_files_kept_open
+from eval_pipeline.dagster_wiring.partitions import partitions_remembered
+from eval_pipeline.dagster_wiring.sqlite_files import prepare_run_file, sqlite_files_kept_open
 
-@dg.asset
-def a() -> int: return 1
-@dg.asset
-def b(a: int) -> int: return a + 1
-@dg.asset
-def c(b: int) -> int: return b + 1
-@dg.asset
-def d(c: int) -> int: return c + 1
-@dg.asset_check(asset=d)
-def d_check(d: int) -> dg.AssetCheckResult: return dg.AssetCheckResult(passed=True)
+series = dg.MultiPartitionsDefinition({
+    "case_set": dg.DynamicPartitionsDefinition(name="floor__case_sets"),
+    "runtime": dg.DynamicPartitionsDefinition(name="floor_runtime_targets"),
+})
+THRESHOLDS = [f"threshold_{i}" for i in range(8)]  # the fluency lane's checks of its metrics
+SERIES_CHECKS = ["no_regression", "error_thresholds_hold"]
+common = {"partitions_def": series, "io_manager_key": "memory"}
 
-job = dg.Definitions(assets=[a, b, c, d], asset_checks=[d_check]).resolve_implicit_global_asset_job_def()
+@dg.asset(**common)
+def cases() -> int: return 1
+@dg.asset(**common)
+def transcripts(cases: int) -> int: return 1
+@dg.asset(**common)
+def turn_predicates(cases: int, transcripts: int) -> int: return 1
+@dg.asset(**common)
+def case_predicates(cases: int, transcripts: int, turn_predicates: int) -> int: return 1
+@dg.asset(**common, check_specs=[dg.AssetCheckSpec(name, asset="metrics") for name in THRESHOLDS])
+def metrics(cases: int, transcripts: int, turn_predicates: int, case_predicates: int):
+    yield dg.Output(1)
+    for name in THRESHOLDS:
+        yield dg.AssetCheckResult(check_name=name, passed=True)
+@dg.asset(**common, check_specs=[dg.AssetCheckSpec(name, asset="history") for name in SERIES_CHECKS])
+def history(metrics: int, case_predicates: int, turn_predicates: int, transcripts: int):
+    return dg.MaterializeResult(
+        check_results=[dg.AssetCheckResult(check_name=name, passed=True) for name in SERIES_CHECKS]
+    )
+
+job = dg.Definitions(
+    assets=[cases, transcripts, turn_predicates, case_predicates, metrics, history],
+    resources={"memory": dg.InMemoryIOManager()},
+).resolve_implicit_global_asset_job_def()
 instance = dg.DagsterInstance.get()
-job.execute_in_process(instance=instance)  # the instance's files and the job's snapshot exist
+instance.add_dynamic_partitions("floor__case_sets", ["public"])
+instance.add_dynamic_partitions("floor_runtime_targets", ["reference"])
+key = dg.MultiPartitionKey({"case_set": "public", "runtime": "reference"})
+quiet = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+
+def run() -> None:  # as launch.materialize_lane runs a lane's job
+    run_id = str(uuid.uuid4())
+    with sqlite_files_kept_open(), partitions_remembered(instance):
+        prepare_run_file(instance.root_directory, run_id)
+        job.execute_in_process(instance=instance, partition_key=key, run_config=quiet, run_id=run_id)
+
+run()  # the instance's files and the job's snapshot exist
 seconds = []
 for _ in range(int(sys.argv[1])):
     started = time.perf_counter()
-    with sqlite_files_kept_open():
-        job.execute_in_process(instance=instance)
+    run()
     seconds.append(time.perf_counter() - started)
 print(statistics.median(seconds))
 """
 
 
 def dagster_floor(env: dict[str, str], repeat: int, home: Path) -> float:
-    """Median seconds of one trivial four-asset run (see the module docstring), in one process."""
+    """Median seconds of one trivial lane-shaped run (see the module docstring), in one process."""
     home.mkdir(parents=True)
     (home / "dagster.yaml").write_text(
         (PROJECT / "dagster.yaml").read_text(encoding="utf-8"), encoding="utf-8"
@@ -150,6 +184,7 @@ def main() -> None:
             "COLUMNS": "100",
         }
         env.pop("EVAL_PIPELINE_RUNTIME", None)
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
         if not args.no_warm_up:
             timed([COMMAND, "run", *lane_args(1)], env)  # creates the instance and the history root
 
@@ -166,7 +201,7 @@ def main() -> None:
             figures.append(("run (main job, every lane)", median_of([COMMAND, "run"], env, args.repeat)))
         floor = dagster_floor(env, args.repeat, Path(scratch) / "floor_home")
 
-    width = max([len(name) for name, _ in figures] + [len("Dagster floor, one 4-asset run")])
+    width = max([len(name) for name, _ in figures] + [len("Dagster floor, one lane-shaped run")])
     print(f"median of {args.repeat} processes each; wall seconds, then CPU seconds")
     for name, (wall, cpu) in figures:
         print(f"{name:<{width}}  {wall:6.2f} s  {cpu:6.2f} s CPU")
@@ -174,7 +209,7 @@ def main() -> None:
     if lanes > 1:
         per_lane = [(by_count[lanes][i] - by_count[1][i]) / (lanes - 1) for i in (0, 1)]
         print(f"{'each further lane adds':<{width}}  {per_lane[0]:6.2f} s  {per_lane[1]:6.2f} s CPU")
-    print(f"{'Dagster floor, one 4-asset run':<{width}}  {floor:6.2f} s")
+    print(f"{'Dagster floor, one lane-shaped run':<{width}}  {floor:6.2f} s")
 
 
 if __name__ == "__main__":

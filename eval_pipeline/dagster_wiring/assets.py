@@ -482,9 +482,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
                 runtime=series["runtime"],
                 case_set=series["case_set"],
                 metrics=metrics,
-                case_predicates=case_predicates.read(
-                    ["case_id", "predicate", "passed", "severity", "sample_index"]
-                ),
+                case_predicates=case_predicates,
                 metric_rows=lane_kind(spec).metric_rows,
                 turn_verdicts=turn_predicates,
                 transcripts=transcripts,

@@ -73,13 +73,15 @@ FINDING_COLUMNS = [
     "flipped_case_ids",
     "note",
 ]
-CURRENT_ROWS = "_current_case_predicates"
-_CURRENT_COLUMNS = ("case_id", "predicate", "passed", "severity", "code", "sample_index")
-# The current run's turn rows a paired test over turns reads, per history table.
-_CURRENT_TURN_COLUMNS = {
+CASE_PREDICATES = "case_predicates"
+# The current run's rows the findings read, per history table: its case verdicts, and the turn
+# rows a paired test over turns reads. A finding never reads a verdict's code: it is left null.
+_CURRENT_COLUMNS = {
+    CASE_PREDICATES: ("case_id", "predicate", "passed", "severity", "sample_index"),
     TURN_VERDICTS: ("case_id", "sample_index", "turn_index", "predicate", "passed"),
     TRANSCRIPTS: ("case_id", "sample_index", "turn_index", "error"),
 }
+_NULL_COLUMNS = {CASE_PREDICATES: ("code",)}
 
 
 @dataclass(frozen=True)
@@ -109,7 +111,7 @@ def find_regressions(
     runtime: str,
     case_set: str,
     metrics: pd.DataFrame,
-    case_predicates: pd.DataFrame,
+    case_predicates: pd.DataFrame | StageFile,
     metric_rows: Mapping[str, MetricRows],
     turn_verdicts: pd.DataFrame | StageFile | None = None,
     transcripts: pd.DataFrame | StageFile | None = None,
@@ -121,8 +123,9 @@ def find_regressions(
     repeats), against the previous run of the series (module docstring). Its rates over turns
     read its ``turn_verdicts`` (``case_id``, ``sample_index``, ``turn_index``, ``predicate``,
     ``passed``: the turn predicates) and ``error_rate`` its ``transcripts`` (``case_id``,
-    ``sample_index``, ``turn_index``, ``error``), each a frame or the run's stage file; left
-    out, those rates are not tested.
+    ``sample_index``, ``turn_index``, ``error``); left out, those rates are not tested. Each
+    table is a frame or the run's stage file, which DuckDB reads where it lies (a run's case
+    predicates are never loaded whole, and not read at all for a series' first run).
 
     ``history`` is the history root, or an open connection to it (:func:`connect`).
     The previous run is the latest committed run of the series other than ``run_id`` (default:
@@ -145,14 +148,8 @@ def find_regressions(
             .df()
             .iterrows()
         }
-        rows = case_predicates.reindex(columns=list(_CURRENT_COLUMNS))  # a column not read: null
-        con.register(
-            CURRENT_ROWS, rows.assign(**dict(zip(RUN_KEYS.split(", "), current.params(), strict=True)))
-        )
-        try:
-            sides = side_by_side(con, previous, current, source_b=CURRENT_ROWS)
-        finally:
-            con.unregister(CURRENT_ROWS)
+        with _current_rows(con, current, {CASE_PREDICATES: case_predicates}) as registered:
+            sides = side_by_side(con, previous, current, source_b=str(registered[CASE_PREDICATES]))
         current_sha = _single(metrics, "cases_sha256")
         if not is_missing(current_sha) and previous.cases_sha256 not in (None, current_sha):
             went_bad = flipped(sides, common_cases_only=True)
@@ -163,9 +160,7 @@ def find_regressions(
                 for _, row in metrics.iterrows()
             ]
         common = common_cases(sides)
-        with _current_turns(
-            con, current, {TURN_VERDICTS: turn_verdicts, TRANSCRIPTS: transcripts}
-        ) as sources:
+        with _current_rows(con, current, {TURN_VERDICTS: turn_verdicts, TRANSCRIPTS: transcripts}) as sources:
             pairs = _Pairs(con, previous, current, common, sources)
             return [
                 _finding(
@@ -192,11 +187,12 @@ class _Pairs:
 
 
 @contextmanager
-def _current_turns(
+def _current_rows(
     con: duckdb.DuckDBPyConnection, current: RunRef, given: Mapping[str, pd.DataFrame | StageFile | None]
 ) -> Iterator[dict[str, str | None]]:
-    """The current run's turn rows as relations of ``con`` (their names, by history table), with
-    the run's keys; a stage file is read by DuckDB where it lies, never loaded whole."""
+    """The current run's rows of each history table in ``given`` as a relation of ``con`` (its
+    name, by table; None: not given), with the run's keys and the table's :data:`_CURRENT_COLUMNS`;
+    a stage file is read by DuckDB where it lies, never loaded whole."""
     names: dict[str, str | None] = {}
     keys = dict(zip(RUN_KEYS.split(", "), current.params(), strict=True))
     try:
@@ -204,15 +200,17 @@ def _current_turns(
             if rows is None:
                 names[table] = None
                 continue
-            name, columns = f"_current_{table}", _CURRENT_TURN_COLUMNS[table]
+            name, columns, nulls = f"_current_{table}", _CURRENT_COLUMNS[table], _NULL_COLUMNS.get(table, ())
             if isinstance(rows, StageFile):
-                literals = ", ".join(f"{_sql_text(value)} AS {key}" for key, value in keys.items())
+                literals = [f"{_sql_text(value)} AS {key}" for key, value in keys.items()]
+                literals += [f"NULL::VARCHAR AS {column}" for column in nulls]
                 con.execute(
-                    f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT {', '.join(columns)}, {literals} "
+                    f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT {', '.join([*columns, *literals])} "
                     f"FROM read_parquet({_sql_text(str(rows.path))})"
                 )
             else:
-                con.register(name, rows.reindex(columns=list(columns)).assign(**keys))
+                frame = rows.reindex(columns=list(columns)).assign(**keys, **dict.fromkeys(nulls))
+                con.register(name, frame)
             names[table] = name
         yield names
     finally:

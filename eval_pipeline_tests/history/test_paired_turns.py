@@ -30,7 +30,14 @@ from eval_pipeline.pipeline import LaneRun, error_rate, evaluate_lane
 from eval_pipeline.runtimes import build_runtime
 from eval_pipeline.runtimes.targets import find_target
 from eval_pipeline.stage_files import StageFile, StageWriter
-from eval_pipeline.tables import TRANSCRIPTS, TURN_PREDICATES, TURN_VERDICTS, nullable_types, to_arrow
+from eval_pipeline.tables import (
+    CASE_PREDICATES,
+    TRANSCRIPTS,
+    TURN_PREDICATES,
+    TURN_VERDICTS,
+    nullable_types,
+    to_arrow,
+)
 
 from .conftest import StoredRun, record_run, run_keys
 
@@ -103,8 +110,13 @@ def regressions(
     root: str, run: LaneRun, run_id: str | None = None, **current: object
 ) -> dict[str, MetricFinding]:
     """``no_regression``'s findings for ``run`` (not yet in history) against the series' last run;
-    ``current`` replaces its turn tables (``turn_verdicts``, ``transcripts``)."""
-    tables = {"turn_verdicts": run.turn_predicates, "transcripts": run.transcripts, **current}
+    ``current`` replaces its tables (``case_predicates``, ``turn_verdicts``, ``transcripts``)."""
+    tables = {
+        "case_predicates": run.case_predicates,
+        "turn_verdicts": run.turn_predicates,
+        "transcripts": run.transcripts,
+        **current,
+    }
     found = find_regressions(
         root,
         lane=LANE,
@@ -112,7 +124,6 @@ def regressions(
         runtime="reference",
         case_set=SPLIT,
         metrics=run.metrics,
-        case_predicates=run.case_predicates,
         metric_rows=lane_kind(find_lane(LANE)).metric_rows,
         alpha=find_lane(LANE).regression_alpha,
         run_id=run_id,
@@ -314,6 +325,39 @@ def test_the_history_asset_path_stores_and_reads_stage_files(
     assert append_run(root, "turn_verdicts", turns, lane=LANE, date=AFTER.date, run_id=AFTER.run_id) is None
     with pytest.raises(ValueError, match="not those of turn_verdicts"):
         append_run(root, "turn_verdicts", transcripts, lane=LANE, date="2024-06-03", run_id="run-t3")
+
+
+def test_case_predicates_are_read_from_their_stage_file_where_it_lies(
+    history_root: Path, tmp_path: Path, coherence: LaneRun
+) -> None:
+    """The history asset hands no_regression the run's case predicates as its stage file: the
+    findings are those from the frame, and a series' first run does not read the file at all."""
+    root = str(history_root)
+    keys = run_keys(AFTER)
+    missing = stage_file(tmp_path, CASE_PREDICATES, coherence.case_predicates.assign(**keys))
+    missing.path.unlink()
+    first = regressions(root, coherence, case_predicates=missing)
+    assert {f.note for f in first.values()} == {"no previous run of this series"}
+
+    record_run(root, coherence, BEFORE)
+    cases = coherence.case_predicates.copy()
+    held = cases.index[cases["passed"].eq(True)][:3]
+    cases.loc[held, "passed"] = False  # three verdicts went the bad way
+    later = LaneRun(**{**vars(coherence), "case_predicates": cases})
+    from_file = regressions(
+        root, later, case_predicates=stage_file(tmp_path, CASE_PREDICATES, cases.assign(**keys))
+    )
+    from_frame = regressions(root, later)
+    figures = [
+        (f.metric, f.cases, f.worse, f.better, f.p_value, f.regressed, f.flipped_case_ids)
+        for f in from_file.values()
+    ]
+    assert figures == [
+        (f.metric, f.cases, f.worse, f.better, f.p_value, f.regressed, f.flipped_case_ids)
+        for f in from_frame.values()
+    ]
+    threads = cases["case_id"].nunique()
+    assert any(f.worse and f.cases == threads for f in from_file.values())
 
 
 def test_the_report_shows_a_turn_rate_regression(
