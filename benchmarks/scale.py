@@ -40,6 +40,8 @@ TINY_RUNS = {
         r"^  ratio pipeline / serial +[0-9.]+$",
         r"^  CPU floor, \d+ workers, no harness +[0-9.]+$",
         r"^  ratio pipeline / CPU floor +[0-9.]+$",
+        r"^  every core busy, the run's CPU / \d+ +[0-9.]+$",
+        r"^  ratio pipeline / every core busy +[0-9.]+$",
     ],
 }
 
@@ -445,6 +447,11 @@ def cpu_figures(folder: Path, repeat: int, workers: int, start_s: float, turn_ms
     floor = cpu_floor(turns, workers, start_s, turn_ms)
     print(f"  {f'CPU floor, {workers} workers, no harness':<34} {floor:>8.1f}")
     print(f"  {'ratio pipeline / CPU floor':<34} {pipeline.wall_s / floor:>8.2f}")
+    cores = os.cpu_count() or 1
+    busy = pipeline.cpu_s / cores  # the wall time had no core been idle: what the run spent
+    label = f"every core busy, the run's CPU / {cores}"
+    print(f"  {label:<34} {busy:>8.1f}")
+    print(f"  {'ratio pipeline / every core busy':<34} {pipeline.wall_s / busy:>8.2f}")
     if pipeline.returncode not in (0, 1):
         print("  pipeline output (tail):\n" + "\n".join(pipeline.stdout.splitlines()[-15:]))
 

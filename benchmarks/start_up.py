@@ -19,7 +19,9 @@ them), so no figure includes compiling the project's modules again:
   nothing, its outputs kept in memory, executed in process on a SQLite instance like the
   project's the way a lane run is (its run file prepared, its partition lookups remembered,
   SQLite files kept open, logs quiet), the median of ``--repeat`` runs in one warm process:
-  what a lane run costs before any of its work, and so the least a further lane can add.
+  what a lane run costs before any of its work, and so the least a further lane can add; then
+  one run of two such lanes' assets under one partitions definition (what all lanes in one
+  Dagster run would cost, had each lane not its own case-set partitions).
 
 Next to each wall time is the CPU time of the process and its children, which a loaded
 machine inflates less.
@@ -57,6 +59,7 @@ TINY_RUNS = {
         r"^run, 1 lane\(s\) +[0-9.]+ s +[0-9.]+ s CPU$",
         r"^each further lane adds +-?[0-9.]+ s +-?[0-9.]+ s CPU$",
         r"^Dagster floor, one lane-shaped run +[0-9.]+ s$",
+        r"^Dagster floor, two lanes' assets in one run +[0-9.]+ s$",
     ]
 }
 
@@ -94,55 +97,67 @@ series = dg.MultiPartitionsDefinition({
 })
 THRESHOLDS = [f"threshold_{i}" for i in range(8)]  # the fluency lane's checks of its metrics
 SERIES_CHECKS = ["no_regression", "error_thresholds_hold"]
-common = {"partitions_def": series, "io_manager_key": "memory"}
+STAGES = {  # each stage's inputs, as in a lane
+    "cases": [],
+    "transcripts": ["cases"],
+    "turn_predicates": ["cases", "transcripts"],
+    "case_predicates": ["cases", "transcripts", "turn_predicates"],
+    "metrics": ["cases", "transcripts", "turn_predicates", "case_predicates"],
+    "history": ["metrics", "case_predicates", "turn_predicates", "transcripts"],
+}
+CHECKS = {"metrics": THRESHOLDS, "history": SERIES_CHECKS}
 
-@dg.asset(**common)
-def cases() -> int: return 1
-@dg.asset(**common)
-def transcripts(cases: int) -> int: return 1
-@dg.asset(**common)
-def turn_predicates(cases: int, transcripts: int) -> int: return 1
-@dg.asset(**common)
-def case_predicates(cases: int, transcripts: int, turn_predicates: int) -> int: return 1
-@dg.asset(**common, check_specs=[dg.AssetCheckSpec(name, asset="metrics") for name in THRESHOLDS])
-def metrics(cases: int, transcripts: int, turn_predicates: int, case_predicates: int):
-    yield dg.Output(1)
-    for name in THRESHOLDS:
-        yield dg.AssetCheckResult(check_name=name, passed=True)
-@dg.asset(**common, check_specs=[dg.AssetCheckSpec(name, asset="history") for name in SERIES_CHECKS])
-def history(metrics: int, case_predicates: int, turn_predicates: int, transcripts: int):
-    return dg.MaterializeResult(
-        check_results=[dg.AssetCheckResult(check_name=name, passed=True) for name in SERIES_CHECKS]
+def stage(lane: str, name: str) -> dg.AssetsDefinition:
+    key = dg.AssetKey([lane, name])
+    checks = CHECKS.get(name, [])
+
+    @dg.multi_asset(
+        name=f"{lane}__{name}",
+        outs={"result": dg.AssetOut(key=key, io_manager_key="memory")},
+        ins={d: dg.AssetIn(dg.AssetKey([lane, d])) for d in STAGES[name]},
+        check_specs=[dg.AssetCheckSpec(check, asset=key) for check in checks],
+        partitions_def=series,
     )
+    def step(**inputs: int):
+        yield dg.Output(1)
+        for check in checks:
+            yield dg.AssetCheckResult(asset_key=key, check_name=check, passed=True)
 
-job = dg.Definitions(
-    assets=[cases, transcripts, turn_predicates, case_predicates, metrics, history],
-    resources={"memory": dg.InMemoryIOManager()},
-).resolve_implicit_global_asset_job_def()
+    return step
+
+def job_of(lanes: int) -> dg.JobDefinition:
+    stages = [stage(f"lane{n}", name) for n in range(lanes) for name in STAGES]
+    return dg.Definitions(
+        assets=stages, resources={"memory": dg.InMemoryIOManager()}
+    ).resolve_implicit_global_asset_job_def()
+
 instance = dg.DagsterInstance.get()
 instance.add_dynamic_partitions("floor__case_sets", ["public"])
 instance.add_dynamic_partitions("floor_runtime_targets", ["reference"])
 key = dg.MultiPartitionKey({"case_set": "public", "runtime": "reference"})
 quiet = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 
-def run() -> None:  # as launch.materialize_lane runs a lane's job
+def run(job: dg.JobDefinition) -> None:  # as launch.materialize_lane runs a lane's job
     run_id = str(uuid.uuid4())
     with sqlite_files_kept_open(), partitions_remembered(instance):
         prepare_run_file(instance.root_directory, run_id)
         job.execute_in_process(instance=instance, partition_key=key, run_config=quiet, run_id=run_id)
 
-run()  # the instance's files and the job's snapshot exist
-seconds = []
-for _ in range(int(sys.argv[1])):
-    started = time.perf_counter()
-    run()
-    seconds.append(time.perf_counter() - started)
-print(statistics.median(seconds))
+for lanes in (1, 2):
+    job = job_of(lanes)
+    run(job)  # the instance's files and the job's snapshot exist
+    seconds = []
+    for _ in range(int(sys.argv[1])):
+        started = time.perf_counter()
+        run(job)
+        seconds.append(time.perf_counter() - started)
+    print(statistics.median(seconds))
 """
 
 
-def dagster_floor(env: dict[str, str], repeat: int, home: Path) -> float:
-    """Median seconds of one trivial lane-shaped run (see the module docstring), in one process."""
+def dagster_floor(env: dict[str, str], repeat: int, home: Path) -> tuple[float, float]:
+    """Median seconds of one trivial lane-shaped run, and of one run of two lanes' assets (see
+    the module docstring), in one process."""
     home.mkdir(parents=True)
     (home / "dagster.yaml").write_text(
         (PROJECT / "dagster.yaml").read_text(encoding="utf-8"), encoding="utf-8"
@@ -156,7 +171,8 @@ def dagster_floor(env: dict[str, str], repeat: int, home: Path) -> float:
     )
     if done.returncode != 0:
         raise SystemExit(f"the Dagster floor run failed:\n{done.stderr[-2000:]}")
-    return float(done.stdout.split()[-1])
+    one, two = (float(line) for line in done.stdout.split()[-2:])
+    return one, two
 
 
 def lane_args(count: int) -> list[str]:
@@ -201,7 +217,8 @@ def main() -> None:
             figures.append(("run (main job, every lane)", median_of([COMMAND, "run"], env, args.repeat)))
         floor = dagster_floor(env, args.repeat, Path(scratch) / "floor_home")
 
-    width = max([len(name) for name, _ in figures] + [len("Dagster floor, one lane-shaped run")])
+    floor_two = "Dagster floor, two lanes' assets in one run"
+    width = max([len(name) for name, _ in figures] + [len(floor_two)])
     print(f"median of {args.repeat} processes each; wall seconds, then CPU seconds")
     for name, (wall, cpu) in figures:
         print(f"{name:<{width}}  {wall:6.2f} s  {cpu:6.2f} s CPU")
@@ -209,7 +226,8 @@ def main() -> None:
     if lanes > 1:
         per_lane = [(by_count[lanes][i] - by_count[1][i]) / (lanes - 1) for i in (0, 1)]
         print(f"{'each further lane adds':<{width}}  {per_lane[0]:6.2f} s  {per_lane[1]:6.2f} s CPU")
-    print(f"{'Dagster floor, one lane-shaped run':<{width}}  {floor:6.2f} s")
+    print(f"{'Dagster floor, one lane-shaped run':<{width}}  {floor[0]:6.2f} s")
+    print(f"{floor_two:<{width}}  {floor[1]:6.2f} s")
 
 
 if __name__ == "__main__":
