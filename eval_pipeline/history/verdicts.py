@@ -28,15 +28,16 @@ from eval_pipeline.history.runs import RUN_MATCH, RunRef, is_missing
 
 RUN_KEYS = "run_id, lane, split, runtime, case_set"
 
-# {source}: a relation with case_predicates' columns (a view, a registered frame).
-CASE_VERDICTS = f"""
+# {keys}: the run keys a query groups by (none for one run's rows, whose keys are one value
+# each); {source}: a relation with case_predicates' columns (a view, a registered frame).
+_VERDICTS = """
 WITH per_sample AS (
-    SELECT {RUN_KEYS}, case_id, predicate, coalesce(sample_index, 0) AS sample_index,
+    SELECT {keys}case_id, predicate, coalesce(sample_index, 0) AS sample_index,
            bool_and(passed) AS passed, min(severity) AS severity,
            min(code) FILTER (WHERE passed = false) AS failing_code, min(code) AS any_code
-    FROM {{source}}
-    GROUP BY {RUN_KEYS}, case_id, predicate, coalesce(sample_index, 0))
-SELECT {RUN_KEYS}, case_id, predicate,
+    FROM {source}
+    GROUP BY {keys}case_id, predicate, coalesce(sample_index, 0))
+SELECT {keys}case_id, predicate,
        count(passed) AS samples,
        count(*) FILTER (WHERE passed) AS passes,
        CASE WHEN count(passed) = 0 THEN NULL ELSE bool_and(passed) END AS passed,
@@ -45,8 +46,10 @@ SELECT {RUN_KEYS}, case_id, predicate,
                 arg_min(any_code, sample_index)) AS code,
        coalesce(min(sample_index) FILTER (WHERE passed = false), min(sample_index)) AS shown_sample
 FROM per_sample
-GROUP BY {RUN_KEYS}, case_id, predicate
+GROUP BY {keys}case_id, predicate
 """
+# One row per (run, case, predicate) of the runs in {source} (format it with ``source=``).
+CASE_VERDICTS = _VERDICTS.replace("{keys}", f"{RUN_KEYS}, ")
 
 FLIP_COLUMNS = [
     "case_id",
@@ -77,8 +80,9 @@ SIDE_BY_SIDE_COLUMNS = [
 
 
 def run_verdicts_sql(source: str = "case_predicates") -> str:
-    """:data:`CASE_VERDICTS` of the rows of ``source`` that belong to one run (:data:`RUN_MATCH`)."""
-    return CASE_VERDICTS.format(source=f"(SELECT * FROM {source} WHERE {RUN_MATCH})")
+    """:data:`CASE_VERDICTS` of the rows of ``source`` that belong to one run (:data:`RUN_MATCH`),
+    without the run keys: filtered on, they are one value each, so nothing groups by them."""
+    return _VERDICTS.format(keys="", source=f"(SELECT * FROM {source} WHERE {RUN_MATCH})")
 
 
 def side_by_side(
