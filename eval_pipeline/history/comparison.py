@@ -30,7 +30,6 @@ import pandas as pd
 
 from eval_pipeline.history.diff import CaseOverlap, case_overlap, metric_sides, same_cases
 from eval_pipeline.history.pairs import (
-    common_cases,
     holds_run,
     missing_turns_note,
     paired_turns,
@@ -121,17 +120,16 @@ def compare_runs(
 ) -> RunComparison:
     """Run ``a`` against run ``b`` (module docstring); ``metric_rows`` is the lane's declaration
     (empty for a lane this checkout does not declare: nothing is then tested)."""
-    sides = side_by_side(con, a, b)
     overlap = case_overlap(con, a, b)
     note = overlap.note(a, b)
-    flips = flip_rows(con, a, b, sides, common_cases_only=not same_cases(a, b), surfaces=surfaces)
     stored = metric_sides(con, a, b)
-    common = common_cases(sides)
     declared = [rows_of_metric(metric_rows, str(row["metric"])) for _, row in stored.iterrows()]
-    tested = [
-        _tested(con, a, b, row, rows, common, resamples, seed)
-        for (_, row), rows in zip(stored.iterrows(), declared, strict=True)
-    ]
+    with side_by_side(con, a, b) as sides:
+        flips = flip_rows(con, a, b, sides, common_cases_only=not same_cases(a, b), surfaces=surfaces)
+        tested = [
+            _tested(con, a, b, row, rows, sides, resamples, seed)
+            for (_, row), rows in zip(stored.iterrows(), declared, strict=True)
+        ]
     adjusted = holm([figures.p_value if figures else None for figures, _ in tested])
     metrics = tuple(
         _metric(row, figures, method, p_holm, rows, alpha, note is None)
@@ -148,7 +146,7 @@ def _tested(
     b: RunRef,
     row: pd.Series,
     rows: MetricRows | None,
-    common: pd.DataFrame,
+    sides: str,
     resamples: int,
     seed: int,
 ) -> tuple[PairedFigures | None, str]:
@@ -162,7 +160,7 @@ def _tested(
             return None, missing_turns_note(table, lacking.run_id)
         counts = paired_turns(con, a, b, rows).counts
     else:
-        counts = per_case_counts(common, rows)
+        counts = per_case_counts(con, sides, rows)
     figures = paired_figures(*counts.arrays(), resamples=resamples, seed=seed)
     if figures is None:
         return None, NO_COMMON_VERDICT

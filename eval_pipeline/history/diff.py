@@ -128,7 +128,8 @@ def case_flips(
     each once, with both runs' pass counts), with codes and the shown samples' final surfaces
     (null when the run's transcripts were not kept). With ``common_cases_only``, cases absent
     from either run are left out."""
-    return flip_rows(con, a, b, side_by_side(con, a, b), common_cases_only=common_cases_only)
+    with side_by_side(con, a, b) as sides:
+        return flip_rows(con, a, b, sides, common_cases_only=common_cases_only)
 
 
 def diff_runs(con: duckdb.DuckDBPyConnection, a: RunRef, b: RunRef) -> RunDiff:

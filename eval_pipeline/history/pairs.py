@@ -1,7 +1,7 @@
 """Two runs' verdicts paired, per common case: what a paired test of one rate reads.
 
-A rate over cases pairs each case's verdicts (:func:`per_case_counts`, from
-:func:`eval_pipeline.history.verdicts.side_by_side`). A rate over turns pairs turns:
+A rate over cases pairs each case's verdicts (:func:`per_case_counts`, from the table
+:func:`eval_pipeline.history.verdicts.side_by_side` makes). A rate over turns pairs turns:
 :func:`paired_turns` joins both runs' turn verdicts on ``(case_id, sample_index, turn_index,
 predicate)``, so only a turn both runs judged counts, and adds them up per case, because the
 turns of one case (and its samples) are not independent: the bootstrap resamples whole cases.
@@ -15,7 +15,6 @@ from dataclasses import dataclass
 
 import duckdb
 import numpy as np
-import pandas as pd
 
 from eval_pipeline.history.runs import RUN_MATCH, RunRef
 from eval_pipeline.lanes.metric_rows import MetricRows
@@ -82,26 +81,33 @@ class PairedTurns:
         return int(worse.sum()), int(better.sum()), cases
 
 
-def per_case_counts(common: pd.DataFrame, rows: MetricRows) -> CaseCounts:
-    """Per common case, what each side's rate counts out of its applicable verdicts."""
-    chosen = common[rows.selects(common).to_numpy(dtype=bool)]
-    codes, case_ids = pd.factorize(chosen["case_id"])
-    n = len(case_ids)
-    counted: list[np.ndarray] = []
-    for side in ("a", "b"):
-        samples = chosen[f"samples_{side}"].fillna(0).to_numpy(dtype=np.int64)
-        passes = chosen[f"passes_{side}"].fillna(0).to_numpy(dtype=np.int64)
-        hits = samples - passes if rows.counts_failures else passes
-        counted += [
-            np.bincount(codes, weights=hits, minlength=n).astype(np.int64),
-            np.bincount(codes, weights=samples, minlength=n).astype(np.int64),
+def per_case_counts(con: duckdb.DuckDBPyConnection, sides: str, rows: MetricRows) -> CaseCounts:
+    """Per common case (both runs evaluated it), by case id, what each side's rate counts out of
+    its applicable verdicts, from the :func:`eval_pipeline.history.verdicts.side_by_side` table
+    ``sides``."""
+    where, params = ["in_a AND in_b"], list[object]()
+    if rows.predicates is not None:
+        where.append("list_contains(?, predicate)")
+        params.append(sorted(rows.predicates))
+    if rows.severity is not None:
+        where.append("severity = ?")
+        params.append(rows.severity)
+    sums = []
+    for side in "ab":
+        counted = f"samples_{side} - passes_{side}" if rows.counts_failures else f"passes_{side}"
+        sums += [
+            f"coalesce(sum({counted}), 0)::BIGINT AS counted_{side}",
+            f"coalesce(sum(samples_{side}), 0)::BIGINT AS applicable_{side}",
         ]
-    return CaseCounts(np.asarray(case_ids, dtype=object), *counted)
-
-
-def common_cases(sides: pd.DataFrame) -> pd.DataFrame:
-    """The rows of :func:`eval_pipeline.history.verdicts.side_by_side` of cases both runs evaluated."""
-    return sides[(sides["in_a"].astype(bool) & sides["in_b"].astype(bool)).to_numpy(dtype=bool)]
+    found = con.execute(
+        f"SELECT case_id, {', '.join(sums)} FROM {sides} WHERE {' AND '.join(where)} "
+        "GROUP BY case_id ORDER BY case_id",
+        params,
+    ).df()
+    columns = (
+        found[c].to_numpy(dtype=np.int64) for c in ("counted_a", "applicable_a", "counted_b", "applicable_b")
+    )
+    return CaseCounts(found["case_id"].astype(str).to_numpy(dtype=object), *columns)
 
 
 def turn_source(rows: MetricRows) -> str:

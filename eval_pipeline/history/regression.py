@@ -44,7 +44,6 @@ from eval_pipeline.history.pairs import (
     TRANSCRIPTS,
     TURN_VERDICTS,
     CaseCounts,
-    common_cases,
     holds_run,
     missing_turns_note,
     paired_turns,
@@ -148,41 +147,44 @@ def find_regressions(
             .df()
             .iterrows()
         }
-        with _current_rows(con, current, {CASE_PREDICATES: case_predicates}) as registered:
-            sides = side_by_side(con, previous, current, source_b=str(registered[CASE_PREDICATES]))
         current_sha = _single(metrics, "cases_sha256")
-        if not is_missing(current_sha) and previous.cases_sha256 not in (None, current_sha):
-            went_bad = flipped(sides, common_cases_only=True)
-            went_bad = went_bad[went_bad["passed_a"].eq(True) & went_bad["passed_b"].eq(False)]
-            ids = tuple(sorted(set(went_bad["case_id"].astype(str))))
-            return [
-                _case_set_changed(row, before.get(str(row["metric"])), previous, ids)
-                for _, row in metrics.iterrows()
-            ]
-        common = common_cases(sides)
-        with _current_rows(con, current, {TURN_VERDICTS: turn_verdicts, TRANSCRIPTS: transcripts}) as sources:
-            pairs = _Pairs(con, previous, current, common, sources)
-            return [
-                _finding(
-                    row,
-                    before.get(str(row["metric"])),
-                    pairs,
-                    rows_of_metric(metric_rows, str(row["metric"])),
-                    alpha,
-                )
-                for _, row in metrics.iterrows()
-            ]
+        case_set_changed = not is_missing(current_sha) and previous.cases_sha256 not in (None, current_sha)
+        with (
+            _current_rows(con, current, {CASE_PREDICATES: case_predicates}) as registered,
+            side_by_side(con, previous, current, source_b=str(registered[CASE_PREDICATES])) as sides,
+        ):
+            if case_set_changed:
+                went_bad = flipped(con, sides, common_cases_only=True, worse_only=True)
+                ids = tuple(sorted(set(went_bad["case_id"].astype(str))))
+                return [
+                    _case_set_changed(row, before.get(str(row["metric"])), previous, ids)
+                    for _, row in metrics.iterrows()
+                ]
+            with _current_rows(
+                con, current, {TURN_VERDICTS: turn_verdicts, TRANSCRIPTS: transcripts}
+            ) as sources:
+                pairs = _Pairs(con, previous, current, sides, sources)
+                return [
+                    _finding(
+                        row,
+                        before.get(str(row["metric"])),
+                        pairs,
+                        rows_of_metric(metric_rows, str(row["metric"])),
+                        alpha,
+                    )
+                    for _, row in metrics.iterrows()
+                ]
 
 
 @dataclass(frozen=True)
 class _Pairs:
-    """What a finding pairs: the previous run, the current one, their common cases' verdicts,
-    and where the current run's turn rows are (None: not given)."""
+    """What a finding pairs: the previous run, the current one, the table of both runs' case
+    verdicts side by side, and where the current run's turn rows are (None: not given)."""
 
     con: duckdb.DuckDBPyConnection
     previous: RunRef
     current: RunRef
-    common: pd.DataFrame
+    sides: str
     current_turns: Mapping[str, str | None]
 
 
@@ -318,7 +320,7 @@ def _finding(
         worse, better, worse_ids = paired.went_worse(up)
         unit = "turns"
     else:
-        counts = per_case_counts(pairs.common, rows).applicable_on_both()
+        counts = per_case_counts(pairs.con, pairs.sides, rows).applicable_on_both()
         worse_ids = counts.went_worse(up)
         worse, better, unit = len(worse_ids), len(counts.went_worse(not up)), "cases"
     if not len(counts.case_ids):

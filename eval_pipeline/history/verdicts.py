@@ -20,8 +20,11 @@ samples either run holds, with both runs' pass counts.
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import duckdb
-import numpy as np
 import pandas as pd
 
 from eval_pipeline.history.runs import RUN_MATCH, RunRef, is_missing
@@ -85,36 +88,50 @@ def run_verdicts_sql(source: str = "case_predicates") -> str:
     return _VERDICTS.format(keys="", source=f"(SELECT * FROM {source} WHERE {RUN_MATCH})")
 
 
+@contextmanager
 def side_by_side(
     con: duckdb.DuckDBPyConnection, a: RunRef, b: RunRef, *, source_b: str = "case_predicates"
+) -> Iterator[str]:
+    """Both runs' verdict of every case predicate either holds (:data:`SIDE_BY_SIDE_COLUMNS`) as
+    a temporary table of ``con``, its name for the block: a side's columns are null where it has
+    no verdict, ``in_a`` / ``in_b`` say whether the run evaluated the case at all (it holds a
+    row of it: a verdict or n/a). ``source_b`` names where run ``b``'s rows are (a relation of a
+    run not yet in history). The table stays in DuckDB: a reader fetches what it needs (the
+    flips, :func:`flipped`; a rate's counts per case, :func:`eval_pipeline.history.pairs.per_case_counts`)."""
+    name = f"_sides_{uuid.uuid4().hex}"
+    sides = ", ".join(f"{c}_{side}" for side in "ab" for c in SIDE_COLUMNS)
+    con.execute(
+        f"""CREATE TEMP TABLE {name} AS
+            WITH a AS ({run_verdicts_sql()}), b AS ({run_verdicts_sql(source_b)}), joined AS (
+                SELECT case_id, predicate, coalesce(b.severity, a.severity) AS severity,
+                       {", ".join(f"{side}.{c} AS {c}_{side}" for side in "ab" for c in SIDE_COLUMNS)}
+                FROM a FULL OUTER JOIN b USING (case_id, predicate))
+            SELECT case_id, predicate, severity,
+                   bool_or(samples_a IS NOT NULL) OVER (PARTITION BY case_id) AS in_a,
+                   bool_or(samples_b IS NOT NULL) OVER (PARTITION BY case_id) AS in_b,
+                   {sides}
+            FROM joined""",
+        [*a.params(), *b.params()],
+    )
+    try:
+        yield name
+    finally:
+        con.execute(f"DROP TABLE IF EXISTS {name}")
+
+
+def flipped(
+    con: duckdb.DuckDBPyConnection, sides: str, *, common_cases_only: bool = False, worse_only: bool = False
 ) -> pd.DataFrame:
-    """Both runs' verdict of every case predicate either holds (:data:`SIDE_BY_SIDE_COLUMNS`, in
-    no particular order): a side's columns are null where it has no verdict, ``in_a``
-    / ``in_b`` say whether the run evaluated the case at all. ``source_b`` names where run
-    ``b``'s rows are (a registered frame of a run not yet in history)."""
-    query = f"""
-        WITH a AS ({run_verdicts_sql()}), b AS ({run_verdicts_sql(source_b)})
-        SELECT case_id, predicate, coalesce(b.severity, a.severity) AS severity,
-               {", ".join(f"{side}.{c} AS {c}_{side}" for side in "ab" for c in SIDE_COLUMNS)}
-        FROM a FULL OUTER JOIN b USING (case_id, predicate)
-    """
-    sides = con.execute(query, [*a.params(), *b.params()]).df()
-    codes, cases = pd.factorize(sides["case_id"])
-    for side in ("a", "b"):  # a run evaluated a case when it holds a row of it (a verdict or n/a)
-        present = np.zeros(len(cases), dtype=bool)
-        present[codes[sides[f"samples_{side}"].notna().to_numpy()]] = True
-        sides[f"in_{side}"] = present[codes]
-    return sides[SIDE_BY_SIDE_COLUMNS]
-
-
-def flipped(sides: pd.DataFrame, *, common_cases_only: bool = False) -> pd.DataFrame:
-    """The rows of :func:`side_by_side` whose run verdicts differ: the flips (module docstring).
-    With ``common_cases_only``, cases one of the runs did not evaluate are left out."""
-    a, b = sides["passed_a"].astype("boolean"), sides["passed_b"].astype("boolean")
-    differs = (a != b).fillna(True) & ~(a.isna() & b.isna())
-    if common_cases_only:
-        differs &= sides["in_a"].astype(bool) & sides["in_b"].astype(bool)
-    return sides[differs.to_numpy(dtype=bool)].reset_index(drop=True)
+    """The rows of the :func:`side_by_side` table ``sides`` whose run verdicts differ: the flips
+    (module docstring), by case and predicate. With ``common_cases_only``, cases one of the runs
+    did not evaluate are left out; with ``worse_only``, only pass→fail."""
+    where = ["passed_a IS DISTINCT FROM passed_b"]
+    where += ["in_a AND in_b"] if common_cases_only else []
+    where += ["passed_a AND NOT passed_b"] if worse_only else []
+    return con.execute(
+        f"SELECT {', '.join(SIDE_BY_SIDE_COLUMNS)} FROM {sides} WHERE {' AND '.join(where)} "
+        "ORDER BY case_id, predicate"
+    ).df()
 
 
 def shown_surfaces(
@@ -149,15 +166,15 @@ def flip_rows(
     con: duckdb.DuckDBPyConnection,
     a: RunRef,
     b: RunRef,
-    sides: pd.DataFrame,
+    sides: str,
     *,
     common_cases_only: bool = False,
     surfaces: bool = True,
 ) -> pd.DataFrame:
-    """The flips of ``sides`` (:func:`side_by_side` of ``a`` and ``b``) as :data:`FLIP_COLUMNS`:
+    """The flips of ``sides`` (the :func:`side_by_side` table of ``a`` and ``b``) as :data:`FLIP_COLUMNS`:
     ``change`` reads ``pass→fail``, ``fail→pass``, ``pass→n/a``, ``n/a→fail``…, pass→fail
     first, then by case and predicate; each side's pass counts and its shown sample's surface."""
-    flips = flipped(sides, common_cases_only=common_cases_only)
+    flips = flipped(con, sides, common_cases_only=common_cases_only)
     flips["change"] = [
         f"{verdict_text(x)}→{verdict_text(y)}"
         for x, y in zip(flips["passed_a"], flips["passed_b"], strict=True)
