@@ -2,11 +2,12 @@
 embedded reference runtime, next to ``python -c "import dagster"`` measured in the same run.
 
 Each figure is the median wall time of ``--repeat`` fresh processes of the installed command
-line (``eval-pipeline`` next to this interpreter), in one scratch project state (a temporary
-DAGSTER_HOME and history root, both warmed by one untimed run first, since the quick start's
-first run also creates the instance; ``--no-warm-up`` leaves that run out). The processes keep
-their compiled bytecode as an installed command does (``PYTHONDONTWRITEBYTECODE`` is unset for
-them), so no figure includes compiling the project's modules again:
+line (``eval-pipeline`` next to this interpreter), taken in rounds that run every command once
+in turn (a machine whose speed drifts moves every figure alike), in one scratch project state
+(a temporary DAGSTER_HOME and history root, both warmed by one untimed run first, since the
+quick start's first run also creates the instance; ``--no-warm-up`` leaves that run out). The
+processes keep their compiled bytecode as an installed command does (``PYTHONDONTWRITEBYTECODE``
+is unset for them), so no figure includes compiling the project's modules again:
 
 - ``python -c "import dagster"``: the floor every Dagster run pays;
 - ``eval-pipeline --help``;
@@ -80,9 +81,17 @@ def timed(argv: Sequence[str], env: dict[str, str]) -> Figure:
     return seconds, cpu
 
 
-def median_of(argv: Sequence[str], env: dict[str, str], repeat: int) -> Figure:
-    figures = [timed(argv, env) for _ in range(repeat)]
-    return statistics.median(w for w, _ in figures), statistics.median(c for _, c in figures)
+def medians_of(commands: dict[str, list[str]], env: dict[str, str], repeat: int) -> dict[str, Figure]:
+    """Each command's median figure over ``repeat`` rounds, every round running each command once
+    in turn: a machine that slows down or speeds up meanwhile moves every figure alike."""
+    rounds = [{name: timed(argv, env) for name, argv in commands.items()} for _ in range(repeat)]
+    return {
+        name: (
+            statistics.median(r[name][0] for r in rounds),
+            statistics.median(r[name][1] for r in rounds),
+        )
+        for name in commands
+    }
 
 
 FLOOR_CHILD = """
@@ -204,22 +213,22 @@ def main() -> None:
         if not args.no_warm_up:
             timed([COMMAND, "run", *lane_args(1)], env)  # creates the instance and the history root
 
-        figures: list[tuple[str, Figure]] = []
-        imports = median_of([sys.executable, "-c", "import dagster"], env, args.repeat)
-        figures.append(('python -c "import dagster"', imports))
-        figures.append(("eval-pipeline --help", median_of([COMMAND, "--help"], env, args.repeat)))
-        figures.append(("eval-pipeline validate", median_of([COMMAND, "validate"], env, args.repeat)))
-        by_count = {
-            k: median_of([COMMAND, "run", *lane_args(k)], env, args.repeat) for k in range(1, lanes + 1)
+        commands = {
+            'python -c "import dagster"': [sys.executable, "-c", "import dagster"],
+            "eval-pipeline --help": [COMMAND, "--help"],
+            "eval-pipeline validate": [COMMAND, "validate"],
+            **{f"run, {k} lane(s)": [COMMAND, "run", *lane_args(k)] for k in range(1, lanes + 1)},
+            **({} if args.no_main_job else {"run (main job, every lane)": [COMMAND, "run"]}),
         }
-        figures += [(f"run, {k} lane(s)", seconds) for k, seconds in by_count.items()]
-        if not args.no_main_job:
-            figures.append(("run (main job, every lane)", median_of([COMMAND, "run"], env, args.repeat)))
+        measured = medians_of(commands, env, args.repeat)
+        figures = list(measured.items())
+        imports = measured['python -c "import dagster"']
+        by_count = {k: measured[f"run, {k} lane(s)"] for k in range(1, lanes + 1)}
         floor = dagster_floor(env, args.repeat, Path(scratch) / "floor_home")
 
     floor_two = "Dagster floor, two lanes' assets in one run"
     width = max([len(name) for name, _ in figures] + [len(floor_two)])
-    print(f"median of {args.repeat} processes each; wall seconds, then CPU seconds")
+    print(f"median of {args.repeat} rounds of one process each; wall seconds, then CPU seconds")
     for name, (wall, cpu) in figures:
         print(f"{name:<{width}}  {wall:6.2f} s  {cpu:6.2f} s CPU")
     print(f"{'run, 1 lane / import dagster':<{width}}  {by_count[1][0] / imports[0]:6.2f} ×")
