@@ -406,11 +406,10 @@ def serial_loop() -> None:
     print(json.dumps({"turns": turns}))
 
 
-def cpu_floor(turns: int, workers: int, start_s: float, turn_ms: float) -> float:
-    """The least wall time any harness could take: each worker (no more than there are cores)
-    starts the bot once, all at the same time, then the turns' CPU is spread evenly over them,
-    and the harness itself costs nothing."""
-    busy = max(1, min(workers, os.cpu_count() or 1))
+def cpu_floor(turns: int, busy: int, start_s: float, turn_ms: float) -> float:
+    """The least wall time any harness could take with ``busy`` workers at work: each starts the
+    bot once, all at the same time, then the turns' CPU is spread evenly over them, and the
+    harness itself costs nothing."""
     return start_s + turns * turn_ms / 1000 / busy
 
 
@@ -444,10 +443,11 @@ def cpu_figures(folder: Path, repeat: int, workers: int, start_s: float, turn_ms
     ):
         print(f"  {label:<34} {run.wall_s:>8.1f} {run.peak_rss_mb:>9,.0f} {run.peak_tree_mb:>9,.0f}")
     print(f"  {'ratio pipeline / serial':<34} {pipeline.wall_s / serial.wall_s:>8.2f}")
-    floor = cpu_floor(turns, workers, start_s, turn_ms)
-    print(f"  {f'CPU floor, {workers} workers, no harness':<34} {floor:>8.1f}")
-    print(f"  {'ratio pipeline / CPU floor':<34} {pipeline.wall_s / floor:>8.2f}")
     cores = os.cpu_count() or 1
+    busy_workers = max(1, min(workers, cores))  # no more workers at work than there are cores
+    floor = cpu_floor(turns, busy_workers, start_s, turn_ms)
+    print(f"  {f'CPU floor, {busy_workers} workers, no harness':<34} {floor:>8.1f}")
+    print(f"  {'ratio pipeline / CPU floor':<34} {pipeline.wall_s / floor:>8.2f}")
     busy = pipeline.cpu_s / cores  # the wall time had no core been idle: what the run spent
     label = f"every core busy, the run's CPU / {cores}"
     print(f"  {label:<34} {busy:>8.1f}")
