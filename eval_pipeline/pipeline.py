@@ -32,7 +32,7 @@ from eval_pipeline.memo import Recent, content_sha256
 from eval_pipeline.runtimes.base import ChatRuntime, RecordedRuntime
 from eval_pipeline.runtimes.cache import ResponseCache
 from eval_pipeline.samples import SAMPLE_INDEX, all_samples, per_sample, pool, rows_of_sample, sample_frames
-from eval_pipeline.scoring import MetricValue, ThresholdVerdict, added_not_applicable, judge
+from eval_pipeline.scoring import MetricValue, ThresholdVerdict, counts_added, failing_cases_of, judge
 from eval_pipeline.stage_files import StageFile, StageWriter, aligned_batch, aligned_count, batch_turns
 from eval_pipeline.tables import (
     CASE_PREDICATES,
@@ -208,25 +208,13 @@ def _add(batches: Sequence[Sequence[MetricValue]]) -> list[MetricValue]:
         values = [batch[position] for batch in batches]
         if any(v.metric != first.metric for v in values):
             raise ValueError(f"case batches emit metrics in different orders at {first.metric!r}")
-        failing = tuple(sorted({case for v in values for case in v.failing_case_ids}))
-        if all(v.numerator is not None and v.denominator is not None for v in values):
-            numerator = sum(float(v.numerator or 0.0) for v in values)
-            denominator = sum(float(v.denominator or 0.0) for v in values)
-            value = numerator / denominator if denominator else None
-            added.append(
-                MetricValue(
-                    first.metric,
-                    value,
-                    numerator,
-                    denominator,
-                    failing,
-                    not_applicable=added_not_applicable(values),
-                    rows_are=first.rows_are,
-                )
-            )
-        else:  # a count adds up; a derived metric is derived again from its added parts
+        summed = counts_added(values)
+        if summed is None:  # a count adds up; a derived metric is derived again from its added parts
             known = [v.value for v in values if v.value is not None]
-            added.append(MetricValue(first.metric, sum(known) if known else None, None, None, failing))
+            summed = MetricValue(
+                first.metric, sum(known) if known else None, None, None, failing_cases_of(values)
+            )
+        added.append(summed)
     return added
 
 

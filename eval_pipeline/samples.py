@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from math import comb
 
 import pandas as pd
 
 from eval_pipeline.flips import flips_by_group
-from eval_pipeline.scoring import MetricValue, added_not_applicable
+from eval_pipeline.scoring import MetricValue, counts_added, failing_cases_of
 from eval_pipeline.stage_files import StageFile
 
 SAMPLE_INDEX = "sample_index"
@@ -117,32 +118,18 @@ def pool(
     pooled: list[MetricValue] = []
     for position, first in enumerate(per_sample_values[0]):
         values = [sample[position] for sample in per_sample_values]
-        failing = tuple(sorted({case for m in values for case in m.failing_case_ids}))
-        denominators = [m.denominator for m in values]
-        if all(d is not None for d in denominators) and any(m.numerator is not None for m in values):
-            numerator = sum(float(m.numerator or 0.0) for m in values)
-            denominator = sum(float(d or 0.0) for d in denominators)
-            weighted = sum((m.value or 0.0) * float(m.denominator or 0.0) for m in values)
-            value = weighted / denominator if denominator else None
-            pooled.append(
-                MetricValue(
-                    first.metric,
-                    value,
-                    numerator,
-                    denominator,
-                    failing,
-                    samples,
-                    by_name.get(first.metric),
-                    added_not_applicable(values),
-                    first.rows_are,
-                )
+        summed = counts_added(values, samples)
+        if summed is None:  # a metric without counts is the mean of its values
+            known = [m.value for m in values if m.value is not None]
+            summed = MetricValue(
+                first.metric,
+                sum(known) / len(known) if known else None,
+                None,
+                None,
+                failing_cases_of(values),
+                samples,
             )
-            continue
-        known = [m.value for m in values if m.value is not None]
-        mean = sum(known) / len(known) if known else None
-        pooled.append(
-            MetricValue(first.metric, mean, None, None, failing, samples, by_name.get(first.metric))
-        )
+        pooled.append(replace(summed, all_samples_value=by_name.get(first.metric)))
     return pooled
 
 

@@ -154,7 +154,7 @@ def ranked_codes(counts: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
     return tuple(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
 
 
-def added_not_applicable(values: Sequence[MetricValue]) -> tuple[tuple[str, int], ...]:
+def _added_not_applicable(values: Sequence[MetricValue]) -> tuple[tuple[str, int], ...]:
     """The not-applicable codes of one metric measured in parts (case batches, samples), added
     up when no part had an applicable row (else none: the metric was measured, as in one piece)."""
     if any(value.denominator for value in values):
@@ -163,6 +163,32 @@ def added_not_applicable(values: Sequence[MetricValue]) -> tuple[tuple[str, int]
     for value in values:
         total.update(dict(value.not_applicable))
     return ranked_codes(total)
+
+
+def counts_added(values: Sequence[MetricValue], samples: int = 1) -> MetricValue | None:
+    """One metric measured in parts (case batches, samples) as if measured whole, when every
+    part has counts: numerators and denominators add up, the value is their ratio, the failing
+    cases and the not-applicable codes are united. None for a metric without counts."""
+    if any(v.numerator is None or v.denominator is None for v in values):
+        return None
+    numerator = sum(float(v.numerator or 0.0) for v in values)
+    denominator = sum(float(v.denominator or 0.0) for v in values)
+    first = values[0]
+    return MetricValue(
+        first.metric,
+        numerator / denominator if denominator else None,
+        numerator,
+        denominator,
+        failing_cases_of(values),
+        samples,
+        not_applicable=_added_not_applicable(values),
+        rows_are=first.rows_are,
+    )
+
+
+def failing_cases_of(values: Sequence[MetricValue]) -> tuple[str, ...]:
+    """The cases that count against any of ``values`` (one metric's parts), sorted."""
+    return tuple(sorted({case for v in values for case in v.failing_case_ids}))
 
 
 def compare(value: float | None, op: str, threshold: float) -> bool:

@@ -75,16 +75,7 @@ TURN_PREDICATES = pa.schema(
 
 # History's narrow form of the turn predicates: each turn's verdict of each predicate, without
 # its code and evidence (what a paired test over turns reads, at a fraction of the bytes).
-TURN_VERDICTS = pa.schema(
-    [
-        *RUN_COLUMNS,
-        pa.field("case_id", pa.string()),
-        pa.field("turn_index", pa.int32()),
-        pa.field("predicate", pa.string()),
-        pa.field("passed", pa.bool_()),  # null = not applicable to this turn
-        pa.field("sample_index", pa.int32()),
-    ]
-)
+TURN_VERDICTS = pa.schema([field for field in TURN_PREDICATES if field.name not in ("code", "evidence")])
 
 CASE_PREDICATES = pa.schema(
     [

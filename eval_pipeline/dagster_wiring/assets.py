@@ -199,6 +199,11 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
     partitions = lane_partitions(spec)
     prefix = [spec.name]
     keys = {stage: dg.AssetKey([*prefix, stage]) for stage in STAGES}
+
+    def ins(*stages: str) -> dict[str, dg.AssetIn]:
+        """The lane's upstream stages an asset reads, by their parameter names."""
+        return {stage: dg.AssetIn(keys[stage]) for stage in stages}
+
     common: dict[str, Any] = {
         "key_prefix": prefix,
         "group_name": spec.name,
@@ -229,7 +234,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
     @dg.asset(
         name="transcripts",
         description="Every turn sent to the runtime and what it answered (faults recorded per turn).",
-        ins={"cases": dg.AssetIn(keys["cases"])},
+        ins=ins("cases"),
         deps=[transcripts_runtime_dep()],
         kinds={"python", "parquet"},
         metadata={"dagster/column_schema": column_schema(TRANSCRIPTS)},
@@ -323,7 +328,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
     @dg.asset(
         name="turn_predicates",
         description="Per-turn predicate verdicts (long table; passed is null where not applicable).",
-        ins={"cases": dg.AssetIn(keys["cases"]), "transcripts": dg.AssetIn(keys["transcripts"])},
+        ins=ins("cases", "transcripts"),
         kinds={"python", "parquet"},
         metadata={"dagster/column_schema": column_schema(TURN_PREDICATES)},
         **common,
@@ -337,11 +342,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
     @dg.asset(
         name="case_predicates",
         description="Per-case predicate and assertion results, with severity, stable code and evidence.",
-        ins={
-            "cases": dg.AssetIn(keys["cases"]),
-            "transcripts": dg.AssetIn(keys["transcripts"]),
-            "turn_predicates": dg.AssetIn(keys["turn_predicates"]),
-        },
+        ins=ins("cases", "transcripts", "turn_predicates"),
         kinds={"python", "parquet"},
         metadata={"dagster/column_schema": column_schema(CASE_PREDICATES)},
         **common,
@@ -366,12 +367,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
     @dg.asset(
         name="metrics",
         description=spec.contract_text() or spec.description,
-        ins={
-            "cases": dg.AssetIn(keys["cases"]),
-            "transcripts": dg.AssetIn(keys["transcripts"]),
-            "turn_predicates": dg.AssetIn(keys["turn_predicates"]),
-            "case_predicates": dg.AssetIn(keys["case_predicates"]),
-        },
+        ins=ins("cases", "transcripts", "turn_predicates", "case_predicates"),
         check_specs=[
             measurement_check_spec(spec, keys["metrics"], partitions),
             *threshold_check_specs(spec, keys["metrics"], partitions),
@@ -444,12 +440,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
         name="history",
         description="Appends this run's metrics, case predicates, turn verdicts and transcripts to the "
         "Parquet history, then its manifest (a run is visible to history queries only once that is written).",
-        ins={
-            "metrics": dg.AssetIn(keys["metrics"]),
-            "case_predicates": dg.AssetIn(keys["case_predicates"]),
-            "turn_predicates": dg.AssetIn(keys["turn_predicates"]),
-            "transcripts": dg.AssetIn(keys["transcripts"]),
-        },
+        ins=ins("metrics", "case_predicates", "turn_predicates", "transcripts"),
         check_specs=[
             regression_check_spec(keys["history"], partitions),
             gate_check_spec(keys["history"], partitions),
