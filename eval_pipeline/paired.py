@@ -59,10 +59,6 @@ class PairedCounts:
     def cases(self) -> int:
         return self.both + self.only_a + self.only_b + self.neither
 
-    @property
-    def discordant(self) -> int:
-        return self.only_a + self.only_b
-
 
 @dataclass(frozen=True)
 class PairedFigures:

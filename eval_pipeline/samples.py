@@ -10,7 +10,7 @@ the metrics are then pooled over the samples (numerators and denominators add up
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from math import comb
 
@@ -181,32 +181,26 @@ def case_samples(case_predicates: pd.DataFrame, k: int | None = None) -> pd.Data
     )
 
 
-def flaky_within_run(case_predicates: pd.DataFrame) -> pd.DataFrame:
-    """Case predicates whose samples disagree, most flips first (empty with one sample)."""
-    if sample_count(case_predicates) <= 1:  # one sample cannot disagree with itself
-        return pd.DataFrame(columns=CASE_SAMPLE_COLUMNS)
-    summary = case_samples(case_predicates)
-    flaky = summary[summary["flips"] > 0]
-    return flaky.sort_values(["flips", "case_id", "predicate"], ascending=[False, True, True]).reset_index(
-        drop=True
-    )
-
-
 def samples_in(table: StageFile) -> int:
     """How many samples per case a stage file holds (from its statistics where it has them)."""
     largest = table.column_max(SAMPLE_INDEX)
     return int(largest) + 1 if largest is not None else 1
 
 
-def flaky_in(case_predicates: StageFile) -> pd.DataFrame:
-    """:func:`flaky_within_run` of a case predicates stage file, batch by batch (a case's
-    samples are all in its batch); nothing is read for a run of one sample."""
-    columns = ["case_id", "predicate", "passed", SAMPLE_INDEX]
-    if samples_in(case_predicates) <= 1:
+FLAKY_READS = ("case_id", "predicate", "passed", SAMPLE_INDEX)  # what flaky_within_run reads
+
+
+def flaky_within_run(batches: Iterable[pd.DataFrame], samples: int) -> pd.DataFrame:
+    """Case predicates whose ``samples`` disagree, most flips first, from a run's case predicates
+    (columns :data:`FLAKY_READS`) given batch by batch, each case's samples in one batch. Empty
+    with one sample, which cannot disagree with itself: ``batches`` is then not read."""
+    if samples <= 1:
         return pd.DataFrame(columns=CASE_SAMPLE_COLUMNS)
-    flaky = pd.concat(
-        [flaky_within_run(batch) for batch in case_predicates.batches(columns)], ignore_index=True
-    )
+    summaries = [summary for batch in batches if len(summary := case_samples(batch))]
+    if not summaries:
+        return pd.DataFrame(columns=CASE_SAMPLE_COLUMNS)
+    summary = pd.concat(summaries, ignore_index=True)
+    flaky = summary[summary["flips"] > 0]
     return flaky.sort_values(["flips", "case_id", "predicate"], ascending=[False, True, True]).reset_index(
         drop=True
     )

@@ -161,11 +161,6 @@ def percentile(column: pd.Series, q: float) -> float | None:
     return float(np.percentile(known, q, method="inverted_cdf"))
 
 
-def usage_by_name(metrics: Sequence[MetricValue]) -> dict[str, float | None]:
-    """The usage metrics among ``metrics``, by name."""
-    return {m.metric: m.value for m in metrics if m.metric in USAGE_METRICS}
-
-
 # What a run's usage line adds up over several lane runs (a percentile does not add up).
 SUMMED_METRICS: tuple[str, ...] = (TURNS_DRIVEN, CACHED_TURNS, PROMPT_TOKENS, COMPLETION_TOKENS, COST)
 

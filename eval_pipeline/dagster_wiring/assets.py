@@ -61,7 +61,7 @@ from eval_pipeline.progress import FanOut, LogProgress, ProgressObserver
 from eval_pipeline.runtimes.base import RuntimeSpecError
 from eval_pipeline.runtimes.cache import ResponseCache, target_cache
 from eval_pipeline.runtimes.redaction import redacted_spec
-from eval_pipeline.samples import flaky_in, samples_in
+from eval_pipeline.samples import FLAKY_READS, flaky_within_run, samples_in
 from eval_pipeline.scoring import judge, measurement
 from eval_pipeline.stage_files import StageFile, failed, faulted
 from eval_pipeline.tables import (
@@ -423,14 +423,15 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
         faults = transcripts.read(["case_id", "error"], where=faulted())
         shown = {case for m in values for case in m.failing_case_ids[:MAX_CASES_SHOWN]}
         failing = case_predicates.read_cases(sorted(shown), where=failed())
+        samples = samples_in(case_predicates)
         yield measurement_check_result(measured, faults, series=series)
         yield from threshold_check_results(
             verdicts,
             failing,
             faults,
             measured,
-            samples=samples_in(case_predicates),
-            flaky=flaky_in(case_predicates),
+            samples=samples,
+            flaky=flaky_within_run(case_predicates.batches(FLAKY_READS), samples),
             series=series,
             links=viewer_link(run_columns["run_id"]),
             metric_rows=lane_kind(spec).metric_rows,

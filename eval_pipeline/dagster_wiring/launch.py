@@ -51,7 +51,7 @@ from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.progress import NoProgress, ProgressObserver
 from eval_pipeline.runtimes.base import ChatRuntime
 from eval_pipeline.runtimes.targets import RuntimeTarget
-from eval_pipeline.samples import flaky_in, samples_in
+from eval_pipeline.samples import FLAKY_READS, flaky_within_run, samples_in
 from eval_pipeline.scoring import VerdictWord, verdict_word
 from eval_pipeline.settings import PROJECT_ROOT, dagster_home
 from eval_pipeline.settings import history_root as default_history_root
@@ -137,7 +137,7 @@ class LaneOutcome:
     def flaky(self) -> pd.DataFrame | None:
         """Case predicates whose samples disagree (None: the stage did not run)."""
         stored = self.files.get("case_predicates")
-        return flaky_in(stored) if stored is not None else None
+        return flaky_within_run(stored.batches(FLAKY_READS), self.samples) if stored is not None else None
 
     @property
     def blocking_failures(self) -> list[CheckOutcome]:

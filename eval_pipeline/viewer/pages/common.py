@@ -44,9 +44,5 @@ def float_or_none(value: object) -> float | None:
     return None if is_missing(value) else float(value)  # type: ignore[arg-type]
 
 
-def text_or_none(value: object) -> str | None:
-    return None if is_missing(value) else str(value)
-
-
 def day_text(value: date | None) -> str:
     return "?" if value is None else value.isoformat()

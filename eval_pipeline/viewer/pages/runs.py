@@ -8,7 +8,7 @@ import duckdb
 
 from eval_pipeline.failures import BLOCKING_SEVERITIES, REPORT_SEVERITIES
 from eval_pipeline.history.runs import RUN_MATCH, RunRef
-from eval_pipeline.samples import SAMPLE_INDEX, flaky_within_run
+from eval_pipeline.samples import FLAKY_READS, flaky_within_run
 from eval_pipeline.scoring import verdict_word
 from eval_pipeline.usage import USAGE_METRICS
 from eval_pipeline.viewer.pages.common import (
@@ -201,12 +201,8 @@ def flaky_of(con: duckdb.DuckDBPyConnection, ref: RunRef, *, samples: int, limit
     verdict columns are read only when the run has several samples."""
     if samples <= 1:
         return Flaky([], 0, 0)
-    flaky = flaky_within_run(
-        con.execute(
-            f"SELECT case_id, predicate, passed, {SAMPLE_INDEX} FROM case_predicates WHERE {RUN_MATCH}",
-            ref.params(),
-        ).df()
-    )
+    query = f"SELECT {', '.join(FLAKY_READS)} FROM case_predicates WHERE {RUN_MATCH}"
+    flaky = flaky_within_run([con.execute(query, ref.params()).df()], samples)
     rows = [
         FlakyRow(
             str(r["case_id"]),
