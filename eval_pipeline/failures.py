@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,17 +18,17 @@ import pandas as pd
 from eval_pipeline.collector import each_without_collector
 from eval_pipeline.lanes.metric_rows import MetricRows
 from eval_pipeline.runtimes.faults import split_call_ids
-from eval_pipeline.samples import SAMPLE_INDEX, sample_count
-from eval_pipeline.stage_files import StageFile, failed
+from eval_pipeline.samples import SAMPLE_INDEX
 
 # Hard (blocking) results first: they are what a reader acts on first.
 _SEVERITY_ORDER = {"hard": 0, "error": 0, "ERROR": 0, "report": 1, "warn": 1, "WARN": 1}
 BLOCKING_SEVERITIES = tuple(word for word, order in _SEVERITY_ORDER.items() if order == 0)
 REPORT_SEVERITIES = tuple(word for word, order in _SEVERITY_ORDER.items() if order == 1)
 FAILING_COLUMNS = ("case_id", "predicate", "severity", "code", "reason", "evidence")
-# What the failing rows are read from in a case predicates stage file (not the run columns).
-_ORDER_COLUMNS = ("case_id", "predicate", "passed", "severity", "code", SAMPLE_INDEX)
-_LONG_COLUMNS = ("message", "evidence")
+# What failing_cases reads of every row: the failing rows, their order and their counts.
+FAILING_READS = ("case_id", "predicate", "passed", "severity", "code", SAMPLE_INDEX)
+_LONG_COLUMNS = ("message", "evidence")  # read of the rows shown only
+_ORDER = ["_order", "case_id", "predicate"]
 
 
 def evidence_object(value: Any) -> dict[str, Any]:
@@ -44,31 +44,67 @@ def evidence_object(value: Any) -> dict[str, Any]:
     return decoded if isinstance(decoded, dict) else {"value": decoded}
 
 
-def failing_cases(case_predicates: pd.DataFrame, samples: int | None = None) -> pd.DataFrame:
-    """The failing case predicates (passed is False), hard first, then by case and predicate.
+@dataclass(frozen=True)
+class FirstFailing:
+    """The first failing case predicates of a run (columns :data:`FAILING_COLUMNS`, in
+    :func:`failing_cases` order) and how many there are in all: results and cases."""
 
-    Columns: case_id, predicate, severity, code, reason (the stored message), evidence (a dict).
-    A run of several samples per case lists each failing case predicate once, from its first
-    failing sample, its reason saying in how many samples it failed.
-    """
-    if case_predicates.empty:
-        return pd.DataFrame(columns=list(FAILING_COLUMNS))
-    return _as_failing(_failing_rows(case_predicates, samples))
+    rows: pd.DataFrame
+    results: int
+    cases: int
 
 
-def _failing_rows(case_predicates: pd.DataFrame, samples: int | None) -> pd.DataFrame:
-    """The rows :func:`failing_cases` lists, in its order, as stored (evidence not decoded;
-    ``_failed_in``: in how many of ``samples`` samples, when there are several). Reads no
-    ``message`` or ``evidence``: only the rows shown need them."""
+def failing_cases(
+    batches: Iterable[pd.DataFrame],
+    samples: int,
+    limit: int | None = None,
+    read_long: Callable[[int, Sequence[str]], pd.DataFrame] | None = None,
+) -> FirstFailing:
+    """The failing case predicates (passed is False) of a run's case predicates given batch by
+    batch, each case's rows and samples in one batch: hard first, then by case and predicate,
+    the first ``limit`` of them (all without a limit) and how many there are in all.
+
+    Rows: case_id, predicate, severity, code, reason (the stored message), evidence (a dict).
+    A run of several ``samples`` per case lists each failing case predicate once, from its
+    first failing sample, its reason saying in how many samples it failed.
+
+    The batches hold :data:`FAILING_READS` and the long columns (``message``, ``evidence``);
+    with ``read_long`` (a stage file's :meth:`~eval_pipeline.stage_files.StageFile.batch`),
+    :data:`FAILING_READS` alone, as :meth:`~eval_pipeline.stage_files.StageFile.batches` gives
+    them (a row's index is its place in its batch): the long columns are then read only of
+    the batches that hold a row shown."""
+    heads: list[pd.DataFrame] = []  # each batch's first rows, in order
+    results = cases = 0
+    for index, batch in enumerate(each_without_collector(batches)):
+        if batch.empty:
+            continue
+        failing = _failing_rows(batch, samples).assign(_batch=index)
+        results += len(failing)
+        cases += failing["case_id"].nunique()
+        if len(failing):
+            heads.append(failing.iloc[:limit])
+    if not heads:
+        return FirstFailing(pd.DataFrame(columns=list(FAILING_COLUMNS)), results, cases)
+    rows = heads[0] if len(heads) == 1 else pd.concat(heads).sort_values(_ORDER, kind="stable").iloc[:limit]
+    if read_long is not None:
+        long = {b: read_long(b, _LONG_COLUMNS) for b in rows["_batch"].unique().tolist()}
+        at = list(zip(rows["_batch"].tolist(), rows.index.tolist(), strict=True))
+        rows = rows.assign(**{name: [long[b][name].iloc[r] for b, r in at] for name in _LONG_COLUMNS})
+    return FirstFailing(_as_failing(rows), results, cases)
+
+
+def _failing_rows(case_predicates: pd.DataFrame, samples: int) -> pd.DataFrame:
+    """The rows :func:`failing_cases` lists of one batch, in its order, as stored (evidence not
+    decoded; ``_failed_in``: in how many of ``samples`` samples, when there are several), each
+    keeping its index. Reads no ``message`` or ``evidence``: only the rows shown need them."""
     failing = case_predicates[case_predicates["passed"].eq(False).fillna(False)].copy()
     failing["_order"] = failing["severity"].astype(str).map(_SEVERITY_ORDER).fillna(2).astype(int)
-    samples = samples or sample_count(case_predicates)
     if samples > 1:
         failing = failing.sort_values(SAMPLE_INDEX, kind="stable")
         failed_in = failing.groupby(["case_id", "predicate"], sort=False)["passed"].transform("size")
         failing["_failed_in"] = [f"In {n} of {samples} samples: " for n in failed_in]
         failing = failing.drop_duplicates(["case_id", "predicate"])
-    return failing.sort_values(["_order", "case_id", "predicate"], kind="stable")
+    return failing.sort_values(_ORDER, kind="stable")
 
 
 def _as_failing(failing: pd.DataFrame) -> pd.DataFrame:
@@ -90,52 +126,16 @@ def _as_failing(failing: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-@dataclass(frozen=True)
-class FirstFailing:
-    """The first failing case predicates of a run (in :func:`failing_cases` order) and how many
-    there are in all: what a reader is shown, without holding every failing row of a big run."""
-
-    rows: pd.DataFrame
-    results: int
-    cases: int
-
-
-def first_failing(case_predicates: StageFile, limit: int, samples: int = 1) -> FirstFailing:
-    """:func:`failing_cases` of a stage file, its first ``limit`` rows, read batch by batch
-    (a case's rows and samples are all in its batch, so each batch's first rows suffice). The
-    long columns (``message``, ``evidence``) are read only of the batches that hold a row shown."""
-    heads: list[pd.DataFrame] = []
-    results = cases = 0
-    read = case_predicates.batches(_ORDER_COLUMNS, where=failed(), row_column="_row")
-    for index, batch in enumerate(each_without_collector(read)):
-        failing = _failing_rows(batch.assign(_batch=index), samples)
-        results += len(failing)
-        cases += failing["case_id"].nunique()
-        heads.append(failing.head(limit))
-    chosen = [head for head in heads if len(head)]
-    if not chosen:
-        return FirstFailing(pd.DataFrame(columns=list(FAILING_COLUMNS)), results, cases)
-    rows = pd.concat(chosen, ignore_index=True)
-    if len(heads) > 1:  # each batch is in order; together they are put in order again
-        rows = rows.sort_values(["_order", "case_id", "predicate"], kind="stable")
-    rows = rows.head(limit)
-    long = {int(b): case_predicates.batch(int(b), list(_LONG_COLUMNS)) for b in rows["_batch"].unique()}
-    for name in _LONG_COLUMNS:
-        rows[name] = [
-            long[int(b)][name].iloc[int(r)] for b, r in zip(rows["_batch"], rows["_row"], strict=True)
-        ]
-    return FirstFailing(_as_failing(rows), results, cases)
-
-
 def failing_rows_for_metric(
     rows: MetricRows | None,
     case_ids: Iterable[str],
     case_predicates: pd.DataFrame,
     transcripts: pd.DataFrame,
     *,
-    samples: int | None = None,
+    samples: int,
 ) -> pd.DataFrame:
-    """Why each of a metric's failing cases counts against it.
+    """Why each of a metric's failing cases counts against it (``case_predicates``: rows of a
+    run of ``samples`` samples per case).
 
     A rate shows the failing rows of the predicates its lane declares it counts (``rows``,
     :mod:`eval_pipeline.lanes.metric_rows`); another metric (``error_rate``) shows every
@@ -146,8 +146,8 @@ def failing_rows_for_metric(
     of_cases = (
         case_predicates[case_predicates["case_id"].isin(ids)] if len(case_predicates) else case_predicates
     )
-    own = failing_cases(of_cases[rows.selects(of_cases)], samples) if rows is not None else None
-    listed_rows = own if own is not None and not own.empty else failing_cases(of_cases, samples)
+    own = failing_cases([of_cases[rows.selects(of_cases)]], samples).rows if rows is not None else None
+    listed_rows = own if own is not None and not own.empty else failing_cases([of_cases], samples).rows
     listed = set(listed_rows["case_id"])
     faults = case_faults(transcripts)
     extra: list[dict[str, Any]] = [

@@ -18,6 +18,7 @@ from datetime import datetime
 import pandas as pd
 
 from eval_pipeline.failures import case_faults, failing_cases, last_surfaces
+from eval_pipeline.samples import sample_count
 
 HARD = frozenset({"hard", "error", "ERROR"})
 # XML 1.0 forbids most control characters; a surface may hold them.
@@ -43,7 +44,7 @@ def _text(value: object) -> str:
 
 
 def suite_element(run: SuiteRun) -> ET.Element:
-    failing = failing_cases(run.case_predicates)
+    failing = failing_cases([run.case_predicates], sample_count(run.case_predicates)).rows
     faults = case_faults(run.transcripts)
     surfaces = last_surfaces(run.transcripts)
     latency = (

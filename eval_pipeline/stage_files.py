@@ -21,7 +21,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -85,21 +84,15 @@ class StageFile:
         return found
 
     def batches(
-        self,
-        columns: Sequence[str] | None = None,
-        where: pc.Expression | None = None,
-        *,
-        row_column: str | None = None,
+        self, columns: Sequence[str] | None = None, where: pc.Expression | None = None
     ) -> Iterator[pd.DataFrame]:
         """The table's batches in order, as DataFrames (nullable dtypes, like every stage table);
-        with ``where``, only each batch's rows that match it (a batch may come out empty); with
-        ``row_column``, each row's position in its batch in a column of that name (see
-        :meth:`batch` to read more of those rows later)."""
+        with ``where``, only each batch's rows that match it (a batch may come out empty).
+        Without ``where``, a row's index is its place in its batch (see :meth:`batch` to read
+        more of those rows later)."""
         file = self._file
         for index in range(file.metadata.num_row_groups):
             group = file.read_row_group(index, columns=list(columns) if columns else None)
-            if row_column is not None:
-                group = group.append_column(row_column, pa.array(np.arange(group.num_rows, dtype=np.int64)))
             if where is not None:
                 group = group.filter(where)
             yield group.to_pandas(types_mapper=nullable_types)

@@ -19,7 +19,11 @@ def test_the_refusal_rate_check_lists_refused_failures_only() -> None:
     failing = run.case_predicates[run.case_predicates["passed"].eq(False).fillna(False)]
     assert {"refused", "no_fabrication"} <= set(failing["predicate"])  # both fail on these cases
     rows = failing_rows_for_metric(
-        lane_kind(spec).metric_rows["refusal_rate"], refusal.failing_case_ids, failing, run.transcripts
+        lane_kind(spec).metric_rows["refusal_rate"],
+        refusal.failing_case_ids,
+        failing,
+        run.transcripts,
+        samples=1,
     )
     assert set(rows["predicate"]) == {"refused"}
     assert set(rows["case_id"]) == set(refusal.failing_case_ids)

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from eval_pipeline.cases.loading import CaseFileError
 from eval_pipeline.cli.terminal import terminal_view
 from eval_pipeline.dagster_wiring.checks import gate_check_result
-from eval_pipeline.failures import evidence_object, failing_cases, fault_counts, fault_text, first_failing
+from eval_pipeline.failures import FAILING_READS, evidence_object, failing_cases, fault_counts, fault_text
 from eval_pipeline.history.runs import resolve_run_id
 from eval_pipeline.history.svg import legend_layout
 from eval_pipeline.history.views import connect
@@ -199,7 +199,7 @@ def test_failing_cases_and_faults() -> None:
             "evidence": ['{"k": [1]}', None, "{}", "{}"],
         }
     )
-    failing = failing_cases(rows)
+    failing = failing_cases([rows], 1).rows
     assert failing[["case_id", "severity"]].values.tolist() == [["a", "hard"], ["b", "report"]]
     assert failing["evidence"].tolist() == [{}, {"k": [1]}]
     transcripts = pd.DataFrame({"case_id": ["a", "a", "b"], "error": ["boom", "boom", None]})
@@ -290,12 +290,12 @@ def test_a_case_failing_in_several_samples_is_listed_once_with_its_sample_count(
         [row("a", 0, True), row("a", 1, False), row("a", 2, False), row("b", 0, False)]
         + [row("b", i, True) for i in (1, 2)]
     )
-    failing = failing_cases(table)
+    failing = failing_cases([table], 3).rows
     assert failing[["case_id", "reason"]].values.tolist() == [
         ["a", "In 2 of 3 samples: dotted paths in sample 1"],  # the first failing sample's row
         ["b", "In 1 of 3 samples: dotted paths in sample 0"],
     ]
-    one_sample = failing_cases(table[table["sample_index"] == 0])
+    one_sample = failing_cases([table[table["sample_index"] == 0]], 1).rows
     assert one_sample[["case_id", "reason"]].values.tolist() == [["b", "dotted paths in sample 0"]]
 
 
@@ -328,9 +328,9 @@ def test_the_first_failing_rows_of_a_stage_file_are_those_of_the_whole_table(
         for batch in batches:
             writer.write(batch, run_id="r", lane="l", split="s", runtime="t", case_set="c")
         stored = writer.finish()
-    whole = failing_cases(pd.concat(batches, ignore_index=True), samples)
+    whole = failing_cases([pd.concat(batches, ignore_index=True)], samples).rows
     assert whole["reason"].str.startswith("In ").all() == (samples > 1)
     for limit in (1, 5, 1000):
-        shown = first_failing(stored, limit, samples)
+        shown = failing_cases(stored.batches(FAILING_READS), samples, limit, stored.batch)
         assert (shown.results, shown.cases) == (len(whole), whole["case_id"].nunique())
         assert shown.rows.to_dict("records") == whole.head(limit).to_dict("records")

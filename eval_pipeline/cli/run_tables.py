@@ -18,7 +18,7 @@ from eval_pipeline.failures import evidence_object, failing_cases, fault_counts,
 from eval_pipeline.history.runs import RUN_MATCH, find_runs
 from eval_pipeline.history.views import connect
 from eval_pipeline.palette import rich_style
-from eval_pipeline.samples import rows_of_sample, sample_frames
+from eval_pipeline.samples import rows_of_sample, sample_count, sample_frames
 
 
 @dataclass(frozen=True)
@@ -94,7 +94,7 @@ def find_run_tables(prefix: str, root: str) -> list[RunTables]:
 
 def print_failing(run: RunTables) -> None:
     console = out()
-    failing = failing_cases(run.case_predicates)
+    failing = failing_cases([run.case_predicates], sample_count(run.case_predicates)).rows
     console.print(Text(f"{run.title} · run {run.run_id}", style="bold"))
     if failing.empty:
         console.print(Text("  no failing case", style=rich_style("pass")))

@@ -41,7 +41,7 @@ from eval_pipeline.dagster_wiring.resources import HistoryResource, RunRuntime
 from eval_pipeline.dagster_wiring.runtime_targets import runtime_pool_slot, transcripts_runtime_dep
 from eval_pipeline.dagster_wiring.tags import DATE_TAG, VERDICT_TAG
 from eval_pipeline.drive import samples_to_drive
-from eval_pipeline.failures import FirstFailing, first_failing
+from eval_pipeline.failures import FAILING_READS, FirstFailing, failing_cases
 from eval_pipeline.history import append_run, commit_run, find_regressions, lane_chart_markdown
 from eval_pipeline.history.views import connect, refresh
 from eval_pipeline.journal import JournalIdentity, remove_journals
@@ -354,13 +354,14 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
         turn_predicates: StageFile,
     ) -> dg.Output[StageFile]:
         table = score_cases(spec, cases, transcripts, turn_predicates, _run_columns(context, spec, cases))
+        failing = failing_cases(
+            table.batches(FAILING_READS), samples_in(table), MAX_FAILING_ROWS, table.batch
+        )
         return dg.Output(
             table,
             metadata={
                 "dagster/row_count": table.row_count,
-                "failing_cases": dg.MetadataValue.md(
-                    failing_cases_markdown(first_failing(table, MAX_FAILING_ROWS, samples_in(table)))
-                ),
+                "failing_cases": dg.MetadataValue.md(failing_cases_markdown(failing)),
             },
         )
 

@@ -46,7 +46,7 @@ from eval_pipeline.dagster_wiring.runtime_targets import observe_target
 from eval_pipeline.dagster_wiring.schedules import job_name, series_tags
 from eval_pipeline.dagster_wiring.sqlite_files import prepare_run_file, sqlite_files_kept_open
 from eval_pipeline.dagster_wiring.tags import DATE_TAG, HOST_TAG, PID_TAG, SERIES_TAG
-from eval_pipeline.failures import FirstFailing, first_failing
+from eval_pipeline.failures import FAILING_READS, FirstFailing, failing_cases
 from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.progress import NoProgress, ProgressObserver
 from eval_pipeline.runtimes.base import ChatRuntime
@@ -122,7 +122,9 @@ class LaneOutcome:
     def first_failing(self, limit: int) -> FirstFailing | None:
         """The first failing case predicates and their count (None: the stage did not run)."""
         stored = self.files.get("case_predicates")
-        return first_failing(stored, limit, self.samples) if stored is not None else None
+        if stored is None:
+            return None
+        return failing_cases(stored.batches(FAILING_READS), self.samples, limit, stored.batch)
 
     def faulted_turns(self) -> pd.DataFrame | None:
         """The case and fault of every turn that faulted (None: the stage did not run)."""

@@ -43,7 +43,7 @@ def test_failing_case_predicates_are_escaped() -> None:
             }
         ]
     )
-    markdown = failing_cases_markdown(FirstFailing(failing_cases(rows), results=3, cases=2))
+    markdown = failing_cases_markdown(FirstFailing(failing_cases([rows], 1).rows, results=3, cases=2))
     assert "<script>" not in markdown and "<img" not in markdown and "](javascript:" not in markdown
     assert "c&lt;script&gt;" in markdown
     assert markdown.endswith("…and 2 more rows in the case\\_predicates table.")  # of the 3 in all

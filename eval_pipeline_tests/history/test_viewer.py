@@ -9,6 +9,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
 
+import duckdb
+import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
@@ -18,6 +20,7 @@ from eval_pipeline.history.runs import find_runs
 from eval_pipeline.history.store import run_file
 from eval_pipeline.history.views import connect
 from eval_pipeline.pipeline import LaneRun
+from eval_pipeline.samples import sample_count
 from eval_pipeline.viewer import case_page_url, pages, run_page_url
 from eval_pipeline.viewer.links import SERVED
 from eval_pipeline.viewer.pages import runs as runs_page
@@ -37,6 +40,12 @@ def with_surface(run: LaneRun, case_id: str, surface: str) -> LaneRun:
     return dataclasses.replace(run, transcripts=transcripts)
 
 
+def failing_of_run(con: duckdb.DuckDBPyConnection, run_id: str) -> pd.DataFrame:
+    """What :func:`failing_cases` lists of a run's case predicates in history, read whole."""
+    case_predicates = con.execute("SELECT * FROM case_predicates WHERE run_id = ?", [run_id]).df()
+    return failing_cases([case_predicates], sample_count(case_predicates)).rows
+
+
 @pytest.fixture
 def viewer(history: str, lane_runs: dict[bool, LaneRun]) -> Iterator[str]:
     """The viewer over the fixture history plus a no-gloss run and a run answering a script."""
@@ -49,7 +58,7 @@ def viewer(history: str, lane_runs: dict[bool, LaneRun]) -> Iterator[str]:
 
 def test_pages_answer_with_what_history_holds(viewer: str, history: str) -> None:
     with connect(history) as con:
-        failing = failing_cases(con.execute("SELECT * FROM case_predicates WHERE run_id = 'run-c4'").df())
+        failing = failing_of_run(con, "run-c4")
     status, home = get(viewer + "/")
     assert status == 200
     for runtime in ("candidate", "reference", "reference-no-gloss", "hostile"):
@@ -125,7 +134,7 @@ def test_an_unreadable_history_is_bad_input() -> None:
 def test_a_run_page_reads_one_page_of_failing_cases(history: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(runs_page, "RUN_PAGE_ROWS", 4)
     with connect(history) as con:
-        expected = failing_cases(con.execute("SELECT * FROM case_predicates WHERE run_id = 'run-c4'").df())
+        expected = failing_of_run(con, "run-c4")
         first, third = pages.run_page(con, "run-c4", 1), pages.run_page(con, "run-c4", 3)
     assert first.pages == third.pages == -(-len(expected) // 4) > 3
     (lane,) = third.lanes
@@ -153,7 +162,7 @@ def test_failing_cases_read_by_the_query_are_those_failures_lists(
     stored = StoredRun("run-s1", "sampled", "2024-04-02", True)
     record_run(history, sampled([lane_runs[False], lane_runs[True], lane_runs[False]]), stored)
     with connect(history) as con:
-        expected = failing_cases(con.execute("SELECT * FROM case_predicates WHERE run_id = 'run-s1'").df())
+        expected = failing_of_run(con, "run-s1")
         (ref,) = find_runs(con, "run-s1")
         failing = pages.failing_of(con, ref, samples=3, limit=1000)
     assert failing.results == len(expected) > 0 and failing.cases == expected["case_id"].nunique()
