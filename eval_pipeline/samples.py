@@ -42,10 +42,10 @@ def derive_seed(run_seed: int, session_key: str, sample_index: int) -> int:
 
 
 def sample_count(table: pd.DataFrame) -> int:
-    """How many samples ``table`` holds (one without the column, or with it null: older runs)."""
-    if SAMPLE_INDEX not in table.columns:
-        return 1
-    return max(int(table[SAMPLE_INDEX].nunique()), 1)
+    """How many samples per case ``table`` holds: its largest sample index plus one, as
+    :func:`samples_in` counts a stage file (one without the column, or with it null: older runs)."""
+    largest = table[SAMPLE_INDEX].max() if SAMPLE_INDEX in table.columns else None
+    return 1 if largest is None or pd.isna(largest) else int(largest) + 1
 
 
 def sample_frames(table: pd.DataFrame) -> list[tuple[int, pd.DataFrame]]:
