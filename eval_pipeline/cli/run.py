@@ -11,15 +11,12 @@ import typer
 
 from eval_pipeline.cli.common import app
 from eval_pipeline.collector import frozen_after
-from eval_pipeline.limits import MAX_REPEAT
+from eval_pipeline.limits import MAX_CONCURRENCY, MAX_REPEAT
 
 
 class Executor(StrEnum):
     in_process = "in_process"
     celery = "celery"
-
-
-MAX_CONCURRENCY = 1024
 
 
 @app.command()

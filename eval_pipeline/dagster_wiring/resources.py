@@ -21,6 +21,7 @@ import dagster as dg
 from pydantic import Field
 
 from eval_pipeline.budget import Budget
+from eval_pipeline.limits import MAX_REPEAT
 from eval_pipeline.runtimes.base import ChatRuntime, RuntimeSpecError
 from eval_pipeline.runtimes.redaction import redacted_spec
 from eval_pipeline.runtimes.registry import build_runtime
@@ -125,7 +126,7 @@ class RuntimeResource(dg.ConfigurableResource[RunRuntime]):
     repeat: int | None = Field(
         default=None,
         ge=1,
-        le=1000,
+        le=MAX_REPEAT,
         description="Samples per case, each in a fresh session; empty means the target's repeat, else the lane's.",
     )
     seed: int | None = Field(

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from eval_pipeline.limits import MAX_CONCURRENCY
 from eval_pipeline.runtimes.base import RuntimeSpecError
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
@@ -52,8 +53,8 @@ NUMERIC_BOUNDS: dict[str, tuple[float, float]] = {
     "timeout_s": (0.001, 3600.0),
     "backoff_s": (0.0, 600.0),
     "max_backoff_s": (0.0, 3600.0),
-    "max_concurrency": (1, 1024),
-    "workers": (0, 1024),
+    "max_concurrency": (1, MAX_CONCURRENCY),
+    "workers": (0, MAX_CONCURRENCY),
 }
 
 

@@ -38,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from eval_pipeline.budget import Budget
 from eval_pipeline.cases.loading import CaseProblem, FileProblemsError
+from eval_pipeline.limits import MAX_CONCURRENCY, MAX_REPEAT
 from eval_pipeline.runtimes.base import RuntimeSpecError
 from eval_pipeline.runtimes.registry import RUNTIME_ADAPTERS, spec_problems, spec_schemes, split_spec
 from eval_pipeline.strict_yaml import Location, location, read_yaml_file
@@ -80,7 +81,7 @@ class TargetDeclaration(BaseModel):
         description="Adapter options (secrets only as the name of an environment variable).",
     )
     nightly: bool = Field(default=False, description="Evaluated by every lane's nightly schedule.")
-    concurrency: int | None = Field(default=None, ge=1, le=1024, description="Sessions at once.")
+    concurrency: int | None = Field(default=None, ge=1, le=MAX_CONCURRENCY, description="Sessions at once.")
     queue: str | None = Field(
         default=None,
         pattern=QUEUE_NAME,
@@ -98,7 +99,7 @@ class TargetDeclaration(BaseModel):
     repeat: int | None = Field(
         default=None,
         ge=1,
-        le=1000,
+        le=MAX_REPEAT,
         description="Samples per case (each in a fresh session); overrides the lane's.",
     )
     budget: BudgetDeclaration | None = Field(

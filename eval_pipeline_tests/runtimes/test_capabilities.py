@@ -15,7 +15,7 @@ import pytest
 from eval_pipeline.drive import drive
 from eval_pipeline.lanes.kind import Thread, TurnRequest
 from eval_pipeline.runtimes import RuntimeSpecError, build_runtime, register_runtime
-from eval_pipeline.runtimes.adapters.exec_process import ExecRuntime
+from eval_pipeline.runtimes.adapters.exec_process import ExecOptions, ExecRuntime
 from eval_pipeline.runtimes.base import Capabilities, ChatSession, TurnResponse
 from eval_pipeline.runtimes.faults import RetryPolicy, TurnFault
 from eval_pipeline.runtimes.options import NoOptions
@@ -153,7 +153,7 @@ for line in sys.stdin:
 
 
 def started_pool(argv: list[str], workers: int) -> ExecRuntime:
-    pool = ExecRuntime(argv, spec="exec:" + shlex.join(argv), workers=workers)
+    pool = ExecRuntime(argv, spec="exec:" + shlex.join(argv), options=ExecOptions(workers=workers))
     pool.start()
     return pool
 

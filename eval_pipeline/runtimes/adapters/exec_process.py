@@ -84,7 +84,7 @@ class ExecOptions(BaseModel):
 
     workers: int = Field(1, ge=1)
     timeout_s: float = Field(60.0, gt=0)
-    max_reply_bytes: int = Field(DEFAULT_MAX_REPLY_BYTES, ge=1)
+    max_reply_bytes: int = Field(default=DEFAULT_MAX_REPLY_BYTES, ge=1)
     env: dict[str, str] = Field(default_factory=dict)
     cwd: str | None = None
     end_sessions: bool = False
@@ -428,27 +428,17 @@ class ExecSession:
 class ExecRuntime:
     """Child processes speaking JSON lines; each session lives on the least busy child."""
 
-    def __init__(
-        self,
-        argv: Sequence[str],
-        *,
-        spec: str,
-        workers: int = 1,
-        timeout_s: float = 60.0,
-        max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
-        env: Mapping[str, str] | None = None,
-        cwd: str | None = None,
-        end_sessions: bool = False,
-    ) -> None:
+    def __init__(self, argv: Sequence[str], *, spec: str, options: ExecOptions) -> None:
         self._spec = spec
-        self.end_sessions = end_sessions
+        self.end_sessions = options.end_sessions
         # A session per worker at once; a sample's seed travels in each of its session's
         # requests (``seed``), for the child to use.
-        self.capabilities = Capabilities(concurrency=workers, seeded=True)
-        child_env = {**os.environ, **(env or {})}
-        command = resolve_command(argv, child_env, cwd)
+        self.capabilities = Capabilities(concurrency=options.workers, seeded=True)
+        child_env = {**os.environ, **options.env}
+        command = resolve_command(argv, child_env, options.cwd)
         self._children = [
-            ChildProcess(command, child_env, cwd, timeout_s, max_reply_bytes) for _ in range(workers)
+            ChildProcess(command, child_env, options.cwd, options.timeout_s, options.max_reply_bytes)
+            for _ in range(options.workers)
         ]
         self._lock = threading.Lock()
 
@@ -499,14 +489,4 @@ def exec_argv(argument: str) -> list[str]:
 @register_runtime("exec", ExecOptions)
 def exec_runtime(argument: str, options: Mapping[str, Any]) -> ExecRuntime:
     argv = exec_argv(argument)
-    config = validate_options("exec", ExecOptions, options)
-    return ExecRuntime(
-        argv,
-        spec=f"exec:{argument}",
-        workers=config.workers,
-        timeout_s=config.timeout_s,
-        max_reply_bytes=config.max_reply_bytes,
-        env=config.env,
-        cwd=config.cwd,
-        end_sessions=config.end_sessions,
-    )
+    return ExecRuntime(argv, spec=f"exec:{argument}", options=validate_options("exec", ExecOptions, options))

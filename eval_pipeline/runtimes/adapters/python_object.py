@@ -38,7 +38,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from eval_pipeline.runtimes.adapters.exec_process import TYPED_FIELDS, ExecRuntime, fault, reply_to_response
+from eval_pipeline.runtimes.adapters.exec_process import (
+    TYPED_FIELDS,
+    ExecOptions,
+    ExecRuntime,
+    fault,
+    reply_to_response,
+)
 from eval_pipeline.runtimes.base import Capabilities, ChatRuntime, ChatSession, RuntimeSpecError, TurnResponse
 from eval_pipeline.runtimes.faults import TurnFault
 from eval_pipeline.runtimes.in_process import call_with_deadline
@@ -273,10 +279,7 @@ def worker_runtime(target_name: str, options: PythonOptions, workers: int) -> Ex
     runtime = ExecRuntime(
         [sys.executable, "-m", "eval_pipeline.runtimes.python_worker"],
         spec=f"python:{target_name}",
-        workers=workers,
-        timeout_s=options.timeout_s,
-        env=env,
-        end_sessions=True,
+        options=ExecOptions(workers=workers, timeout_s=options.timeout_s, env=env, end_sessions=True),
     )
     try:
         runtime.start()

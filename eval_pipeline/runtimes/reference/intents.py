@@ -8,6 +8,7 @@ Pure functions over the prompt text; the session decides what to answer.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -101,37 +102,42 @@ def _status_subject(target: str | None) -> str | None:
     return named.strip("\"'“”").lower() or None
 
 
+def _teach(match: re.Match[str]) -> Intent:
+    """A correction or a plain statement: the subject and the claim it makes of it."""
+    return Intent("teach", match["subject"].lower(), match["claim"].strip())
+
+
+def _status(match: re.Match[str]) -> Intent:
+    return Intent("status", _status_subject(match["target"]))
+
+
+def _about_subject(kind: IntentKind) -> Callable[[re.Match[str]], Intent]:
+    """An intent of ``kind`` about the (lower-cased) subject the pattern named."""
+    return lambda match: Intent(kind, match["subject"].lower())
+
+
+def _anaphora(aspect: AnaphoraAspect) -> Callable[[re.Match[str]], Intent]:
+    """A follow-up asking ``aspect`` of the subject the pronoun points back at."""
+    return lambda match: Intent("anaphora", reference=(match["reference"] or "that").lower(), aspect=aspect)
+
+
+# Every intent's patterns, in the order they are tried: the first one a prompt matches decides.
+_READINGS: list[tuple[re.Pattern[str], Callable[[re.Match[str]], Intent]]] = [
+    (_TEACH, _teach),
+    *((pattern, _status) for pattern in _STATUS),
+    *((pattern, _anaphora(aspect)) for pattern, aspect in _ANAPHORA),
+    *((pattern, _about_subject("cause")) for pattern in _CAUSE),
+    (_WHO, lambda match: Intent("who", match["subject"])),
+    (_ASPECT, lambda match: Intent("aspect", match["subject"].lower(), detail=match["detail"].lower())),
+    *((pattern, _about_subject("define")) for pattern in [*_DEFINE, _TOPIC_SHIFT]),
+    (_STATEMENT, _teach),
+]
+
+
 def read_intent(prompt: str) -> Intent:
     """The first intent whose shape the prompt matches; ``unknown`` when none does."""
-    match = _TEACH.match(prompt)
-    if match:
-        return Intent("teach", match["subject"].lower(), match["claim"].strip())
-    for pattern in _STATUS:
+    for pattern, reading in _READINGS:
         match = pattern.match(prompt)
         if match:
-            return Intent("status", _status_subject(match["target"]))
-    for anaphora, aspect in _ANAPHORA:
-        match = anaphora.match(prompt)
-        if match:
-            return Intent("anaphora", reference=(match["reference"] or "that").lower(), aspect=aspect)
-    for pattern in _CAUSE:
-        match = pattern.match(prompt)
-        if match:
-            return Intent("cause", match["subject"].lower())
-    match = _WHO.match(prompt)
-    if match:
-        return Intent("who", match["subject"])
-    match = _ASPECT.match(prompt)
-    if match:
-        return Intent("aspect", match["subject"].lower(), detail=match["detail"].lower())
-    for pattern in _DEFINE:
-        match = pattern.match(prompt)
-        if match:
-            return Intent("define", match["subject"].lower())
-    match = _TOPIC_SHIFT.match(prompt)
-    if match:
-        return Intent("define", match["subject"].lower())
-    match = _STATEMENT.match(prompt)
-    if match:
-        return Intent("teach", match["subject"].lower(), match["claim"].strip())
+            return reading(match)
     return Intent("unknown")
