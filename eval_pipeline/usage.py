@@ -113,16 +113,6 @@ class TurnUsage:
     completion_tokens: int | None
     ttft_ms: float | None
 
-    def columns(self, price: Price | None) -> dict[str, Any]:
-        """The turn's usage columns, its ``cost`` priced by ``price`` (None without one)."""
-        cost = None if price is None else price.cost(self.prompt_tokens, self.completion_tokens)
-        return {
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "ttft_ms": self.ttft_ms,
-            "cost": cost,
-        }
-
 
 def turn_usage(raw: Mapping[str, Any]) -> TurnUsage:
     """What a reply's ``raw`` says of its usage."""
