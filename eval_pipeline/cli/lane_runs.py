@@ -352,7 +352,7 @@ def _print_faults(outcome: LaneOutcome) -> None:
     if not faults:
         return
     total = sum(f["turns"] for f in faults)
-    err().print(f"[bold]faults[/bold] ({total} of {outcome.turn_count} turns):", highlight=False)
+    err().print(f"[bold]faults[/bold] ({total} of {outcome.turns_driven} turns):", highlight=False)
     for fault in faults:
         err().print(Text(f"  {fault['turns']:>4} × {fault_text(fault)}"), highlight=False, soft_wrap=True)
 
