@@ -121,7 +121,7 @@ def _case_batches(
 ) -> Iterator[tuple[list[LoadedCase[Any]], list[int]]]:
     """The cases of ``stream`` in batches (see :func:`_batches`), with how many turns each sends."""
     chunks = _chunks(stream, THREAD_CHUNK)
-    sent = ((chunk, kind.turns_sent([item.case for item in chunk], spec, split)) for chunk in chunks)
+    sent = ((chunk, kind.turns_per_case([item.case for item in chunk], spec, split)) for chunk in chunks)
     for parts, turns in _batches(sent, budget):
         yield [case for part in parts for case in part], turns
 

@@ -270,7 +270,7 @@ def drive(
 
     ``concurrency`` is the number of sessions in flight; ``None`` takes the runtime's
     declared ``capabilities.concurrency`` (e.g. its worker count). ``on_start`` receives the
-    total number of turns before the first is sent; ``on_turn`` every row as it is recorded
+    number of turns it will drive (every sample's) before the first is sent; ``on_turn`` every row as it is recorded
     (from worker threads). ``retry`` overrides the runtime's declared ``capabilities.retry``.
     With a ``ledger``, the sessions it answers are not sent and those it does not allow are
     left out.

@@ -1,7 +1,7 @@
 """Progress of a long run: a rich progress bar for the CLI, periodic log lines for Dagster.
 
 Both are ``on_turn`` callbacks for :func:`eval_pipeline.drive.drive` (called from worker
-threads, hence the lock) with a ``start(total_turns)`` for its ``on_start``, and take many
+threads, hence the lock) with a ``start(turns_to_drive)`` for its ``on_start``, and take many
 turns at once through ``add_turns`` (a recording answers all of its turns in one call). They
 share one tally, :class:`TurnTally`.
 """
@@ -79,10 +79,10 @@ class LogProgress:
         self._label = f"{label}: " if label else ""
         self._throttle = Throttle(every_s)
 
-    def start(self, total: int) -> None:
-        self.tally = TurnTally(total=total)
+    def start(self, turns_to_drive: int) -> None:
+        self.tally = TurnTally(total=turns_to_drive)
         self._throttle = Throttle(self._every_s)
-        self._logger.info(f"{self._label}driving {total} turns")
+        self._logger.info(f"{self._label}driving {turns_to_drive} turns")
 
     def __call__(self, row: dict[str, Any]) -> None:
         self.add_turns(1, int(row.get("error") is not None))
@@ -107,9 +107,9 @@ class RichProgress:
         self._task: TaskID = progress.add_task(escape(description), total=None, errors=0, rate=0.0)
         self._throttle = Throttle(every_s)
 
-    def start(self, total: int) -> None:
-        self.tally = TurnTally(total=total)
-        self._progress.update(self._task, total=total, completed=0)
+    def start(self, turns_to_drive: int) -> None:
+        self.tally = TurnTally(total=turns_to_drive)
+        self._progress.update(self._task, total=turns_to_drive, completed=0)
 
     def __call__(self, row: dict[str, Any]) -> None:
         self.add_turns(1, int(row.get("error") is not None))
@@ -151,7 +151,7 @@ def rich_progress(description: str = "turns", console: Console | None = None) ->
 
 
 class ProgressObserver(Protocol):
-    def start(self, total: int) -> None: ...
+    def start(self, turns_to_drive: int) -> None: ...
 
     def __call__(self, row: dict[str, Any]) -> None: ...
 
@@ -167,9 +167,9 @@ class FanOut:
     def __init__(self, *observers: ProgressObserver) -> None:
         self._observers = observers
 
-    def start(self, total: int) -> None:
+    def start(self, turns_to_drive: int) -> None:
         for observer in self._observers:
-            observer.start(total)
+            observer.start(turns_to_drive)
 
     def __call__(self, row: dict[str, Any]) -> None:
         for observer in self._observers:
@@ -183,7 +183,7 @@ class FanOut:
 class NoProgress:
     """The observer of a run nobody watches (the UI and the schedule: Dagster logs suffice)."""
 
-    def start(self, total: int) -> None:
+    def start(self, turns_to_drive: int) -> None:
         pass
 
     def __call__(self, row: dict[str, Any]) -> None:

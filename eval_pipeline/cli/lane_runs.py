@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
-import pyarrow.compute as pc
 import typer
 from rich.markup import escape
 from rich.table import Table
@@ -45,9 +44,7 @@ from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.palette import rich_style
 from eval_pipeline.pipeline import prepare_cases
 from eval_pipeline.progress import rich_progress
-from eval_pipeline.runtimes.adapters.history import RecordedRun
-from eval_pipeline.runtimes.adapters.replay import ReplayRuntime
-from eval_pipeline.runtimes.base import RuntimeSpecError
+from eval_pipeline.runtimes.base import RecordedRuntime, RuntimeSpecError
 from eval_pipeline.runtimes.options import parse_runtime_options
 from eval_pipeline.runtimes.redaction import redacted_options, redacted_spec
 from eval_pipeline.runtimes.registry import build_runtime, split_spec
@@ -89,7 +86,7 @@ def _select(lanes: list[str] | None, split: str | None, custom: bool) -> list[tu
 
 
 def _recorded_pairs(
-    recording: ReplayRuntime,
+    recording: RecordedRuntime,
     pairs: list[tuple[LaneSpec, str]],
     prepared: dict[tuple[str, str], StageFile],
     *,
@@ -98,7 +95,7 @@ def _recorded_pairs(
     """The lane runs a recording can answer, decided before anything runs: without ``--lane``
     the lanes whose cases it recorded (said on stderr); a named lane it recorded no case of,
     or only some cases of, is bad input."""
-    recorded = set(pc.unique(recording.recording["case_id"]).to_pylist())
+    recorded = recording.recorded_cases
     answered, skipped = [], []
     for spec, split in pairs:
         case_ids = prepared[(spec.name, split)].read(["case_id"])["case_id"]
@@ -107,16 +104,16 @@ def _recorded_pairs(
             answered.append((spec, split))
         elif named or len(missing) < len(case_ids):
             raise KeyError(
-                f"{recording.path}: records no turn of {len(missing)} of the {len(case_ids)} cases of "
+                f"{recording.source}: records no turn of {len(missing)} of the {len(case_ids)} cases of "
                 f"{spec.name} [{split}] (the first: {missing[0]!r}); replay a recording of the whole split"
             )
         else:
             skipped.append(f"{spec.name} [{split}]")
     if not answered:
-        raise KeyError(f"{recording.path}: records no case of any lane's split; name the lane with --lane")
+        raise KeyError(f"{recording.source}: records no case of any lane's split; name the lane with --lane")
     if skipped:
         err().print(
-            f"{recording.path} records no case of {', '.join(skipped)}: not run",
+            f"{recording.source} records no case of {', '.join(skipped)}: not run",
             markup=False,
             highlight=False,
             soft_wrap=True,
@@ -355,7 +352,7 @@ def _print_faults(outcome: LaneOutcome) -> None:
     if not faults:
         return
     total = sum(f["turns"] for f in faults)
-    err().print(f"[bold]faults[/bold] ({total} of {outcome.turn_count} turns):", highlight=False)
+    err().print(f"[bold]faults[/bold] ({total} of {outcome.turns_driven} turns):", highlight=False)
     for fault in faults:
         err().print(Text(f"  {fault['turns']:>4} × {fault_text(fault)}"), highlight=False, soft_wrap=True)
 
@@ -438,9 +435,13 @@ def run_lanes(
             from eval_pipeline.dagster_wiring.launch import ensure_instance, materialize_lane
             from eval_pipeline.dagster_wiring.tags import HIDDEN_TAG_PREFIX
 
-        if isinstance(built, RecordedRun):  # a re-score runs the recorded run's lane and split
-            target = rescore_of(built, target)
-            lane, split = recorded_lane_and_split(built, lane, split, repeat)
+        recording = built if isinstance(built, RecordedRuntime) else None
+        if recording is not None and (committed := recording.committed_run) is not None:
+            # A re-score runs the recorded run's lane and split.
+            target = rescore_of(committed, target)
+            lane, split = recorded_lane_and_split(
+                committed, lane, split, repeat, samples_per_case=recording.samples_per_case
+            )
         pairs = _select(lane, split, custom=cases is not None)
         notifier = run_notifier(notify)
         check_baseline(history or default_history_root(), baseline)
@@ -448,8 +449,8 @@ def run_lanes(
             raise KeyError("--cases evaluates one lane's contract: name exactly one --lane")
         # Every case file is valid, and its prompts composable, before anything runs.
         prepared = {(spec.name, s): prepare_cases(spec, s, cases) for spec, s in pairs}
-        if isinstance(built, ReplayRuntime) and not isinstance(built, RecordedRun):
-            pairs = _recorded_pairs(built, pairs, prepared, named=bool(lane))
+        if recording is not None and recording.committed_run is None:
+            pairs = _recorded_pairs(recording, pairs, prepared, named=bool(lane))
         tomorrow = datetime.now(UTC).date() + timedelta(days=1)  # east of UTC it may already be tomorrow
         day = run_night(date or datetime.now(UTC).date().isoformat(), latest=tomorrow)
         chosen = executor or (

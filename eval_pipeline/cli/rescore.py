@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from eval_pipeline.runtimes.adapters.history import RecordedRun
+from eval_pipeline.runtimes.base import CommittedRun
 from eval_pipeline.runtimes.registry import split_spec
 from eval_pipeline.runtimes.targets import HISTORY_SCHEME, RuntimeTarget, rescore_name
 
@@ -17,7 +17,7 @@ def with_history_root(target: RuntimeTarget, history_root: str | None) -> Runtim
     return replace(target, options={**target.options, "root": history_root})
 
 
-def rescore_of(recorded: RecordedRun, target: RuntimeTarget) -> RuntimeTarget:
+def rescore_of(recorded: CommittedRun, target: RuntimeTarget) -> RuntimeTarget:
     """The re-score's target: the full run id in its spec and name (a prefix given on the
     command line names the same series), and the history root it was read from."""
     return RuntimeTarget(
@@ -26,18 +26,23 @@ def rescore_of(recorded: RecordedRun, target: RuntimeTarget) -> RuntimeTarget:
 
 
 def recorded_lane_and_split(
-    recorded: RecordedRun, lanes: list[str] | None, split: str | None, repeat: int | None
+    recorded: CommittedRun,
+    lanes: list[str] | None,
+    split: str | None,
+    repeat: int | None,
+    *,
+    samples_per_case: int,
 ) -> tuple[list[str], str]:
-    """The recorded run's lane and split; naming another one, or a repeat, is bad input."""
-    lane, recorded_split = recorded.series["lane"], recorded.series["split"]
-    if lanes and list(dict.fromkeys(lanes)) != [lane]:
+    """The recorded run's lane and split; naming another one, or a repeat (the recording plays
+    its ``samples_per_case``), is bad input."""
+    if lanes and list(dict.fromkeys(lanes)) != [recorded.lane]:
         raise KeyError(
-            f"history:{recorded.run_id[:8]} is a run of lane {lane!r}: it re-scores only that lane"
+            f"history:{recorded.run_id[:8]} is a run of lane {recorded.lane!r}: it re-scores only that lane"
         )
-    if split is not None and split != recorded_split:
-        raise KeyError(f"history:{recorded.run_id[:8]} ran split {recorded_split!r}, not {split!r}")
+    if split is not None and split != recorded.split:
+        raise KeyError(f"history:{recorded.run_id[:8]} ran split {recorded.split!r}, not {split!r}")
     if repeat is not None:
         raise KeyError(
-            f"--repeat: a re-score replays the {recorded.samples_per_case} sample(s) per case the run recorded"
+            f"--repeat: a re-score replays the {samples_per_case} sample(s) per case the run recorded"
         )
-    return [lane], recorded_split
+    return [recorded.lane], recorded.split

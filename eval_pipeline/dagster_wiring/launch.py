@@ -115,7 +115,8 @@ class LaneOutcome:
         return self._table("case_predicates")
 
     @property
-    def turn_count(self) -> int:
+    def turns_driven(self) -> int:
+        """Every turn of every sample the run drove (its transcripts' rows, as the usage metric counts)."""
         stored = self.files.get("transcripts")
         return stored.row_count if stored is not None else 0
 

@@ -1,4 +1,4 @@
-"""The v1 assertion vocabulary as pydantic models: one spec (name, severity, params) per assertion.
+"""The v1 assertion vocabulary as pydantic models: one model (name, severity, params) per assertion.
 
 A case file names an assertion by ``name``; the discriminated union below picks its model, so
 parameters are validated for that assertion and an unknown name or parameter is rejected.
@@ -89,38 +89,40 @@ class MaxCharsParams(BaseModel):
     )
 
 
-class _Spec(BaseModel):
+class _Assertion(BaseModel):
+    """What every assertion a case names holds: its severity (each model adds its name and params)."""
+
     model_config = _STRICT
 
     severity: Severity
 
 
-class PlaceholderIntegrity(_Spec):
+class PlaceholderIntegrity(_Assertion):
     name: Literal["placeholder_integrity"]
     params: PlaceholderIntegrityParams = PlaceholderIntegrityParams()
 
 
-class ProtocolComplete(_Spec):
+class ProtocolComplete(_Assertion):
     name: Literal["protocol_complete"]
     params: ProtocolCompleteParams = ProtocolCompleteParams()
 
 
-class NumberFidelity(_Spec):
+class NumberFidelity(_Assertion):
     name: Literal["number_fidelity"]
     params: NumberFidelityParams = NumberFidelityParams()
 
 
-class RequiredTokens(_Spec):
+class RequiredTokens(_Assertion):
     name: Literal["required_tokens"]
     params: RequiredTokensParams = RequiredTokensParams()
 
 
-class ForbiddenRenderings(_Spec):
+class ForbiddenRenderings(_Assertion):
     name: Literal["forbidden_renderings"]
     params: ForbiddenRenderingsParams
 
 
-class MaxChars(_Spec):
+class MaxChars(_Assertion):
     name: Literal["max_chars"]
     params: MaxCharsParams = MaxCharsParams()
 

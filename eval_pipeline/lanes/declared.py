@@ -210,19 +210,16 @@ class DeclaredLane:
         """Each turn source's case field, of every case (a batch's from its stored JSON)."""
         return [field_values(cases, source.from_) for source in self.declaration.threads.turns]
 
-    def turns_sent(self, cases: Sequence[Any], spec: LaneSpec, split: str) -> list[int]:
-        """Each case's turns counted from its sources; only a prompt that is not text is built
-        into its request, which raises as :meth:`threads` would (a text prompt cannot fail)."""
-        counts: list[int] = []
-        for case in cases:
-            sources = self.turn_sources(case)
+    def turns_per_case(self, cases: Sequence[Any], spec: LaneSpec, split: str) -> list[int]:
+        """:meth:`_turns_per_case`, once each prompt that is not text is built into its request,
+        which raises as :meth:`threads` would (a text prompt cannot fail)."""
+        for sources in self._sources_of(cases):
             for index, (role, prompt, _) in enumerate(sources):
                 if not isinstance(prompt, str):
                     TurnRequest(turn_index=index, role=role, prompt=prompt)
-            counts.append(len(sources))
-        return counts
+        return self._turns_per_case(cases)
 
-    def _turn_counts(self, cases: Sequence[Any]) -> list[int]:
+    def _turns_per_case(self, cases: Sequence[Any]) -> list[int]:
         """How many turns each case's thread sends (as :meth:`_sources` lists them), from the
         case fields the turn sources name (a batch's stored JSON: no case model is built)."""
         return [
@@ -449,7 +446,7 @@ class DeclaredLane:
             if metric.count == "cases":
                 values[name] = count(name, len(cases))
             elif metric.count == "turns":
-                values[name] = count(name, sum(self._turn_counts(cases)))
+                values[name] = count(name, sum(self._turns_per_case(cases)))
             elif metric.all_of is not None:
                 parts = [values[part] for part in metric.all_of]
                 values[name] = all_hold(name, parts, [thresholds[part] for part in metric.all_of])

@@ -127,7 +127,7 @@ class LaneKind(Protocol):
         or it would not equal them (:func:`turn_requests` then reads it off the threads)."""
         ...
 
-    def turns_sent(self, cases: Sequence[Any], spec: LaneSpec, split: str) -> list[int]:
+    def turns_per_case(self, cases: Sequence[Any], spec: LaneSpec, split: str) -> list[int]:
         """How many turns each case's threads send, in ``cases`` order; raises where
         :meth:`threads` would (a prompt that cannot be composed). What the cases stage records;
         :func:`turns_of_threads` counts built threads."""

@@ -119,12 +119,37 @@ class ChatRuntime(Protocol):
     def close(self) -> None: ...
 
 
+@dataclass(frozen=True)
+class CommittedRun:
+    """The committed lane run a recording replays whole: its id, lane and split."""
+
+    run_id: str
+    lane: str
+    split: str
+
+
 class RecordedRuntime(ABC):
     """A recording (``replay:``, ``history:``): the driver sends it nothing and opens no session,
     it asks for the answers to every turn of a run at once (:meth:`answers`) and plays every
-    sample per case it holds (:attr:`samples_per_case`)."""
+    sample per case it holds (:attr:`samples_per_case`).
+
+    What a run may ask of it, it declares: a recording of a committed run
+    (:attr:`committed_run`, ``history:``) answers that run's lane and split only; any other
+    answers the lane runs whose cases it recorded (:attr:`recorded_cases`). Messages name it
+    by :attr:`source`."""
 
     capabilities = Capabilities()
+    committed_run: CommittedRun | None = None
+
+    @property
+    @abstractmethod
+    def source(self) -> str:
+        """Where the turns were recorded (a file's path, a committed run), as messages name it."""
+
+    @property
+    @abstractmethod
+    def recorded_cases(self) -> frozenset[str]:
+        """The ids of the cases it recorded a turn of."""
 
     @property
     @abstractmethod

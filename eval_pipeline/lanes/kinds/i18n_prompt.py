@@ -127,7 +127,7 @@ class I18nPrompt:
         :meth:`threads`."""
         return None
 
-    def turns_sent(self, cases: Sequence[Any], spec: LaneSpec, split: str) -> list[int]:
+    def turns_per_case(self, cases: Sequence[Any], spec: LaneSpec, split: str) -> list[int]:
         return turns_of_threads(cases, self.threads(cases, spec, split))  # composing checks each prompt
 
     def turn_predicates(self, cases: Sequence[Any], transcripts: pd.DataFrame) -> pd.DataFrame:

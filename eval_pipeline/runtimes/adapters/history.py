@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import pyarrow as pa
 from pydantic import BaseModel, ConfigDict
 
 from eval_pipeline.runtimes.adapters.replay import (
@@ -22,7 +21,7 @@ from eval_pipeline.runtimes.adapters.replay import (
     rows_to_turns,
     typed_recording,
 )
-from eval_pipeline.runtimes.base import RuntimeSpecError
+from eval_pipeline.runtimes.base import CommittedRun, RuntimeSpecError
 from eval_pipeline.runtimes.options import validate_options
 from eval_pipeline.runtimes.registry import register_runtime
 
@@ -35,18 +34,10 @@ class HistoryOptions(BaseModel):
     root: str = ""  # the history root (folder or fsspec URL); empty: the configured one
 
 
-class RecordedRun(ReplayRuntime):
-    """A committed run's transcripts, replayed; it knows which run and series it replays."""
-
-    def __init__(self, run_id: str, series: Mapping[str, str], recording: pa.Table):
-        super().__init__(f"history run {run_id}", recording, spec=f"history:{run_id}")
-        self.run_id = run_id
-        self.series = dict(series)
-
-
-def read_recorded_run(root: str, run_id_or_prefix: str) -> RecordedRun:
-    """The committed run ``run_id_or_prefix`` names, with its transcripts (RuntimeSpecError when
-    there is no such run, several match, or it kept no transcripts)."""
+def read_recorded_run(root: str, run_id_or_prefix: str) -> ReplayRuntime:
+    """The transcripts of the committed run ``run_id_or_prefix`` names, as a recording that
+    declares that run (RuntimeSpecError when there is no such run, several match, or it kept no
+    transcripts)."""
     from eval_pipeline.history import connect
     from eval_pipeline.history.runs import resolve_run_id
 
@@ -55,9 +46,7 @@ def read_recorded_run(root: str, run_id_or_prefix: str) -> RecordedRun:
         run_id = resolve_run_id(con, run_id_or_prefix)
     except KeyError as exc:
         raise RuntimeSpecError(f"history:{run_id_or_prefix}: {exc.args[0]} (history root {root})") from None
-    runs = con.execute(
-        "SELECT lane, split, runtime, case_set FROM runs WHERE run_id = ?", [run_id]
-    ).fetchall()
+    runs = con.execute("SELECT lane, split FROM runs WHERE run_id = ?", [run_id]).fetchall()
     kept = con.sql("SELECT * FROM transcripts WHERE run_id = ?", params=[run_id]).to_arrow_table()
     if not kept.num_rows:
         raise RuntimeSpecError(
@@ -70,13 +59,14 @@ def read_recorded_run(root: str, run_id_or_prefix: str) -> RecordedRun:
         rows = kept.to_pylist()
         recorded = [{k: v for k, v in row.items() if k in RECORDED_FIELDS and v is not None} for row in rows]
         recording = recorded_turns(name, *rows_to_turns(name, recorded))
-    lane, split, runtime, case_set = runs[0]
-    series = {"lane": lane, "split": split, "runtime": runtime, "case_set": case_set}
-    return RecordedRun(run_id, series, recording)
+    lane, split = runs[0]
+    return ReplayRuntime(
+        name, recording, spec=f"history:{run_id}", committed_run=CommittedRun(run_id, lane, split)
+    )
 
 
 @register_runtime("history", HistoryOptions)
-def history_runtime(argument: str, options: Mapping[str, Any]) -> RecordedRun:
+def history_runtime(argument: str, options: Mapping[str, Any]) -> ReplayRuntime:
     if not argument.strip():
         raise RuntimeSpecError(
             "history needs a run: history:RUN_ID (any unique prefix of a committed run id)"

@@ -30,7 +30,13 @@ from eval_pipeline.cases.flat_jsonl import read_flat_jsonl
 from eval_pipeline.cases.loading import CaseFileError, CaseProblem, CaseStream, validate_record
 from eval_pipeline.collector import collector_paused
 from eval_pipeline.memo import Recent, content_sha256
-from eval_pipeline.runtimes.base import ChatSession, RecordedRuntime, RuntimeSpecError, TurnResponse
+from eval_pipeline.runtimes.base import (
+    ChatSession,
+    CommittedRun,
+    RecordedRuntime,
+    RuntimeSpecError,
+    TurnResponse,
+)
 from eval_pipeline.runtimes.options import NoOptions, validate_options
 from eval_pipeline.runtimes.registry import register_runtime
 from eval_pipeline.tables import TRANSCRIPTS
@@ -221,17 +227,29 @@ class ReplaySession:
 
 
 class ReplayRuntime(RecordedRuntime):
-    """Recorded turns (a :func:`recording_table`). ``path`` names where they came from in messages."""
+    """Recorded turns (a :func:`recording_table`) from ``source`` (named in messages); the
+    recording of a committed run says which (``committed_run``)."""
 
-    def __init__(self, path: Path | str, recording: pa.Table, spec: str = "") -> None:
-        self.path = path
+    def __init__(
+        self, source: str, recording: pa.Table, *, spec: str, committed_run: CommittedRun | None = None
+    ) -> None:
+        self._source = source
         self.recording = recording
+        self.committed_run = committed_run
         self._found = recording.append_column("found", pa.repeat(True, recording.num_rows))
-        self._spec = spec or f"replay:{path}"
+        self._spec = spec
 
     @property
     def spec(self) -> str:
         return self._spec
+
+    @property
+    def source(self) -> str:
+        return self._source
+
+    @property
+    def recorded_cases(self) -> frozenset[str]:
+        return frozenset(pc.unique(self.recording["case_id"]).to_pylist())
 
     @property
     def samples_per_case(self) -> int:
@@ -264,9 +282,9 @@ class ReplayRuntime(RecordedRuntime):
         case, index = turn["case_id"], turn["turn_index"]
         if turn["found"] is None:
             sample = f" sample {turn['sample_index']}" if turn["sample_index"] else ""
-            return f"{self.path}: no recorded turn {index} for case {case!r}{sample}"
+            return f"{self.source}: no recorded turn {index} for case {case!r}{sample}"
         return (
-            f"{self.path}: case {case!r} turn {index}: recorded prompt "
+            f"{self.source}: case {case!r} turn {index}: recorded prompt "
             f"{turn['recorded_prompt']!r} differs from the case's prompt {turn['prompt']!r}"
         )
 
@@ -441,4 +459,4 @@ def replay_runtime(argument: str, options: Mapping[str, Any]) -> ReplayRuntime:
         raise RuntimeSpecError("replay needs a file: replay:PATH (JSONL or Parquet)")
     validate_options("replay", NoOptions, options)
     path = Path(argument).expanduser()
-    return ReplayRuntime(path, _load_once(path))
+    return ReplayRuntime(str(path), _load_once(path), spec=f"replay:{path}")
