@@ -1,9 +1,6 @@
-"""A few recent results kept by key: what lets one run read a replay file once, hash its case
-files once, and hydrate a small run's cases once for all its stages.
-
-The CLI builds the runtime before a run starts (a replay file is read and validated then),
-and the run's transcripts stage builds it again; each stage of a lane also needs the case
-models of each batch. Keying by content (a digest of the bytes or of the stored JSON) means a
+"""A few recent results kept by key: what lets one process hash an unchanged file once, and
+hydrate a small run's cases once for all its stages (each stage of a lane needs the case
+models of each batch). Keying by content (a digest of the bytes or of the stored JSON) means a
 changed file is never served stale.
 """
 
@@ -53,9 +50,9 @@ class Recent(Generic[V]):
 def content_sha256(paths: Sequence[Path]) -> str:
     """The SHA-256 of the files' bytes, one after another, read a block at a time (a big file is
     never held whole). Kept for the files as they are on disk (device, inode, size, modification
-    time to the nanosecond): the several parts of one run that ask (a replay file read once, the
-    cases stage taken by the run, the case set's key, the metrics' ``cases_sha256``) hash a
-    million-case file once, and a file written since is hashed again."""
+    time to the nanosecond): the several parts of one run that ask (a custom case file's case set
+    key, asked by the command and by the run's cases step, and the metrics' ``cases_sha256``)
+    hash a million-case file once, and a file written since is hashed again."""
     stats = [path.stat() for path in paths]
     for path, found in zip(paths, stats, strict=True):
         if not stat.S_ISREG(found.st_mode):  # a device or a pipe: hashing it might never end

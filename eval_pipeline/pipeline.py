@@ -8,7 +8,6 @@ same way wherever it runs.
 
 from __future__ import annotations
 
-import atexit
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -28,12 +27,11 @@ from eval_pipeline.drive import SessionLedger, StartCallback, TurnCallback, driv
 from eval_pipeline.lanes.kind import SCORED_COLUMNS, LaneKind, Scored, Thread, turn_requests, turns_of_threads
 from eval_pipeline.lanes.registry import lane_kind
 from eval_pipeline.lanes.spec import LaneSpec
-from eval_pipeline.memo import Recent, content_sha256
 from eval_pipeline.runtimes.base import ChatRuntime, RecordedRuntime
 from eval_pipeline.runtimes.cache import ResponseCache
 from eval_pipeline.samples import SAMPLE_INDEX, all_samples, per_sample, pool, rows_of_sample, sample_frames
 from eval_pipeline.scoring import MetricValue, ThresholdVerdict, counts_added, failing_cases_of, judge
-from eval_pipeline.stage_files import StageFile, StageWriter, aligned_batch, aligned_count, batch_turns
+from eval_pipeline.stage_files import StageFile, StageWriter, aligned_batch, aligned_count
 from eval_pipeline.tables import (
     CASE_PREDICATES,
     METRICS,
@@ -230,49 +228,6 @@ def error_rate(transcripts: pd.DataFrame) -> MetricValue:
 # --- the stages over stage files, one case batch at a time (what the Dagster assets run) ------
 
 
-def prepare_cases(spec: LaneSpec, split: str, cases_path: str | Path | None = None) -> StageFile:
-    """Write the cases stage of a run about to start (what ``run`` checks before anything runs);
-    the run's cases stage takes the file instead of validating the same files again."""
-    key = _prepared_key(spec, split, cases_path)
-    stale = _PREPARED.pop(key, None)
-    if stale is not None:
-        stale.path.unlink(missing_ok=True)
-    _PREPARED[key] = prepared = write_cases(spec, split, cases_path)
-    return prepared
-
-
-def cases_stage(
-    spec: LaneSpec, split: str, cases_path: str | Path | None = None, folder: str | Path | None = None
-) -> StageFile:
-    """Stage 1: the file :func:`prepare_cases` wrote for these very files, else :func:`write_cases`."""
-    prepared = _PREPARED.pop(_prepared_key(spec, split, cases_path), None)
-    if prepared is not None and prepared.path.exists():
-        return prepared
-    return write_cases(spec, split, cases_path, folder)
-
-
-def _prepared_key(spec: LaneSpec, split: str, cases_path: str | Path | None) -> tuple[Any, ...]:
-    files = []
-    for path in case_paths(spec, split, cases_path):
-        try:
-            digest = content_sha256([path])
-        except OSError:
-            digest = ""  # writing the cases says what is wrong with the path
-        files.append((str(path.resolve()), digest))
-    return (spec.name, spec.version, split, tuple(files), batch_turns())
-
-
-# Cases stage files written before their run, by lane, split, files' content and batch size;
-# a run takes its file (it moves into the run's storage). One left untaken is removed at exit.
-_PREPARED: dict[tuple[Any, ...], StageFile] = {}
-
-
-@atexit.register
-def _remove_untaken() -> None:
-    for prepared in _PREPARED.values():
-        prepared.path.unlink(missing_ok=True)
-
-
 def drive_cases(
     spec: LaneSpec,
     split: str,
@@ -341,7 +296,7 @@ def drive_cases(
 def _requests_of_batch(spec: LaneSpec, split: str, cases: StageFile, index: int) -> pa.Table:
     """The turns the lane sends for case batch ``index`` (:func:`turn_requests`)."""
     with collector_paused():
-        kind = _kind(spec)
+        kind = lane_kind(spec)
         return turn_requests(
             kind, cases_from_frame(kind, cases.batch(index, ["case_id", "case_json"])), spec, split
         )
@@ -413,7 +368,7 @@ def _scored_batch(
     """Batch ``index`` of ``inputs`` scored, as rows of ``lane`` (the stage's lane columns: the
     run columns, one value each, are added as the batch is written, not sent by a worker)."""
     with collector_paused():
-        kind = _kind(spec)
+        kind = lane_kind(spec)
         case_ids, *tables = aligned_batch(inputs, index, columns)
         return to_arrow(lane, score(kind, cases_of_batch(kind, inputs[0], index, case_ids), *tables))
 
@@ -424,7 +379,7 @@ def _measured_batch(spec: LaneSpec, inputs: Sequence[StageFile], index: int) -> 
     tables = ("transcripts", "turn_predicates", "case_predicates")
     columns = [["case_id"], *([*SCORED_COLUMNS[t], SAMPLE_INDEX] for t in tables)]
     with collector_paused():
-        kind = _kind(spec)
+        kind = lane_kind(spec)
         case_ids, *scored = aligned_batch(inputs, index, columns)
         return sample_metrics(kind, cases_of_batch(kind, inputs[0], index, case_ids), *scored)
 
@@ -437,15 +392,6 @@ def _by_batch(work: Callable[[int], T], count: int) -> Iterator[T]:
     if workers > 1 and count >= PARALLEL_MIN_BATCHES:
         return in_order((partial(work, index) for index in range(count)), workers, ahead=workers + 1)
     return each_without_collector(work(index) for index in range(count))
-
-
-# Lane kinds by spec, each built once per process: a worker is handed the spec, since a kind
-# holds case models made at run time, which do not pickle.
-_KINDS: Recent[LaneKind] = Recent(4)
-
-
-def _kind(spec: LaneSpec) -> LaneKind:
-    return _KINDS.get(spec.model_dump_json(), lambda: lane_kind(spec))
 
 
 def _lane_columns_of(table: StageFile) -> list[str]:
@@ -465,7 +411,7 @@ def measure(
     inputs = [cases, transcripts, turn_predicates, case_predicates]
     batches = list(_by_batch(partial(_measured_batch, spec, inputs), aligned_count(*inputs)))
     usage = usage_metrics(transcripts.read(list(USAGE_COLUMNS)))
-    return [*pooled(_kind(spec), merge_batches(batches)), *usage]
+    return [*pooled(lane_kind(spec), merge_batches(batches)), *usage]
 
 
 def evaluate_lane(

@@ -8,6 +8,7 @@ import os
 import uuid
 from contextlib import closing
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +20,7 @@ from rich.text import Text
 
 from eval_pipeline.budget import Budget, check_priced
 from eval_pipeline.cases.loading import CaseFileError
+from eval_pipeline.cases_stage import write_cases
 from eval_pipeline.cli.arguments import local_folder, run_night
 from eval_pipeline.cli.common import (
     EXIT_BAD_INPUT,
@@ -42,7 +44,6 @@ from eval_pipeline.junit import SuiteRun, junit_xml
 from eval_pipeline.lanes.registry import discover_lanes
 from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.palette import rich_style
-from eval_pipeline.pipeline import prepare_cases
 from eval_pipeline.progress import rich_progress
 from eval_pipeline.runtimes.base import RecordedRuntime, RuntimeSpecError
 from eval_pipeline.runtimes.options import parse_runtime_options
@@ -83,6 +84,15 @@ def _select(lanes: list[str] | None, split: str | None, custom: bool) -> list[tu
         else:
             raise KeyError(f"lane {spec.name!r} has no split {split!r}; it has {sorted(spec.splits)}")
     return pairs
+
+
+def _prepared_cases(ctx: typer.Context, spec: LaneSpec, split: str, cases: Path | None) -> StageFile:
+    """The cases stage file of a lane run about to start, written now (so every case is checked
+    before anything runs) and handed to the run, which takes it; removed when the command ends
+    if no run took it."""
+    prepared = write_cases(spec, split, cases)
+    ctx.call_on_close(partial(prepared.path.unlink, missing_ok=True))
+    return prepared
 
 
 def _recorded_pairs(
@@ -448,7 +458,7 @@ def run_lanes(
         if cases is not None and len({spec.name for spec, _ in pairs}) != 1:
             raise KeyError("--cases evaluates one lane's contract: name exactly one --lane")
         # Every case file is valid, and its prompts composable, before anything runs.
-        prepared = {(spec.name, s): prepare_cases(spec, s, cases) for spec, s in pairs}
+        prepared = {(spec.name, s): _prepared_cases(ctx, spec, s, cases) for spec, s in pairs}
         if recording is not None and recording.committed_run is None:
             pairs = _recorded_pairs(recording, pairs, prepared, named=bool(lane))
         tomorrow = datetime.now(UTC).date() + timedelta(days=1)  # east of UTC it may already be tomorrow
@@ -495,6 +505,7 @@ def run_lanes(
                 executor=chosen.value,
                 observe=not outcomes,  # the target's version, once for the whole invocation
                 chat_runtime=built,
+                prepared_cases=prepared[(spec.name, s)],
             )
         outcomes.append(outcome)
         if not as_json:

@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from eval_pipeline import __version__
 from eval_pipeline.budget import check_priced
+from eval_pipeline.cases_stage import write_cases
 from eval_pipeline.dagster_wiring.checks import (
     MAX_CASES_SHOWN,
     gate_check_result,
@@ -37,7 +38,7 @@ from eval_pipeline.dagster_wiring.checks import (
 )
 from eval_pipeline.dagster_wiring.markdown import markdown_table
 from eval_pipeline.dagster_wiring.partitions import CUSTOM_PREFIX, custom_case_set, lane_partitions, series_of
-from eval_pipeline.dagster_wiring.resources import HistoryResource, RunRuntime
+from eval_pipeline.dagster_wiring.resources import HistoryResource, PreparedCases, RunRuntime
 from eval_pipeline.dagster_wiring.runtime_targets import runtime_pool_slot, transcripts_runtime_dep
 from eval_pipeline.dagster_wiring.tags import DATE_TAG, VERDICT_TAG
 from eval_pipeline.drive import samples_to_drive
@@ -50,7 +51,6 @@ from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.ledger import cases_sha256, transcripts_ledger
 from eval_pipeline.memo import content_sha256
 from eval_pipeline.pipeline import (
-    cases_stage,
     drive_cases,
     measure,
     metric_rows,
@@ -218,10 +218,15 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
         metadata={"dagster/column_schema": column_schema(CASES)},
         **common,
     )
-    def cases(context: dg.AssetExecutionContext, config: CasesConfig) -> dg.Output[StageFile]:
+    def cases(
+        context: dg.AssetExecutionContext,
+        config: CasesConfig,
+        prepared_cases: dg.ResourceParam[PreparedCases],
+    ) -> dg.Output[StageFile]:
         case_set, _ = series_of(context.partition_key)
         split, cases_path = _case_files(spec, case_set, config)
-        table = cases_stage(spec, split, cases_path)
+        prepared = prepared_cases.file
+        table = prepared if prepared is not None else write_cases(spec, split, cases_path)
         return dg.Output(
             table,
             metadata={

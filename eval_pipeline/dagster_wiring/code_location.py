@@ -10,7 +10,7 @@ import dagster as dg
 from eval_pipeline.dagster_wiring.assets import lane_assets
 from eval_pipeline.dagster_wiring.compaction import history_compaction_job, history_compaction_schedule
 from eval_pipeline.dagster_wiring.io_manager import ParquetIOManager
-from eval_pipeline.dagster_wiring.resources import HistoryResource, RuntimeResource
+from eval_pipeline.dagster_wiring.resources import HistoryResource, PreparedCases, RuntimeResource
 from eval_pipeline.dagster_wiring.runtime_targets import observe_job, observe_schedule, runtime_targets_asset
 from eval_pipeline.dagster_wiring.schedules import lane_job, nightly_schedule
 from eval_pipeline.dagster_wiring.sensors import notify_sensor, series_keys_sensor
@@ -31,6 +31,7 @@ def default_resources() -> dict[str, object]:
         "history": HistoryResource(),
         "tables_io_manager": ParquetIOManager(),
         "progress": NoProgress(),
+        "prepared_cases": PreparedCases(),
     }
 
 

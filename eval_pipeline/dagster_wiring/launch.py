@@ -41,7 +41,7 @@ from eval_pipeline.dagster_wiring.partitions import (
     partitions_remembered,
     register_series,
 )
-from eval_pipeline.dagster_wiring.resources import HistoryResource, RunRuntime, RuntimeResource
+from eval_pipeline.dagster_wiring.resources import HistoryResource, PreparedCases, RunRuntime, RuntimeResource
 from eval_pipeline.dagster_wiring.runtime_targets import observe_target
 from eval_pipeline.dagster_wiring.schedules import job_name, series_tags
 from eval_pipeline.dagster_wiring.sqlite_files import prepare_run_file, sqlite_files_kept_open
@@ -229,6 +229,7 @@ def materialize_lane(
     executor: str = "in_process",
     observe: bool = True,
     chat_runtime: ChatRuntime | None = None,
+    prepared_cases: StageFile | None = None,
 ) -> LaneOutcome:
     """Run the lane's job for one series (split or custom case file × runtime target) and read
     the results back. The run is tagged with its lane, series and night.
@@ -245,7 +246,10 @@ def materialize_lane(
     ``max_cost`` and ``max_turns`` limit what the run sends (:mod:`eval_pipeline.budget`).
 
     In this process the run takes ``target`` as resolved, and drives ``chat_runtime`` when given
-    one (``target``'s, built by the caller, who closes it), else builds its own."""
+    one (``target``'s, built by the caller, who closes it), else builds its own; likewise its
+    cases step takes ``prepared_cases`` (the cases stage file of this series, written by the
+    caller; the run moves it into its storage) when given, else writes its own. A run on Celery
+    workers takes neither."""
     runtime_config: dict[str, Any] = {
         "spec": "" if target.declared else target.spec,
         "options": {} if target.declared else dict(target.options),
@@ -317,6 +321,7 @@ def materialize_lane(
                     "runtime": RunRuntime(RuntimeResource(**runtime_config), target, chat_runtime),
                     "history": HistoryResource(root=history_root),
                     "progress": progress or NoProgress(),
+                    "prepared_cases": PreparedCases(prepared_cases),
                     "tables_io_manager": ParquetIOManager(base_dir=tables_dir),
                 },
                 executor_name="in_process",

@@ -1,4 +1,5 @@
-"""Resources: which runtime a partition evaluates, where history goes, who watches progress.
+"""Resources: which runtime a partition evaluates, where history goes, who watches progress,
+which cases the caller already wrote.
 
 They resolve their environment defaults when a run uses them, never at import time, so
 the same code location serves the UI, the CLI and the nightly schedule.
@@ -7,7 +8,8 @@ A run's runtime is resolved once: :class:`RuntimeResource` (the configurable res
 launchpad shows) hands every step one :class:`RunRuntime`, which reads the partition's target
 from ``evals/runtimes.yaml`` the first time a step asks and builds its ChatRuntime the first
 time one is driven. The CLI, which has resolved and built both before the run starts, hands
-the run a :class:`RunRuntime` holding them.
+the run a :class:`RunRuntime` holding them, and likewise the cases stage file it wrote while
+checking every case file (:class:`PreparedCases`).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from eval_pipeline.runtimes.registry import build_runtime
 from eval_pipeline.runtimes.targets import RuntimeTarget, load_targets, rescore_target, resolve_target
 from eval_pipeline.runtimes.warm import warm_runtimes
 from eval_pipeline.settings import history_root, targets_file
+from eval_pipeline.stage_files import StageFile
 
 
 class RunRuntime:
@@ -173,6 +176,15 @@ class RuntimeResource(dg.ConfigurableResource[RunRuntime]):
     def samples_for(self, target: RuntimeTarget, lane_repeat: int) -> int:
         """Samples per case: this resource's repeat (``--repeat``), else the target's, else the lane's."""
         return self.repeat or target.samples_for(lane_repeat)
+
+
+class PreparedCases:
+    """The cases stage file of a run, written by its caller before the run started (``file``),
+    which the run's cases step takes instead of validating the same case files again; with no
+    file (a run from the UI or the schedule, or on Celery workers) the step writes its own."""
+
+    def __init__(self, file: StageFile | None = None) -> None:
+        self.file = file
 
 
 class HistoryResource(dg.ConfigurableResource):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -30,9 +31,19 @@ def fluency_recording(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.fixture
+def staging(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Where stage files are written: ``run`` writes every selected lane's cases stage before
+    anything runs, and none of them may outlive the command, whether a run took it or not."""
+    folder = tmp_path / "staging"
+    folder.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    return folder
+
+
 @pytest.mark.slow
 def test_without_lane_a_recording_runs_the_lanes_it_recorded(
-    fluency_recording: Path, history_root: Path
+    fluency_recording: Path, history_root: Path, staging: Path
 ) -> None:
     result = CliRunner().invoke(
         app, ["run", "--runtime", f"replay:{fluency_recording}"], env={"COLUMNS": "100"}
@@ -44,10 +55,11 @@ def test_without_lane_a_recording_runs_the_lanes_it_recorded(
     )
     with connect(str(history_root)) as con:
         assert con.execute("SELECT lane FROM runs").fetchall() == [(LANE,)]
+    assert list(staging.glob(".stage.*")) == []  # the lanes not run: their cases' files removed
 
 
 def test_a_named_lane_the_recording_does_not_cover_is_bad_input_before_anything_runs(
-    fluency_recording: Path, history_root: Path
+    fluency_recording: Path, history_root: Path, staging: Path
 ) -> None:
     result = CliRunner().invoke(
         app, ["run", "--lane", "articulation_of_status", "--runtime", f"replay:{fluency_recording}"]
@@ -57,3 +69,4 @@ def test_a_named_lane_the_recording_does_not_cover_is_bad_input_before_anything_
         result.stderr.split()
     )
     assert not history_root.exists()
+    assert list(staging.glob(".stage.*")) == []

@@ -9,6 +9,7 @@ import dagster as dg
 import duckdb
 import pytest
 
+from eval_pipeline.cases_stage import write_cases
 from eval_pipeline.dagster_wiring.launch import LaneOutcome, ensure_instance, materialize_lane
 from eval_pipeline.history import table_glob
 from eval_pipeline.lanes import find_lane
@@ -62,6 +63,18 @@ def test_glossed_run_passes_every_check_and_no_gloss_fails_only_warn_checks() ->
         f"select distinct date from read_parquet('{metrics_glob}', hive_partitioning = true)"
     ).fetchall()
     assert [str(d[0]) for d in dates] == [DATE]
+
+
+def test_a_run_handed_its_cases_stage_file_takes_it_instead_of_writing_its_own(tmp_path: Path) -> None:
+    """What ``run`` does: it writes each run's cases stage while checking the case files, and the
+    run evaluates that file (here three of the split's cases), moved into the run's storage."""
+    spec = find_lane("deterministic_fluency")
+    three = tmp_path / "three.jsonl"
+    three.write_text("".join(spec.case_files("public")[0].read_text().splitlines(keepends=True)[:3]))
+    prepared = write_cases(spec, "public", three)
+    outcome = run("reference", prepared_cases=prepared)
+    assert outcome.success and outcome.turn_count == 3
+    assert not prepared.path.exists()
 
 
 def test_materialization_records_metrics_as_numeric_metadata_per_series_and_history_per_table() -> None:

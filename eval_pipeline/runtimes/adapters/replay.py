@@ -29,7 +29,6 @@ from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 from eval_pipeline.cases.flat_jsonl import read_flat_jsonl
 from eval_pipeline.cases.loading import CaseFileError, CaseProblem, CaseStream, validate_record
 from eval_pipeline.collector import collector_paused
-from eval_pipeline.memo import Recent, content_sha256
 from eval_pipeline.runtimes.base import (
     ChatSession,
     CommittedRun,
@@ -385,18 +384,6 @@ _FLAT_FIELDS = pa.schema(
 )
 
 
-# Replay files loaded lately, by content: `run` checks the file before the run starts, and the
-# run's transcripts stage replays the same file; it is read and validated once.
-_LOADED: Recent[pa.Table] = Recent(2)
-
-
-def _load_once(path: Path) -> pa.Table:
-    if not path.is_file():
-        return _load(path)  # says what is wrong with the path
-    key = (str(path), content_sha256([path]))
-    return _LOADED.get(key, lambda: _load(path))
-
-
 def _load(path: Path) -> pa.Table:
     """Every recorded turn of a JSONL or Parquet file; any bad row is bad input naming file:row: field."""
     if not path.is_file():
@@ -459,4 +446,4 @@ def replay_runtime(argument: str, options: Mapping[str, Any]) -> ReplayRuntime:
         raise RuntimeSpecError("replay needs a file: replay:PATH (JSONL or Parquet)")
     validate_options("replay", NoOptions, options)
     path = Path(argument).expanduser()
-    return ReplayRuntime(str(path), _load_once(path), spec=f"replay:{path}")
+    return ReplayRuntime(str(path), _load(path), spec=f"replay:{path}")
