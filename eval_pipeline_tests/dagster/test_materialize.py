@@ -73,7 +73,7 @@ def test_a_run_handed_its_cases_stage_file_takes_it_instead_of_writing_its_own(t
     three.write_text("".join(spec.case_files("public")[0].read_text().splitlines(keepends=True)[:3]))
     prepared = write_cases(spec, "public", three)
     outcome = run("reference", prepared_cases=prepared)
-    assert outcome.success and outcome.turn_count == 3
+    assert outcome.success and outcome.turns_driven == 3
     assert not prepared.path.exists()
 
 
