@@ -9,12 +9,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from eval_pipeline.cases.loading import (
-    CaseFileError,
-    CaseProblem,
-    CaseStream,
-    LoadedCase,
-)
+from eval_pipeline.cases.loading import CaseFileError, CaseProblem, CaseStream, LoadedCase
 from eval_pipeline.i18n.schema import evalcase_v1_schema_text
 from eval_pipeline.lanes import LaneSpec, discover_lanes, find_lane, lane_kind
 from eval_pipeline.notify.config import notify_file_problems

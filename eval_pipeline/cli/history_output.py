@@ -7,6 +7,7 @@ import json
 import webbrowser
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import asdict, fields
 from datetime import date
 
 import duckdb
@@ -22,7 +23,7 @@ from eval_pipeline.cli.arguments import local_folder
 from eval_pipeline.cli.common import EXIT_BAD_INPUT, bad_input_exits, err, out, short_id
 from eval_pipeline.cli.history import OutputFormat
 from eval_pipeline.cli.terminal import FittedTable, fit, record_heading, terminal_view
-from eval_pipeline.history.compact import compact
+from eval_pipeline.history.compact import CompactedMonth, compact
 from eval_pipeline.history.compare import latest_pair
 from eval_pipeline.history.comparison import RunComparison, compare_runs
 from eval_pipeline.history.diff import diff_pairs, pairs_to_diff
@@ -79,21 +80,19 @@ def print_history(
     wide: bool,
 ) -> None:
     """Metric values of every stored run, or the result of ``sql`` (the ``history`` command)."""
-    open_views = connect if sql is None else read_only_connection
-    with _bad_query_exits(), open_views(root or history_root()) as con:
-        if sql is not None:
-            rows = run_query(con, sql)
-        else:
-            since_day = _parse_day(since) if since else None
-            rows = con.execute(
-                f"SELECT {_HISTORY_COLUMNS} FROM metrics WHERE (? IS NULL OR lane = ?) AND (? IS NULL OR metric = ?) "
-                "AND (?::DATE IS NULL OR date >= ?::DATE) "
-                "ORDER BY started_at, date, lane, split, runtime, case_set, run_id, metric",
-                [lane, lane, metric, metric, since_day, since_day],
-            ).df()
     if sql is not None:
+        with _bad_query_exits(), read_only_connection(root or history_root()) as con:
+            rows = run_query(con, sql)
         emit(rows, output, title="history")
         return
+    with _bad_query_exits(), connect(root or history_root()) as con:
+        since_day = _parse_day(since) if since else None
+        rows = con.execute(
+            f"SELECT {_HISTORY_COLUMNS} FROM metrics WHERE (? IS NULL OR lane = ?) AND (? IS NULL OR metric = ?) "
+            "AND (?::DATE IS NULL OR date >= ?::DATE) "
+            "ORDER BY started_at, date, lane, split, runtime, case_set, run_id, metric",
+            [lane, lane, metric, metric, since_day, since_day],
+        ).df()
     if output is OutputFormat.table:
         rows = rows.assign(
             threshold=[
@@ -112,36 +111,10 @@ def print_history(
 
 def print_compacted(*, month: str | None, root: str | None, output: OutputFormat) -> None:
     """Compact a month (``history compact``) and print what was rewritten."""
-    with bad_input_exits():
-        try:
-            done = compact(root or history_root(), month)
-        except ValueError as exc:
-            raise KeyError(str(exc)) from None
-    rows = pd.DataFrame(
-        [
-            {
-                "table": d.table,
-                "lane": d.lane,
-                "month": d.month,
-                "runs_added": d.runs_added,
-                "runs": d.runs_total,
-                "rows": d.rows,
-                "files_removed": d.files_removed,
-                "uncommitted_dropped": d.uncommitted_dropped,
-            }
-            for d in done
-        ],
-        columns=[
-            "table",
-            "lane",
-            "month",
-            "runs_added",
-            "runs",
-            "rows",
-            "files_removed",
-            "uncommitted_dropped",
-        ],
-    )
+    with _bad_query_exits():
+        done = compact(root or history_root(), month)
+    shown = [f.name for f in fields(CompactedMonth) if f.name != "path"]  # every field but where it wrote
+    rows = pd.DataFrame([asdict(d) for d in done], columns=shown).rename(columns={"runs_total": "runs"})
     emit(rows, output, title="compacted", empty="nothing to compact")
 
 
@@ -175,26 +148,25 @@ def print_diff(
                 wide=wide,
             )
         return
-    records: list[dict[str, object]] = [
-        {
-            "a": d.a.label(),
-            "b": d.b.label(),
-            "run_a": d.a.run_id,
-            "run_b": d.b.run_id,
-            "lane": d.b.lane,
-            "split": d.b.split,
-            "runtime_a": d.a.runtime,
-            "runtime_b": d.b.runtime,
-            "case_set_a": d.a.case_set,
-            "case_set_b": d.b.case_set,
-            "note": d.note,
-        }
-        for d in diffs
-    ]
     if output is OutputFormat.json:
-        for record, d in zip(records, diffs, strict=True):
-            record["metrics"] = _records(d.metric_deltas)
-            record["flips"] = _records(d.flips)
+        records = [
+            {
+                "a": d.a.label(),
+                "b": d.b.label(),
+                "run_a": d.a.run_id,
+                "run_b": d.b.run_id,
+                "lane": d.b.lane,
+                "split": d.b.split,
+                "runtime_a": d.a.runtime,
+                "runtime_b": d.b.runtime,
+                "case_set_a": d.a.case_set,
+                "case_set_b": d.b.case_set,
+                "note": d.note,
+                "metrics": _records(d.metric_deltas),
+                "flips": _records(d.flips),
+            }
+            for d in diffs
+        ]
         out().print_json(json.dumps(records, default=str))
         return
     flips = [
@@ -277,8 +249,7 @@ def print_comparison(
         if runtimes and lane is None:
             lane = _common_lane(con, runtimes)
         a, b = _runs_to_compare(con, lane, runtimes or [], runs or [], split, case_set)
-        lane = a.lane
-        spec = declared_lane(lane)
+        spec = declared_lane(a.lane)
         rows = lane_kind(spec).metric_rows if spec else {}
         result = compare_runs(con, a, b, rows, alpha=spec.regression_alpha if spec else ALPHA)
     if as_json:
@@ -289,11 +260,12 @@ def print_comparison(
     )
     for side, ref in (("A", a), ("B", b)):
         run_id = ref.run_id if wide else short_id(ref.run_id)
-        out().print(f"  {side}: {escape(ref.runtime)}  run {escape(run_id)} ({_day(ref)})", highlight=False)
+        day = ref.date.isoformat() if ref.date else "?"
+        out().print(f"  {side}: {escape(ref.runtime)}  run {escape(run_id)} ({day})", highlight=False)
     if result.note:
         out().print(f"[yellow]note:[/yellow] {escape(result.note)}", highlight=False)
     if spec is None:
-        out().print(f"[yellow]note:[/yellow] lane {escape(lane)!r} is not declared here: nothing is tested")
+        out().print(f"[yellow]note:[/yellow] lane {escape(a.lane)!r} is not declared here: nothing is tested")
     for table in _comparison_tables(result):
         out().print(table)
     emit(
@@ -367,8 +339,8 @@ def _runs_to_compare(
 
 def _comparison_tables(result: RunComparison) -> list[Table]:
     """What the runs measured, with each metric's verdict; then the paired test's figures."""
-    tested = [m for m in result.metrics if m.paired is not None]
-    cases = sorted({m.paired.cases for m in tested if m.paired is not None})
+    tested = [(m, m.paired) for m in result.metrics if m.paired is not None]
+    cases = sorted({figures.cases for _, figures in tested})
     n = f"{cases[0]} to {cases[-1]}" if len(cases) > 1 else str(cases[0] if cases else 0)
     values = _table(f"metrics (verdicts at α = {result.alpha:g}, n = {n}, on Holm-adjusted p)")
     for column in ("metric", "A", "B", "B − A", "verdict"):
@@ -389,9 +361,7 @@ def _comparison_tables(result: RunComparison) -> list[Table]:
     )
     for column in ("metric", "A only", "B only", "95% CI of B − A", "p", "p (Holm)"):
         paired.add_column(column, overflow="fold")
-    for m in tested:
-        figures = m.paired
-        assert figures is not None
+    for m, figures in tested:
         counts = figures.counts
         paired.add_row(
             m.metric,
@@ -420,8 +390,7 @@ def _value_cell(value: float | None, passed: bool | None) -> Text:
 
 def _flip_view(flips: pd.DataFrame) -> pd.DataFrame:
     """Each side as its code, plus pass counts (``3/5``) when either run holds several samples."""
-    counts = flips[["samples_a", "samples_b"]].fillna(0).to_numpy()
-    repeats = bool((counts > 1).any()) if len(flips) else False
+    repeats = bool((flips[["samples_a", "samples_b"]].fillna(0).to_numpy() > 1).any())
 
     def side(code: object, passes: object, samples: object) -> str:
         text = "" if is_missing(code) else str(code)
@@ -436,10 +405,6 @@ def _flip_view(flips: pd.DataFrame) -> pd.DataFrame:
 def _short_label(ref: RunRef) -> str:
     day = f" {ref.date.isoformat()}" if ref.date else ""
     return f"{ref.series_label()} {short_id(ref.run_id)}{day}"
-
-
-def _day(ref: RunRef) -> str:
-    return ref.date.isoformat() if ref.date else "?"
 
 
 def emit(
@@ -505,12 +470,12 @@ def _records(rows: pd.DataFrame) -> list[dict[str, object]]:
     """JSON-ready records: NaN/NA → None, days (DuckDB DATE) and timestamps → ISO strings."""
     rows = rows.copy()
     for column in rows.columns:
-        if pd.api.types.is_datetime64_dtype(rows[column]) and getattr(rows[column].dt, "tz", None) is None:
-            rows[column] = rows[column].dt.strftime("%Y-%m-%d")  # naive datetimes here are DATE columns
-    out = rows.astype(object).where(rows.notna(), None)
+        if pd.api.types.is_datetime64_dtype(rows[column]):  # naive datetimes here are DATE columns
+            rows[column] = rows[column].dt.strftime("%Y-%m-%d")
+    values = rows.astype(object).where(rows.notna(), None)
     return [
         {str(k): (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in record.items()}
-        for record in out.to_dict(orient="records")
+        for record in values.to_dict(orient="records")
     ]
 
 

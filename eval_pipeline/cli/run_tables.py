@@ -15,7 +15,7 @@ from eval_pipeline.cli.common import out, run_title, short_id
 from eval_pipeline.dagster_wiring.launch import ensure_instance
 from eval_pipeline.dagster_wiring.stored_runs import stored_runs
 from eval_pipeline.failures import evidence_object, failing_cases, fault_counts, fault_text
-from eval_pipeline.history.runs import RUN_MATCH, find_runs
+from eval_pipeline.history.runs import RUN_MATCH, find_runs, is_missing
 from eval_pipeline.history.views import connect
 from eval_pipeline.palette import rich_style
 from eval_pipeline.samples import rows_of_sample, sample_count, sample_frames
@@ -129,7 +129,7 @@ def print_case(run: RunTables, case_id: str) -> None:
             label = f"turn {index} ({turn['role']})" + (f" · sample {sample}" if several else "")
             console.print(Text(label, style="bold"))
             console.print(Text(f"  prompt:  {turn['prompt']}"), highlight=False)
-            if turn.get("error") is not None and not pd.isna(turn["error"]):
+            if not is_missing(turn.get("error")):
                 console.print(Text(f"  fault:   {turn['error']}", style=rich_style("void")), highlight=False)
             else:
                 console.print(Text(f"  surface: {turn['surface']}"), highlight=False)

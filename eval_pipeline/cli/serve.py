@@ -57,23 +57,15 @@ def serve_reference(
         err().print(f"[red]error:[/red] {exc}")
         raise typer.Exit(EXIT_BAD_INPUT) from None
     server = ReferenceServer(port, config)
-    # The first line is machine-readable so a script that started us can find the port.
-    out().print(
-        f"serving {server.base_url} ({COMPLETIONS_PATH})", markup=False, highlight=False, soft_wrap=True
-    )
-    # Its replies carry the typed fields beside the text, where a plain openai: run reads them.
-    out().print(
+    lines = (
+        # The first line is machine-readable so a script that started us can find the port.
+        f"serving {server.base_url} ({COMPLETIONS_PATH})",
+        # Its replies carry the typed fields beside the text, where a plain openai: run reads them.
         f"its replies carry {', '.join(EXTRA_FIELDS)} beside content, where openai: reads them; to run:",
-        markup=False,
-        highlight=False,
-        soft_wrap=True,
+        f"  eval-pipeline run --runtime openai:{server.base_url} -o model={MODEL_ID}",  # one line, to copy
     )
-    out().print(  # one line, to copy as it is
-        f"  eval-pipeline run --runtime openai:{server.base_url} -o model={MODEL_ID}",
-        markup=False,
-        highlight=False,
-        soft_wrap=True,
-    )
+    for line in lines:
+        out().print(line, markup=False, highlight=False, soft_wrap=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

@@ -34,8 +34,7 @@ def check_baseline(history_root: str, baseline: str | None) -> None:
     bad input, before anything runs)."""
     if baseline is None:
         return
-    con = connect(history_root)
-    try:
+    with connect(history_root) as con:
         if not has_runtime(con, baseline):
             try:
                 resolve_run_id(con, baseline)
@@ -44,8 +43,6 @@ def check_baseline(history_root: str, baseline: str | None) -> None:
                     f"--baseline {baseline!r}: neither a run id (or prefix) nor a runtime target with runs "
                     f"in history ({exc.args[0]})"
                 ) from None
-    finally:
-        con.close()
 
 
 def lane_verdict(outcome: LaneOutcome) -> str:
@@ -114,15 +111,12 @@ def write_summary(
     path: Path, outcomes: Sequence[LaneOutcome], *, history_root: str, baseline: str | None
 ) -> None:
     """The summary of ``outcomes``, written whole or not at all (a temporary file, renamed)."""
-    con = connect(history_root)
-    try:
+    with connect(history_root) as con:
         lanes = []
         for outcome in outcomes:
             against = _baseline_of(con, outcome, baseline)
             values = {} if against is None else metric_values(con, against, outcome.lane)
             lanes.append(lane_summary(outcome, against, values))
-    finally:
-        con.close()
     text = summary_markdown(lanes)
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")

@@ -60,12 +60,9 @@ def readable_runs(history: str) -> int:
 def listen(host: str, port: int) -> socket.socket:
     """A socket listening on ``host:port``; exit 2 saying why when it cannot be bound."""
     try:
-        listening = socket.create_server((host, port), family=_family(host))
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        listening = socket.create_server((host, port), family=family)
     except OSError as exc:
         print_plain(f"error: cannot listen on {host}:{port}: {exc.strerror or exc}")
         raise typer.Exit(EXIT_BAD_INPUT) from None
     return listening
-
-
-def _family(host: str) -> socket.AddressFamily:
-    return socket.AF_INET6 if ":" in host else socket.AF_INET
