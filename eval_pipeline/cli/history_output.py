@@ -284,10 +284,9 @@ def write_report_and_open(*, folder: str, root: str | None, open_it: bool) -> No
     with _bad_query_exits():
         path = write_report(root or history_root(), folder)
     out().print(f"wrote {path}", highlight=False)
-    if open_it and not webbrowser.open(path.resolve().as_uri()):
-        err().print(
-            f"no browser could be started; open {path.resolve().as_uri()}", highlight=False, markup=False
-        )
+    uri = path.resolve().as_uri()
+    if open_it and not webbrowser.open(uri):
+        err().print(f"no browser could be started; open {uri}", highlight=False, markup=False)
 
 
 def _common_lane(con: duckdb.DuckDBPyConnection, runtimes: Sequence[str]) -> str:
