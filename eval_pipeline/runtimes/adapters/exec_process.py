@@ -83,7 +83,7 @@ class ExecOptions(BaseModel):
 
     workers: int = Field(1, ge=1)
     timeout_s: float = Field(60.0, gt=0)
-    max_reply_bytes: int = Field(1_000_000, ge=1)
+    max_reply_bytes: int = Field(default=1_000_000, ge=1)
     env: dict[str, str] = Field(default_factory=dict)
     cwd: str | None = None
     end_sessions: bool = False

@@ -339,13 +339,13 @@ class OpenAIRuntime:
 
     async def _streamed(self, messages: list[dict[str, str]], seed: int | None) -> TurnResponse:
         started = time.perf_counter()
-        from openai import NOT_GIVEN
+        from openai import omit
 
         async with self._client.chat.completions.with_streaming_response.create(
             model=self.options.model,
             messages=messages,  # type: ignore[arg-type]
             stream=True,
-            stream_options={"include_usage": True} if self.options.stream_usage else NOT_GIVEN,
+            stream_options={"include_usage": True} if self.options.stream_usage else omit,
             timeout=self.options.timeout_s,
             extra_body=self._extra_body(seed),
         ) as reply:
