@@ -142,20 +142,16 @@ def public_url(url: str) -> str:
 
 
 def retry_after_s(headers: Mapping[str, str]) -> float | None:
-    """Seconds a 429/503 asked to wait: ``retry-after-ms``, else ``Retry-After`` (seconds or a date)."""
-    if (ms := headers.get("retry-after-ms")) is not None:
-        try:
-            return float(ms) / 1000.0
-        except ValueError:
-            pass
-    text = headers.get("retry-after")
-    if text is None:
-        return None
-    try:
+    """Seconds a 429/503 asked to wait: ``retry-after-ms``, else ``Retry-After`` (seconds or an
+    HTTP date); None when neither is there or readable."""
+    with contextlib.suppress(KeyError, ValueError):
+        return float(headers["retry-after-ms"]) / 1000.0
+    text = headers.get("retry-after", "")
+    with contextlib.suppress(ValueError):
         return float(text)
-    except ValueError:
-        when = email.utils.parsedate_to_datetime(text) if text else None
-        return max(0.0, when.timestamp() - time.time()) if when else None
+    with contextlib.suppress(ValueError):
+        return max(0.0, email.utils.parsedate_to_datetime(text).timestamp() - time.time())
+    return None
 
 
 def _secret(env: str, *, required: bool) -> str | None:
