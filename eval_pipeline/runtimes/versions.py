@@ -97,7 +97,7 @@ def _reference_facts(options: Mapping[str, Any]) -> dict[str, Any]:
 
     pack = options.get("pack")
     try:
-        return {"package_version": __version__, "pack_sha256": pack_sha256(pack if pack else None)}
+        return {"package_version": __version__, "pack_sha256": pack_sha256(pack or None)}
     except OSError as exc:
         raise RuntimeSpecError(f"reference pack {pack}: {exc.strerror or exc}") from None
 

@@ -15,6 +15,7 @@ from eval_pipeline.lanes.registry import find_lane
 from eval_pipeline.pipeline import evaluate_lane
 from eval_pipeline.progress import LogProgress
 from eval_pipeline.runtimes import RuntimeSpecError, build_runtime
+from eval_pipeline.runtimes.adapters.openai_http import retry_after_s
 from eval_pipeline.runtimes.adapters.python_object import check_target
 from eval_pipeline.runtimes.options import parse_runtime_options
 from eval_pipeline.runtimes.serve import ServeConfig
@@ -289,3 +290,20 @@ def test_drive_retries_transient_faults_and_counts_attempts() -> None:
     assert list(transcripts["attempts"]) == [1, 3, 4]
     assert list(transcripts["error"].isna()) == [True, True, False]
     assert transcripts["error"].iloc[2] == "TurnFault: busy"
+
+
+@pytest.mark.parametrize(
+    ("headers", "seconds"),
+    [
+        ({"retry-after-ms": "1500", "retry-after": "9"}, 1.5),
+        ({"retry-after-ms": "soon", "retry-after": "9"}, 9.0),
+        ({"retry-after": "2.5"}, 2.5),
+        ({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}, 0.0),  # a date gone by: no wait
+        ({"retry-after": "after lunch"}, None),  # unreadable: no wait asked, not a crash
+        ({}, None),
+    ],
+)
+def test_retry_after_is_read_from_either_header_or_not_at_all(
+    headers: dict[str, str], seconds: float | None
+) -> None:
+    assert retry_after_s(headers) == seconds

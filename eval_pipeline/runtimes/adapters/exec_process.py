@@ -73,7 +73,6 @@ from eval_pipeline.runtimes.redaction import redacted_spec
 from eval_pipeline.runtimes.registry import register_runtime
 
 TYPED_FIELDS = ("grounding_source", "surface_tag", "epistemic_status")
-DEFAULT_MAX_REPLY_BYTES = 1_000_000
 CLOSE_GRACE_S = 5.0  # how long a closed child may take to exit by itself, at most its timeout
 _READ_CHUNK = 1 << 16
 _GUARD = Path(exec_guard.__file__).resolve()
@@ -84,7 +83,7 @@ class ExecOptions(BaseModel):
 
     workers: int = Field(1, ge=1)
     timeout_s: float = Field(60.0, gt=0)
-    max_reply_bytes: int = Field(default=DEFAULT_MAX_REPLY_BYTES, ge=1)
+    max_reply_bytes: int = Field(default=1_000_000, ge=1)
     env: dict[str, str] = Field(default_factory=dict)
     cwd: str | None = None
     end_sessions: bool = False
@@ -188,19 +187,12 @@ class _Exited(Exception):
 class ChildProcess:
     """One long-lived child behind its guard. Requests are strictly serial (a lock)."""
 
-    def __init__(
-        self,
-        command: Sequence[str],
-        env: Mapping[str, str],
-        cwd: str | None,
-        timeout_s: float,
-        max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
-    ) -> None:
-        self._command = list(command)
-        self._env = dict(env)
-        self._cwd = cwd
-        self._timeout_s = timeout_s
-        self._max_reply_bytes = max_reply_bytes
+    def __init__(self, command: list[str], env: dict[str, str], options: ExecOptions) -> None:
+        self._command = command
+        self._env = env
+        self._cwd = options.cwd
+        self._timeout_s = options.timeout_s
+        self._max_reply_bytes = options.max_reply_bytes
         self._lock = threading.Lock()
         self.generation = 0  # bumped on every (re)start; sessions opened before a restart are lost
         self.sessions = 0
@@ -327,11 +319,17 @@ class ChildProcess:
                             selector.unregister(stdin_fd)
 
     def _discard(self) -> None:
-        """Kill the child's whole process group and reap it."""
+        """Kill the child's whole process group, reap it and close its pipes."""
         process, self._process = self._process, None
         if process is not None:
-            _kill_group(process)
-            _close_pipes(process)
+            # The guard is the group leader and not reaped yet, so its pid still names this group.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            for pipe in (process.stdin, process.stdout):
+                if pipe is not None:
+                    with contextlib.suppress(OSError):
+                        pipe.close()
         if self._lifeline is not None:
             os.close(self._lifeline)
             self._lifeline = None
@@ -381,24 +379,8 @@ def _wait_unreaped(process: subprocess.Popen[bytes], timeout_s: float) -> int | 
     return code
 
 
-def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    # The guard is the group leader and not reaped yet, so its pid still names this group.
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
-
-
-def _close_pipes(process: subprocess.Popen[bytes]) -> None:
-    for pipe in (process.stdin, process.stdout):
-        if pipe is not None:
-            with contextlib.suppress(OSError):
-                pipe.close()
-
-
 class ExecSession:
-    def __init__(
-        self, runtime: ExecRuntime, session_id: str, child: ChildProcess, seed: int | None = None
-    ) -> None:
+    def __init__(self, runtime: ExecRuntime, session_id: str, child: ChildProcess, seed: int | None) -> None:
         self._runtime = runtime
         self._session_id = session_id
         self._child = child
@@ -429,22 +411,15 @@ class ExecRuntime:
     """Child processes speaking JSON lines; each session lives on the least busy child."""
 
     def __init__(self, argv: Sequence[str], *, spec: str, options: ExecOptions) -> None:
-        self._spec = spec
+        self.spec = spec
         self.end_sessions = options.end_sessions
         # A session per worker at once; a sample's seed travels in each of its session's
         # requests (``seed``), for the child to use.
         self.capabilities = Capabilities(concurrency=options.workers, seeded=True)
         child_env = {**os.environ, **options.env}
         command = resolve_command(argv, child_env, options.cwd)
-        self._children = [
-            ChildProcess(command, child_env, options.cwd, options.timeout_s, options.max_reply_bytes)
-            for _ in range(options.workers)
-        ]
+        self._children = [ChildProcess(command, child_env, options) for _ in range(options.workers)]
         self._lock = threading.Lock()
-
-    @property
-    def spec(self) -> str:
-        return self._spec
 
     @property
     def process_groups(self) -> list[int]:

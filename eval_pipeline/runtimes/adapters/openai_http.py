@@ -57,6 +57,7 @@ import os
 import threading
 import time
 from collections.abc import AsyncIterator, Coroutine, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
 from urllib.parse import urlsplit, urlunsplit
 
@@ -86,7 +87,7 @@ from eval_pipeline.runtimes.registry import register_runtime
 if TYPE_CHECKING:
     # The SDK takes a second or more to import: it is loaded when an openai runtime is built,
     # not by every command that looks a runtime scheme up.
-    from openai import AsyncAPIResponse, AsyncOpenAI
+    from openai import AsyncAPIResponse
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 PLACEHOLDER_KEY = "not-needed"  # sent to servers that ask for no key (the SDK requires one)
@@ -94,12 +95,6 @@ TRANSIENT_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 
 ResponseField = Literal["grounding_source", "surface_tag", "epistemic_status"]
 RESPONSE_FIELDS: tuple[ResponseField, ...] = get_args(ResponseField)
-
-
-def default_path(field: str) -> str:
-    """Where a response field is read when ``response_fields`` does not map it: beside ``content``."""
-    return f"choices.0.message.{field}"
-
 
 T = TypeVar("T")
 
@@ -147,27 +142,16 @@ def public_url(url: str) -> str:
 
 
 def retry_after_s(headers: Mapping[str, str]) -> float | None:
-    """Seconds a 429/503 asked to wait: ``retry-after-ms``, else ``Retry-After`` (seconds or a date)."""
-    if (ms := headers.get("retry-after-ms")) is not None:
-        try:
-            return float(ms) / 1000.0
-        except ValueError:
-            pass
-    text = headers.get("retry-after")
-    if text is None:
-        return None
-    try:
+    """Seconds a 429/503 asked to wait: ``retry-after-ms``, else ``Retry-After`` (seconds or an
+    HTTP date); None when neither is there or readable."""
+    with contextlib.suppress(KeyError, ValueError):
+        return float(headers["retry-after-ms"]) / 1000.0
+    text = headers.get("retry-after", "")
+    with contextlib.suppress(ValueError):
         return float(text)
-    except ValueError:
-        when = email.utils.parsedate_to_datetime(text) if text else None
-        return max(0.0, when.timestamp() - time.time()) if when else None
-
-
-def openai_not_given() -> Any:
-    """The SDK's marker for a parameter left out of the request."""
-    from openai import NOT_GIVEN
-
-    return NOT_GIVEN
+    with contextlib.suppress(ValueError):
+        return max(0.0, email.utils.parsedate_to_datetime(text).timestamp() - time.time())
+    return None
 
 
 def _secret(env: str, *, required: bool) -> str | None:
@@ -205,14 +189,14 @@ class _EventLoopThread:
         self.loop.close()
 
 
+@dataclass
 class _Sent:
     """One request through the gate: the limit's epoch it was sent in, and how it ended."""
 
-    def __init__(self, epoch: int) -> None:
-        self.epoch = epoch
-        self.answered = False
-        self.throttled = False
-        self.retry_after: float | None = None
+    epoch: int
+    answered: bool = False
+    throttled: bool = False
+    retry_after: float | None = None
 
 
 class _AdaptiveGate:
@@ -249,8 +233,11 @@ class _AdaptiveGate:
 
 class OpenAIRuntime:
     def __init__(self, base_url: str, options: OpenAIOptions) -> None:
+        from openai import AsyncOpenAI
+
         self.base_url = base_url
         self.options = options
+        self.spec = f"openai:{public_url(base_url)}"
         self.endpoint = "POST " + public_url(base_url).rstrip("/") + "/chat/completions"
         # A sample's seed goes in the request body's ``seed`` (servers that honour it reproduce the answer).
         self.capabilities = Capabilities(
@@ -265,24 +252,15 @@ class OpenAIRuntime:
             headers[header] = _secret(env, required=True) or ""
         # Kept only to scrub them from server messages that echo a request back.
         self._secrets = [api_key, *(headers[h] for h in options.header_envs)]
-        self._loop = _EventLoopThread()
-        self._client, self._limit = self._loop.run(self._connect(api_key, headers))
-
-    async def _connect(self, api_key: str, headers: dict[str, str]) -> tuple[AsyncOpenAI, _AdaptiveGate]:
-        from openai import AsyncOpenAI
-
-        client = AsyncOpenAI(
+        self._client = AsyncOpenAI(
             api_key=api_key,
-            base_url=self.base_url,
+            base_url=base_url,
             default_headers=headers,
             max_retries=0,
-            timeout=self.options.timeout_s,
+            timeout=options.timeout_s,
         )
-        return client, _AdaptiveGate(self.options.max_concurrency)
-
-    @property
-    def spec(self) -> str:
-        return f"openai:{public_url(self.base_url)}"
+        self._limit = _AdaptiveGate(options.max_concurrency)
+        self._loop = _EventLoopThread()
 
     @property
     def adaptive_limit(self) -> AdaptiveLimit:
@@ -292,15 +270,15 @@ class OpenAIRuntime:
     def open_session(self, session_id: str, seed: int | None = None) -> ChatSession:
         return OpenAISession(self, seed)
 
-    def complete(self, messages: list[dict[str, str]], seed: int | None = None) -> TurnResponse:
+    def complete(self, messages: list[dict[str, str]], seed: int | None) -> TurnResponse:
         return self._loop.run(self._complete(messages, seed))
 
     def _extra_body(self, seed: int | None) -> dict[str, Any] | None:
         body = {**self.options.request_params, **({} if seed is None else {"seed": seed})}
         return body or None
 
-    async def _complete(self, messages: list[dict[str, str]], seed: int | None = None) -> TurnResponse:
-        import openai  # loaded already: the client was built in _connect
+    async def _complete(self, messages: list[dict[str, str]], seed: int | None) -> TurnResponse:
+        import openai  # loaded already: the client was built with the runtime
 
         async with self._limit.slot() as sent:
             try:
@@ -322,14 +300,15 @@ class OpenAIRuntime:
                     f"connection failed: {self.endpoint}: {cause_text(exc)}", transient=True
                 ) from None
             except openai.APIStatusError as exc:
+                retry_after = retry_after_s(exc.response.headers)
                 if exc.status_code in THROTTLE_STATUS:
-                    sent.throttled, sent.retry_after = True, retry_after_s(exc.response.headers)
+                    sent.throttled, sent.retry_after = True, retry_after
                 raise TurnFault(
                     self._described(
                         f"HTTP {exc.status_code}", server_message(exc.response.text), exc.response.headers
                     ),
                     transient=exc.status_code in TRANSIENT_STATUS,
-                    retry_after=retry_after_s(exc.response.headers),
+                    retry_after=retry_after,
                 ) from None
 
     async def _whole(self, messages: list[dict[str, str]], seed: int | None) -> TurnResponse:
@@ -356,11 +335,13 @@ class OpenAIRuntime:
 
     async def _streamed(self, messages: list[dict[str, str]], seed: int | None) -> TurnResponse:
         started = time.perf_counter()
+        from openai import omit
+
         async with self._client.chat.completions.with_streaming_response.create(
             model=self.options.model,
             messages=messages,  # type: ignore[arg-type]
             stream=True,
-            stream_options={"include_usage": True} if self.options.stream_usage else openai_not_given(),
+            stream_options={"include_usage": True} if self.options.stream_usage else omit,
             timeout=self.options.timeout_s,
             extra_body=self._extra_body(seed),
         ) as reply:
@@ -433,7 +414,9 @@ class OpenAIRuntime:
         # A field not mapped is read where serve-reference puts it, beside ``content``; a server
         # that sends no such field leaves it null (not supplied), never a made-up "none".
         fields: dict[str, Any] = {
-            name: field_text(read_path(document, self.options.response_fields.get(name, default_path(name))))
+            name: field_text(
+                read_path(document, self.options.response_fields.get(name, f"choices.0.message.{name}"))
+            )
             for name in RESPONSE_FIELDS
         }
         raw: dict[str, Any] = {
@@ -461,7 +444,7 @@ class OpenAIRuntime:
 class OpenAISession:
     """One conversation: the message list grows by a user and an assistant message per answered turn."""
 
-    def __init__(self, runtime: OpenAIRuntime, seed: int | None = None) -> None:
+    def __init__(self, runtime: OpenAIRuntime, seed: int | None) -> None:
         self._runtime = runtime
         self._seed = seed
         system = runtime.options.system_prompt

@@ -34,17 +34,11 @@ import symtable
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from eval_pipeline.runtimes.adapters.exec_process import (
-    TYPED_FIELDS,
-    ExecOptions,
-    ExecRuntime,
-    fault,
-    reply_to_response,
-)
+from eval_pipeline.runtimes.adapters.exec_process import ExecOptions, ExecRuntime, fault, reply_to_response
 from eval_pipeline.runtimes.base import Capabilities, ChatRuntime, ChatSession, RuntimeSpecError, TurnResponse
 from eval_pipeline.runtimes.faults import TurnFault
 from eval_pipeline.runtimes.in_process import call_with_deadline
@@ -67,16 +61,6 @@ class PythonOptions(BaseModel):
     env: dict[str, str] = Field(default_factory=dict)
     workers: int | Literal["auto"] = 0
     timeout_s: float = Field(300.0, gt=0)
-
-    def worker_count(self) -> int:
-        if self.workers == "auto":
-            return os.cpu_count() or 1
-        if self.workers < 0:
-            raise RuntimeSpecError("python runtime option workers: expected 0, a positive number or 'auto'")
-        return self.workers
-
-    def field_name(self, name: FieldName) -> str:
-        return self.fields.get(name, name)
 
 
 @contextmanager
@@ -173,13 +157,13 @@ def to_reply(answer: Any, options: PythonOptions) -> dict[str, Any]:
     """An answer in the exec protocol's reply shape (surface, typed fields, the rest as-is)."""
     values = answer_fields(answer)
     reply: dict[str, Any] = {}
-    for name in ("surface", *TYPED_FIELDS):
-        key = options.field_name(name)  # type: ignore[arg-type]
+    for name in get_args(FieldName):
+        key = options.fields.get(name, name)
         if key in values:
             value = values.pop(key)
             reply[name] = value if value is None or name == "surface" else str(value)
     if "surface" not in reply:
-        return {"error": f"malformed reply: the answer has no {options.field_name('surface')!r}"}
+        return {"error": f"malformed reply: the answer has no {options.fields.get('surface', 'surface')!r}"}
     # Everything else travels in raw; values JSON cannot hold become their text.
     reply.update(json.loads(json.dumps(values, default=str)))
     return reply
@@ -229,26 +213,22 @@ class PythonSession:
         return reply_to_response(to_reply(answer, self._options))
 
     def close(self) -> None:
-        close = getattr(self._chat, "__self__", None)
-        if not self._abandoned and close is not None and callable(getattr(close, "close", None)):
-            close.close()
+        bot: Any = getattr(self._chat, "__self__", None)  # the object whose method answers, if any
+        if not self._abandoned and callable(getattr(bot, "close", None)):
+            bot.close()
 
 
 class PythonRuntime:
     """In-process: one bot per session from the factory."""
 
     def __init__(self, target_name: str, options: PythonOptions) -> None:
-        self._spec = f"python:{target_name}"
+        self.spec = f"python:{target_name}"
         self._options = options
         os.environ.update(options.env)
         # In-process, the extra paths stay importable: a bot may import lazily while it chats.
         sys.path[:0] = [p for p in options.paths if p not in sys.path]
         self._target = resolve_target(target_name, [])
         self.capabilities = Capabilities(seeded=takes_seed(self._target, options))
-
-    @property
-    def spec(self) -> str:
-        return self._spec
 
     def open_session(self, session_id: str, seed: int | None = None) -> ChatSession:
         chat = call_with_deadline(
@@ -292,7 +272,7 @@ def worker_runtime(target_name: str, options: PythonOptions, workers: int) -> Ex
 @register_runtime("python", PythonOptions)
 def python_runtime(argument: str, options: Mapping[str, Any]) -> ChatRuntime:
     config = validate_options("python", PythonOptions, options)
-    workers = config.worker_count()
+    workers = (os.cpu_count() or 1) if config.workers == "auto" else config.workers
     if workers == 0:
         return PythonRuntime(argument, config)
     # Within one invocation (runtimes.warm) every lane and split gets the same warm pool.

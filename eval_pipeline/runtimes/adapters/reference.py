@@ -18,7 +18,7 @@ from eval_pipeline.runtimes.reference import ReferenceRuntime
 from eval_pipeline.runtimes.reference.pack import load_pack
 from eval_pipeline.runtimes.registry import register_runtime
 
-# mode → the runtime's switches: glosses on/off, honest refusals on/off.
+# mode → the switches it turns from the runtime's defaults (glosses and honest refusals on, no warm drift).
 _MODES: dict[str, dict[str, bool]] = {
     "": {},
     "gloss": {},
@@ -47,10 +47,4 @@ def reference_runtime(argument: str, options: Mapping[str, Any]) -> ReferenceRun
         pack = load_pack(validated.pack)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, ValidationError) as exc:
         raise RuntimeSpecError(f"reference pack {validated.pack}: {type(exc).__name__}: {exc}") from None
-    mode = _MODES[argument]
-    return ReferenceRuntime(
-        glosses=mode.get("glosses", True),
-        refusals=mode.get("refusals", True),
-        warm_drift=mode.get("warm_drift", False),
-        pack=pack,
-    )
+    return ReferenceRuntime(pack=pack, **_MODES[argument])

@@ -168,7 +168,7 @@ def _raw_and_turn_keys(turns: pa.Table, answered: pa.ChunkedArray) -> tuple[pa.A
     attempts = [1] * turns.num_rows
     raws: list[str | None] = [None] * turns.num_rows
     carries = pc.and_(answered, pc.or_(pc.is_valid(turns["raw"]), pc.is_valid(turns["raw_response"])))
-    rows = pc.indices_nonzero(carries.combine_chunks() if isinstance(carries, pa.ChunkedArray) else carries)
+    rows = pc.indices_nonzero(carries)
     if len(rows):
         picked = turns.select(["raw", "raw_response"]).take(rows).to_pylist()
         for row, recorded in zip(rows.to_pylist(), picked, strict=True):
@@ -233,14 +233,10 @@ class ReplayRuntime(RecordedRuntime):
         self, source: str, recording: pa.Table, *, spec: str, committed_run: CommittedRun | None = None
     ) -> None:
         self._source = source
+        self.spec = spec
         self.recording = recording
         self.committed_run = committed_run
         self._found = recording.append_column("found", pa.repeat(True, recording.num_rows))
-        self._spec = spec
-
-    @property
-    def spec(self) -> str:
-        return self._spec
 
     @property
     def source(self) -> str:
@@ -291,6 +287,9 @@ class ReplayRuntime(RecordedRuntime):
         pass
 
 
+_ROWS_AT_ONCE = 50_000  # rows turned into a table at a time: a million dicts at once would be a gigabyte
+
+
 def recorded_turns(
     name: str, located: Iterable[tuple[RecordedTurn, int]], problems: list[CaseProblem]
 ) -> pa.Table:
@@ -311,16 +310,13 @@ def recorded_turns(
                 )
             )
         rows.append(record.model_dump())
-        if len(rows) == _ROWS_AT_ONCE:  # a million dicts at once would be a gigabyte
+        if len(rows) == _ROWS_AT_ONCE:
             tables.append(pa.Table.from_pylist(rows, schema=RECORDED_FIELDS))
             rows = []
     if problems:
         raise RuntimeSpecError(str(CaseFileError(problems)))
     tables.append(pa.Table.from_pylist(rows, schema=RECORDED_FIELDS))
     return recording_table(pa.concat_tables(tables))
-
-
-_ROWS_AT_ONCE = 50_000
 
 
 def flat_recording(path: Path) -> pa.Table | None:
