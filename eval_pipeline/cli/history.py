@@ -68,11 +68,12 @@ def history_compact(
     ] = None,
     root: HistoryOption = None,
     output: FormatOption = OutputFormat.table,
+    wide: WideOption = False,
 ) -> None:
     """Rewrite a month's per-run files into one file per table per lane (queries answer the same)."""
     from eval_pipeline.cli.history_output import print_compacted
 
-    print_compacted(month=month, root=root, output=output)
+    print_compacted(month=month, root=root, output=output, wide=wide)
 
 
 @app.command("diff")

@@ -109,13 +109,14 @@ def print_history(
     emit(rows, output, title="history", columns=HISTORY_TABLE_COLUMNS, wide=wide)
 
 
-def print_compacted(*, month: str | None, root: str | None, output: OutputFormat) -> None:
-    """Compact a month (``history compact``) and print what was rewritten."""
+def print_compacted(*, month: str | None, root: str | None, output: OutputFormat, wide: bool) -> None:
+    """Compact a month (``history compact``) and print what was rewritten: a table fitted to the
+    terminal (what every row shares goes to its title) unless ``wide``."""
     with _bad_query_exits():
         done = compact(root or history_root(), month)
     shown = [f.name for f in fields(CompactedMonth) if f.name != "path"]  # every field but where it wrote
     rows = pd.DataFrame([asdict(d) for d in done], columns=shown).rename(columns={"runs_total": "runs"})
-    emit(rows, output, title="compacted", empty="nothing to compact")
+    emit(rows, output, title="compacted", empty="nothing to compact", wide=wide)
 
 
 def print_diff(

@@ -91,6 +91,16 @@ def test_history_family_tables_fit_100_columns(wide_history: str, args: tuple[st
     assert shown, output  # the command printed rows, not only a note
 
 
+def test_history_compact_reads_at_100_columns(wide_history: str) -> None:
+    """Each lane's compacted tables under a title naming the lane, no cell cut (before it was
+    fitted, the lane and most column names were cut to fit every column in 100)."""
+    output = invoke("history", "compact", "--month", "2024-04")
+    assert_fits(output, names_in(wide_history))
+    assert "…" not in output, output
+    assert "compacted · lane deterministic_fluency" in output
+    assert "uncommitted_dropped" in output and "case_predicates" in output
+
+
 def test_diff_shows_both_surfaces_of_a_flipped_case_by_default(wide_history: str) -> None:
     output = invoke("diff", "run-c1", "run-c2")
     flipped = output[output.index("fluency_truth_001 · no_provenance_only · change pass→fail") :]
