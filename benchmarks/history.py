@@ -34,6 +34,7 @@ from eval_pipeline.history.views import connect
 from eval_pipeline.lanes.spec import ThresholdSpec
 from eval_pipeline.pipeline import metric_rows
 from eval_pipeline.scoring import ERROR_RATE, MetricValue, count, judge
+from eval_pipeline.series import Series
 from eval_pipeline.tables import CASE_PREDICATES, METRICS, RUN_MANIFESTS, frame
 
 # Test-suite runs (eval_pipeline_tests/test_benchmarks_run.py): arguments → lines of figures.
@@ -175,8 +176,10 @@ def main() -> None:
         print(f"wrote {runs} runs ({files} per-run files, {_size(root)}) in {write_s:.1f} s")
 
         last = date(2015, 1, 1) + timedelta(days=days - 1)
-        a = RunRef(f"lane_b-{(last - timedelta(days=1)).isoformat()}", "lane_b", SPLIT, RUNTIME, SPLIT)
-        b = RunRef(f"lane_b-{last.isoformat()}", "lane_b", SPLIT, RUNTIME, SPLIT)
+        a = RunRef(
+            f"lane_b-{(last - timedelta(days=1)).isoformat()}", Series("lane_b", SPLIT, RUNTIME, SPLIT)
+        )
+        b = RunRef(f"lane_b-{last.isoformat()}", Series("lane_b", SPLIT, RUNTIME, SPLIT))
         assert len(trend_duckdb(root)) == days and diff_duckdb(root, a, b) == diff_pandas(root, a, b)
         rows: dict[str, list[Callable[[], object]]] = {
             "trend (1 metric, 1 lane)": [lambda: trend_duckdb(root), lambda: trend_pandas(root)],

@@ -46,6 +46,7 @@ from eval_pipeline.lanes.metric_rows import MetricRows
 from eval_pipeline.paired import paired_figures
 from eval_pipeline.pipeline import evaluate_lane
 from eval_pipeline.runtimes import build_runtime
+from eval_pipeline.series import Series
 from eval_pipeline.stage_files import StageFile, StageWriter
 from eval_pipeline.tables import CASE_PREDICATES, SCHEMAS, TRANSCRIPTS, TURN_PREDICATES
 
@@ -110,7 +111,7 @@ def store_runs(root: str, runs: Mapping[str, Mapping[str, pd.DataFrame]]) -> lis
             append_run(root, table, contract, lane=LANE, date=DAY, run_id=run_id)
         manifest = pd.DataFrame([{"run_id": run_id, **SERIES}])
         commit_run(root, manifest, lane=LANE, date=DAY, run_id=run_id)
-        refs.append(RunRef(run_id, LANE, SPLIT, RUNTIME, SPLIT, cases_sha256="0" * 64))
+        refs.append(RunRef(run_id, Series(LANE, SPLIT, RUNTIME, SPLIT), cases_sha256="0" * 64))
     return refs
 
 

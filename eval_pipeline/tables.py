@@ -1,13 +1,9 @@
 """Column contracts of the tables that flow between stages and into history.
 
 Stage functions produce the *lane columns*; the Dagster wiring adds the *run columns*
-(run_id and the run's series: lane, split, runtime, case_set) that every stored table
-carries. One pyarrow schema per table keeps Parquet files of different runs and lanes
+(run_id and the columns of the run's series, :mod:`eval_pipeline.series`) that every stored
+table carries. One pyarrow schema per table keeps Parquet files of different runs and lanes
 union-compatible.
-
-A **series** is what a run is compared with: the same lane, split, runtime target (its
-name, see :mod:`eval_pipeline.runtimes.targets`) and case set (the split's own files, named
-after the split, or ``custom-<hash>`` for a case file given with ``--cases``).
 """
 
 from __future__ import annotations
@@ -25,8 +21,6 @@ RUN_COLUMNS: tuple[pa.Field, ...] = (
     pa.field("runtime", pa.string()),  # the runtime target's name
     pa.field("case_set", pa.string()),  # the split's name, or custom-<sha256 prefix> for --cases
 )
-
-SERIES_COLUMN_NAMES: tuple[str, ...] = ("lane", "split", "runtime", "case_set")
 
 # Evidence is a JSON object. Parquet files type the column as JSON (Arrow's canonical
 # ``arrow.json`` extension, Parquet's JSON logical type), so DuckDB reads it as JSON

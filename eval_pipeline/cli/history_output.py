@@ -404,7 +404,7 @@ def _flip_view(flips: pd.DataFrame) -> pd.DataFrame:
 
 def _short_label(ref: RunRef) -> str:
     day = f" {ref.date.isoformat()}" if ref.date else ""
-    return f"{ref.series_label()} {short_id(ref.run_id)}{day}"
+    return f"{ref.series.label} {short_id(ref.run_id)}{day}"
 
 
 def emit(

@@ -148,10 +148,7 @@ def _document(batch_id: str, outcomes: list[LaneOutcome]) -> dict[str, Any]:
         metrics = {} if o.metrics is None else dict(zip(o.metrics["metric"], o.metrics["value"], strict=True))
         lanes.append(
             {
-                "lane": o.lane,
-                "split": o.split,
-                "runtime": o.runtime,
-                "case_set": o.case_set,
+                **o.series.columns(),
                 "run_id": o.run_id,
                 "success": o.success,
                 "void": o.void,
@@ -372,17 +369,13 @@ def _suite(outcome: LaneOutcome) -> SuiteRun:
     transcripts = outcome.transcripts if outcome.transcripts is not None else pd.DataFrame()
     case_ids = list(dict.fromkeys(str(c) for c in (cases["case_id"] if not cases.empty else [])))
     return SuiteRun(
-        name=f"{outcome.lane}/{outcome.split} [{outcome.runtime}]"
-        + ("" if outcome.case_set == outcome.split else f" {{{outcome.case_set}}}"),
+        name=outcome.series.label,
         run_id=outcome.run_id,
         case_ids=case_ids,
         case_predicates=cases,
         transcripts=transcripts,
         properties={
-            "lane": outcome.lane,
-            "split": outcome.split,
-            "runtime": outcome.runtime,
-            "case_set": outcome.case_set,
+            **outcome.series.columns(),
             **{f"check.{c.name}": c.verdict for c in outcome.checks},
             **{
                 f"check.{c.name}.void_reason": why

@@ -19,6 +19,7 @@ from eval_pipeline.notify import (
     notify_lane_runs,
 )
 from eval_pipeline.notify.outcomes import lane_run
+from eval_pipeline.series import Series
 
 if TYPE_CHECKING:
     import dagster as dg
@@ -64,10 +65,7 @@ def sample_event() -> Event:
     from eval_pipeline.dagster_wiring.launch import CheckOutcome  # Dagster loads only when needed
 
     run = LaneRun(
-        lane="deterministic_fluency",
-        split="public",
-        runtime="reference",
-        case_set="public",
+        series=Series("deterministic_fluency", "public", "reference", "public"),
         run_id="0" * 32,
         night="2026-12-01",
         checks=(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,7 +21,7 @@ from eval_pipeline.history.previous import (
     named_run_id,
     previous_run_id,
 )
-from eval_pipeline.history.runs import resolve_run_id, series_label
+from eval_pipeline.history.runs import resolve_run_id
 from eval_pipeline.history.views import connect
 
 if TYPE_CHECKING:
@@ -82,7 +83,7 @@ def lane_summary(
     if outcome.failure is not None and not outcome.budget_reached:
         notes.append(f"the run failed ({outcome.failure_kind}): {outcome.failure}")
     return LaneSummary(
-        title=series_label(outcome.lane, outcome.split, outcome.runtime, outcome.case_set),
+        title=outcome.series.label,
         run_id=outcome.run_id,
         verdict=lane_verdict(outcome),
         metrics=metrics,
@@ -99,12 +100,10 @@ def _baseline_of(con: duckdb.DuckDBPyConnection, outcome: LaneOutcome, baseline:
     series with runtime target ``baseline`` (the same lane, split and cases), else the series'
     previous run."""
     if baseline is not None and has_runtime(con, baseline):
-        return latest_run_id(con, outcome.lane, outcome.split, baseline, outcome.case_set)
+        return latest_run_id(con, replace(outcome.series, runtime=baseline))
     if baseline is not None:
         return named_run_id(con, baseline, outcome.lane)
-    return previous_run_id(
-        con, outcome.lane, outcome.split, outcome.runtime, outcome.case_set, outcome.run_id
-    )
+    return previous_run_id(con, outcome.series, outcome.run_id)
 
 
 def write_summary(

@@ -63,6 +63,7 @@ from eval_pipeline.runtimes.cache import ResponseCache, target_cache
 from eval_pipeline.runtimes.redaction import redacted_spec
 from eval_pipeline.samples import FLAKY_READS, flaky_within_run, samples_in
 from eval_pipeline.scoring import judge, measurement
+from eval_pipeline.series import Series
 from eval_pipeline.stage_files import StageFile, failed, faulted
 from eval_pipeline.tables import (
     CASE_PREDICATES,
@@ -467,7 +468,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
         transcripts: StageFile,
     ) -> dg.MaterializeResult:
         row = metrics.iloc[0]
-        series = {name: str(row[name]) for name in ("lane", "split", "runtime", "case_set")}
+        series = Series.from_row(row)
         run_id = str(row["run_id"])
         root = history.resolved_root()
         # One connection for the regression (before this run is committed) and the trend (after),
@@ -475,10 +476,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
         with connect(root, lane=spec.name) as con:
             findings = find_regressions(
                 con,
-                lane=series["lane"],
-                split=series["split"],
-                runtime=series["runtime"],
-                case_set=series["case_set"],
+                series=series,
                 metrics=metrics,
                 case_predicates=case_predicates,
                 metric_rows=lane_kind(spec).metric_rows,
@@ -496,7 +494,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
             if history.keep_transcripts:
                 stored["transcripts"] = transcripts
             manifest = {
-                "runtime_spec": redacted_spec(runtime.target(series["runtime"]).spec),
+                "runtime_spec": redacted_spec(runtime.target(series.runtime).spec),
                 "dagster_job": context.run.job_name,
             }
             _commit_to_history(root, spec.name, row, series, stored, manifest)
@@ -504,7 +502,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
             trend = lane_chart_markdown(con, spec.name)
         # Committed: nothing of the series is left to resume.
         remove_journals(
-            runtime.settings.journal_root(context.instance), spec.name, series["case_set"], series["runtime"]
+            runtime.settings.journal_root(context.instance), spec.name, series.case_set, series.runtime
         )
         gate = gate_check_result(metrics)
         # The Runs page tells a measured failure (verdict fail, run succeeded) from a broken run.
@@ -525,7 +523,7 @@ def _commit_to_history(
     root: str,
     lane: str,
     row: pd.Series,
-    series: dict[str, str],
+    series: Series,
     stored: dict[str, pd.DataFrame | StageFile],
     manifest: dict[str, str],
 ) -> None:
@@ -544,5 +542,9 @@ def _commit_to_history(
         "tables": ",".join(stored),
     }
     commit_run(
-        root, frame(RUN_MANIFESTS, [record], run_id=run_id, **series), lane=lane, date=night, run_id=run_id
+        root,
+        frame(RUN_MANIFESTS, [record], run_id=run_id, **series.columns()),
+        lane=lane,
+        date=night,
+        run_id=run_id,
     )

@@ -53,6 +53,7 @@ from eval_pipeline.runtimes.base import ChatRuntime
 from eval_pipeline.runtimes.targets import RuntimeTarget
 from eval_pipeline.samples import FLAKY_READS, flaky_within_run, samples_in
 from eval_pipeline.scoring import VerdictWord, verdict_word
+from eval_pipeline.series import OfSeries, Series
 from eval_pipeline.settings import PROJECT_ROOT, dagster_home
 from eval_pipeline.settings import history_root as default_history_root
 from eval_pipeline.stage_files import StageFile, faulted
@@ -79,14 +80,11 @@ class CheckOutcome:
 
 
 @dataclass
-class LaneOutcome:
+class LaneOutcome(OfSeries):
     """What one lane partition's run produced, read back from Dagster."""
 
-    lane: str
-    split: str
-    case_set: str
+    series: Series
     run_id: str
-    runtime: str
     success: bool
     failure: str | None = None
     failure_kind: str | None = None
@@ -264,6 +262,7 @@ def materialize_lane(
         "cache": cache,
     }
     case_set = custom_case_set(cases_path) if cases_path else split
+    series = Series(spec.name, split, target.name, case_set)
     with ExitStack() as scope:
         if executor == "in_process" and is_ad_hoc(target, cases_path):
             # Recorded in history, its stage files where `show` finds them, but not in the
@@ -287,7 +286,7 @@ def materialize_lane(
             "loggers": {"console": {"config": {"log_level": log_level}}},
         }
         run_tags = {
-            **series_tags(spec.name, split, target.name, case_set),
+            **series_tags(series),
             DATE_TAG: date,
             REPOSITORY_TAG: REPOSITORY_LABEL,
             HOST_TAG: socket.gethostname(),
@@ -314,7 +313,7 @@ def materialize_lane(
                 with dg.execute_job(
                     job, run_on, run_config=run_config, tags={**run_tags, **partition_tags}
                 ) as result:
-                    return _outcome(spec, result, split, case_set, target.name)
+                    return _outcome(spec, result, series)
             definitions = build_definitions(
                 [spec],
                 resources={
@@ -337,7 +336,7 @@ def materialize_lane(
                     run_id=run_id,
                     tags=run_tags,
                 )
-            return _outcome(spec, in_process, split, case_set, target.name)
+            return _outcome(spec, in_process, series)
 
 
 def is_ad_hoc(target: RuntimeTarget, cases_path: str) -> bool:
@@ -347,18 +346,9 @@ def is_ad_hoc(target: RuntimeTarget, cases_path: str) -> bool:
     return not target.declared or bool(cases_path)
 
 
-def _outcome(
-    spec: LaneSpec, result: dg.ExecuteInProcessResult | Any, split: str, case_set: str, runtime: str
-) -> LaneOutcome:
+def _outcome(spec: LaneSpec, result: dg.ExecuteInProcessResult | Any, series: Series) -> LaneOutcome:
     """A finished run's results, read back from Dagster (its check evaluations and stored tables)."""
-    outcome = LaneOutcome(
-        lane=spec.name,
-        split=split,
-        case_set=case_set,
-        run_id=result.run_id,
-        runtime=runtime,
-        success=result.success,
-    )
+    outcome = LaneOutcome(series, result.run_id, result.success)
     outcome.metrics = _stored_value(result, dg.AssetKey([spec.name, "metrics"]))
     journal_note = _materialized_metadata(result, dg.AssetKey([spec.name, "transcripts"]), JOURNAL_METADATA)
     outcome.journal_note = "" if journal_note is None else str(journal_note)
@@ -429,10 +419,9 @@ class StoredRunResult:
 def stored_outcome(spec: LaneSpec, instance: dg.DagsterInstance, run: dg.DagsterRun) -> LaneOutcome:
     """The outcome of a lane run the instance holds, read from its stored events (its series
     from its tags), exactly as a run this process executed is read."""
-    _, split, runtime, case_set = run.tags[SERIES_TAG].split("/", 3)
     events = [entry.dagster_event for entry in instance.all_logs(run.run_id) if entry.dagster_event]
     result = StoredRunResult(run.run_id, run.status == dg.DagsterRunStatus.SUCCESS, events)
-    return _outcome(spec, result, split, case_set, runtime)
+    return _outcome(spec, result, Series.from_key(run.tags[SERIES_TAG]))
 
 
 def _run_failure(events: Any) -> tuple[str, str]:

@@ -17,6 +17,7 @@ from eval_pipeline.dagster_wiring.partitions import partition_key, register_seri
 from eval_pipeline.dagster_wiring.tags import DATE_TAG, LANE_TAG, SERIES_TAG
 from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.runtimes.targets import load_targets, nightly_targets
+from eval_pipeline.series import Series
 from eval_pipeline.settings import targets_file
 
 NIGHTLY_CRON = "0 2 * * *"
@@ -31,10 +32,10 @@ def schedule_name(spec: LaneSpec) -> str:
     return f"{spec.name}_nightly"
 
 
-def series_tags(lane: str, split: str, runtime: str, case_set: str) -> dict[str, str]:
+def series_tags(series: Series) -> dict[str, str]:
     """The tags every lane run carries, so runs can be found by lane and series in the UI (the
     case set and runtime are Dagster's own partition tags too)."""
-    return {LANE_TAG: lane, SERIES_TAG: f"{lane}/{split}/{runtime}/{case_set}"}
+    return {LANE_TAG: series.lane, SERIES_TAG: series.key}
 
 
 def lane_job(spec: LaneSpec) -> dg.UnresolvedAssetJobDefinition:
@@ -64,7 +65,7 @@ def nightly_schedule(spec: LaneSpec, job: dg.UnresolvedAssetJobDefinition) -> dg
                 yield dg.RunRequest(
                     run_key=f"{date}|{split}|{target}",
                     partition_key=partition_key(split, target),
-                    tags={DATE_TAG: date, **series_tags(spec.name, split, target, split)},
+                    tags={DATE_TAG: date, **series_tags(Series(spec.name, split, target, split))},
                 )
 
     return _nightly

@@ -26,6 +26,7 @@ from eval_pipeline.notify import configured, dispatch, instance_ledger, notify_f
 from eval_pipeline.notify.outcomes import lane_run
 from eval_pipeline.notify.staleness import stale_series_events
 from eval_pipeline.runtimes.targets import load_targets
+from eval_pipeline.series import Series
 from eval_pipeline.settings import targets_file
 
 SENSOR_NAME = "register_series_keys"
@@ -122,7 +123,10 @@ def notify_sensor(specs: Sequence[LaneSpec]) -> dg.SensorDefinition:
         done = notify_lane_runs(runs, config, ledger, history_root=history.resolved_root())
         nightly = [t.name for t in load_targets(targets_file()).values() if t.nightly]
         nightly_series = {
-            (s.name, split, target, split) for s in specs for split in s.nightly_splits for target in nightly
+            Series(s.name, split, target, split)
+            for s in specs
+            for split in s.nightly_splits
+            for target in nightly
         }
         stale = stale_series_events(
             history.resolved_root(),

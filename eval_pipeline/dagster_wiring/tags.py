@@ -11,6 +11,6 @@ HIDDEN_TAG_PREFIX = ".dagster/eval_pipeline/"
 DATE_TAG = "eval_pipeline/date"  # the night a run belongs to (YYYY-MM-DD); default: the day it started
 VERDICT_TAG = "eval_pipeline/verdict"  # pass, warn, fail or void: added when the run is in history
 LANE_TAG = f"{HIDDEN_TAG_PREFIX}lane"
-SERIES_TAG = f"{HIDDEN_TAG_PREFIX}series"  # lane/split/runtime/case_set
+SERIES_TAG = f"{HIDDEN_TAG_PREFIX}series"  # Series.key: lane/split/runtime/case_set
 HOST_TAG = f"{HIDDEN_TAG_PREFIX}host"
 PID_TAG = f"{HIDDEN_TAG_PREFIX}pid"  # the process running an in-process (CLI) run: dead → the run failed

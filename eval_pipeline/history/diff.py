@@ -17,6 +17,7 @@ import pandas as pd
 
 from eval_pipeline.history.runs import RUN_MATCH, RunRef, find_runs, latest_runs, ref_from_row
 from eval_pipeline.history.verdicts import flip_rows, side_by_side
+from eval_pipeline.series import Series
 
 METRIC_SIDE_COLUMNS = [
     "metric",
@@ -163,7 +164,7 @@ def pairs_to_diff(
             raise ValueError("give RUN_A before RUN_B")
         latest = latest_runs(con, lane=lane, last=2)
         refs = [ref_from_row(row) for _, row in latest.iterrows()]
-        return [(x, y) for x, y in pairwise(refs) if x.series() == y.series()]
+        return [(x, y) for x, y in pairwise(refs) if x.series == y.series]
     if run_b is None:
         raise ValueError("give both RUN_A and RUN_B, or neither (the last two runs of each series)")
     befores, afters = find_runs(con, run_a, lane), find_runs(con, run_b, lane)
@@ -180,8 +181,8 @@ def diff_pairs(con: duckdb.DuckDBPyConnection, pairs: list[tuple[RunRef, RunRef]
     return [diff_runs(con, a, b) for a, b in pairs]
 
 
-def latest_diff(con: duckdb.DuckDBPyConnection, series: tuple[str, str, str, str]) -> RunDiff | None:
-    """The last two runs of one series (lane, split, runtime, case_set) compared, or None."""
-    rows = latest_runs(con, lane=series[0], last=2)
-    refs = [r for r in (ref_from_row(row) for _, row in rows.iterrows()) if r.series() == series]
+def latest_diff(con: duckdb.DuckDBPyConnection, series: Series) -> RunDiff | None:
+    """The last two runs of one series compared, or None."""
+    rows = latest_runs(con, lane=series.lane, last=2)
+    refs = [r for r in (ref_from_row(row) for _, row in rows.iterrows()) if r.series == series]
     return diff_runs(con, refs[0], refs[1]) if len(refs) == 2 else None

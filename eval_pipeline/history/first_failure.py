@@ -10,10 +10,9 @@ from dataclasses import dataclass
 import duckdb
 import pandas as pd
 
-from eval_pipeline.history.runs import series_label
 from eval_pipeline.history.verdicts import CASE_VERDICTS
 from eval_pipeline.history.views import SERIES_SQL
-from eval_pipeline.tables import SERIES_COLUMN_NAMES
+from eval_pipeline.series import SERIES_COLUMN_NAMES, Series
 
 FIRST_FAILURE_COLUMNS = [
     "lane",
@@ -72,7 +71,7 @@ def case_series(con: duckdb.DuckDBPyConnection, scope: CaseScope) -> list[str]:
     if not rows:
         within = f" ({scope.describe()})" if scope.describe() else ""
         raise KeyError(f"no verdicts for case {scope.case_id!r}{within} in history")
-    return [series_label(*row) for row in rows]
+    return [Series(*row).label for row in rows]
 
 
 def first_failures(con: duckdb.DuckDBPyConnection, scope: CaseScope) -> pd.DataFrame:

@@ -6,35 +6,28 @@ from __future__ import annotations
 import duckdb
 
 from eval_pipeline.history.runs import find_runs
+from eval_pipeline.series import SERIES_MATCH, Series
 
 
-def previous_run_id(
-    con: duckdb.DuckDBPyConnection, lane: str, split: str, runtime: str, case_set: str, run_id: str
-) -> str | None:
+def previous_run_id(con: duckdb.DuckDBPyConnection, series: Series, run_id: str) -> str | None:
     """The committed run of the series before ``run_id`` (before every run when ``run_id`` is not
     in history yet); None when there is none."""
     row = con.execute(
-        """
-        WITH series AS (
-            SELECT run_id, seq FROM runs WHERE lane = ? AND split = ? AND runtime = ? AND case_set = ?
-        )
+        f"""
+        WITH series AS (SELECT run_id, seq FROM runs WHERE {SERIES_MATCH})
         SELECT run_id FROM series
         WHERE run_id <> ? AND seq < coalesce((SELECT seq FROM series WHERE run_id = ?), 1e18)
         ORDER BY seq DESC LIMIT 1
         """,
-        [lane, split, runtime, case_set, run_id, run_id],
+        [*series.params(), run_id, run_id],
     ).fetchone()
     return None if row is None else str(row[0])
 
 
-def latest_run_id(
-    con: duckdb.DuckDBPyConnection, lane: str, split: str, runtime: str, case_set: str
-) -> str | None:
+def latest_run_id(con: duckdb.DuckDBPyConnection, series: Series) -> str | None:
     """The series' latest committed run; None when it has none."""
     row = con.execute(
-        "SELECT run_id FROM runs WHERE lane = ? AND split = ? AND runtime = ? AND case_set = ? "
-        "ORDER BY seq DESC LIMIT 1",
-        [lane, split, runtime, case_set],
+        f"SELECT run_id FROM runs WHERE {SERIES_MATCH} ORDER BY seq DESC LIMIT 1", series.params()
     ).fetchone()
     return None if row is None else str(row[0])
 

@@ -55,6 +55,7 @@ from eval_pipeline.history.verdicts import RUN_KEYS, flipped, side_by_side
 from eval_pipeline.history.views import connect
 from eval_pipeline.lanes.metric_rows import MetricRows, higher_is_better, is_pinned, rows_of_metric
 from eval_pipeline.paired import ALPHA, bootstrap_deltas, bootstrap_worse_p_value, mcnemar_one_sided
+from eval_pipeline.series import SERIES_MATCH, Series
 from eval_pipeline.stage_files import StageFile
 
 FINDING_COLUMNS = [
@@ -105,10 +106,7 @@ class MetricFinding:
 def find_regressions(
     history: str | duckdb.DuckDBPyConnection,
     *,
-    lane: str,
-    split: str,
-    runtime: str,
-    case_set: str,
+    series: Series,
     metrics: pd.DataFrame,
     case_predicates: pd.DataFrame | StageFile,
     metric_rows: Mapping[str, MetricRows],
@@ -133,8 +131,7 @@ def find_regressions(
     """
     stored_run_id = _single(metrics, "run_id")
     run_id = run_id or (None if stored_run_id is None else str(stored_run_id))
-    series = (lane, split, runtime, case_set)
-    current = RunRef(run_id or "current", lane, split, runtime, case_set)
+    current = RunRef(run_id or "current", series)
     with connect(history) if isinstance(history, str) else nullcontext(history) as con:
         previous = _previous_run(con, series, run_id, _single(metrics, "started_at"))
         if previous is None:
@@ -373,16 +370,16 @@ def _why_untested(pairs: _Pairs, rows: MetricRows | None) -> str | None:
 
 def _previous_run(
     con: duckdb.DuckDBPyConnection,
-    series: tuple[str, str, str, str],
+    series: Series,
     run_id: str | None,
     started_at: object,
 ) -> RunRef | None:
     started = None if is_missing(started_at) else pd.Timestamp(str(started_at))
     rows = con.execute(
-        "SELECT * FROM runs WHERE lane = ? AND split = ? AND runtime = ? AND case_set = ? "
+        f"SELECT * FROM runs WHERE {SERIES_MATCH} "
         "AND (? IS NULL OR run_id <> ?) AND (?::TIMESTAMPTZ IS NULL OR started_at < ?::TIMESTAMPTZ) "
         "ORDER BY seq DESC LIMIT 1",
-        [*series, run_id, run_id, started, started],
+        [*series.params(), run_id, run_id, started, started],
     ).df()
     return None if rows.empty else ref_from_row(rows.iloc[0])
 

@@ -1,8 +1,8 @@
-"""Naming runs: a run of a lane split is ``(run_id, lane, split, runtime, case_set)``.
+"""Naming runs: a run of a lane split is its ``run_id`` and its series (:mod:`eval_pipeline.series`:
+what it is compared with).
 
 One Dagster run can materialize several lanes, so a ``run_id`` alone may name several
-lane runs; every question about history is asked of :class:`RunRef` values. A run's
-*series* (:data:`eval_pipeline.tables.SERIES_COLUMN_NAMES`) is what it is compared with.
+lane runs; every question about history is asked of :class:`RunRef` values.
 """
 
 from __future__ import annotations
@@ -15,42 +15,28 @@ import duckdb
 import pandas as pd
 
 from eval_pipeline.history.views import SERIES_SQL
+from eval_pipeline.series import SERIES_MATCH, OfSeries, Series
 
 
 @dataclass(frozen=True)
-class RunRef:
-    """One committed run of one lane split, runtime target and case set."""
+class RunRef(OfSeries):
+    """One committed run of one series."""
 
     run_id: str
-    lane: str
-    split: str
-    runtime: str
-    case_set: str
+    series: Series
     date: date | None = None
     cases_sha256: str | None = None  # which case files, byte for byte (not part of the identity)
 
     def params(self) -> list[str]:
         """Values for :data:`RUN_MATCH`."""
-        return [self.run_id, self.lane, self.split, self.runtime, self.case_set]
-
-    def series(self) -> tuple[str, str, str, str]:
-        return (self.lane, self.split, self.runtime, self.case_set)
-
-    def series_label(self) -> str:
-        return series_label(self.lane, self.split, self.runtime, self.case_set)
+        return [self.run_id, *self.series.params()]
 
     def label(self) -> str:
         day = f" {self.date.isoformat()}" if self.date else ""
-        return f"{self.series_label()} {self.run_id}{day}"
+        return f"{self.series.label} {self.run_id}{day}"
 
 
-RUN_MATCH = "run_id = ? AND lane = ? AND split = ? AND runtime = ? AND case_set = ?"
-
-
-def series_label(lane: str, split: str, runtime: str, case_set: str) -> str:
-    """``lane/split [runtime]``, plus ``{case_set}`` when it is not the split's own cases."""
-    cases = "" if case_set == split else f" {{{case_set}}}"
-    return f"{lane}/{split} [{runtime}]{cases}"
+RUN_MATCH = f"run_id = ? AND {SERIES_MATCH}"
 
 
 def is_missing(value: object) -> bool:
@@ -63,10 +49,7 @@ def ref_from_row(row: Any) -> RunRef:
     day, sha = row["date"], row.get("cases_sha256")
     return RunRef(
         str(row["run_id"]),
-        str(row["lane"]),
-        str(row["split"]),
-        str(row["runtime"]),
-        str(row["case_set"]),
+        Series.from_row(row),
         None if is_missing(day) else pd.Timestamp(day).date(),
         None if is_missing(sha) else str(sha),
     )

@@ -35,8 +35,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from eval_pipeline.series import SERIES_COLUMN_NAMES
 from eval_pipeline.stage_files import StageFile
-from eval_pipeline.tables import SCHEMAS, SERIES_COLUMN_NAMES, to_arrow
+from eval_pipeline.tables import SCHEMAS, to_arrow
 
 # turn_verdicts: the turn predicates' verdicts without code and evidence (tables.TURN_VERDICTS).
 DATA_TABLES: tuple[str, ...] = ("metrics", "case_predicates", "turn_verdicts", "transcripts")

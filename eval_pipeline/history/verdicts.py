@@ -28,8 +28,9 @@ import duckdb
 import pandas as pd
 
 from eval_pipeline.history.runs import RUN_MATCH, RunRef, is_missing
+from eval_pipeline.series import SERIES_COLUMN_NAMES
 
-RUN_KEYS = "run_id, lane, split, runtime, case_set"
+RUN_KEYS = ", ".join(("run_id", *SERIES_COLUMN_NAMES))
 
 # {keys}: the run keys a query groups by (none for one run's rows, whose keys are one value
 # each); {source}: a relation with case_predicates' columns (a view, a registered frame).

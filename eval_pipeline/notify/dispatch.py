@@ -60,7 +60,7 @@ def dispatch(
                 done.duplicates += 1
                 continue
             url = channel_url(channel, environ)
-            what = f"{event.kind} for {event.run.series} to channel {name!r}"
+            what = f"{event.kind} for {event.run.series.key} to channel {name!r}"
             if not url:
                 done.warnings.append(f"not sent: {what}: environment variable {channel.url_env} is not set")
                 continue
@@ -72,7 +72,7 @@ def dispatch(
                 continue
             if ledger is not None:
                 ledger.record(name, event.dedup_key, event.run.run_id)
-            done.sent.append((name, event.kind, event.run.series))
+            done.sent.append((name, event.kind, event.run.series.key))
     return done
 
 
@@ -91,7 +91,7 @@ def notify_lane_runs(
         try:
             previous_failed = previous_run_failed(history_root, run)
         except Exception as exc:  # history unreadable: say so, and still send the other events
-            done.warnings.append(f"could not read the previous run of {run.series} from history: {exc}")
+            done.warnings.append(f"could not read the previous run of {run.series.key} from history: {exc}")
             previous_failed = None
         events = lane_run_events(run, previous_failed=previous_failed)
         done.add(dispatch(events, config, ledger, environ=environ, post=post))
@@ -102,7 +102,7 @@ def previous_run_failed(history_root: str, run: LaneRun) -> bool | None:
     """Whether the series' run before ``run`` failed (None: it has none)."""
     con = connect(history_root)
     try:
-        previous = previous_run_id(con, run.lane, run.split, run.runtime, run.case_set, run.run_id)
+        previous = previous_run_id(con, run.series, run.run_id)
         return None if previous is None else run_failed(con, previous, run.lane)
     finally:
         con.close()

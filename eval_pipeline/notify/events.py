@@ -19,8 +19,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from eval_pipeline.history.runs import series_label
 from eval_pipeline.notify.config import EventKind, Severity
+from eval_pipeline.series import OfSeries, Series
 
 if TYPE_CHECKING:  # a lane run's checks as the CLI and the sensor read them back from Dagster
     from eval_pipeline.dagster_wiring.launch import CheckOutcome
@@ -38,27 +38,16 @@ class FailingCase:
 
 
 @dataclass(frozen=True)
-class LaneRun:
+class LaneRun(OfSeries):
     """What a message says about one lane run: its series, night, checks and first failing cases."""
 
-    lane: str
-    split: str
-    runtime: str
-    case_set: str
+    series: Series
     run_id: str
     night: str
     checks: tuple[CheckOutcome, ...]
     failing_cases: tuple[FailingCase, ...] = ()  # the first few, hard first
     failing_total: int = 0  # failing case results in all
     measurement_note: str = ""
-
-    @property
-    def series(self) -> str:
-        return f"{self.lane}/{self.split}/{self.runtime}/{self.case_set}"
-
-    @property
-    def label(self) -> str:
-        return series_label(self.lane, self.split, self.runtime, self.case_set)
 
     @property
     def void(self) -> bool:
@@ -85,13 +74,13 @@ class Event:
     @property
     def dedup_key(self) -> tuple[str, str, str]:
         """One message per series, event and night."""
-        return (self.run.series, self.kind, self.run.night)
+        return (self.run.series.key, self.kind, self.run.night)
 
 
 def lane_run_events(run: LaneRun, *, previous_failed: bool | None) -> list[Event]:
     """The events of one lane run; ``previous_failed``: whether the series' previous run failed
     (None: it has none)."""
-    label = run.label
+    label = run.series.label
     if run.void:
         measurement = tuple(c for c in run.checks if c.name == MEASUREMENT_CHECK)
         return [Event("void", "ERROR", run, measurement, f"{label}: void, the runtime was not measured")]
@@ -147,8 +136,6 @@ def stale_events(
             continue
         hours = f"{age.total_seconds() / 3600:.0f} h"
         limit = f"{window.total_seconds() / 3600:g} h"
-        headline = (
-            f"{run.label}: stale, its last run {run.run_id[:8]} started {hours} ago (freshness {limit})"
-        )
+        headline = f"{run.series.label}: stale, its last run {run.run_id[:8]} started {hours} ago (freshness {limit})"
         events.append(Event("stale", "ERROR", replace(run, night=now.date().isoformat()), (), headline))
     return events

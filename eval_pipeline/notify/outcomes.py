@@ -15,10 +15,7 @@ def lane_run(outcome: LaneOutcome, night: str) -> LaneRun:
     table is never read whole for a message)."""
     failing = None if outcome.void else outcome.first_failing(FAILING_CASES_SHOWN)
     return LaneRun(
-        lane=outcome.lane,
-        split=outcome.split,
-        runtime=outcome.runtime,
-        case_set=outcome.case_set,
+        series=outcome.series,
         run_id=outcome.run_id,
         night=night,
         checks=tuple(outcome.checks),

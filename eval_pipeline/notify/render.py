@@ -87,11 +87,8 @@ def json_payload(event: Event, links: Links) -> dict[str, Any]:
         "event": event.kind,
         "severity": event.severity,
         "headline": event.headline,
-        "lane": run.lane,
-        "split": run.split,
-        "runtime": run.runtime,
-        "case_set": run.case_set,
-        "series": run.series,
+        **run.series.columns(),
+        "series": run.series.key,
         "run_id": run.run_id,
         "night": run.night,
         "checks": [
@@ -128,7 +125,7 @@ def slack_payload(event: Event, links: Links) -> dict[str, Any]:
             "type": "header",
             "text": {"type": "plain_text", "text": clipped(f"{event.kind}: {run.lane}", SLACK_HEADER_LIMIT)},
         },
-        _section([event.headline, f"series {run.series} · night {run.night} · run {run.run_id[:8]}"]),
+        _section([event.headline, f"series {run.series.key} · night {run.night} · run {run.run_id[:8]}"]),
     ]
     if checks := check_lines(event):
         blocks.append(_section(checks))

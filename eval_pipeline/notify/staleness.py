@@ -10,8 +10,7 @@ import pandas as pd
 from eval_pipeline.history.runs import latest_runs
 from eval_pipeline.history.views import connect
 from eval_pipeline.notify.events import Event, LaneRun, stale_events
-
-Series = tuple[str, str, str, str]  # lane, split, runtime, case set
+from eval_pipeline.series import Series
 
 
 def stale_series_events(
@@ -26,9 +25,9 @@ def stale_series_events(
         con.close()
     last_runs = []
     for row in latest.to_dict("records"):
-        key = (str(row["lane"]), str(row["split"]), str(row["runtime"]), str(row["case_set"]))
-        if key not in series or pd.isna(row["started_at"]):
+        of = Series.from_row(row)
+        if of not in series or pd.isna(row["started_at"]):
             continue
-        run = LaneRun(*key, run_id=str(row["run_id"]), night=str(row["date"])[:10], checks=())
+        run = LaneRun(of, run_id=str(row["run_id"]), night=str(row["date"])[:10], checks=())
         last_runs.append((run, pd.Timestamp(row["started_at"]).to_pydatetime()))
     return stale_events(last_runs, now=now, window=window)

@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import quote, urlencode
 
+from eval_pipeline.series import Series
+
 VIEWER_URL_ENV = "EVAL_PIPELINE_VIEWER_URL"
 
 
@@ -65,12 +67,8 @@ class Site:
             return f"{self.up}{quote(case_file(run_id, case_id))}"
         return f"/runs/{_part(run_id)}/cases/{_part(case_id)}"
 
-    def series(self, lane: str, split: str, runtime: str, case_set: str) -> str | None:
-        if self.static:
-            return None
-        return "/series?" + urlencode(
-            {"lane": lane, "split": split, "runtime": runtime, "case_set": case_set}
-        )
+    def series(self, series: Series) -> str | None:
+        return None if self.static else "/series?" + urlencode(series.columns())
 
     def grid(self, lane: str, split: str, **filters: str) -> str | None:
         if self.static:

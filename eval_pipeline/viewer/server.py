@@ -18,6 +18,7 @@ from starlette.responses import HTMLResponse
 from starlette.routing import Route
 
 from eval_pipeline.history.views import connect, reading_error
+from eval_pipeline.series import SERIES_COLUMN_NAMES, Series
 from eval_pipeline.viewer import pages
 from eval_pipeline.viewer.links import SERVED
 from eval_pipeline.viewer.render import render
@@ -60,11 +61,11 @@ def make_app(root: str) -> Starlette:
         return render("lanes.html", SERVED, title=f"{name} · eval-pipeline", lanes=reports, root=root)
 
     def series(con: duckdb.DuckDBPyConnection, request: Request) -> str:
-        key = pages.SeriesKey(
-            *(_required(request, name) for name in ("lane", "split", "runtime", "case_set"))
+        asked = Series(*(_required(request, name) for name in SERIES_COLUMN_NAMES))
+        page = pages.series_page(con, asked)
+        return render(
+            "series.html", SERVED, title=f"{asked.lane} · {asked.split} · {asked.runtime}", page=page
         )
-        page = pages.series_page(con, key)
-        return render("series.html", SERVED, title=f"{key.lane} · {key.split} · {key.runtime}", page=page)
 
     def run(con: duckdb.DuckDBPyConnection, request: Request) -> str:
         page = pages.run_page(con, request.path_params["run_id"], _page_number(request))

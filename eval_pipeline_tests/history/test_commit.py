@@ -22,6 +22,7 @@ from eval_pipeline.history.store import DATA_TABLES, append_run, commit_run
 from eval_pipeline.history.views import connect, refresh
 from eval_pipeline.lanes import find_lane, lane_kind
 from eval_pipeline.pipeline import LaneRun
+from eval_pipeline.series import Series
 
 from .conftest import (
     CANDIDATE_RUNS,
@@ -86,10 +87,7 @@ def test_a_run_killed_after_any_table_is_invisible_until_committed(
     later = lane_runs[True]
     findings = find_regressions(
         history,
-        lane=LANE,
-        split=SPLIT,
-        runtime="candidate",
-        case_set=SPLIT,
+        series=Series(LANE, SPLIT, "candidate", SPLIT),
         metrics=later.metrics,
         case_predicates=later.case_predicates,
         metric_rows=lane_kind(find_lane(LANE)).metric_rows,

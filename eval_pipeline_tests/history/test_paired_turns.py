@@ -29,6 +29,7 @@ from eval_pipeline.paired import paired_figures
 from eval_pipeline.pipeline import LaneRun, error_rate, evaluate_lane
 from eval_pipeline.runtimes import build_runtime
 from eval_pipeline.runtimes.targets import find_target
+from eval_pipeline.series import Series
 from eval_pipeline.stage_files import StageFile, StageWriter
 from eval_pipeline.tables import (
     CASE_PREDICATES,
@@ -119,10 +120,7 @@ def regressions(
     }
     found = find_regressions(
         root,
-        lane=LANE,
-        split=SPLIT,
-        runtime="reference",
-        case_set=SPLIT,
+        series=Series(LANE, SPLIT, "reference", SPLIT),
         metrics=run.metrics,
         metric_rows=lane_kind(find_lane(LANE)).metric_rows,
         alpha=find_lane(LANE).regression_alpha,

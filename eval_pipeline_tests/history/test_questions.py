@@ -13,6 +13,7 @@ from eval_pipeline.history.regression import MetricFinding, find_regressions
 from eval_pipeline.intervals import wilson_interval
 from eval_pipeline.lanes import find_lane, lane_kind
 from eval_pipeline.pipeline import LaneRun
+from eval_pipeline.series import Series
 
 from .conftest import FLIPPING_CASES, FLIPPING_PREDICATES, LANE, SPLIT
 
@@ -157,10 +158,7 @@ def regressions(
 ) -> dict[str, MetricFinding]:
     found = find_regressions(
         history,
-        lane=LANE,
-        split=SPLIT,
-        runtime="reference",
-        case_set=SPLIT,
+        series=Series(LANE, SPLIT, "reference", SPLIT),
         metrics=run.metrics,
         case_predicates=run.case_predicates if case_predicates is None else case_predicates,
         metric_rows=FLUENCY_ROWS,
@@ -203,10 +201,7 @@ def test_one_flip_is_not_significant_unless_the_rate_is_pinned(
 def test_regression_without_a_previous_run(history: str, lane_runs: dict[bool, LaneRun]) -> None:
     findings = find_regressions(
         history,
-        lane=LANE,
-        split=SPLIT,
-        runtime="never-ran",
-        case_set=SPLIT,
+        series=Series(LANE, SPLIT, "never-ran", SPLIT),
         metrics=lane_runs[False].metrics,
         case_predicates=lane_runs[False].case_predicates,
         metric_rows=FLUENCY_ROWS,

@@ -14,6 +14,7 @@ from eval_pipeline.history.report import lane_charts
 from eval_pipeline.history.views import connect
 from eval_pipeline.lanes import find_lane, lane_kind
 from eval_pipeline.pipeline import LaneRun
+from eval_pipeline.series import Series
 
 from .conftest import FLIPPING_CASES, FLIPPING_PREDICATES, LANE, SPLIT, StoredRun, record_run
 
@@ -48,10 +49,7 @@ def findings(
     metrics = run.metrics if sha is None else run.metrics.assign(cases_sha256=sha)
     found = find_regressions(
         root,
-        lane=LANE,
-        split=SPLIT,
-        runtime="reference",
-        case_set=case_set,
+        series=Series(LANE, SPLIT, "reference", case_set),
         metrics=metrics,
         case_predicates=run.case_predicates,
         metric_rows=lane_kind(find_lane(LANE)).metric_rows,

@@ -21,6 +21,7 @@ from eval_pipeline.history.store import run_file
 from eval_pipeline.history.views import connect
 from eval_pipeline.pipeline import LaneRun
 from eval_pipeline.samples import sample_count
+from eval_pipeline.series import Series
 from eval_pipeline.viewer import case_page_url, pages, run_page_url
 from eval_pipeline.viewer.links import SERVED
 from eval_pipeline.viewer.pages import runs as runs_page
@@ -62,7 +63,7 @@ def test_pages_answer_with_what_history_holds(viewer: str, history: str) -> None
     status, home = get(viewer + "/")
     assert status == 200
     for runtime in ("candidate", "reference", "reference-no-gloss", "hostile"):
-        assert SERVED.series(LANE, SPLIT, runtime, SPLIT).replace("&", "&amp;") in home  # type: ignore[union-attr]
+        assert SERVED.series(Series(LANE, SPLIT, runtime, SPLIT)).replace("&", "&amp;") in home  # type: ignore[union-attr]
     assert 'href="/runs/run-c4">run-c4</a> 2024-04-01</td><td class="warn">warn</td>' in home
     status, run = get(viewer + "/runs/run-c4")
     cases = failing["case_id"].nunique()

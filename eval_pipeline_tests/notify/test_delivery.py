@@ -51,16 +51,16 @@ def test_one_message_per_series_event_and_night_and_a_failure_is_a_warning(
     down = dispatch([event], config(), ledger, environ={"TEAM_HOOK": closed_url}, post=quick)
     assert down.sent == [] and len(down.warnings) == 1
     assert down.warnings[0].startswith(
-        f"not delivered: check_failed for {event.run.series} to channel 'team' after 4 attempt(s): connection failed"
+        f"not delivered: check_failed for {event.run.series.key} to channel 'team' after 4 attempt(s): connection failed"
     )
     assert closed_url not in down.warnings[0]  # the webhook URL is a secret
     unset = dispatch([event], config(), ledger, environ={}, post=quick)
     assert unset.warnings == [
-        f"not sent: check_failed for {event.run.series} to channel 'team': environment variable TEAM_HOOK is not set"
+        f"not sent: check_failed for {event.run.series.key} to channel 'team': environment variable TEAM_HOOK is not set"
     ]
     first = dispatch([event], config(), ledger, environ={"TEAM_HOOK": receiver.url}, post=quick)
     again = dispatch([event, event], config(), ledger, environ={"TEAM_HOOK": receiver.url}, post=quick)
-    assert first.sent == [("team", "check_failed", event.run.series)]
+    assert first.sent == [("team", "check_failed", event.run.series.key)]
     assert (again.sent, again.duplicates) == ([], 2)
     assert receiver.events() == ["check_failed"]
 

@@ -16,6 +16,7 @@ from eval_pipeline.notify import (
 )
 from eval_pipeline.notify.dispatch import links_for
 from eval_pipeline.notify.render import SLACK_BLOCK_LIMIT, SLACK_HEADER_LIMIT, SLACK_TEXT_LIMIT
+from eval_pipeline.series import Series
 
 FAILED = CheckOutcome("fabrication_rate", False, "ERROR", 0.5, "== 0", "fail")
 WARNED = CheckOutcome("no_dotted_inventory_rate", False, "WARN", 0.25, ">= 0.85", "warn")
@@ -28,10 +29,7 @@ def lane_run(
 ) -> LaneRun:
     failing = tuple(FailingCase(f"case_{i:05d}", "no_fabrication", f"{reason} #{i}") for i in range(cases))
     return LaneRun(
-        lane="refusal_calibration",
-        split="public",
-        runtime="staging",
-        case_set="public",
+        series=Series("refusal_calibration", "public", "staging", "public"),
         run_id="9f" * 16,
         night="2026-12-01",
         checks=checks,

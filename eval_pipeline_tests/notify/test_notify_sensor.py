@@ -17,6 +17,7 @@ from eval_pipeline.dagster_wiring.sensors import CLI_SOURCE_TAG, NOTIFY_SENSOR_N
 from eval_pipeline.lanes.registry import discover_lanes
 from eval_pipeline.notify.staleness import stale_series_events
 from eval_pipeline.runtimes.targets import load_targets
+from eval_pipeline.series import Series
 from eval_pipeline.settings import targets_file
 from eval_pipeline_tests.notify.conftest import Receiver
 from eval_pipeline_tests.notify.test_run_notify import NOTIFY, staging
@@ -90,7 +91,7 @@ def test_a_nightly_series_whose_last_run_is_older_than_the_freshness_window_is_s
     staging(evals, "reference:no-refusal")
     instance = ensure_instance()
     run_id = nightly_run(instance, "2026-11-27")
-    series = {("refusal_calibration", "dev", "staging", "dev")}
+    series = {Series("refusal_calibration", "dev", "staging", "dev")}
     window = timedelta(hours=26)
     root = HistoryResource().resolved_root()
     assert stale_series_events(root, series, now=datetime.now(UTC), window=window) == []
@@ -102,7 +103,7 @@ def test_a_nightly_series_whose_last_run_is_older_than_the_freshness_window_is_s
     assert event.headline.endswith("started 27 h ago (freshness 26 h)")
     assert (
         stale_series_events(
-            root, {("refusal_calibration", "dev", "reference", "dev")}, now=later, window=window
+            root, {Series("refusal_calibration", "dev", "reference", "dev")}, now=later, window=window
         )
         == []
     )

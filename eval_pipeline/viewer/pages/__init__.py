@@ -13,7 +13,7 @@ from eval_pipeline.viewer.pages.compare import ComparePage, compare_page
 from eval_pipeline.viewer.pages.grid import GRID_FILTERS, GridPage, grid_page
 from eval_pipeline.viewer.pages.overview import LaneReport, lane_reports
 from eval_pipeline.viewer.pages.runs import Failing, RunPage, failing_of, run_page
-from eval_pipeline.viewer.pages.series import SPARK_RUNS, Home, SeriesKey, SeriesPage, home, series_page
+from eval_pipeline.viewer.pages.series import SPARK_RUNS, Home, SeriesPage, home, series_page
 
 __all__ = [
     "GRID_FILTERS",
@@ -26,7 +26,6 @@ __all__ = [
     "LaneReport",
     "NotFound",
     "RunPage",
-    "SeriesKey",
     "SeriesPage",
     "case_pages",
     "cases_in_run",

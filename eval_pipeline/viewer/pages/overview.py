@@ -101,7 +101,7 @@ def lane_reports(con: duckdb.DuckDBPyConnection, lane: str | None = None) -> lis
                     failing.cases,
                     samples,
                     flaky_of(con, ref, samples=samples, limit=REPORT_ROWS),
-                    latest_diff(con, ref.series()),
+                    latest_diff(con, ref.series),
                     regression_of(con, ref),
                 )
             )
@@ -128,10 +128,7 @@ def regression_of(con: duckdb.DuckDBPyConnection, ref: RunRef) -> Regression | N
     )
     findings = find_regressions(
         con,
-        lane=ref.lane,
-        split=ref.split,
-        runtime=ref.runtime,
-        case_set=ref.case_set,
+        series=ref.series,
         metrics=metrics,
         case_predicates=predicates,
         metric_rows=lane_kind(spec).metric_rows if spec else {},

@@ -11,6 +11,7 @@ import pandas as pd
 from eval_pipeline.history.runs import RunRef, is_missing, ref_from_row
 from eval_pipeline.history.svg import Chart, Point, trend_svg
 from eval_pipeline.history.views import SERIES_SQL
+from eval_pipeline.series import SERIES_COLUMN_NAMES, SERIES_MATCH, Series
 from eval_pipeline.viewer.pages.common import (
     NotFound,
     words,
@@ -21,22 +22,11 @@ SPARK_RUNS = 20  # runs a sparkline on the series list spans
 
 
 @dataclass(frozen=True)
-class SeriesKey:
-    lane: str
-    split: str
-    runtime: str
-    case_set: str
-
-    def params(self) -> list[str]:
-        return [self.lane, self.split, self.runtime, self.case_set]
-
-
-@dataclass(frozen=True)
 class SeriesRow:
     """One series on the home page: its latest run, that run's verdict, its recent runs' shares
     of checks passed (oldest first; None: a run with no check)."""
 
-    key: SeriesKey
+    series: Series
     latest: RunRef
     verdict: str
     runs: int
@@ -62,7 +52,7 @@ class RunSummary:
 
 @dataclass(frozen=True)
 class SeriesPage:
-    key: SeriesKey
+    series: Series
     charts: list[str]  # one SVG per metric, the threshold drawn
     runs: list[RunSummary]  # newest first
 
@@ -76,14 +66,14 @@ def home(con: duckdb.DuckDBPyConnection) -> Home:
                           count(*) FILTER (WHERE passed) AS passed, list(DISTINCT verdict) AS verdicts
                    FROM metrics GROUP BY ALL)
         SELECT r.*, c.checks, c.passed, c.verdicts,
-               max(r.seq) OVER (PARTITION BY {", ".join(f"r.{c}" for c in SERIES_SQL.split(", "))}) AS total
+               max(r.seq) OVER (PARTITION BY {", ".join(f"r.{c}" for c in SERIES_COLUMN_NAMES)}) AS total
         FROM r LEFT JOIN c USING (run_id, {SERIES_SQL})
         ORDER BY {SERIES_SQL}, seq
         """,
         [SPARK_RUNS],
     ).df()
     rows: list[SeriesRow] = []
-    for _, runs in recent.groupby(list(SERIES_SQL.split(", ")), sort=True):
+    for _, runs in recent.groupby(list(SERIES_COLUMN_NAMES), sort=True):
         last = runs.iloc[-1]
         shares = [
             None if is_missing(checks) or not checks else float(passed) / float(checks)
@@ -92,7 +82,7 @@ def home(con: duckdb.DuckDBPyConnection) -> Home:
         ref = ref_from_row(last)
         rows.append(
             SeriesRow(
-                SeriesKey(ref.lane, ref.split, ref.runtime, ref.case_set),
+                ref.series,
                 ref,
                 worst(words(last["verdicts"])),
                 int(last["total"]),
@@ -101,32 +91,31 @@ def home(con: duckdb.DuckDBPyConnection) -> Home:
         )
     lanes: dict[str, set[str]] = {}
     for row in rows:
-        lanes.setdefault(row.key.lane, set()).add(row.key.split)
+        lanes.setdefault(row.series.lane, set()).add(row.series.split)
     return Home(rows, [(lane, sorted(splits)) for lane, splits in sorted(lanes.items())])
 
 
-def series_page(con: duckdb.DuckDBPyConnection, key: SeriesKey) -> SeriesPage:
+def series_page(con: duckdb.DuckDBPyConnection, series: Series) -> SeriesPage:
     """One series: a chart per metric over its runs (threshold drawn), and its runs, newest first."""
     runs = con.execute(
-        "SELECT * FROM runs WHERE lane = ? AND split = ? AND runtime = ? AND case_set = ? ORDER BY seq DESC",
-        key.params(),
+        f"SELECT * FROM runs WHERE {SERIES_MATCH} ORDER BY seq DESC",
+        series.params(),
     ).df()
     if runs.empty:
         raise NotFound(
-            f"no series lane {key.lane!r}, split {key.split!r}, runtime {key.runtime!r}, "
-            f"case set {key.case_set!r} in history"
+            f"no series lane {series.lane!r}, split {series.split!r}, runtime {series.runtime!r}, "
+            f"case set {series.case_set!r} in history"
         )
     verdicts = dict(
         con.execute(
-            "SELECT run_id, list(DISTINCT verdict) FROM metrics "
-            "WHERE lane = ? AND split = ? AND runtime = ? AND case_set = ? GROUP BY run_id",
-            key.params(),
+            f"SELECT run_id, list(DISTINCT verdict) FROM metrics WHERE {SERIES_MATCH} GROUP BY run_id",
+            series.params(),
         ).fetchall()
     )
     points = con.execute(
         "SELECT metric, coalesce(started_at, date::TIMESTAMPTZ) AS run_at, value, threshold_op, threshold "
-        "FROM metrics WHERE lane = ? AND split = ? AND runtime = ? AND case_set = ? ORDER BY metric, run_at",
-        key.params(),
+        f"FROM metrics WHERE {SERIES_MATCH} ORDER BY metric, run_at",
+        series.params(),
     ).df()
     charts = []
     for metric, rows in points.groupby("metric", sort=True):
@@ -137,7 +126,7 @@ def series_page(con: duckdb.DuckDBPyConnection, key: SeriesKey) -> SeriesPage:
         last = rows.iloc[-1]
         threshold = None if is_missing(last["threshold"]) else float(last["threshold"])
         label = f"{last['threshold_op']} {threshold:g}" if threshold is not None else ""
-        charts.append(trend_svg(Chart(str(metric), {key.runtime: line}, threshold, label)))
+        charts.append(trend_svg(Chart(str(metric), {series.runtime: line}, threshold, label)))
     summaries = [
         RunSummary(
             ref_from_row(row),
@@ -148,4 +137,4 @@ def series_page(con: duckdb.DuckDBPyConnection, key: SeriesKey) -> SeriesPage:
         )
         for _, row in runs.iterrows()
     ]
-    return SeriesPage(key, charts, summaries)
+    return SeriesPage(series, charts, summaries)
