@@ -257,7 +257,7 @@ class DeclaredLane:
             source[off] = _gather(gathered, _columns_of([Verdict.not_applicable(unless.code)]))
         names = list(dict.fromkeys(name for _, name in cells))
         name_of_cell = np.array([names.index(name) for _, name in cells], dtype=np.int64)
-        name_at = name_of_cell[out_cell] if size else np.zeros(0, dtype=np.int64)
+        name_at = name_of_cell[out_cell]
         for index, name in enumerate(names):
             positions = np.flatnonzero((name_at == index) & (source < 0))
             if not len(positions):
