@@ -175,16 +175,22 @@ class DeclaredLane:
         )
 
     def turns_per_case(self, cases: Sequence[Any], spec: LaneSpec, split: str) -> list[int]:
-        """How many turns each case's thread sends (as :meth:`_sources` lists them); each prompt
-        that is not text is built into its request, which raises as :meth:`threads` would (a
-        text prompt cannot fail)."""
-        counts: list[int] = []
+        """:meth:`_turn_counts`, once each prompt that is not text is built into its request,
+        which raises as :meth:`threads` would (a text prompt cannot fail)."""
         for sources in self._sources_of(cases):
             for index, (role, prompt, _) in enumerate(sources):
                 if not isinstance(prompt, str):
                     TurnRequest(turn_index=index, role=role, prompt=prompt)
-            counts.append(len(sources))
-        return counts
+        return self._turn_counts(cases)
+
+    def _turn_counts(self, cases: Sequence[Any]) -> list[int]:
+        """How many turns each case's thread sends, as :meth:`_sources` lists them (one per item
+        of a list field, one for any other), counted without listing the turns."""
+        columns = [field_values(cases, source.from_) for source in self.declaration.threads.turns]
+        return [
+            sum(len(value) if isinstance(value, list) else 1 for value in values)
+            for values in zip(*columns, strict=True)
+        ]
 
     # --- turn predicates ---------------------------------------------------------------------
 
@@ -403,7 +409,7 @@ class DeclaredLane:
             if metric.count == "cases":
                 values.append(count(name, len(cases)))
             elif metric.count == "turns":
-                values.append(count(name, sum(len(sources) for sources in self._sources_of(cases))))
+                values.append(count(name, sum(self._turn_counts(cases))))
             elif metric.all_of is not None:
                 values.append(MetricValue(name, None))  # derived below
             else:
