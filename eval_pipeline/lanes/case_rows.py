@@ -65,8 +65,8 @@ class CaseRowBlocks:
     def extend(
         self, positions: Positions, slot: int, columns: Mapping[str, pa.Array | Sequence[Any]]
     ) -> None:
-        """One row per case at ``positions``: its ``case_id``, and ``columns`` (Arrow arrays, or
-        lists of plain values)."""
+        """One row per case at ``positions``: its ``case_id``, and ``columns`` (every other column
+        of the table, as Arrow arrays or lists of plain values)."""
         block = {"case_id": self._case_ids.take(pa.array(positions, pa.int64()))}
         for name, values in columns.items():
             type_ = _TYPES.get(name, TEXT)
@@ -81,17 +81,12 @@ class CaseRowBlocks:
         if not any(len(p) for p in self._positions):
             return pd.DataFrame({name: [] for name in names}, columns=list(names))
         order = pa.array(np.lexsort((np.concatenate(self._slots), np.concatenate(self._positions))))
-        columns = {
-            name: pa.concat_arrays(
-                [
-                    block.get(name, pa.nulls(len(block["case_id"]), _TYPES.get(name, TEXT)))
-                    for block in self._blocks
-                ]
-            ).take(order)
-            for name in names
-        }
         return pd.DataFrame(
-            {name: column.to_pandas() for name, column in columns.items()}, columns=list(names)
+            {
+                name: pa.concat_arrays([block[name] for block in self._blocks]).take(order).to_pandas()
+                for name in names
+            },
+            columns=list(names),
         )
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, NamedTuple
+from functools import cached_property
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -44,7 +44,7 @@ from eval_pipeline.lanes.declaration import (
 )
 from eval_pipeline.lanes.kind import TURN_REQUESTS, Scored, Thread, TurnRequest
 from eval_pipeline.lanes.metric_rows import MetricRows, rows_of_declared
-from eval_pipeline.lanes.schema import case_model
+from eval_pipeline.lanes.schema import case_model, pascal_case
 from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.memo import Recent
 from eval_pipeline.predicates import PREDICATES, TurnView, Verdict, reason
@@ -52,21 +52,12 @@ from eval_pipeline.predicates.base import TURN_VIEW_COLUMNS
 from eval_pipeline.predicates.columns import VECTORISED, TurnColumns, VerdictColumns, verdict_columns
 from eval_pipeline.predicates.rows import RowColumns, case_row, decoded_evidence, evidence_json
 from eval_pipeline.scoring import MetricValue, PredicateRates, compare, count
-from eval_pipeline.tables import CASE_PREDICATES, TURN_PREDICATES, column_values, kind_columns
+from eval_pipeline.tables import CASE_PREDICATES, column_values, kind_columns
 
 MISSING_TURN = "turn missing from transcripts"
 # One model class per declared schema: every stage of a run builds the lane's kind, and its
 # cases (hydrated once per run, see pipeline.cases_from_frame) must be of one class.
 _CASE_MODELS: Recent[type[BaseModel]] = Recent(64)
-
-
-class _StoredTurns(NamedTuple):
-    """The turns of a batch, in order (see :meth:`DeclaredLane._stored_turns`)."""
-
-    case_of: np.ndarray[Any, Any]  # the position of each turn's case in the batch
-    turn_index: np.ndarray[Any, Any]
-    roles: pa.Array
-    prompts: pa.Array
 
 
 class DeclaredLane:
@@ -78,7 +69,7 @@ class DeclaredLane:
             raise ValueError(f"lane {spec.name!r} names kind {spec.kind!r}; it declares no scoring")
         self.spec = spec
         self.declaration: Declaration = declaration
-        name = _title(spec.name) + "Case"
+        name = pascal_case(spec.name) + "Case"
         self.case_model: type[BaseModel] = _CASE_MODELS.get(
             (name, declaration.case_schema.model_dump_json()),
             lambda: case_model(name, declaration.case_schema),
@@ -102,10 +93,20 @@ class DeclaredLane:
                 )
         return sources
 
+    def _sources_of(self, cases: Sequence[Any]) -> Iterator[list[tuple[str, Any, Any]]]:
+        """:meth:`_sources` of each case, read from the case fields the turn sources name (a
+        batch's stored JSON: no case model is built to read them)."""
+        columns = [field_values(cases, source.from_) for source in self.declaration.threads.turns]
+        return (self._sources(values) for values in zip(*columns, strict=True))
+
+    def _session(self, spec: LaneSpec, split: str) -> str | None:
+        """The session every thread of the split shares (``warm``), or None: one per thread."""
+        return f"{spec.name}/{split}" if self.declaration.threads.session == "warm" else None
+
     def threads(self, cases: Sequence[Any], spec: LaneSpec, split: str) -> list[Thread]:
         """Each case's thread, its prompts read from the case fields the turn sources name (a
         batch's stored JSON: no case model is built to send it)."""
-        session = f"{spec.name}/{split}" if self.declaration.threads.session == "warm" else None
+        session = self._session(spec, split)
         # Validating constructors: pydantic builds a small model faster than model_construct.
         return [
             Thread(
@@ -120,60 +121,25 @@ class DeclaredLane:
         ]
 
     def turn_table(self, cases: Sequence[Any], spec: LaneSpec, split: str) -> pa.Table | None:
-        """:meth:`threads` as a table of their turns (:data:`TURN_REQUESTS`), built without a
-        model per turn (by Arrow from a batch's stored JSON, see :meth:`_stored_turn_table`);
-        None when a prompt is not text (building the threads says why)."""
-        session = f"{spec.name}/{split}" if self.declaration.threads.session == "warm" else None
-        stored = self._stored_turn_table(cases, session) if isinstance(cases, CaseBatch) else None
-        if stored is not None:
-            return stored
-        ids: list[str] = []
-        indexes: list[int] = []
-        roles: list[str] = []
-        prompts: list[str] = []
-        for case_id, sources in zip(case_ids(cases), self._sources_of(cases), strict=True):
-            for index, (role, prompt, _) in enumerate(sources):
-                if type(prompt) is not str:
-                    return None
-                ids.append(case_id)
-                indexes.append(index)
-                roles.append(role)
-                prompts.append(prompt)
-        sessions = pa.repeat(pa.scalar(session, pa.string()), len(ids))
-        return pa.table([ids, indexes, roles, prompts, sessions], schema=TURN_REQUESTS)
+        """:meth:`threads` as a table of their turns (:data:`TURN_REQUESTS`), read by Arrow from
+        a batch's stored JSON without a model per turn.
 
-    def _stored_turn_table(self, cases: CaseBatch, session: str | None) -> pa.Table | None:
-        """The turn table of a batch read by Arrow from its stored JSON (see :meth:`_stored_turns`)."""
-        turns = self._stored_turns(cases)
-        if turns is None:
-            return None
-        return pa.table(
-            [
-                pa.array(cases.ids, pa.string()).take(pa.array(turns.case_of)),
-                pa.array(turns.turn_index, pa.int64()),
-                turns.roles,
-                turns.prompts,
-                pa.repeat(pa.scalar(session, pa.string()), len(turns.case_of)),
-            ],
-            schema=TURN_REQUESTS,
-        )
-
-    def _stored_turns(self, cases: CaseBatch) -> _StoredTurns | None:
-        """Each turn of a batch, read by Arrow from its stored JSON when the schema types every
-        turn source as text, or an object whose prompt field is text, or a list of either (a
-        validated case holds just that there): each value, or each item in order, is a turn,
-        source after source, as :meth:`_sources` lists them. As (the position of its case,
-        its turn index, its role, its prompt), in order; None for other sources, where a value
-        is null (the model's way says why), or when Arrow does not read the JSON as those types."""
+        Arrow reads it when the schema types every turn source as text, or an object whose
+        prompt field is text, or a list of either (a validated case holds just that there):
+        each value, or each item in order, is a turn, source after source, as :meth:`_sources`
+        lists them. None for cases that are not a batch, for other sources, where a value is
+        null, or when Arrow does not read the JSON as those types: the threads are built then
+        (:func:`~eval_pipeline.lanes.kind.turn_requests`), which say why a prompt is not text.
+        """
         sources = self.declaration.threads.turns
         fields = self.declaration.case_schema.fields
         types = [_stored_type(fields.get(s.from_), s.prompt) for s in sources]
-        if any(t is None for t in types) or not cases.ids:
+        if not isinstance(cases, CaseBatch) or not cases.ids or any(t is None for t in types):
             return None
         stored = cases.stored_columns(pa.schema([(s.from_, t) for s, t in zip(sources, types, strict=True)]))
         if stored is None:
             return None
-        positions: list[np.ndarray[Any, Any]] = []
+        positions: list[np.ndarray[Any, Any]] = []  # the position of each turn's case in the batch
         prompts: list[pa.Array] = []
         for source in sources:
             column = stored[source.from_].combine_chunks()
@@ -197,40 +163,34 @@ class DeclaredLane:
         case_of = case_of[order]
         counts = np.bincount(case_of, minlength=len(cases.ids))
         turn_index = np.arange(len(case_of)) - np.repeat(np.cumsum(counts) - counts, counts)
-        roles = pa.array([s.role for s in sources], pa.string()).take(pa.array(source_of[order]))
-        return _StoredTurns(case_of, turn_index, roles, pa.concat_arrays(prompts).take(pa.array(order)))
-
-    def _sources_of(self, cases: Sequence[Any]) -> Iterator[list[tuple[str, Any, Any]]]:
-        """(role, prompt, item) of each turn of each case, read from the case fields the turn
-        sources name (a batch's stored JSON: no case model is built to read them)."""
-        columns = self._source_values(cases)
-        return (self._sources([column[position] for column in columns]) for position in range(len(cases)))
-
-    def _source_values(self, cases: Sequence[Any]) -> list[list[Any]]:
-        """Each turn source's case field, of every case (a batch's from its stored JSON)."""
-        return [field_values(cases, source.from_) for source in self.declaration.threads.turns]
+        return pa.table(
+            [
+                pa.array(cases.ids, pa.string()).take(pa.array(case_of)),
+                pa.array(turn_index, pa.int64()),
+                pa.array([s.role for s in sources], pa.string()).take(pa.array(source_of[order])),
+                pa.concat_arrays(prompts).take(pa.array(order)),
+                pa.repeat(pa.scalar(self._session(spec, split), pa.string()), len(case_of)),
+            ],
+            schema=TURN_REQUESTS,
+        )
 
     def turns_per_case(self, cases: Sequence[Any], spec: LaneSpec, split: str) -> list[int]:
-        """:meth:`_turns_per_case`, once each prompt that is not text is built into its request,
+        """:meth:`_turn_counts`, once each prompt that is not text is built into its request,
         which raises as :meth:`threads` would (a text prompt cannot fail)."""
         for sources in self._sources_of(cases):
             for index, (role, prompt, _) in enumerate(sources):
                 if not isinstance(prompt, str):
                     TurnRequest(turn_index=index, role=role, prompt=prompt)
-        return self._turns_per_case(cases)
+        return self._turn_counts(cases)
 
-    def _turns_per_case(self, cases: Sequence[Any]) -> list[int]:
-        """How many turns each case's thread sends (as :meth:`_sources` lists them), from the
-        case fields the turn sources name (a batch's stored JSON: no case model is built)."""
+    def _turn_counts(self, cases: Sequence[Any]) -> list[int]:
+        """How many turns each case's thread sends, as :meth:`_sources` lists them (one per item
+        of a list field, one for any other), counted without listing the turns."""
+        columns = [field_values(cases, source.from_) for source in self.declaration.threads.turns]
         return [
             sum(len(value) if isinstance(value, list) else 1 for value in values)
-            for values in zip(*self._source_values(cases), strict=True)
+            for values in zip(*columns, strict=True)
         ]
-
-    def case_items(self, cases: Sequence[Any]) -> list[list[Any]]:
-        """The case item each declared turn of each case is sent from, in turn order (a
-        batch's stored JSON: no case model is built for them)."""
-        return [[item for _, _, item in sources] for sources in self._sources_of(cases)]
 
     # --- turn predicates ---------------------------------------------------------------------
 
@@ -251,7 +211,7 @@ class DeclaredLane:
             key = (case_id if reads_case else None, role)
             plan = plans.get(key)
             if plan is None:
-                case = turns.case(case_id) if reads_case else None
+                case = turns.case_by_id[case_id] if reads_case else None
                 plan = plans[key] = self._cells_for(case, role, cells)
             plan_of_row.append(plan)
         counts = np.fromiter(map(len, plan_of_row), dtype=np.int64, count=len(plan_of_row))
@@ -259,28 +219,26 @@ class DeclaredLane:
         out_cell = np.fromiter(
             itertools.chain.from_iterable(plan_of_row), dtype=np.int64, count=int(counts.sum())
         )
-        judged = self._judge_cells(turns, cells, out_row, out_cell)
-        rows, names = pa.array(out_row, pa.int64()), [name for _, name in cells]
-        columns = {
-            "case_id": turns.column("case_id").take(rows),
-            "turn_index": pa.array(np.asarray(turns.turn_indexes, dtype=np.int64)[out_row], pa.int64()),
-            "predicate": chosen(names, out_cell),
-            "passed": judged.passed,
-            "code": judged.code,
-            "evidence": judged.evidence,
-        }
-        return pa.table({name: columns[name] for name in kind_columns(TURN_PREDICATES)}).to_pandas()
+        table = pa.table(  # the lane columns of TURN_PREDICATES, in order
+            {
+                "case_id": turns.column("case_id").take(pa.array(out_row, pa.int64())),
+                "turn_index": pa.array(np.asarray(turns.turn_indexes, dtype=np.int64)[out_row], pa.int64()),
+                "predicate": chosen([name for _, name in cells], out_cell),
+                **self._judge_cells(turns, cells, out_row, out_cell),
+            }
+        )
+        return table.to_pandas()
 
     def _cells_for(self, case: Any, role: str, cells: Sequence[tuple[TurnRule, str]]) -> tuple[int, ...]:
         """Which (rule, predicate) cells apply to a turn of ``role`` in ``case``, in rule order."""
-        chosen: list[int] = []
+        applying: list[int] = []
         for index, (rule, name) in enumerate(cells):
             if (rule.role is not None and role != rule.role) or not matches(case, rule.where):
                 continue
             if rule.only_if_listed_in and name not in getattr(case, rule.only_if_listed_in):
                 continue
-            chosen.append(index)
-        return tuple(chosen)
+            applying.append(index)
+        return tuple(applying)
 
     def _judge_cells(
         self,
@@ -288,10 +246,11 @@ class DeclaredLane:
         cells: Sequence[tuple[TurnRule, str]],
         out_row: Positions,
         out_cell: Positions,
-    ) -> ArrowVerdicts:
-        """The verdict of every listed cell: a rule's ``unless`` first, then the predicate's own,
-        each predicate judging every turn it applies to at once. The verdicts are gathered
-        in one list, and each cell takes its own from it by position."""
+    ) -> dict[str, pa.Array]:
+        """The ``passed``, ``code`` and ``evidence`` columns of every listed cell: a rule's
+        ``unless`` first, then the predicate's own verdict, each predicate judging every turn it
+        applies to at once. The verdicts are gathered in one list, and each cell takes its own
+        from it by position."""
         size = len(out_row)
         gathered = VerdictColumns([], [], [])
         source = np.full(size, -1, dtype=np.int64)  # each cell's place in ``gathered``
@@ -304,7 +263,7 @@ class DeclaredLane:
             source[off] = _gather(gathered, _columns_of([Verdict.not_applicable(unless.code)]))
         names = list(dict.fromkeys(name for _, name in cells))
         name_of_cell = np.array([names.index(name) for _, name in cells], dtype=np.int64)
-        name_at = name_of_cell[out_cell] if size else np.zeros(0, dtype=np.int64)
+        name_at = name_of_cell[out_cell]
         for index, name in enumerate(names):
             positions = np.flatnonzero((name_at == index) & (source < 0))
             if not len(positions):
@@ -313,11 +272,11 @@ class DeclaredLane:
             rows = rows_at if bool(np.all(np.diff(rows_at) > 0)) else np.unique(rows_at)
             source[positions] = _gather(gathered, turns.judge(name, rows)) + np.searchsorted(rows, rows_at)
         at = pa.array(source, pa.int64())
-        return ArrowVerdicts(
-            pa.array(gathered.passed, pa.bool_()).take(at),
-            pa.array(gathered.code, TEXT).take(at),
-            pa.array(gathered.evidence, TEXT).take(at),
-        )
+        return {
+            "passed": pa.array(gathered.passed, pa.bool_()).take(at),
+            "code": pa.array(gathered.code, TEXT).take(at),
+            "evidence": pa.array(gathered.evidence, TEXT).take(at),
+        }
 
     # --- case predicates ---------------------------------------------------------------------
 
@@ -331,22 +290,25 @@ class DeclaredLane:
         blocks are merged in that order, so rows come out per case, in rule order. Only a
         failing row's message is composed on its own (it quotes the evidence)."""
         ids = case_ids(cases)
-        lifting = [rule for rule in self.declaration.turn_predicates if rule.case_rows is not None]
-        stored = StoredVerdicts(ids, [name for rule in lifting for name in rule.predicates], turn_predicates)
-        severities = [rule.case_rows.severity for rule in lifting if rule.case_rows is not None]
+        lifting = [
+            (rule, rule.case_rows) for rule in self.declaration.turn_predicates if rule.case_rows is not None
+        ]
+        stored = StoredVerdicts(
+            ids, [name for rule, _ in lifting for name in rule.predicates], turn_predicates
+        )
         listed_in = [
-            severity.hard_if_listed_in for severity in severities if isinstance(severity, ListedSeverity)
+            rows.severity.hard_if_listed_in
+            for _, rows in lifting
+            if isinstance(rows.severity, ListedSeverity)
         ]
         listed_in += [rule.all_listed_in for rule in self.declaration.case_predicates if rule.all_listed_in]
         blocks, listed, lifted = CaseRowBlocks(ids), ListedFields(cases, listed_in), Lifted(len(ids))
-        for rule in lifting:
-            assert rule.case_rows is not None
+        for rule, rows in lifting:
             positions = _matching(cases, rule.where)
             for name in rule.predicates:
-                failed = self._lift(blocks, rule.case_rows, name, cases, positions, stored, listed)
+                failed = self._lift(blocks, rows, name, cases, positions, stored, listed)
                 lifted.record(name, positions, failed)
-        needs_views = any(rule.predicates for rule in self.declaration.case_predicates)
-        views = recorded_turns(self, cases, transcripts) if needs_views else {}
+        recorded = RecordedTurns(self, cases, transcripts)  # read only if a case predicate asks
         for case_rule in self.declaration.case_predicates:
             positions = _matching(cases, case_rule.where)
             if case_rule.all_listed_in is not None:
@@ -355,13 +317,13 @@ class DeclaredLane:
             for name in case_rule.predicates:
                 slot = blocks.take_slot()
                 predicate = PREDICATES.get(name)
-                rows = RowColumns([c for c in kind_columns(CASE_PREDICATES) if c != "case_id"])
+                judged = RowColumns([c for c in kind_columns(CASE_PREDICATES) if c != "case_id"])
                 for position in positions.tolist():
                     case = cases[position]
-                    verdict = predicate.function(case, views.get(case.id, []))
+                    verdict = predicate.function(case, recorded.thread(case.id))
                     message = (predicate.explain or reason)(name, verdict)
-                    rows.add(case_row(case.id, name, verdict, severity=case_rule.severity, message=message))
-                blocks.extend(positions, slot, rows.columns)
+                    judged.add(case_row(case.id, name, verdict, severity=case_rule.severity, message=message))
+                blocks.extend(positions, slot, judged.columns)
         return blocks.frame(kind_columns(CASE_PREDICATES))
 
     def _lift(
@@ -438,25 +400,25 @@ class DeclaredLane:
     # --- metrics -----------------------------------------------------------------------------
 
     def metrics(self, scored: Scored) -> list[MetricValue]:
+        """Every declared metric, in declaration order (an ``all_of`` one from the parts declared
+        above it, by :meth:`derive_metrics`)."""
         cases = scored.cases
-        thresholds = {t.metric: t for t in self.spec.effective_thresholds}
-        values: dict[str, MetricValue] = {}
+        values: list[MetricValue] = []
         rates: dict[tuple[str, str], PredicateRates] = {}  # by table and filter: read once
         for name, metric in self.declaration.metrics.items():
             if metric.count == "cases":
-                values[name] = count(name, len(cases))
+                values.append(count(name, len(cases)))
             elif metric.count == "turns":
-                values[name] = count(name, sum(self._turns_per_case(cases)))
+                values.append(count(name, sum(self._turn_counts(cases))))
             elif metric.all_of is not None:
-                parts = [values[part] for part in metric.all_of]
-                values[name] = all_hold(name, parts, [thresholds[part] for part in metric.all_of])
+                values.append(MetricValue(name, None))  # derived below
             else:
                 key = (metric.over, json.dumps(metric.where, sort_keys=True))
                 if key not in rates:
                     table = scored.case_predicates if metric.over == "cases" else scored.turn_predicates
                     rates[key] = PredicateRates(_where(table, cases, metric.where), rows_are=metric.over)
-                values[name] = _rate(name, metric, rates[key])
-        return list(values.values())
+                values.append(_rate(name, metric, rates[key]))
+        return self.derive_metrics(values)
 
     def derive_metrics(self, values: Sequence[MetricValue]) -> list[MetricValue]:
         """``values`` with every ``all_of`` metric derived again from its parts (after case
@@ -471,32 +433,37 @@ class DeclaredLane:
 
 
 class RecordedTurns:
-    """A transcripts table as columns, with its cases: what turn predicates read, built once."""
+    """A transcripts table as columns, with its cases: what turn predicates read, each part
+    read when first asked for, once."""
 
     def __init__(self, lane: DeclaredLane, cases: Sequence[Any], transcripts: pd.DataFrame) -> None:
         self.lane = lane
         self._cases = cases
         self._transcripts = transcripts
-        self._by_id: dict[str, Any] | None = None  # built when a case is first asked for
-        self.case_ids: list[str] = column_values(transcripts, "case_id")
-        self.turn_indexes: list[int] = [int(i) for i in column_values(transcripts, "turn_index")]
-        self.roles: list[str] = column_values(transcripts, "role")
         self._columns: dict[str, list[Any]] = {}
         self._views: dict[int, TurnView] = {}
         self._every_view: list[TurnView] | None = None
-        self._rows_of_case: dict[str, dict[int, int]] | None = None
-        self._items: dict[str, list[Any]] | None = None
         self._threads: dict[str, list[TurnView]] = {}
-        self._answered: Flags | None = None
         self._turn_columns: dict[bytes, TurnColumns] = {}
 
-    def case(self, case_id: str) -> Any:
-        if self._by_id is None:
-            self._by_id = {case.id: case for case in self._cases}
-        return self._by_id[case_id]
+    @cached_property
+    def case_ids(self) -> list[str]:
+        return self.values("case_id")
+
+    @cached_property
+    def turn_indexes(self) -> list[int]:
+        return [int(i) for i in self.values("turn_index")]
+
+    @cached_property
+    def roles(self) -> list[str]:
+        return self.values("role")
+
+    @cached_property
+    def case_by_id(self) -> dict[str, Any]:
+        return {case.id: case for case in self._cases}
 
     def values(self, name: str) -> list[Any]:
-        """A transcript column as a plain list (read when first asked for)."""
+        """A transcript column as a plain list."""
         found = self._columns.get(name)
         if found is None:
             found = self._columns[name] = column_values(self._transcripts, name)
@@ -506,29 +473,28 @@ class RecordedTurns:
         """A text column of the transcripts as one Arrow array."""
         return arrow_column(self._transcripts, name, TEXT)
 
+    @cached_property
+    def _items(self) -> dict[str, list[Any]]:
+        """The case item each declared turn of each case is sent from, in turn order (read from
+        a batch's stored JSON for every case at once: no case model is built for them)."""
+        return {
+            case_id: [item for _, _, item in sources]
+            for case_id, sources in zip(
+                case_ids(self._cases), self.lane._sources_of(self._cases), strict=True
+            )
+        }
+
     def item_is_false(self, field: str, rows: Positions) -> Flags:
         """Whether the case item of each turn at ``rows`` holds ``field`` false (each case's
         items are read once, then each turn looks its own up)."""
-        items = self._case_items()
         false = {
             case_id: [_item_field(item, field) is False for item in of_case]
-            for case_id, of_case in items.items()
+            for case_id, of_case in self._items.items()
         }
         ids, indexes = self.case_ids, self.turn_indexes
         return np.fromiter(
             (false[ids[row]][indexes[row]] for row in rows.tolist()), dtype=bool, count=len(rows)
         )
-
-    def _items_of(self, case_id: str) -> list[Any]:
-        """The case item each declared turn of the case is sent from, in turn order."""
-        return self._case_items()[case_id]
-
-    def _case_items(self) -> dict[str, list[Any]]:
-        """Every case's items (read from a batch's stored JSON, for every case at once: no case
-        model is built for them)."""
-        if self._items is None:
-            self._items = dict(zip(case_ids(self._cases), self.lane.case_items(self._cases), strict=True))
-        return self._items
 
     def view(self, row: int) -> TurnView:
         if self._every_view is not None:
@@ -549,22 +515,25 @@ class RecordedTurns:
                 for values in columns
             ]
 
+    @cached_property
+    def _rows_of_case(self) -> dict[str, dict[int, int]]:
+        """Each case's rows, by turn index."""
+        rows: dict[str, dict[int, int]] = {}
+        for row, (case_id, index) in enumerate(zip(self.case_ids, self.turn_indexes, strict=True)):
+            rows.setdefault(case_id, {})[index] = row
+        return rows
+
     def thread(self, case_id: str) -> list[TurnView]:
         """Every declared turn of the case as recorded (a missing one is a faulted stand-in);
         built once per case, however many of its turns a thread-level predicate judges."""
         found = self._threads.get(case_id)
-        if found is not None:
-            return found
-        if self._rows_of_case is None:
+        if found is None:
             self._view_every_row()
-            self._rows_of_case = {}
-            for row, (case_id_of_row, index) in enumerate(zip(self.case_ids, self.turn_indexes, strict=True)):
-                self._rows_of_case.setdefault(case_id_of_row, {})[index] = row
-        rows = self._rows_of_case.get(case_id, {})
-        found = self._threads[case_id] = [
-            self.view(rows[index]) if index in rows else TurnView(surface="", error=MISSING_TURN)
-            for index in range(len(self._items_of(case_id)))
-        ]
+            rows = self._rows_of_case.get(case_id, {})
+            found = self._threads[case_id] = [
+                self.view(rows[index]) if index in rows else TurnView(surface="", error=MISSING_TURN)
+                for index in range(len(self._items[case_id]))
+            ]
         return found
 
     def turn_columns(self, rows: Positions) -> TurnColumns:
@@ -588,6 +557,11 @@ class RecordedTurns:
             )
         return found
 
+    @cached_property
+    def _answered(self) -> Flags:
+        """Whether each turn was answered (recorded no fault)."""
+        return np.array([error is None for error in self.values("error")], dtype=bool)
+
     def judge(self, name: str, rows: Positions) -> VerdictColumns:
         """Predicate ``name`` on the turns at ``rows``: faults fail it, the rest are judged together."""
         predicate = PREDICATES.get(name)
@@ -597,8 +571,6 @@ class RecordedTurns:
                 for row in rows.tolist()
             ]
             return _columns_of(verdicts)
-        if self._answered is None:
-            self._answered = np.array([error is None for error in self.values("error")], dtype=bool)
         answering = self._answered[rows]
         answered = rows[answering]
         if name in VECTORISED:
@@ -624,15 +596,6 @@ def _merged(chosen: Flags, where_chosen: Sequence[Any], elsewhere: Sequence[Any]
     merged[~chosen] = _objects(elsewhere)
     values: list[Any] = merged.tolist()
     return values
-
-
-@dataclass(frozen=True)
-class ArrowVerdicts:
-    """One verdict per cell, as the columns of a turn predicates table."""
-
-    passed: pa.Array
-    code: pa.Array
-    evidence: pa.Array
 
 
 def _gather(gathered: VerdictColumns, part: VerdictColumns) -> int:
@@ -678,14 +641,6 @@ def _columns_of(verdicts: Sequence[Verdict]) -> VerdictColumns:
         [v.code for v in verdicts],
         [evidence_json(v.evidence) for v in verdicts],
     )
-
-
-def recorded_turns(
-    lane: DeclaredLane, cases: Sequence[Any], transcripts: pd.DataFrame
-) -> dict[str, list[TurnView]]:
-    """Every declared turn of every case as recorded; a turn the transcripts lack is a faulted stand-in."""
-    turns = RecordedTurns(lane, cases, transcripts)
-    return {case.id: turns.thread(case.id) for case in cases}
 
 
 def matches(case: Any, where: Mapping[str, Sequence[str]]) -> bool:
@@ -819,7 +774,3 @@ def all_hold(name: str, parts: Sequence[MetricValue], thresholds: Sequence[Any])
     held = all(compare(p.value, t.op, t.value) for p, t in zip(parts, thresholds, strict=True))
     failing = tuple(sorted({case for part in parts for case in part.failing_case_ids}))
     return MetricValue(name, 1.0 if held else 0.0, failing_case_ids=() if held else failing)
-
-
-def _title(name: str) -> str:
-    return "".join(part.capitalize() for part in name.split("_"))

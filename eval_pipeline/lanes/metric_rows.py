@@ -52,16 +52,6 @@ class MetricRows:
         return f"{what} of {of}{severity} over {self.over}"
 
 
-def rows_of_spec(metric: MetricSpec) -> MetricRows | None:
-    """The rows a declared metric counts; None for a count or a derived metric."""
-    predicate = metric.predicate
-    if predicate is None:
-        return None
-    return MetricRows(
-        frozenset({predicate}), counts_failures=metric.failure_rate is not None, over=metric.over
-    )
-
-
 # error_rate: per turn, a fault (transcripts' error set) is a failure; lower is better.
 ERROR_RATE_ROWS = MetricRows(None, counts_failures=True, over="turns", source="faults")
 
@@ -75,8 +65,15 @@ def rows_of_metric(metric_rows: Mapping[str, MetricRows], metric: str) -> Metric
 
 
 def rows_of_declared(metrics: Mapping[str, MetricSpec]) -> dict[str, MetricRows]:
-    """Every rate of a declaration, by metric name."""
-    return {name: rows for name, spec in metrics.items() if (rows := rows_of_spec(spec)) is not None}
+    """The rows each rate of a declaration counts, by metric name (a count or a derived metric
+    counts none)."""
+    return {
+        name: MetricRows(
+            frozenset({spec.predicate}), counts_failures=spec.failure_rate is not None, over=spec.over
+        )
+        for name, spec in metrics.items()
+        if spec.predicate is not None
+    }
 
 
 def higher_is_better(rows: MetricRows | None, threshold_op: object = None, threshold: object = None) -> bool:

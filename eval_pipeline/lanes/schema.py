@@ -67,7 +67,7 @@ def _annotation(name: str, spec: FieldSpec) -> Any:
     elif spec.type == "object":
         assert spec.fields is not None
         base = create_model(
-            _title(name),
+            pascal_case(name),
             __config__=_CONFIG,
             __validators__=_field_validators(spec.fields),
             **_fields(name, spec.fields),
@@ -135,5 +135,6 @@ def _case_validators(checks: list[str]) -> dict[str, Any]:
     return validators
 
 
-def _title(name: str) -> str:
+def pascal_case(name: str) -> str:
+    """``snake_case`` as ``SnakeCase``: a model's name from a lane's or a field's."""
     return "".join(part.capitalize() for part in name.split("_"))

@@ -37,8 +37,7 @@ def test_a_kinds_turn_table_is_its_threads_turns(spec: LaneSpec) -> None:
         for cases in (models, batch):
             assert turn_requests(kind, cases, spec, split).equals(expected), (spec.name, split)
         if isinstance(kind, DeclaredLane):  # every shipped source is text: Arrow reads the batch
-            session = f"{spec.name}/{split}" if kind.declaration.threads.session == "warm" else None
-            assert kind._stored_turn_table(batch, session) is not None
+            assert kind.turn_table(batch, spec, split) is not None
 
 
 TRICKY = ["Qu'est-ce que \u00e9?", 'a "quoted" \\ back', "emoji \U0001f600 and \u2028 sep", "tab\tnew"]
@@ -68,7 +67,7 @@ def test_turns_read_by_arrow_are_the_turns_of_the_threads(lane: str, tmp_path: P
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     loaded = load_split(spec, "public", path)
     batch = cases_from_frame(kind, cases_frame(loaded, "public"))
-    read = kind._stored_turn_table(batch, None)
+    read = kind.turn_table(batch, spec, "public")
     assert read is not None
     assert read.equals(requests_of_threads(kind.threads([item.case for item in loaded], spec, "public")))
 
