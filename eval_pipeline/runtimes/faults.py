@@ -106,19 +106,22 @@ class AdaptiveLimit:
     fell were sent under the old limit, so their throttles (``epoch`` older than the current
     one) do not cut it again. Each answered request adds ``1 / limit``, so a whole limit's
     worth of answers raises it by one, up to ``maximum``. ``resume_at`` is the clock time
-    before which nothing is sent: the latest ``Retry-After`` a throttle asked for.
+    before which nothing is sent: the latest ``Retry-After`` a throttle asked for, each
+    honoured up to ``max_wait_s`` (as :class:`RetryPolicy` caps it at ``max_backoff_s``), so a
+    server asking for hours, or forever, pauses the target no longer than a retry would wait.
     """
 
     maximum: int
     decrease: float = 0.5
+    max_wait_s: float = 30.0
     limit: float = 0.0
     epoch: int = 0
     resume_at: float = 0.0
     backoffs: int = 0
 
     def __post_init__(self) -> None:
-        if self.maximum < 1 or not 0.0 < self.decrease < 1.0:
-            raise ValueError("an adaptive limit needs maximum >= 1 and 0 < decrease < 1")
+        if self.maximum < 1 or not 0.0 < self.decrease < 1.0 or not self.max_wait_s >= 0.0:
+            raise ValueError("an adaptive limit needs maximum >= 1, 0 < decrease < 1 and max_wait_s >= 0")
         self.limit = float(self.maximum)
 
     @property
@@ -135,4 +138,4 @@ class AdaptiveLimit:
             self.epoch += 1
             self.backoffs += 1
         if retry_after is not None and retry_after > 0:
-            self.resume_at = max(self.resume_at, now + retry_after)
+            self.resume_at = max(self.resume_at, now + min(retry_after, self.max_wait_s))

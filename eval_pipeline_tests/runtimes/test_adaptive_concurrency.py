@@ -29,6 +29,15 @@ def test_a_throttle_halves_the_limit_once_per_congestion_event() -> None:
     assert limit.resume_at == 102.5
 
 
+@pytest.mark.parametrize("asked", [86_400.0, float("inf")])
+def test_a_retry_after_pauses_the_target_no_longer_than_the_longest_wait(asked: float) -> None:
+    limit = AdaptiveLimit(4, max_wait_s=30.0)
+    limit.throttled(limit.epoch, now=100.0, retry_after=asked)  # a day, or forever
+    assert limit.resume_at == 130.0
+    limit.throttled(limit.epoch, now=101.0, retry_after=float("nan"))  # unreadable: no wait asked
+    assert limit.resume_at == 130.0
+
+
 def test_answers_recover_the_limit_additively_up_to_the_maximum() -> None:
     limit = AdaptiveLimit(4)
     for _ in range(3):
@@ -45,7 +54,14 @@ def test_answers_recover_the_limit_additively_up_to_the_maximum() -> None:
 
 
 @pytest.mark.parametrize(
-    "bad", [{"maximum": 0}, {"maximum": 4, "decrease": 1.0}, {"maximum": 4, "decrease": 0.0}]
+    "bad",
+    [
+        {"maximum": 0},
+        {"maximum": 4, "decrease": 1.0},
+        {"maximum": 4, "decrease": 0.0},
+        {"maximum": 4, "max_wait_s": -1.0},
+        {"maximum": 4, "max_wait_s": float("nan")},
+    ],
 )
 def test_an_adaptive_limit_needs_sane_bounds(bad: dict[str, float]) -> None:
     with pytest.raises(ValueError, match="adaptive limit"):

@@ -300,6 +300,9 @@ def test_drive_retries_transient_faults_and_counts_attempts() -> None:
         ({"retry-after": "2.5"}, 2.5),
         ({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}, 0.0),  # a date gone by: no wait
         ({"retry-after": "after lunch"}, None),  # unreadable: no wait asked, not a crash
+        ({"retry-after": "inf"}, None),  # Python reads these as floats; HTTP does not
+        ({"retry-after": "nan"}, None),
+        ({"retry-after-ms": "inf", "retry-after": "3"}, 3.0),
         ({}, None),
     ],
 )

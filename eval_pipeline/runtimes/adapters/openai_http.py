@@ -53,6 +53,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import email.utils
+import math
 import os
 import threading
 import time
@@ -143,15 +144,22 @@ def public_url(url: str) -> str:
 
 def retry_after_s(headers: Mapping[str, str]) -> float | None:
     """Seconds a 429/503 asked to wait: ``retry-after-ms``, else ``Retry-After`` (seconds or an
-    HTTP date); None when neither is there or readable."""
+    HTTP date); None when neither is there or readable (``inf`` and ``nan`` are no number of
+    seconds)."""
     with contextlib.suppress(KeyError, ValueError):
-        return float(headers["retry-after-ms"]) / 1000.0
+        return _seconds(float(headers["retry-after-ms"]) / 1000.0)
     text = headers.get("retry-after", "")
     with contextlib.suppress(ValueError):
-        return float(text)
+        return _seconds(float(text))
     with contextlib.suppress(ValueError):
         return max(0.0, email.utils.parsedate_to_datetime(text).timestamp() - time.time())
     return None
+
+
+def _seconds(value: float) -> float:
+    if not math.isfinite(value):
+        raise ValueError(f"not a number of seconds: {value}")
+    return value
 
 
 def _secret(env: str, *, required: bool) -> str | None:
@@ -203,8 +211,8 @@ class _AdaptiveGate:
     """The target's :class:`AdaptiveLimit` as an asyncio gate: a request waits for a slot, and
     for the end of the latest ``Retry-After``."""
 
-    def __init__(self, maximum: int) -> None:
-        self.limit = AdaptiveLimit(maximum)
+    def __init__(self, maximum: int, max_wait_s: float) -> None:
+        self.limit = AdaptiveLimit(maximum, max_wait_s=max_wait_s)
         self.in_flight = 0
         self._changed = asyncio.Condition()
 
@@ -259,7 +267,7 @@ class OpenAIRuntime:
             max_retries=0,
             timeout=options.timeout_s,
         )
-        self._limit = _AdaptiveGate(options.max_concurrency)
+        self._limit = _AdaptiveGate(options.max_concurrency, options.max_backoff_s)
         self._loop = _EventLoopThread()
 
     @property
