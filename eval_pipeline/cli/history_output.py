@@ -247,7 +247,7 @@ def print_comparison(
 ) -> None:
     """The ``compare`` command: the paired comparison of two runs, then the flipped cases."""
     with _bad_query_exits(), connect(root or history_root()) as con:
-        if runtimes and lane is None:
+        if runtimes and lane is None and not runs:  # the lane of two runs is theirs
             lane = _common_lane(con, runtimes)
         a, b = _runs_to_compare(con, lane, runtimes or [], runs or [], split, case_set)
         spec = declared_lane(a.lane)

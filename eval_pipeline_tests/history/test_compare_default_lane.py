@@ -35,3 +35,8 @@ def test_compare_takes_the_only_lane_both_runtimes_ran(
     result = runner.invoke(app, ["compare", "--runtime", "reference", "--runtime", "nobody"])
     assert result.exit_code == 2
     assert "no lane has committed runs of both 'reference' and 'nobody'" in result.output
+
+    # Runs and runtimes both named: that is what is wrong, whatever lanes the runtime ran.
+    result = runner.invoke(app, ["compare", "--run", "run-g", "--runtime", "nobody"])
+    assert result.exit_code == 2
+    assert "give two --runtime or two --run, not both" in result.output
