@@ -83,7 +83,14 @@ def test_same_prompts_give_byte_identical_surfaces() -> None:
 def test_specs_select_the_mode_and_reject_unknown_ones() -> None:
     assert build_runtime("reference").spec == "reference"
     assert build_runtime("reference:no-gloss").spec == "reference:no-gloss"
-    with pytest.raises(RuntimeSpecError, match="unknown reference mode"):
+    with pytest.raises(RuntimeSpecError, match="unknown reference mode") as refused:
         build_runtime("reference:fancy")
+    assert str(refused.value).endswith(  # every mode it takes, each a spec to copy
+        "'reference', 'reference:gloss', 'reference:no-gloss', 'reference:no-refusal' "
+        "or 'reference:warm-drift'"
+    )
+    for spec in ("reference:no-refusal", "reference:warm-drift"):
+        assert build_runtime(spec).spec == spec
+    assert build_runtime("reference:gloss").spec == "reference"  # glosses are the default
     with pytest.raises(RuntimeSpecError, match="unknown runtime"):
         build_runtime("nosuchscheme:x")

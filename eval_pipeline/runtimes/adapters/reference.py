@@ -39,9 +39,9 @@ class ReferenceOptions(BaseModel):
 def reference_runtime(argument: str, options: Mapping[str, Any]) -> ReferenceRuntime:
     validated = validate_options("reference", ReferenceOptions, options)
     if argument not in _MODES:
+        specs = [repr(f"reference:{mode}" if mode else "reference") for mode in _MODES]
         raise RuntimeSpecError(
-            f"unknown reference mode {argument!r}: expected 'reference', 'reference:no-gloss' "
-            "'reference:no-refusal' or 'reference:warm-drift'"
+            f"unknown reference mode {argument!r}: expected {', '.join(specs[:-1])} or {specs[-1]}"
         )
     try:
         pack = load_pack(validated.pack)
