@@ -54,6 +54,7 @@ class Series:
 
 
 SERIES_COLUMN_NAMES: tuple[str, ...] = tuple(field.name for field in fields(Series))
+SERIES_SQL = ", ".join(SERIES_COLUMN_NAMES)  # SQL: the PARTITION BY / GROUP BY list of a series
 SERIES_MATCH = " AND ".join(f"{name} = ?" for name in SERIES_COLUMN_NAMES)  # SQL: rows of one series
 
 

@@ -11,8 +11,7 @@ import duckdb
 import pandas as pd
 
 from eval_pipeline.history.verdicts import CASE_VERDICTS
-from eval_pipeline.history.views import SERIES_SQL
-from eval_pipeline.series import SERIES_COLUMN_NAMES, Series
+from eval_pipeline.series import SERIES_COLUMN_NAMES, SERIES_SQL, Series
 
 FIRST_FAILURE_COLUMNS = [
     "lane",

@@ -20,8 +20,8 @@ import pandas as pd
 
 from eval_pipeline.flips import count_flips
 from eval_pipeline.history.verdicts import CASE_VERDICTS
-from eval_pipeline.history.views import SERIES_SQL
 from eval_pipeline.intervals import Z_95, wilson_interval
+from eval_pipeline.series import SERIES_SQL
 
 SERIES = ["lane", "split", "runtime", "case_set"]
 

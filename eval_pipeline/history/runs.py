@@ -14,8 +14,7 @@ from typing import Any
 import duckdb
 import pandas as pd
 
-from eval_pipeline.history.views import SERIES_SQL
-from eval_pipeline.series import SERIES_MATCH, OfSeries, Series
+from eval_pipeline.series import SERIES_MATCH, SERIES_SQL, OfSeries, Series
 
 
 @dataclass(frozen=True)

@@ -31,11 +31,10 @@ import fsspec
 import pyarrow as pa
 
 from eval_pipeline.history.store import DATA_TABLES, HISTORY_TABLES, MANIFESTS, table_glob
-from eval_pipeline.series import SERIES_COLUMN_NAMES
+from eval_pipeline.series import SERIES_SQL
 from eval_pipeline.tables import SCHEMAS
 
 COMPACTED_DATE_COLUMN = "run_date"
-SERIES_SQL = ", ".join(SERIES_COLUMN_NAMES)  # PARTITION BY / GROUP BY list of a series
 
 _RUNS_VIEW = f"""
 CREATE OR REPLACE VIEW runs AS

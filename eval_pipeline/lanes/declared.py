@@ -175,17 +175,20 @@ class DeclaredLane:
         )
 
     def turns_per_case(self, cases: Sequence[Any], spec: LaneSpec, split: str) -> list[int]:
-        """:meth:`_turn_counts`, once each prompt that is not text is built into its request,
-        which raises as :meth:`threads` would (a text prompt cannot fail)."""
+        """Each case's turns, as :meth:`_sources` lists them; a prompt that is not text is built
+        into its request, which raises as :meth:`threads` would (a text prompt cannot fail)."""
+        counts: list[int] = []
         for sources in self._sources_of(cases):
             for index, (role, prompt, _) in enumerate(sources):
                 if not isinstance(prompt, str):
                     TurnRequest(turn_index=index, role=role, prompt=prompt)
-        return self._turn_counts(cases)
+            counts.append(len(sources))
+        return counts
 
     def _turn_counts(self, cases: Sequence[Any]) -> list[int]:
         """How many turns each case's thread sends, as :meth:`_sources` lists them (one per item
-        of a list field, one for any other), counted without listing the turns."""
+        of a list field, one for any other), counted without listing the turns (the turn count
+        metric's)."""
         columns = [field_values(cases, source.from_) for source in self.declaration.threads.turns]
         return [
             sum(len(value) if isinstance(value, list) else 1 for value in values)

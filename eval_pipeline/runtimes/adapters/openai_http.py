@@ -342,9 +342,9 @@ class OpenAIRuntime:
         return document
 
     async def _streamed(self, messages: list[dict[str, str]], seed: int | None) -> TurnResponse:
-        started = time.perf_counter()
-        from openai import omit
+        from openai import omit  # loaded already: the client was built with the runtime
 
+        started = time.perf_counter()
         async with self._client.chat.completions.with_streaming_response.create(
             model=self.options.model,
             messages=messages,  # type: ignore[arg-type]

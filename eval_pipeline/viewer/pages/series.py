@@ -10,8 +10,7 @@ import pandas as pd
 
 from eval_pipeline.history.runs import RunRef, is_missing, ref_from_row
 from eval_pipeline.history.svg import Chart, Point, trend_svg
-from eval_pipeline.history.views import SERIES_SQL
-from eval_pipeline.series import SERIES_COLUMN_NAMES, SERIES_MATCH, Series
+from eval_pipeline.series import SERIES_COLUMN_NAMES, SERIES_MATCH, SERIES_SQL, Series
 from eval_pipeline.viewer.pages.common import (
     NotFound,
     words,
