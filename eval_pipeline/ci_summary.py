@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from eval_pipeline.dagster_wiring.markdown import escape_markdown, markdown_table
+from eval_pipeline.outcome import VERDICT_ORDER, worst_verdict
 from eval_pipeline.scoring import number_text
 
 GITHUB_COMMENT_LIMIT = 65_536
 FAILING_ROWS_SHOWN = 50  # per lane run
-VERDICT_ORDER = ("error", "void", "fail", "warn", "pass")
 
 
 @dataclass(frozen=True)
@@ -40,15 +40,14 @@ class LaneSummary:
     verdict: str  # pass | warn | fail | void | error (the run broke)
     metrics: Sequence[MetricLine] = ()
     baseline_run_id: str | None = None
-    failing_rows: Sequence[Mapping[Any, Any]] = ()  # case_id, predicate, severity, reason
+    failing_rows: Sequence[Mapping[Any, Any]] = ()  # case_id, turn, predicate, severity, reason
     failing_total: int = 0
     faults: Sequence[Mapping[str, Any]] = ()  # turns, fault
     notes: Sequence[str] = field(default_factory=tuple)  # the measurement note, a broken run's error
 
 
 def overall_verdict(lanes: Sequence[LaneSummary]) -> str:
-    words = {lane.verdict for lane in lanes}
-    return next((word for word in VERDICT_ORDER if word in words), "pass")
+    return worst_verdict(lane.verdict for lane in lanes)
 
 
 def _number(value: float | None) -> str:
@@ -90,7 +89,7 @@ def _lane_lines(lane: LaneSummary) -> list[str]:
         lines += [f"**Failing cases** ({lane.failing_total} result(s)):", ""]
         table = markdown_table(
             lane.failing_rows,
-            ("case_id", "predicate", "severity", "reason"),
+            ("case_id", "turn", "predicate", "severity", "reason"),
             limit=FAILING_ROWS_SHOWN,
             more="failing results (eval-pipeline show RUN lists them all)",
             total=lane.failing_total,

@@ -1,8 +1,10 @@
 """JUnit XML for CI systems: one ``<testsuite>`` per lane run, one ``<testcase>`` per case.
 
-A case with a failing hard (blocking) predicate is a ``<failure>`` carrying the reasons and
-the surface; a case whose runtime call faulted is an ``<error>`` (the run failed, not the
-model); report-severity findings go to ``<system-out>`` of a passing case. The lane run's
+A case with a failing hard (blocking) item of the run's outcome — a case row, or a turn of a
+case judged per turn — is a ``<failure>`` carrying the reasons (naming the turn) and the
+surface; so is a case a failed blocking check counts against; a case whose runtime call
+faulted is an ``<error>`` (the run failed, not the model); report-severity findings go to
+``<system-out>`` of a passing case. The lane run's
 series, run id, measurement and threshold verdicts are ``<properties>``. The shape follows the
 schema CI servers read (Jenkins, GitLab, GitHub reporters): ``tests``, ``failures``,
 ``errors``, ``skipped`` and ``time`` on every suite.
@@ -17,10 +19,9 @@ from datetime import datetime
 
 import pandas as pd
 
-from eval_pipeline.failures import case_faults, failing_cases, last_surfaces
-from eval_pipeline.samples import sample_count
+from eval_pipeline.failures import case_faults, last_surfaces
+from eval_pipeline.outcome import HARD, FailingItem
 
-HARD = frozenset({"hard", "error", "ERROR"})
 # XML 1.0 forbids most control characters; a surface may hold them.
 _XML_SAFE = {c: None for c in range(32) if c not in (9, 10, 13)}
 
@@ -32,7 +33,8 @@ class SuiteRun:
     name: str  # lane/split [runtime]
     run_id: str
     case_ids: Sequence[str]
-    case_predicates: pd.DataFrame
+    failing: Sequence[FailingItem]  # the run outcome's failing items
+    blocked_case_ids: frozenset[str]  # the cases a failed blocking check counts against
     transcripts: pd.DataFrame
     properties: Mapping[str, str] = field(default_factory=dict)
     timestamp: datetime | None = None
@@ -44,7 +46,9 @@ def _text(value: object) -> str:
 
 
 def suite_element(run: SuiteRun) -> ET.Element:
-    failing = failing_cases([run.case_predicates], sample_count(run.case_predicates)).rows
+    items: dict[str, list[FailingItem]] = {}
+    for item in run.failing:
+        items.setdefault(item.case_id, []).append(item)
     faults = case_faults(run.transcripts)
     surfaces = last_surfaces(run.transcripts)
     latency = (
@@ -66,8 +70,8 @@ def suite_element(run: SuiteRun) -> ET.Element:
         total_s += seconds
         case = ET.SubElement(suite, "testcase", name=_text(case_id), classname=_text(run.name))
         case.set("time", f"{seconds:.3f}")
-        rows = failing[failing["case_id"] == case_id]
-        hard = rows[rows["severity"].isin(HARD)]
+        rows = items.get(case_id, [])
+        hard = [item for item in rows if item.severity == HARD]
         surface = surfaces.get(case_id, "")
         if run.void_reason or case_id in faults:
             counts["errors"] += 1
@@ -79,25 +83,24 @@ def suite_element(run: SuiteRun) -> ET.Element:
                 else message
             )
             continue  # its predicate results only echo the fault
-        elif not hard.empty:
+        elif hard or case_id in run.blocked_case_ids:
             counts["failures"] += 1
-            first = hard.iloc[0]
+            first = hard[0] if hard else None
             failure = ET.SubElement(
                 case,
                 "failure",
-                message=_text(f"{first['predicate']}: {first['reason']}"),
-                type=str(first["code"]),
+                message=_text(
+                    f"{first.predicate}: {first.reason}" if first else "a blocking check counts it"
+                ),
+                type=first.code if first else "check_failed",
             )
-            lines = [f"{r['predicate']} [{r['code']}]: {r['reason']}" for _, r in hard.iterrows()]
+            lines = [f"{item.predicate} [{item.code}]: {item.text}" for item in hard]
             failure.text = _text("\n".join([*lines, "", "surface:", surface]))
-        soft = rows[~rows["severity"].isin(HARD)]
-        if not soft.empty:
+        soft = [item for item in rows if item.severity != HARD]
+        if soft:
             out = ET.SubElement(case, "system-out")
             out.text = _text(
-                "\n".join(
-                    f"{r['severity']}: {r['predicate']} [{r['code']}]: {r['reason']}"
-                    for _, r in soft.iterrows()
-                )
+                "\n".join(f"{item.severity}: {item.predicate} [{item.code}]: {item.text}" for item in soft)
             )
     suite.set("tests", str(len(run.case_ids)))
     suite.set("failures", str(counts["failures"]))

@@ -222,3 +222,18 @@ def faulted() -> pc.Expression:
 
 def in_cases(case_ids: Sequence[str]) -> pc.Expression:
     return pc.field("case_id").isin(pa.array(list(case_ids), pa.string()))
+
+
+# A table's run-level facts (DataFrame.attrs: the metrics table's judged outcome), kept as the
+# Parquet file's key-value metadata and handed back with the table to whoever reads it.
+OUTCOME_ATTR = "eval_pipeline.outcome"
+
+
+def read_table(path: Path) -> pd.DataFrame:
+    """A stored stage table, whole, with its run-level facts (:data:`OUTCOME_ATTR`) in ``attrs``."""
+    table = pq.read_table(path)
+    frame = table.to_pandas(types_mapper=nullable_types)
+    kept = (table.schema.metadata or {}).get(OUTCOME_ATTR.encode())
+    if kept is not None:
+        frame.attrs[OUTCOME_ATTR] = kept.decode()
+    return frame

@@ -124,6 +124,7 @@ RUN_MANIFESTS = pa.schema(
         pa.field("pipeline_version", pa.string()),
         pa.field("dagster_job", pa.string()),
         pa.field("tables", pa.string()),  # comma-separated history tables the run wrote
+        pa.field("outcome", JSON_TEXT),  # the run's outcome (outcome.RunOutcome), as every view shows it
     ]
 )
 
@@ -186,6 +187,7 @@ COLUMN_DESCRIPTIONS: Mapping[str, str] = {
     "partition_date": "The night the run belongs to (YYYY-MM-DD).",
     "started_at": "When the run started (UTC).",
     "committed_at": "When the run's manifest was written: from then on history queries see it.",
+    "outcome": "JSON of the run's outcome: verdict, checks, failing cases and turns, faults (what every view shows).",
     "cases_sha256": "SHA-256 of the case files' bytes: which cases were measured.",
     "pipeline_version": "The eval-pipeline version that produced the row.",
     "runtime_spec": "The adapter spec the runtime target resolved to (never a secret).",

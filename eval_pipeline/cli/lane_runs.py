@@ -7,6 +7,7 @@ import json
 import os
 import uuid
 from contextlib import closing
+from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
@@ -43,6 +44,7 @@ from eval_pipeline.failures import evidence_object, fault_counts, fault_text
 from eval_pipeline.junit import SuiteRun, junit_xml
 from eval_pipeline.lanes.registry import discover_lanes
 from eval_pipeline.lanes.spec import LaneSpec
+from eval_pipeline.outcome import MEASUREMENT_CHECK
 from eval_pipeline.palette import rich_style
 from eval_pipeline.progress import rich_progress
 from eval_pipeline.runtimes.base import RecordedRuntime, RuntimeSpecError
@@ -151,6 +153,7 @@ def _document(batch_id: str, outcomes: list[LaneOutcome]) -> dict[str, Any]:
                 **o.series.columns(),
                 "run_id": o.run_id,
                 "success": o.success,
+                "verdict": o.verdict,
                 "void": o.void,
                 "measurement": o.measurement_note,
                 "journal": o.journal_note,
@@ -164,10 +167,16 @@ def _document(batch_id: str, outcomes: list[LaneOutcome]) -> dict[str, Any]:
                         "severity": c.severity,
                         "value": c.value,
                         "threshold": c.threshold,
-                        "void_reason": c.metadata.get("void_reason"),
+                        "n": c.n,
+                        "void_reason": c.reason if c.verdict == "void" else None,
+                        "reason": c.reason or None,
+                        "description": c.description,
                     }
                     for c in o.checks
                 ],
+                "failing": [] if o.outcome is None else [asdict(item) for item in o.outcome.failing],
+                "failing_results": 0 if o.outcome is None else o.outcome.failing_results,
+                "failing_cases": 0 if o.outcome is None else o.outcome.failing_cases,
                 "faults": fault_counts(o.transcripts) if o.transcripts is not None else [],
                 "unsupplied_fields": _unsupplied(o)[0],
                 "turn_predicates": _with_evidence(_records(o.turn_predicates)),
@@ -245,13 +254,12 @@ def _print(outcome: LaneOutcome, scheme: str) -> None:
     usage = _usage(outcome)
     out().print(f"  usage: {escape(totals_text(usage))}", highlight=False)
     out().print(f"         {escape(timing_text(usage))}", highlight=False)
-    from eval_pipeline.dagster_wiring.checks import MEASUREMENT_CHECK
-
     metric_names = set(outcome.metrics["metric"])
     for check in outcome.checks:
         if check.name not in metric_names:  # lane-level checks: measurement, no_regression
-            failed = not check.passed and check.description and check.name != MEASUREMENT_CHECK
-            note = f" ({escape(check.description)})" if failed else ""
+            said = check.reason if check.verdict == "n/a" else check.description
+            shown = check.verdict in ("fail", "warn", "n/a") and check.name != MEASUREMENT_CHECK
+            note = f" ({escape(said)})" if shown and said else ""
             out().print(f"  {check.name}: {_verdict(check.verdict)}{note}", highlight=False)
     if not outcome.void:  # a void run says why once, below; a check that measured nothing says it here
         for check in outcome.checks:
@@ -315,33 +323,37 @@ def _print_flaky(outcome: LaneOutcome) -> None:
 
 
 def _print_failing(outcome: LaneOutcome) -> None:
-    """The failing cases, hard first, one line each: what failed and why; capped, with the rest counted."""
-    failing = outcome.first_failing(FAILING_SHOWN)
-    if failing is None or not failing.results:
+    """The failing cases, hard first, one line each: what failed (at which turn) and why;
+    capped, with the rest counted."""
+    run = outcome.outcome
+    if run is None or not run.failing_results:
         return
-    if outcome.void:  # every result is a fault's echo: the faults below say it once
+    if run.void:  # every result is a fault's echo: the faults below say it once
         out().print(
-            f"failing cases: not judged, the run is void; all {failing.results} result(s): "
+            f"failing cases: not judged, the run is void; all {run.failing_results} result(s): "
             f"eval-pipeline show {short_id(outcome.run_id)}",
             markup=False,
             highlight=False,
         )
         return
     out().print(
-        f"[bold]failing cases[/bold] ({failing.cases} case(s), {failing.results} result(s)):", highlight=False
+        f"[bold]failing cases[/bold] ({run.failing_cases} case(s), {run.failing_results} result(s)):",
+        highlight=False,
     )
     console = out()
-    for row in failing.rows.to_dict("records"):
+    shown = run.failing[:FAILING_SHOWN]
+    for item in shown:
         heading = Text.assemble(
             "  ",
-            (row["case_id"], "bold" if row["severity"] == "hard" else ""),
-            f" · {row['predicate']} · {row['severity']} · {row['code']}",
+            (item.case_id, "bold" if item.severity == "hard" else ""),
+            f" · {item.where}" if item.where else "",
+            f" · {item.predicate} · {item.severity} · {item.code}",
         )
         console.print(heading, no_wrap=True, overflow="ellipsis", highlight=False)
-        console.print(Text(f"      {row['reason']}"), no_wrap=True, overflow="ellipsis", highlight=False)
-    if failing.results > len(failing.rows):
+        console.print(Text(f"      {item.reason}"), no_wrap=True, overflow="ellipsis", highlight=False)
+    if run.failing_results > len(shown):
         out().print(
-            f"  …and {failing.results - len(failing.rows)} more; all of them: "
+            f"  …and {run.failing_results - len(shown)} more; all of them: "
             f"eval-pipeline show {short_id(outcome.run_id)}",
             highlight=False,
             markup=False,
@@ -352,10 +364,11 @@ def _print_faults(outcome: LaneOutcome) -> None:
     """The distinct fault messages of the run's turns, with how many turns each."""
     if outcome.void:
         err().print(f"[{rich_style('void')}]the measurement failed:[/] {escape(outcome.measurement_note)}")
-    faulted = outcome.faulted_turns()
-    if faulted is None:
-        return
-    faults = fault_counts(faulted)
+    if outcome.outcome is not None:
+        faults = [dict(f) for f in outcome.outcome.faults]
+    else:  # a run that broke has no outcome: its faulted turns, as far as it got
+        faulted = outcome.faulted_turns()
+        faults = [] if faulted is None else fault_counts(faulted)
     if not faults:
         return
     total = sum(f["turns"] for f in faults)
@@ -365,22 +378,23 @@ def _print_faults(outcome: LaneOutcome) -> None:
 
 
 def _suite(outcome: LaneOutcome) -> SuiteRun:
-    cases = outcome.case_predicates if outcome.case_predicates is not None else pd.DataFrame()
     transcripts = outcome.transcripts if outcome.transcripts is not None else pd.DataFrame()
-    case_ids = list(dict.fromkeys(str(c) for c in (cases["case_id"] if not cases.empty else [])))
+    case_ids = list(dict.fromkeys(str(c) for c in (transcripts["case_id"] if not transcripts.empty else [])))
+    run = outcome.outcome
     return SuiteRun(
         name=outcome.series.label,
         run_id=outcome.run_id,
         case_ids=case_ids,
-        case_predicates=cases,
+        failing=() if run is None else run.failing,
+        blocked_case_ids=frozenset(case for c in outcome.blocking_failures for case in c.failing_case_ids),
         transcripts=transcripts,
         properties={
             **outcome.series.columns(),
             **{f"check.{c.name}": c.verdict for c in outcome.checks},
             **{
-                f"check.{c.name}.void_reason": why
+                f"check.{c.name}.void_reason": c.reason
                 for c in outcome.checks
-                if (why := c.metadata.get("void_reason"))
+                if c.verdict == "void" and c.reason
             },
             **({"failure": outcome.failure} if outcome.failure else {}),
         },

@@ -62,7 +62,7 @@ def run_notifier(notify: bool) -> RunNotifier | None:
 
 def sample_event() -> Event:
     """A made-up failing run: what a channel's messages look like."""
-    from eval_pipeline.dagster_wiring.launch import CheckOutcome  # Dagster loads only when needed
+    from eval_pipeline.outcome import CheckOutcome
 
     run = LaneRun(
         series=Series("deterministic_fluency", "public", "reference", "public"),

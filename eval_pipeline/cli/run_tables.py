@@ -13,12 +13,15 @@ from rich.text import Text
 
 from eval_pipeline.cli.common import out, run_title, short_id
 from eval_pipeline.dagster_wiring.launch import ensure_instance
-from eval_pipeline.dagster_wiring.stored_runs import stored_runs
-from eval_pipeline.failures import evidence_object, failing_cases, fault_counts, fault_text
-from eval_pipeline.history.runs import RUN_MATCH, find_runs, is_missing
+from eval_pipeline.dagster_wiring.stored_runs import StoredRun, stored_runs
+from eval_pipeline.failures import evidence_object, fault_counts, fault_text
+from eval_pipeline.history.runs import RUN_MATCH, RunRef, find_runs, is_missing, stored_outcome
 from eval_pipeline.history.views import connect
+from eval_pipeline.outcome import RunOutcome
 from eval_pipeline.palette import rich_style
-from eval_pipeline.samples import rows_of_sample, sample_count, sample_frames
+from eval_pipeline.samples import rows_of_sample, sample_frames
+from eval_pipeline.series import Series
+from eval_pipeline.stage_files import OUTCOME_ATTR
 
 
 @dataclass(frozen=True)
@@ -29,10 +32,18 @@ class RunTables:
     title: str
     case_predicates: pd.DataFrame
     transcripts: pd.DataFrame
-    turn_predicates: pd.DataFrame | None  # history does not keep turn predicates
+    turn_predicates: pd.DataFrame | None  # history keeps their verdicts only (no code, no evidence)
+    outcome: RunOutcome | None  # as the run stored it (None: it broke before it was judged)
+
+    def has_case(self, case_id: str) -> bool:
+        """Whether the run evaluated ``case_id`` (a case judged per turn has no case rows)."""
+        return any(
+            not table.empty and bool((table["case_id"] == case_id).any())
+            for table in (self.case_predicates, self.transcripts)
+        )
 
 
-def _from_instance(prefix: str) -> list[RunTables]:
+def _from_instance(prefix: str, root: str) -> list[RunTables]:
     tables_dir = Path(ensure_instance().storage_directory()) / "tables"
     runs = []
     for run in stored_runs(tables_dir, prefix):
@@ -40,16 +51,30 @@ def _from_instance(prefix: str) -> list[RunTables]:
         if case_predicates is None:
             continue
         transcripts = run.table("transcripts")
+        split = _split_of(case_predicates, run.case_set)
         runs.append(
             RunTables(
                 run.run_id,
-                run_title(run.lane, _split_of(case_predicates, run.case_set), run.runtime, run.case_set),
+                run_title(run.lane, split, run.runtime, run.case_set),
                 case_predicates,
                 transcripts if transcripts is not None else pd.DataFrame(),
                 run.table("turn_predicates"),
+                _outcome_of(run, root, Series(run.lane, split, run.runtime, run.case_set)),
             )
         )
     return runs
+
+
+def _outcome_of(run: StoredRun, root: str, series: Series) -> RunOutcome | None:
+    """A stored run's outcome: as history committed it, else as its metrics step judged it
+    (a run that has not reached history), else None (it broke before it was judged)."""
+    with connect(root, lane=run.lane) as con:
+        committed = stored_outcome(con, RunRef(run.run_id, series))
+    if committed is not None:
+        return committed
+    metrics = run.table("metrics")
+    judged = None if metrics is None else metrics.attrs.get(OUTCOME_ATTR)
+    return None if judged is None else RunOutcome.from_json(judged)
 
 
 def _split_of(case_predicates: pd.DataFrame, case_set: str) -> str:
@@ -72,7 +97,8 @@ def _from_history(prefix: str, root: str) -> list[RunTables]:
                 con.execute(
                     f"SELECT * FROM transcripts WHERE {RUN_MATCH} ORDER BY case_id, turn_index", ref.params()
                 ).df(),
-                None,
+                con.execute(f"SELECT * FROM turn_verdicts WHERE {RUN_MATCH}", ref.params()).df(),
+                stored_outcome(con, ref),
             )
             for ref in refs
         ]
@@ -81,7 +107,7 @@ def _from_history(prefix: str, root: str) -> list[RunTables]:
 def find_run_tables(prefix: str, root: str) -> list[RunTables]:
     """The lane runs of the one run id ``prefix`` names: the instance's files first (they hold
     every stage, and runs that broke before history), else history. KeyError if none or several."""
-    runs = _from_instance(prefix) or _from_history(prefix, root)
+    runs = _from_instance(prefix, root) or _from_history(prefix, root)
     ids = sorted({r.run_id for r in runs})
     if not ids:
         raise KeyError(f"no run {prefix!r} in this instance or in history at {root}")
@@ -93,22 +119,40 @@ def find_run_tables(prefix: str, root: str) -> list[RunTables]:
 
 
 def print_failing(run: RunTables) -> None:
+    """The run's failing items (cases, and the turns of cases judged per turn) with their
+    reasons, and its faults: as its outcome holds them."""
     console = out()
-    failing = failing_cases([run.case_predicates], sample_count(run.case_predicates)).rows
     console.print(Text(f"{run.title} · run {run.run_id}", style="bold"))
-    if failing.empty:
-        console.print(Text("  no failing case", style=rich_style("pass")))
-    for row in failing.to_dict("records"):
-        console.print(
-            Text.assemble(
-                "  ",
-                (row["case_id"], "bold" if row["severity"] == "hard" else ""),
-                f" · {row['predicate']} · {row['severity']} · {row['code']}",
-            ),
-            highlight=False,
-        )
-        console.print(Text(f"      {row['reason']}"), highlight=False)
-    for fault in fault_counts(run.transcripts):
+    outcome = run.outcome
+    if outcome is None:
+        console.print(Text("  not judged: the run broke before its metrics step", style=rich_style("void")))
+        faults = fault_counts(run.transcripts)
+    else:
+        console.print(Text.assemble("  verdict ", (outcome.verdict, rich_style(outcome.verdict))))
+        if outcome.void:
+            console.print(Text(f"  {outcome.void_reason}"), highlight=False)
+        if not outcome.failing_results:
+            console.print(Text("  no failing case", style=rich_style("pass")))
+        for item in outcome.failing:
+            console.print(
+                Text.assemble(
+                    "  ",
+                    (item.case_id, "bold" if item.severity == "hard" else ""),
+                    f" · {item.where}" if item.where else "",
+                    f" · {item.predicate} · {item.severity} · {item.code}",
+                ),
+                highlight=False,
+            )
+            console.print(Text(f"      {item.reason}"), highlight=False)
+        if outcome.failing_results > len(outcome.failing):
+            console.print(
+                Text(
+                    f"  …and {outcome.failing_results - len(outcome.failing)} more (eval-pipeline history --sql)"
+                ),
+                highlight=False,
+            )
+        faults = [dict(f) for f in outcome.faults]
+    for fault in faults:
         console.print(Text(f"  fault, {fault['turns']} turn(s): {fault_text(fault)}"), highlight=False)
 
 
@@ -139,14 +183,17 @@ def print_case(run: RunTables, case_id: str) -> None:
             mine = of_sample[(of_sample["case_id"] == case_id) & (of_sample["turn_index"] == index)]
             for row in mine.to_dict("records"):
                 word = _word(row["passed"])
-                evidence = evidence_object(row["evidence"])
+                evidence = evidence_object(row.get("evidence"))
                 detail = f" {json.dumps(evidence, ensure_ascii=False)}" if evidence and word == "fail" else ""
+                code = f" [{row['code']}]" if not is_missing(row.get("code")) else ""
                 console.print(
-                    _verdict_line("    ", word, f" {row['predicate']} [{row['code']}]{detail}"),
-                    highlight=False,
+                    _verdict_line("    ", word, f" {row['predicate']}{code}{detail}"), highlight=False
                 )
     console.print(Text("case verdicts", style="bold"))
-    for sample, rows in sample_frames(run.case_predicates[run.case_predicates["case_id"] == case_id]):
+    case_rows = run.case_predicates[run.case_predicates["case_id"] == case_id]
+    if case_rows.empty:
+        console.print(Text("  none: this lane judges the case per turn (above)"), highlight=False)
+    for sample, rows in sample_frames(case_rows):
         prefix = f"  sample {sample}: " if several else "  "
         for row in rows.to_dict("records"):
             word = _word(row["passed"])

@@ -26,10 +26,10 @@ def show(
 
     with bad_input_exits():
         runs = find_run_tables(run_id, root or history_root())
-        if case is not None and not any((r.case_predicates["case_id"] == case).any() for r in runs):
+        if case is not None and not any(r.has_case(case) for r in runs):
             raise KeyError(f"run {short_id(runs[0].run_id)} has no case {case!r}")
     for run in runs:
         if case is None:
             print_failing(run)
-        elif (run.case_predicates["case_id"] == case).any():
+        elif run.has_case(case):
             print_case(run, case)

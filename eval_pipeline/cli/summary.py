@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from eval_pipeline.ci_summary import FAILING_ROWS_SHOWN, LaneSummary, MetricLine, summary_markdown
-from eval_pipeline.failures import fault_counts
 from eval_pipeline.history.previous import (
     has_runtime,
     latest_run_id,
@@ -46,16 +45,6 @@ def check_baseline(history_root: str, baseline: str | None) -> None:
                 ) from None
 
 
-def lane_verdict(outcome: LaneOutcome) -> str:
-    """error (the run broke), else the worst check word: void (a budget stop too), fail, warn; else pass."""
-    if outcome.failure is not None and not outcome.budget_reached:
-        return "error"
-    if outcome.void:
-        return "void"
-    words = {c.verdict for c in outcome.checks}
-    return next((word for word in ("fail", "warn") if word in words), "pass")
-
-
 def lane_summary(
     outcome: LaneOutcome, baseline_run_id: str | None, baseline: dict[str, float | None]
 ) -> LaneSummary:
@@ -77,20 +66,20 @@ def lane_summary(
                 verdict="" if check is None else check.verdict,
             )
         )
-    failing = None if outcome.void or outcome.failure else outcome.first_failing(FAILING_ROWS_SHOWN)
-    faulted = outcome.faulted_turns()
+    run = None if outcome.void else outcome.outcome
+    failing = [] if run is None else run.failing[:FAILING_ROWS_SHOWN]
     notes = [f"void: {outcome.measurement_note}"] if outcome.void else []
     if outcome.failure is not None and not outcome.budget_reached:
         notes.append(f"the run failed ({outcome.failure_kind}): {outcome.failure}")
     return LaneSummary(
         title=outcome.series.label,
         run_id=outcome.run_id,
-        verdict=lane_verdict(outcome),
+        verdict=outcome.verdict,
         metrics=metrics,
         baseline_run_id=baseline_run_id,
-        failing_rows=[] if failing is None else failing.rows.to_dict("records"),
-        failing_total=0 if failing is None else failing.results,
-        faults=[] if faulted is None else fault_counts(faulted),
+        failing_rows=[{**vars(item), "turn": item.where} for item in failing],
+        failing_total=0 if run is None else run.failing_results,
+        faults=[] if outcome.outcome is None else list(outcome.outcome.faults),
         notes=notes,
     )
 

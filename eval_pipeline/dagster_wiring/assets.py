@@ -10,6 +10,7 @@ tested without Dagster. A partition is one series (case set × runtime target, s
 
 # No `from __future__ import annotations` here: Dagster reads these annotations (config and
 # resource parameters) at definition time and cannot resolve them from strings.
+import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -23,15 +24,13 @@ from eval_pipeline import __version__
 from eval_pipeline.budget import check_priced
 from eval_pipeline.cases_stage import write_cases
 from eval_pipeline.dagster_wiring.checks import (
-    MAX_CASES_SHOWN,
     gate_check_result,
     gate_check_spec,
     measurement_check_result,
     measurement_check_spec,
     regression_check_result,
     regression_check_spec,
-    rounded,
-    run_is_void,
+    regression_outcome,
     series_label,
     threshold_check_results,
     threshold_check_specs,
@@ -50,8 +49,10 @@ from eval_pipeline.lanes.registry import lane_kind
 from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.ledger import cases_sha256, transcripts_ledger
 from eval_pipeline.memo import content_sha256
+from eval_pipeline.outcome import RunOutcome, rounded
 from eval_pipeline.pipeline import (
     drive_cases,
+    judge_run,
     measure,
     metric_rows,
     score_cases,
@@ -64,7 +65,7 @@ from eval_pipeline.runtimes.redaction import redacted_spec
 from eval_pipeline.samples import FLAKY_READS, flaky_within_run, samples_in
 from eval_pipeline.scoring import judge, measurement
 from eval_pipeline.series import Series
-from eval_pipeline.stage_files import StageFile, failed, faulted
+from eval_pipeline.stage_files import OUTCOME_ATTR, StageFile, faulted
 from eval_pipeline.tables import (
     CASE_PREDICATES,
     CASES,
@@ -81,6 +82,7 @@ from eval_pipeline.viewer.links import run_page_url
 STAGES = ("cases", "transcripts", "turn_predicates", "case_predicates", "metrics", "history")
 MAX_FAILING_ROWS = 50
 PROGRESS_EVERY_SECONDS = 10.0
+OUTCOME_METADATA = "outcome"  # the committed run's outcome, as history stores it
 JOURNAL_METADATA = "journal"  # what the transcripts step says of its journal (resumed, started afresh)
 # Nightly at 02:00 plus a night's slack: a lane whose metrics are older has missed a night.
 METRICS_FRESHNESS = dg.FreshnessPolicy.time_window(fail_window=timedelta(hours=26))
@@ -101,15 +103,6 @@ def cache_metadata(cache: ResponseCache) -> dict[str, Any]:
         "cache_entries_skipped": counts.skipped,
         "runtime_version": cache.runtime_version,
     }
-
-
-def run_verdict(metrics: pd.DataFrame) -> str:
-    """The run's verdict word from its metrics rows: void, else fail (an ERROR threshold
-    failed), else warn (a WARN one did), else pass."""
-    if run_is_void(metrics):
-        return "void"
-    verdicts = set(metrics["verdict"].dropna().astype(str))
-    return next((word for word in ("fail", "warn") if word in verdicts), "pass")
 
 
 class CasesConfig(dg.Config):
@@ -397,6 +390,14 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
         budget = runtime.target(run_columns["runtime"]).error_budget(spec.max_error_rate)
         measured = measurement(values, budget)
         verdicts = judge(spec.effective_thresholds, values, max_error_rate=budget)
+        outcome = judge_run(
+            spec,
+            Series.from_row(run_columns),
+            run_columns["run_id"],
+            verdicts,
+            measured,
+            (case_predicates, turn_predicates, transcripts),
+        )
         table = frame(
             METRICS,
             metric_rows(values, verdicts),
@@ -415,6 +416,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
             if m.value is not None
         }
         missing = [m.metric for m in values if m.value is None]
+        table.attrs[OUTCOME_ATTR] = outcome.to_json()  # the history step completes and stores it
         yield dg.Output(
             table,
             metadata={
@@ -426,19 +428,10 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
                 **viewer_link(run_columns["run_id"]),
             },
         )
-        # What the checks show: the failing rows and the faulted turns, never the whole tables.
-        faults = transcripts.read(["case_id", "error"], where=faulted())
-        shown = {case for m in values for case in m.failing_case_ids[:MAX_CASES_SHOWN]}
-        failing = case_predicates.read_cases(sorted(shown), where=failed())
-        samples = samples_in(case_predicates)
-        yield measurement_check_result(measured, faults, series=series)
+        yield measurement_check_result(outcome, series=series)
         yield from threshold_check_results(
-            verdicts,
-            failing,
-            faults,
-            measured,
-            samples=samples,
-            flaky=flaky_within_run(case_predicates.batches(FLAKY_READS), samples),
+            outcome,
+            flaky=flaky_within_run(case_predicates.batches(FLAKY_READS), samples_in(case_predicates)),
             series=series,
             links=viewer_link(run_columns["run_id"]),
             metric_rows=lane_kind(spec).metric_rows,
@@ -493,9 +486,13 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
             }
             if history.keep_transcripts:
                 stored["transcripts"] = transcripts
+            judged = RunOutcome.from_json(metrics.attrs[OUTCOME_ATTR])
+            regression = regression_outcome(findings, void=judged.void)
+            outcome = judged.with_check(regression)
             manifest = {
                 "runtime_spec": redacted_spec(runtime.target(series.runtime).spec),
                 "dagster_job": context.run.job_name,
+                "outcome": outcome.to_json(),
             }
             _commit_to_history(root, spec.name, row, series, stored, manifest)
             refresh(con, root, tables=("metrics",), lane=spec.name)  # the trend shows this run too
@@ -504,16 +501,16 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
         remove_journals(
             runtime.settings.journal_root(context.instance), spec.name, series.case_set, series.runtime
         )
-        gate = gate_check_result(metrics)
         # The Runs page tells a measured failure (verdict fail, run succeeded) from a broken run.
-        context.instance.add_run_tags(context.run_id, {VERDICT_TAG: run_verdict(metrics)})
+        context.instance.add_run_tags(context.run_id, {VERDICT_TAG: outcome.verdict})
         return dg.MaterializeResult(
             metadata={
                 "history_root": root,
                 "tables": dg.MetadataValue.json(sorted(stored)),
                 "trend": dg.MetadataValue.md(trend),
+                OUTCOME_METADATA: dg.MetadataValue.json(json.loads(manifest["outcome"])),
             },
-            check_results=[regression_check_result(findings), gate],
+            check_results=[regression_check_result(regression, findings), gate_check_result(outcome)],
         )
 
     return [cases, transcripts, turn_predicates, case_predicates, metrics, history_asset]

@@ -16,21 +16,24 @@ import dagster as dg
 import pandas as pd
 
 from eval_pipeline.dagster_wiring.markdown import markdown_table
-from eval_pipeline.failures import failing_rows_for_metric, fault_counts
 from eval_pipeline.history.regression import MetricFinding, findings_frame, regression_sentence
 from eval_pipeline.lanes.metric_rows import MetricRows
 from eval_pipeline.lanes.spec import LaneSpec
-from eval_pipeline.scoring import Measurement, ThresholdVerdict, number_text
+from eval_pipeline.outcome import (
+    GATE_CHECK,
+    MEASUREMENT_CHECK,
+    REGRESSION_CHECK,
+    CheckOutcome,
+    FailingItem,
+    RunOutcome,
+    regression_check,
+    rounded,
+)
+from eval_pipeline.scoring import number_text
 
 MAX_CASES_SHOWN = 25
-METRIC_DIGITS = 4  # metadata values are rounded: 0.9333, not 0.9333333333333333
-MEASUREMENT_CHECK = "measurement"
 
 _SEVERITY = {"ERROR": dg.AssetCheckSeverity.ERROR, "WARN": dg.AssetCheckSeverity.WARN}
-
-
-REGRESSION_CHECK = "no_regression"
-GATE_CHECK = "error_thresholds_hold"
 
 
 def check_spec(
@@ -64,10 +67,6 @@ def count_text(value: float) -> dg.TextMetadataValue:
     return dg.MetadataValue.text(number_text(value))
 
 
-def rounded(value: float) -> float:
-    return round(float(value), METRIC_DIGITS)
-
-
 def measurement_check_spec(
     spec: LaneSpec, metrics_key: dg.AssetKey, partitions: dg.PartitionsDefinition
 ) -> dg.AssetCheckSpec:
@@ -82,20 +81,21 @@ def measurement_check_spec(
     )
 
 
-def measurement_check_result(
-    measured: Measurement, transcripts: pd.DataFrame, *, series: str
-) -> dg.AssetCheckResult:
-    faults = fault_counts(transcripts)
+def measurement_check_result(outcome: RunOutcome, *, series: str) -> dg.AssetCheckResult:
+    """The measurement check, rendered from the run's outcome."""
+    check = outcome.check(MEASUREMENT_CHECK)
+    assert check is not None, "a judged outcome always holds its measurement check"
+    faults = [dict(f) for f in outcome.faults]
     return dg.AssetCheckResult(
         check_name=MEASUREMENT_CHECK,
-        passed=not measured.void,
+        passed=check.passed,
         severity=dg.AssetCheckSeverity.ERROR,
-        description=measured.explain(),
+        description=check.description,
         metadata={
-            "verdict": dg.MetadataValue.text("void" if measured.void else "pass"),
-            series_label("error_rate", series): dg.MetadataValue.float(rounded(measured.error_rate or 0.0)),
-            "max_error_rate": count_text(measured.max_error_rate),
-            "faulted_turns": count_text(measured.faulted_turns),
+            "verdict": dg.MetadataValue.text(check.verdict),
+            series_label("error_rate", series): dg.MetadataValue.float(rounded(check.value or 0.0)),
+            "max_error_rate": dg.MetadataValue.text(str(check.threshold).removeprefix("<= ")),
+            "faulted_turns": count_text(sum(int(f["turns"]) for f in faults)),
             "faults": dg.MetadataValue.md(
                 markdown_table(faults, ("turns", "fault"), limit=MAX_CASES_SHOWN, more="distinct faults")
                 if faults
@@ -103,25 +103,6 @@ def measurement_check_result(
             ),
         },
     )
-
-
-def failing_sentence(case_ids: Sequence[str], *, shown: int = 5) -> str:
-    """``3 failing case(s): a, b, c.`` (the first few; the metadata table has the rest)."""
-    listed = ", ".join(case_ids[:shown]) + (
-        f" and {len(case_ids) - shown} more" if len(case_ids) > shown else ""
-    )
-    return f"{len(case_ids)} failing case(s): {listed}."
-
-
-def failed_sentence(verdict: ThresholdVerdict) -> str:
-    """``no_dotted_inventory_rate = 0.3333, needs >= 0.9 (ERROR).``: what failed, in one line."""
-    value = "missing" if verdict.metric.value is None else f"{rounded(verdict.metric.value):g}"
-    gated = (
-        f" ({verdict.statistic} {rounded(verdict.gated_value):g})"
-        if verdict.gated_value is not None and verdict.statistic != "mean"
-        else ""
-    )
-    return f"{verdict.metric.metric} = {value}{gated}, needs {verdict.bound} ({verdict.threshold.severity})."
 
 
 def threshold_check_specs(
@@ -155,24 +136,11 @@ def preview_apis() -> Iterator[None]:
         yield
 
 
-def run_is_void(metrics: pd.DataFrame) -> bool:
-    """Whether the run measured nothing, from its metrics rows: every threshold's verdict is
-    void (a void measurement voids them all; one metric with nothing to measure voids only its own)."""
-    gated = metrics[metrics["threshold"].notna()]
-    return bool(len(gated)) and bool(gated["verdict"].eq("void").all())
-
-
-def gate_check_result(metrics: pd.DataFrame) -> dg.AssetCheckResult:
-    """The gate's result, read from the verdicts the metrics table already holds: failed when the
-    run is void, or an ERROR threshold failed (a threshold that measured nothing is not a failure)."""
-    void = run_is_void(metrics)
-    failed = metrics[
-        metrics["severity"].eq("ERROR").fillna(False)
-        & metrics["passed"].eq(False).fillna(False)
-        & metrics["verdict"].ne("void").fillna(True)
-    ]
-    failed_names = [str(m) for m in failed["metric"]]
-    if void:
+def gate_check_result(outcome: RunOutcome) -> dg.AssetCheckResult:
+    """The gate: the run's verdict in one check, rendered from its outcome; failed when the run
+    is void or a blocking (ERROR) check failed."""
+    failed_names = [c.name for c in outcome.blocking_failures]
+    if outcome.void:
         description = "void: the run measured nothing (see the measurement check and each threshold's reason)"
     elif failed_names:
         description = f"{len(failed_names)} ERROR threshold(s) failed: {', '.join(failed_names)}"
@@ -180,117 +148,137 @@ def gate_check_result(metrics: pd.DataFrame) -> dg.AssetCheckResult:
         description = "every ERROR threshold held"
     return dg.AssetCheckResult(
         check_name=GATE_CHECK,
-        passed=not void and not failed_names,
+        passed=not outcome.void and not failed_names,
         severity=dg.AssetCheckSeverity.ERROR,
         description=description,
         metadata={
-            "verdict": dg.MetadataValue.text("void" if void else "fail" if failed_names else "pass"),
-            "failed_thresholds": dg.MetadataValue.json([] if void else failed_names),
+            "verdict": dg.MetadataValue.text(outcome.verdict),
+            "failed_thresholds": dg.MetadataValue.json([] if outcome.void else failed_names),
         },
     )
 
 
+def failing_items_markdown(items: Sequence[FailingItem], total: int | None = None) -> str:
+    """A markdown table of failing items (case, turn, predicate, code, reason), for the UI."""
+    return markdown_table(
+        [{**vars(item), "turn": item.where} for item in items],
+        ("case_id", "turn", "predicate", "code", "reason"),
+        limit=MAX_CASES_SHOWN,
+        more="failing rows (eval-pipeline show RUN lists them all)",
+        total=total,
+    )
+
+
 def threshold_check_results(
-    verdicts: Sequence[ThresholdVerdict],
-    failing: pd.DataFrame,
-    faults: pd.DataFrame,
-    measured: Measurement,
+    outcome: RunOutcome,
     *,
-    samples: int,
     flaky: pd.DataFrame,
     series: str,
     links: Mapping[str, dg.MetadataValue] | None = None,
     metric_rows: Mapping[str, MetricRows],
 ) -> list[dg.AssetCheckResult]:
-    """The asset check results of one run, rendered from its threshold verdicts: the verdict
-    word, rounded values and, for a check with failing cases, a markdown table of them (case,
-    predicate, code, reason). ``failing`` holds the run's failing case predicate rows (at
-    least), ``faults`` its faulted transcript rows, ``flaky`` its case predicates whose
-    ``samples`` disagree (:func:`eval_pipeline.samples.flaky_within_run`), ``metric_rows`` the
-    lane's rates' predicate rows (what a failing-case table lists). ``series`` is the
-    partition key: the one number a check plots (its observed value) is labelled with it, so a
-    check's plot of one series never zigzags through another's values; counts are text.
-    ``links`` (the run's page in the viewer) go on every check that did not pass."""
+    """The threshold checks' results, rendered from the run's outcome: the verdict word, rounded
+    values and, for a check with failing cases, a markdown table of their failing items (case,
+    turn, predicate, code, reason: the rows its rate counts). ``flaky`` holds the run's case
+    predicates whose samples disagree (:func:`eval_pipeline.samples.flaky_within_run`),
+    ``metric_rows`` the lane's rates' predicate rows. ``series`` is the partition key: the one
+    number a check plots (its observed value) is labelled with it, so a check's plot of one
+    series never zigzags through another's values; counts are text. ``links`` (the run's page in
+    the viewer) go on every check that did not pass."""
     results: list[dg.AssetCheckResult] = []
-    for verdict in verdicts:
-        m, t = verdict.metric, verdict.threshold
-        metadata: dict[str, dg.MetadataValue] = {
-            "verdict": dg.MetadataValue.text(verdict.word),
-            "threshold": dg.MetadataValue.text(verdict.bound),
-            series_label("observed", series): dg.MetadataValue.float(rounded(m.value))
-            if m.value is not None
-            else dg.MetadataValue.text("missing (no applicable cases)"),
-            "failing_cases": count_text(len(m.failing_case_ids)),
-        }
-        if m.denominator is not None:
-            metadata["denominator"] = count_text(m.denominator)
-        if verdict.void:
-            metadata["void_reason"] = dg.MetadataValue.text(verdict.void_reason)
-        if m.failing_case_ids:
-            shown = m.failing_case_ids[:MAX_CASES_SHOWN]
-            rows = failing_rows_for_metric(metric_rows.get(m.metric), shown, failing, faults, samples=samples)
-            metadata["failing_case_table"] = dg.MetadataValue.md(
-                markdown_table(
-                    rows.to_dict("records"),
-                    ("case_id", "predicate", "code", "reason"),
-                    limit=MAX_CASES_SHOWN,
-                    more="failing rows (eval-pipeline show RUN lists them all)",
-                )
-            )
-            metadata["failing_case_ids"] = dg.MetadataValue.json(list(m.failing_case_ids[:MAX_CASES_SHOWN]))
-        if not flaky.empty:  # samples of a case that disagree: the interval is wide for a reason
-            metadata["flaky_cases"] = dg.MetadataValue.md(
-                markdown_table(
-                    flaky.to_dict("records"),
-                    ("case_id", "predicate", "passes", "samples", "flips"),
-                    limit=MAX_CASES_SHOWN,
-                    more="flaky case predicates",
-                )
-            )
-        if m.samples > 1:
-            metadata["samples"] = count_text(m.samples)
-            metadata["statistic"] = dg.MetadataValue.text(verdict.statistic)
-            if verdict.gated_value is not None:
-                metadata[series_label("gated_value", series)] = dg.MetadataValue.float(
-                    rounded(verdict.gated_value)
-                )
-        # A failed check says what failed first (metric, value, threshold, severity), then
-        # which cases, then why the threshold exists.
-        sentences = [f"void: {verdict.void_reason}" if verdict.void else t.reason]
-        if m.failing_case_ids and not verdict.passed:
-            sentences.insert(0, failing_sentence(m.failing_case_ids))
-        if not verdict.passed and not verdict.void:
-            sentences.insert(0, failed_sentence(verdict))
-        description = " ".join(sentences)
-        if not verdict.passed:
-            metadata.update(links or {})
-        results.append(
-            dg.AssetCheckResult(
-                check_name=t.metric,
-                passed=verdict.passed,
-                severity=_SEVERITY[t.severity],
-                metadata=metadata,
-                description=description,
-            )
-        )
+    for check in outcome.checks:
+        if check.threshold is None or check.name == MEASUREMENT_CHECK:
+            continue
+        results.append(_threshold_result(outcome, check, flaky, series, links, metric_rows.get(check.name)))
     return results
 
 
-def regression_check_result(findings: Sequence[MetricFinding]) -> dg.AssetCheckResult:
+def _threshold_result(
+    outcome: RunOutcome,
+    check: CheckOutcome,
+    flaky: pd.DataFrame,
+    series: str,
+    links: Mapping[str, dg.MetadataValue] | None,
+    rows: MetricRows | None,
+) -> dg.AssetCheckResult:
+    metadata: dict[str, dg.MetadataValue] = {
+        "verdict": dg.MetadataValue.text(check.verdict),
+        "threshold": dg.MetadataValue.text(str(check.threshold)),
+        series_label("observed", series): dg.MetadataValue.float(rounded(check.value))
+        if check.value is not None
+        else dg.MetadataValue.text("missing (no applicable cases)"),
+        "failing_cases": count_text(len(check.failing_case_ids)),
+    }
+    if check.n is not None:
+        metadata["denominator"] = count_text(check.n)
+    if check.verdict == "void":
+        metadata["void_reason"] = dg.MetadataValue.text(check.reason)
+    if check.failing_case_ids:
+        shown = check.failing_case_ids[:MAX_CASES_SHOWN]
+        items = outcome.items_of(shown, None if rows is None else rows.predicates) or outcome.items_of(shown)
+        metadata["failing_case_table"] = dg.MetadataValue.md(failing_items_markdown(items))
+        metadata["failing_case_ids"] = dg.MetadataValue.json(list(shown))
+    if not flaky.empty:  # samples of a case that disagree: the interval is wide for a reason
+        metadata["flaky_cases"] = dg.MetadataValue.md(
+            markdown_table(
+                flaky.to_dict("records"),
+                ("case_id", "predicate", "passes", "samples", "flips"),
+                limit=MAX_CASES_SHOWN,
+                more="flaky case predicates",
+            )
+        )
+    for name, value in check.metadata.items():  # a sampled run's: samples, statistic, gated_value
+        if name == "gated_value" and isinstance(value, float):
+            metadata[series_label(name, series)] = dg.MetadataValue.float(rounded(value))
+        else:
+            metadata[name] = (
+                count_text(value) if isinstance(value, int) else dg.MetadataValue.text(str(value))
+            )
+    if not check.passed:
+        metadata.update(links or {})
+    return dg.AssetCheckResult(
+        check_name=check.name,
+        passed=check.passed,
+        severity=_SEVERITY[check.severity],
+        metadata=metadata,
+        description=check.description,
+    )
+
+
+def regression_outcome(findings: Sequence[MetricFinding], *, void: bool) -> CheckOutcome:
+    """The ``no_regression`` check of a run from its findings (n/a when nothing was compared)."""
+    regressed = [f for f in findings if f.regressed]
+    flipped = sorted({case for f in regressed for case in f.flipped_case_ids})
+    compared = next((f.previous_run_id for f in findings if f.previous_run_id), None)
+    return regression_check(
+        regressed=[f.metric for f in regressed],
+        description=regression_sentence(findings),
+        first_run=compared is None,
+        void=void,
+        metadata={
+            "previous_run_id": compared or "none: first run of this series",
+            "regressed_metrics": [f.metric for f in regressed],
+            "flipped_case_ids": flipped[:MAX_CASES_SHOWN],
+        },
+    )
+
+
+def regression_check_result(check: CheckOutcome, findings: Sequence[MetricFinding]) -> dg.AssetCheckResult:
+    """The ``no_regression`` check's result: its outcome (an n/a check passes in Dagster, which
+    has no n/a, and says n/a) and the findings of each tested rate."""
     regressed = [f for f in findings if f.regressed]
     shown = findings_frame(list(regressed or findings)).to_dict("records")
     columns = ("metric", "value", "previous_value", "turns", "worse", "better", "p_value", "note")
-    flipped = sorted({case for f in regressed for case in f.flipped_case_ids})
-    compared = next((f.previous_run_id for f in findings if f.previous_run_id), None)
     return dg.AssetCheckResult(
         check_name=REGRESSION_CHECK,
-        passed=not regressed,
+        passed=check.passed or check.verdict == "n/a",
         severity=dg.AssetCheckSeverity.WARN,
-        description=regression_sentence(findings),
+        description=check.description,
         metadata={
-            "previous_run_id": dg.MetadataValue.text(compared or "none: first run of this series"),
-            "regressed_metrics": dg.MetadataValue.json([f.metric for f in regressed]),
-            "flipped_case_ids": dg.MetadataValue.json(flipped[:MAX_CASES_SHOWN]),
+            "verdict": dg.MetadataValue.text(check.verdict),
+            "previous_run_id": dg.MetadataValue.text(str(check.metadata["previous_run_id"])),
+            "regressed_metrics": dg.MetadataValue.json(check.metadata["regressed_metrics"]),
+            "flipped_case_ids": dg.MetadataValue.json(check.metadata["flipped_case_ids"]),
             # Per tested rate: the common cases (and, over turns, the paired turns), how many went
             # the bad way and the good way (turns, for a rate over turns), the one-sided p-value.
             "paired_counts": dg.MetadataValue.json(

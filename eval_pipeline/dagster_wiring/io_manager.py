@@ -24,8 +24,7 @@ import pyarrow.parquet as pq
 from pydantic import PrivateAttr
 
 from eval_pipeline.dagster_wiring.partitions import series_of
-from eval_pipeline.stage_files import StageFile
-from eval_pipeline.tables import nullable_types
+from eval_pipeline.stage_files import OUTCOME_ATTR, StageFile, read_table
 
 PATH_METADATA = "path"
 
@@ -65,6 +64,12 @@ class ParquetIOManager(dg.ConfigurableIOManager):
                 shutil.move(obj.path, temp)  # a rename on one file system
             else:
                 table = pa.Table.from_pandas(obj, preserve_index=False)
+                if OUTCOME_ATTR in obj.attrs:
+                    kept = {
+                        **(table.schema.metadata or {}),
+                        OUTCOME_ATTR.encode(): obj.attrs[OUTCOME_ATTR].encode(),
+                    }
+                    table = table.replace_schema_metadata(kept)
                 pq.write_table(table, temp, compression="zstd", row_group_size=max(len(table), 1))
             os.replace(temp, path)
         finally:
@@ -83,7 +88,7 @@ class ParquetIOManager(dg.ConfigurableIOManager):
             )
         if context.dagster_type.typing_type is StageFile:
             return StageFile(path)
-        return pq.read_table(path).to_pandas(types_mapper=nullable_types)
+        return read_table(path)
 
     def _latest_materialized(self, context: dg.InputContext, partition: str | None) -> Path | None:
         """The file recorded by the input's latest materialization of this partition, if any."""

@@ -8,20 +8,20 @@ and CLI runs appear in the job's run history with their lane and series tags.
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import shutil
 import socket
 import tempfile
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import dagster as dg
 import pandas as pd
-import pyarrow.parquet as pq
 
 # No public API: rebuilding the code location's job by name in a Celery worker
 # (`dg.reconstructable` takes only a module-level job), and pointing definitions built in this
@@ -30,8 +30,7 @@ from dagster._core.definitions.reconstruct import ReconstructableRepository
 from dagster._core.storage.defs_state.base import set_defs_state_storage
 
 from eval_pipeline.budget import BudgetReached
-from eval_pipeline.dagster_wiring.assets import JOURNAL_METADATA
-from eval_pipeline.dagster_wiring.checks import GATE_CHECK, MEASUREMENT_CHECK
+from eval_pipeline.dagster_wiring.assets import JOURNAL_METADATA, OUTCOME_METADATA
 from eval_pipeline.dagster_wiring.code_location import REPOSITORY_LABEL, build_definitions
 from eval_pipeline.dagster_wiring.dead_runs import fail_dead_runs, mark_live
 from eval_pipeline.dagster_wiring.io_manager import PATH_METADATA, ParquetIOManager
@@ -46,18 +45,16 @@ from eval_pipeline.dagster_wiring.runtime_targets import observe_target
 from eval_pipeline.dagster_wiring.schedules import job_name, series_tags
 from eval_pipeline.dagster_wiring.sqlite_files import prepare_run_file, sqlite_files_kept_open
 from eval_pipeline.dagster_wiring.tags import DATE_TAG, HOST_TAG, PID_TAG, SERIES_TAG
-from eval_pipeline.failures import FAILING_READS, FirstFailing, failing_cases
 from eval_pipeline.lanes.spec import LaneSpec
+from eval_pipeline.outcome import MEASUREMENT_CHECK, CheckOutcome, RunOutcome
 from eval_pipeline.progress import NoProgress, ProgressObserver
 from eval_pipeline.runtimes.base import ChatRuntime
 from eval_pipeline.runtimes.targets import RuntimeTarget
 from eval_pipeline.samples import FLAKY_READS, flaky_within_run, samples_in
-from eval_pipeline.scoring import VerdictWord, verdict_word
 from eval_pipeline.series import OfSeries, Series
 from eval_pipeline.settings import PROJECT_ROOT, dagster_home
 from eval_pipeline.settings import history_root as default_history_root
-from eval_pipeline.stage_files import StageFile, faulted
-from eval_pipeline.tables import nullable_types
+from eval_pipeline.stage_files import StageFile, faulted, read_table
 
 # Runs launched by the UI or the daemon carry their code location in this tag, and the UI
 # lists a job's runs by it; an in-process run gets it here so it shows under its lane's job.
@@ -65,18 +62,6 @@ REPOSITORY_TAG = ".dagster/repository"
 CODE_LOCATION_MODULE = "eval_pipeline.definitions"
 CELERY_DEFINITIONS = "celery_definitions"  # the code location with the Celery executor
 QUEUE_TAG = "dagster-celery/queue"
-
-
-@dataclass(frozen=True)
-class CheckOutcome:
-    name: str
-    passed: bool
-    severity: str
-    value: float | None
-    threshold: str | None
-    verdict: VerdictWord = "n/a"  # the one vocabulary: pass / fail / warn / void / n/a
-    description: str = ""
-    metadata: Mapping[str, Any] = field(default_factory=dict)  # the evaluation's metadata values
 
 
 @dataclass
@@ -88,7 +73,8 @@ class LaneOutcome(OfSeries):
     success: bool
     failure: str | None = None
     failure_kind: str | None = None
-    checks: list[CheckOutcome] = field(default_factory=list)
+    # What the run found, as history stored it (None: the run broke before it was committed).
+    outcome: RunOutcome | None = None
     metrics: pd.DataFrame | None = None
     # The run's stage files (transcripts, turn_predicates, case_predicates) that it wrote. A
     # big run's tables are read only as far as a reader needs: the failing rows, the faults.
@@ -118,13 +104,6 @@ class LaneOutcome(OfSeries):
         stored = self.files.get("transcripts")
         return stored.row_count if stored is not None else 0
 
-    def first_failing(self, limit: int) -> FirstFailing | None:
-        """The first failing case predicates and their count (None: the stage did not run)."""
-        stored = self.files.get("case_predicates")
-        if stored is None:
-            return None
-        return failing_cases(stored.batches(FAILING_READS), self.samples, limit, stored.batch)
-
     def faulted_turns(self) -> pd.DataFrame | None:
         """The case and fault of every turn that faulted (None: the stage did not run)."""
         stored = self.files.get("transcripts")
@@ -141,8 +120,12 @@ class LaneOutcome(OfSeries):
         return flaky_within_run(stored.batches(FLAKY_READS), self.samples) if stored is not None else None
 
     @property
+    def checks(self) -> tuple[CheckOutcome, ...]:
+        return () if self.outcome is None else self.outcome.checks
+
+    @property
     def blocking_failures(self) -> list[CheckOutcome]:
-        return [c for c in self.checks if not c.passed and c.severity == "ERROR" and c.verdict != "void"]
+        return [] if self.outcome is None else self.outcome.blocking_failures
 
     @property
     def budget_reached(self) -> bool:
@@ -150,16 +133,28 @@ class LaneOutcome(OfSeries):
         return self.failure_kind == BudgetReached.__name__
 
     @property
+    def broken(self) -> bool:
+        """A stage raised: the run measured nothing and has no outcome (a budget stop is void, not broken)."""
+        return self.failure is not None and not self.budget_reached
+
+    @property
     def void(self) -> bool:
-        """The run did not measure its runtime (too many turns faulted: see scoring.Measurement,
-        or its budget stopped it)."""
-        return self.budget_reached or any(c.name == MEASUREMENT_CHECK and not c.passed for c in self.checks)
+        """The run did not measure its runtime: its outcome says so, or its budget stopped it."""
+        return self.budget_reached or (self.outcome is not None and self.outcome.void)
+
+    @property
+    def verdict(self) -> str:
+        """``error`` (the run broke), ``void``, else its outcome's verdict."""
+        if self.broken or (self.outcome is None and not self.budget_reached):
+            return "error"
+        return "void" if self.void or self.outcome is None else self.outcome.verdict
 
     @property
     def measurement_note(self) -> str:
         if self.budget_reached:  # the message, without the exception's name
             return (self.failure or "").split(f"{BudgetReached.__name__}: ", 1)[-1]
-        return next((c.description for c in self.checks if c.name == MEASUREMENT_CHECK), "")
+        check = None if self.outcome is None else self.outcome.check(MEASUREMENT_CHECK)
+        return "" if check is None else check.description
 
 
 def ensure_instance() -> dg.DagsterInstance:
@@ -356,37 +351,10 @@ def _outcome(spec: LaneSpec, result: dg.ExecuteInProcessResult | Any, series: Se
         path = _stored_path(result, dg.AssetKey([spec.name, stage]))
         if path is not None:
             outcome.files[stage] = StageFile(path)
-    values = (
-        {}
-        if outcome.metrics is None
-        else dict(zip(outcome.metrics["metric"], outcome.metrics["value"], strict=True))
-    )
-    lane_keys = {dg.AssetKey([spec.name, "metrics"]), dg.AssetKey([spec.name, "history"])}
-    for evaluation in result.get_asset_check_evaluations():
-        if evaluation.asset_key not in lane_keys or evaluation.check_name == GATE_CHECK:
-            continue  # the gate restates the ERROR thresholds' verdicts, listed one by one
-        value = values.get(evaluation.check_name)
-        # The verdict and bound the check stated (scoring.ThresholdVerdict), never derived again.
-        stated = evaluation.metadata.get("verdict")
-        bound = evaluation.metadata.get("threshold")
-        severity = evaluation.severity.value
-        outcome.checks.append(
-            CheckOutcome(
-                name=evaluation.check_name,
-                passed=evaluation.passed,
-                severity=severity,
-                value=None if value is None or pd.isna(value) else float(value),
-                threshold=None if bound is None else str(bound.value),
-                verdict=cast(VerdictWord, stated.value)
-                if stated is not None
-                else verdict_word(evaluation.passed, severity),
-                description=evaluation.description or "",
-                metadata={name: entry.value for name, entry in evaluation.metadata.items()},
-            )
-        )
-    blocked_only = outcome.metrics is not None and any(
-        not c.passed and c.severity == "ERROR" for c in outcome.checks
-    )
+    stored = _materialized_metadata(result, dg.AssetKey([spec.name, "history"]), OUTCOME_METADATA)
+    if stored is not None:  # read back as history stored it: never derived again
+        outcome.outcome = RunOutcome.from_json(json.dumps(stored))
+    blocked_only = bool(outcome.blocking_failures)
     failures = result.get_step_failure_events()
     if failures and not blocked_only:
         outcome.failure_kind, outcome.failure = _root_cause(failures[0].step_failure_data.error)
@@ -457,4 +425,4 @@ def _stored_path(result: dg.ExecuteInProcessResult | Any, key: dg.AssetKey) -> P
 def _stored_value(result: dg.ExecuteInProcessResult | Any, key: dg.AssetKey) -> pd.DataFrame | None:
     """The stage table the run materialized for ``key``, read whole, or None."""
     path = _stored_path(result, key)
-    return pq.read_table(path).to_pandas(types_mapper=nullable_types) if path is not None else None
+    return read_table(path) if path is not None else None

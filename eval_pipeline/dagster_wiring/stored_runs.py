@@ -12,9 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
-import pyarrow.parquet as pq
 
-from eval_pipeline.tables import nullable_types
+from eval_pipeline.stage_files import read_table
 
 
 @dataclass(frozen=True)
@@ -27,7 +26,7 @@ class StoredRun:
 
     def table(self, asset: str) -> pd.DataFrame | None:
         path = self.folder / asset / self.case_set / self.runtime / f"{self.run_id}.parquet"
-        return pq.read_table(path).to_pandas(types_mapper=nullable_types) if path.exists() else None
+        return read_table(path) if path.exists() else None
 
 
 def stored_runs(tables_dir: Path, prefix: str) -> list[StoredRun]:

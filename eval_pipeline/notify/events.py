@@ -14,19 +14,14 @@ A series is ``stale`` when its last run started longer ago than the lanes' fresh
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
 
 from eval_pipeline.notify.config import EventKind, Severity
+from eval_pipeline.outcome import MEASUREMENT_CHECK, REGRESSION_CHECK, CheckOutcome, FailingItem
 from eval_pipeline.series import OfSeries, Series
 
-if TYPE_CHECKING:  # a lane run's checks as the CLI and the sensor read them back from Dagster
-    from eval_pipeline.dagster_wiring.launch import CheckOutcome
-
-REGRESSION_CHECK = "no_regression"  # dagster_wiring.checks names them (not imported: it loads Dagster)
-MEASUREMENT_CHECK = "measurement"
 FAILING_CASES_SHOWN = 5
 
 
@@ -34,7 +29,7 @@ FAILING_CASES_SHOWN = 5
 class FailingCase:
     case_id: str
     predicate: str
-    reason: str
+    reason: str  # names the turn when the case failed at one
 
 
 @dataclass(frozen=True)
@@ -48,19 +43,20 @@ class LaneRun(OfSeries):
     failing_cases: tuple[FailingCase, ...] = ()  # the first few, hard first
     failing_total: int = 0  # failing case results in all
     measurement_note: str = ""
-
-    @property
-    def void(self) -> bool:
-        return any(c.name == MEASUREMENT_CHECK and not c.passed for c in self.checks)
+    void: bool = False  # the run's outcome says it did not measure its runtime
 
     @property
     def threshold_failures(self) -> list[CheckOutcome]:
-        return [c for c in self.checks if c.threshold is not None and not c.passed and c.verdict != "void"]
+        return [
+            c
+            for c in self.checks
+            if c.name != MEASUREMENT_CHECK and c.threshold is not None and c.verdict in ("fail", "warn")
+        ]
 
     @property
     def failed(self) -> bool:
         """Void, or a blocking (ERROR) threshold failed: what a later pass recovers from."""
-        return self.void or any(c.severity == "ERROR" for c in self.threshold_failures)
+        return self.void or any(c.verdict == "fail" for c in self.threshold_failures)
 
 
 @dataclass(frozen=True)
@@ -98,7 +94,7 @@ def lane_run_events(run: LaneRun, *, previous_failed: bool | None) -> list[Event
                 f"{label}: {len(failed)} check(s) failed: {names}",
             )
         )
-    regression = next((c for c in run.checks if c.name == REGRESSION_CHECK and not c.passed), None)
+    regression = next((c for c in run.checks if c.name == REGRESSION_CHECK and c.verdict == "warn"), None)
     if regression is not None:
         events.append(
             Event("regression", "WARN", run, (regression,), f"{label}: regressed: {regression.description}")
@@ -116,12 +112,8 @@ def regressed_metrics(check: CheckOutcome) -> list[str]:
     return [str(m) for m in listed] if isinstance(listed, (list, tuple)) else []
 
 
-def first_cases(
-    rows: Sequence[Mapping[Any, Any]], limit: int = FAILING_CASES_SHOWN
-) -> tuple[FailingCase, ...]:
-    return tuple(
-        FailingCase(str(r["case_id"]), str(r["predicate"]), str(r.get("reason") or "")) for r in rows[:limit]
-    )
+def first_cases(items: Sequence[FailingItem], limit: int = FAILING_CASES_SHOWN) -> tuple[FailingCase, ...]:
+    return tuple(FailingCase(item.case_id, item.predicate, item.text) for item in items[:limit])
 
 
 def stale_events(

@@ -4,22 +4,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from eval_pipeline.notify.events import FAILING_CASES_SHOWN, LaneRun, first_cases
+from eval_pipeline.notify.events import LaneRun, first_cases
 
 if TYPE_CHECKING:
     from eval_pipeline.dagster_wiring.launch import LaneOutcome
 
 
 def lane_run(outcome: LaneOutcome, night: str) -> LaneRun:
-    """The outcome's series, checks and first failing cases (read batch by batch: a big run's
-    table is never read whole for a message)."""
-    failing = None if outcome.void else outcome.first_failing(FAILING_CASES_SHOWN)
+    """The outcome's series, checks, verdict and first failing items, as the run stored them."""
+    run = None if outcome.void else outcome.outcome
     return LaneRun(
         series=outcome.series,
         run_id=outcome.run_id,
         night=night,
         checks=tuple(outcome.checks),
-        failing_cases=() if failing is None else first_cases(failing.rows.to_dict("records")),
-        failing_total=0 if failing is None else failing.results,
+        failing_cases=() if run is None else first_cases(run.failing),
+        failing_total=0 if run is None else run.failing_results,
         measurement_note=outcome.measurement_note,
+        void=outcome.void,
     )

@@ -1,0 +1,345 @@
+"""A lane run's outcome: decided once, where its metrics are judged, and rendered everywhere.
+
+The metrics step judges the run (:func:`judged_outcome`: every threshold check, the measurement,
+the failing items of case and turn rows, the faults); the history step adds the regression
+check and stores the outcome with the run's manifest. The CLI table and exit code, ``show``,
+``--json``, JUnit, ``--summary-md``, notifications, the viewer and the Dagster check metadata
+all read this object back and derive nothing from it but text.
+
+The verdict order, the void rule and the check names are defined here, and nowhere else. This
+module imports no Dagster.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, cast
+
+import pandas as pd
+
+from eval_pipeline.failures import FirstFailing, evidence_object, fault_counts
+from eval_pipeline.lanes.metric_rows import MetricRows
+from eval_pipeline.predicates.base import Verdict
+from eval_pipeline.predicates.explain import reason as verdict_reason
+from eval_pipeline.scoring import Measurement, Threshold, ThresholdVerdict, VerdictWord
+from eval_pipeline.series import OfSeries, Series
+
+# The lane-level checks, by the names their Dagster asset checks carry.
+MEASUREMENT_CHECK = "measurement"
+REGRESSION_CHECK = "no_regression"
+GATE_CHECK = "error_thresholds_hold"
+# Worst first: a run's verdict is the first of these any of its checks says, else pass; an
+# invocation's, the worst of its runs' (``error``: a run broke, and has no outcome).
+VERDICT_ORDER: tuple[str, ...] = ("error", "void", "fail", "warn", "pass")
+# Failing items an outcome keeps (hard first); the rest are counted, and `show` reads the tables.
+FAILING_ITEMS_KEPT = 200
+# The severity of a failing case row whose metric blocks, as case rows spell it (seed 004 §4).
+HARD, REPORT = "hard", "report"
+
+
+def worst_verdict(words: Iterable[str]) -> str:
+    """The worst of ``words`` in :data:`VERDICT_ORDER` (``n/a`` counts for nothing), else pass."""
+    present = set(words)
+    return next((word for word in VERDICT_ORDER if word in present), "pass")
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    """One check of a lane run: a threshold on a metric, or a lane-level check (measurement,
+    no_regression). ``reason`` says why a check reads void or n/a; ``description`` is the one
+    sentence every surface shows."""
+
+    name: str
+    passed: bool
+    severity: str
+    value: float | None
+    threshold: str | None
+    verdict: VerdictWord = "n/a"  # pass / fail / warn / void / n/a
+    description: str = ""
+    n: float | None = None  # the metric's denominator (applicable cases or turns)
+    reason: str = ""
+    failing_case_ids: tuple[str, ...] = ()
+    metadata: Mapping[str, Any] = field(default_factory=dict)  # JSON values a check adds (regressed metrics)
+
+
+@dataclass(frozen=True)
+class FailingItem:
+    """One failing verdict of a run: a case row, or a turn row of a case judged per turn
+    (``turn_index`` set). ``severity`` is ``hard`` (what a blocking check counts) or ``report``."""
+
+    case_id: str
+    predicate: str
+    severity: str
+    code: str
+    reason: str
+    turn_index: int | None = None
+    evidence: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def where(self) -> str:
+        """``turn 3`` for a turn row, else empty."""
+        return "" if self.turn_index is None else f"turn {self.turn_index}"
+
+    @property
+    def text(self) -> str:
+        """The reason, naming the turn where the case failed at one: ``turn 3: …``."""
+        return f"{self.where}: {self.reason}" if self.where else self.reason
+
+
+@dataclass(frozen=True)
+class RunOutcome(OfSeries):
+    """What one lane run found, as every surface shows it."""
+
+    series: Series
+    run_id: str
+    checks: tuple[CheckOutcome, ...]
+    failing: tuple[FailingItem, ...] = ()  # the first FAILING_ITEMS_KEPT, hard first
+    failing_results: int = 0  # failing items in all
+    failing_cases: int = 0  # distinct cases among them
+    faults: tuple[Mapping[str, Any], ...] = ()  # failures.fault_counts entries
+    void_reason: str = ""  # set when the run did not measure its runtime (the void rule: Measurement)
+
+    @property
+    def void(self) -> bool:
+        return bool(self.void_reason)
+
+    @property
+    def verdict(self) -> VerdictWord:
+        """void, else the worst word of its checks."""
+        return cast(VerdictWord, "void" if self.void else worst_verdict(c.verdict for c in self.checks))
+
+    @property
+    def blocking_failures(self) -> list[CheckOutcome]:
+        """The checks that fail the run: a blocking (ERROR) check that failed, not a void one."""
+        return [c for c in self.checks if c.verdict == "fail"]
+
+    @property
+    def failing_case_ids(self) -> list[str]:
+        return list(dict.fromkeys(item.case_id for item in self.failing))
+
+    def check(self, name: str) -> CheckOutcome | None:
+        return next((c for c in self.checks if c.name == name), None)
+
+    def items_of(
+        self, case_ids: Sequence[str], predicates: frozenset[str] | None = None
+    ) -> list[FailingItem]:
+        """The failing items of ``case_ids`` (of ``predicates`` only, when given)."""
+        wanted = set(case_ids)
+        return [
+            item
+            for item in self.failing
+            if item.case_id in wanted and (predicates is None or item.predicate in predicates)
+        ]
+
+    def with_check(self, check: CheckOutcome) -> RunOutcome:
+        """This outcome with ``check`` added (or replacing the check of its name)."""
+        kept = tuple(c for c in self.checks if c.name != check.name)
+        return replace(self, checks=(*kept, check))
+
+    def to_json(self) -> str:
+        document = asdict(self)
+        document["series"] = self.series.columns()
+        return json.dumps(document, sort_keys=True, default=str)
+
+    @classmethod
+    def from_json(cls, text: str) -> RunOutcome:
+        document = json.loads(text)
+        return cls(
+            series=Series(**document["series"]),
+            run_id=str(document["run_id"]),
+            checks=tuple(
+                CheckOutcome(**{**c, "failing_case_ids": tuple(c.get("failing_case_ids") or ())})
+                for c in document["checks"]
+            ),
+            failing=tuple(FailingItem(**item) for item in document["failing"]),
+            failing_results=int(document["failing_results"]),
+            failing_cases=int(document["failing_cases"]),
+            faults=tuple(document["faults"]),
+            void_reason=str(document.get("void_reason") or ""),
+        )
+
+
+def failing_sentence(case_ids: Sequence[str], *, shown: int = 5) -> str:
+    """``3 failing case(s): a, b, c.`` (the first few; the check's table has the rest)."""
+    listed = ", ".join(case_ids[:shown]) + (
+        f" and {len(case_ids) - shown} more" if len(case_ids) > shown else ""
+    )
+    return f"{len(case_ids)} failing case(s): {listed}."
+
+
+METRIC_DIGITS = 4  # values shown are rounded: 0.9333, not 0.9333333333333333
+
+
+def rounded(value: float) -> float:
+    return round(float(value), METRIC_DIGITS)
+
+
+def failed_sentence(verdict: ThresholdVerdict) -> str:
+    """``no_dotted_inventory_rate = 0.3333, needs >= 0.9 (ERROR).``: what failed, in one line."""
+    value = "missing" if verdict.metric.value is None else f"{rounded(verdict.metric.value):g}"
+    gated = (
+        f" ({verdict.statistic} {rounded(verdict.gated_value):g})"
+        if verdict.gated_value is not None and verdict.statistic != "mean"
+        else ""
+    )
+    return f"{verdict.metric.metric} = {value}{gated}, needs {verdict.bound} ({verdict.threshold.severity})."
+
+
+def threshold_check(verdict: ThresholdVerdict) -> CheckOutcome:
+    """A threshold's verdict as a check: what failed first, then which cases, then why it exists."""
+    m, t = verdict.metric, verdict.threshold
+    sentences = [f"void: {verdict.void_reason}" if verdict.void else t.reason]
+    if m.failing_case_ids and not verdict.passed:
+        sentences.insert(0, failing_sentence(m.failing_case_ids))
+    if not verdict.passed and not verdict.void:
+        sentences.insert(0, failed_sentence(verdict))
+    return CheckOutcome(
+        name=t.metric,
+        passed=verdict.passed,
+        severity=t.severity,
+        value=m.value,
+        threshold=verdict.bound,
+        verdict=verdict.word,
+        description=" ".join(sentences),
+        n=m.denominator,
+        reason=verdict.void_reason,
+        failing_case_ids=m.failing_case_ids,
+        metadata={}
+        if m.samples <= 1
+        else {
+            "samples": m.samples,
+            "statistic": verdict.statistic,
+            **({} if verdict.gated_value is None else {"gated_value": float(verdict.gated_value)}),
+        },
+    )
+
+
+def measurement_check(measured: Measurement) -> CheckOutcome:
+    return CheckOutcome(
+        name=MEASUREMENT_CHECK,
+        passed=not measured.void,
+        severity="ERROR",
+        value=measured.error_rate,
+        threshold=f"<= {measured.max_error_rate:g}",
+        verdict="void" if measured.void else "pass",
+        description=measured.explain(),
+        n=float(measured.turns),
+        reason=measured.explain() if measured.void else "",
+    )
+
+
+def regression_check(
+    *, regressed: Sequence[str], description: str, first_run: bool, void: bool, metadata: Mapping[str, Any]
+) -> CheckOutcome:
+    """The ``no_regression`` check: n/a when it compared nothing (a series' first run, a void
+    run), never pass."""
+    why = "first run of this series" if first_run else "void run" if void else ""
+    return CheckOutcome(
+        name=REGRESSION_CHECK,
+        passed=not regressed,
+        severity="WARN",
+        value=None,
+        threshold=None,
+        verdict="n/a" if why else "warn" if regressed else "pass",
+        description=f"n/a: {why}" if why else description,
+        reason=why,
+        metadata=dict(metadata),
+    )
+
+
+def turn_severities(thresholds: Sequence[Threshold], metric_rows: Mapping[str, MetricRows]) -> dict[str, str]:
+    """The severity of each predicate judged per turn: ``hard`` when a blocking (ERROR)
+    threshold's rate counts its turn rows, else ``report``."""
+    severity: dict[str, str] = {}
+    for t in thresholds:
+        rows = metric_rows.get(t.metric)
+        if rows is None or rows.over != "turns" or rows.predicates is None:
+            continue
+        for predicate in rows.predicates:
+            if t.severity == "ERROR" or severity.get(predicate) != HARD:
+                severity[predicate] = HARD if t.severity == "ERROR" else REPORT
+    return severity
+
+
+def failing_items(
+    case_rows: FirstFailing,
+    turn_rows: pd.DataFrame,
+    severities: Mapping[str, str],
+    *,
+    limit: int = FAILING_ITEMS_KEPT,
+) -> tuple[list[FailingItem], int, int]:
+    """The run's failing items, hard first, the first ``limit`` of them, with how many there
+    are in all and of how many cases: its failing case rows (:func:`failing_cases`), and the
+    failing turn rows (``turn_rows``: case_id, turn_index, predicate, code, evidence) of each
+    case none of whose case rows failed — a case judged per turn fails there, and is listed."""
+    items = [
+        FailingItem(
+            case_id=str(row["case_id"]),
+            predicate=str(row["predicate"]),
+            severity=str(row["severity"]),
+            code=str(row["code"]),
+            reason=str(row["reason"]),
+            evidence=_plain(row["evidence"]),
+        )
+        for row in case_rows.rows.to_dict("records")
+    ]
+    listed = set(case_rows.rows["case_id"].astype(str)) if case_rows.results else set()
+    turns: list[FailingItem] = []
+    turn_cases: set[str] = set()
+    if len(turn_rows):
+        ordered = turn_rows.sort_values(["case_id", "turn_index", "predicate"], kind="stable")
+        ordered = ordered.drop_duplicates(["case_id", "turn_index", "predicate"])
+        for row in ordered.to_dict("records"):
+            case_id = str(row["case_id"])
+            if case_id in listed:
+                continue
+            evidence = evidence_object(row.get("evidence"))
+            code = str(row.get("code") or "")
+            predicate = str(row["predicate"])
+            turn_cases.add(case_id)
+            turns.append(
+                FailingItem(
+                    case_id=case_id,
+                    predicate=predicate,
+                    severity=severities.get(predicate, REPORT),
+                    code=code,
+                    reason=verdict_reason(predicate, Verdict(False, code, evidence)),
+                    turn_index=int(row["turn_index"]),
+                    evidence=_plain(evidence),
+                )
+            )
+    results = case_rows.results + len(turns)
+    cases = case_rows.cases + len(turn_cases)
+    merged = sorted(
+        items + turns, key=lambda item: (item.severity != HARD, item.case_id, item.turn_index or -1)
+    )
+    return merged[:limit], results, cases
+
+
+def _plain(evidence: Any) -> dict[str, Any]:
+    """Evidence as JSON values (a stored outcome is JSON)."""
+    return cast(dict[str, Any], json.loads(json.dumps(evidence_object(evidence), default=str)))
+
+
+def judged_outcome(
+    series: Series,
+    run_id: str,
+    verdicts: Sequence[ThresholdVerdict],
+    measured: Measurement,
+    failing: tuple[list[FailingItem], int, int],
+    faulted_turns: pd.DataFrame,
+) -> RunOutcome:
+    """The outcome of a judged run (before history adds its regression check)."""
+    items, results, cases = failing
+    return RunOutcome(
+        series=series,
+        run_id=run_id,
+        checks=(measurement_check(measured), *(threshold_check(v) for v in verdicts)),
+        failing=tuple(items),
+        failing_results=results,
+        failing_cases=cases,
+        faults=tuple(fault_counts(faulted_turns)),
+        void_reason=measured.explain() if measured.void else "",
+    )
