@@ -30,6 +30,7 @@ from eval_pipeline.series import OfSeries, Series
 MEASUREMENT_CHECK = "measurement"
 REGRESSION_CHECK = "no_regression"
 GATE_CHECK = "error_thresholds_hold"
+LANE_CHECKS = (MEASUREMENT_CHECK, REGRESSION_CHECK)  # the checks of a run that gate no one metric
 # Worst first: a run's verdict is the first of these any of its checks says, else pass; an
 # invocation's, the worst of its runs' (``error``: a run broke, and has no outcome).
 VERDICT_ORDER: tuple[str, ...] = ("error", "void", "fail", "warn", "pass")
@@ -119,6 +120,19 @@ class RunOutcome(OfSeries):
     def failing_case_ids(self) -> list[str]:
         return list(dict.fromkeys(item.case_id for item in self.failing))
 
+    def case_verdict(self, case_id: str) -> str:
+        """A case's verdict in this run: void, else fail when a blocking check counts it or a hard
+        item of it failed, warn likewise for a reporting one, else pass."""
+        if self.void:
+            return "void"
+        words = [
+            ("fail" if item.severity == HARD else "warn") for item in self.failing if item.case_id == case_id
+        ]
+        words += [
+            c.verdict for c in self.checks if c.verdict in ("fail", "warn") and case_id in c.failing_case_ids
+        ]
+        return worst_verdict(words)
+
     def check(self, name: str) -> CheckOutcome | None:
         return next((c for c in self.checks if c.name == name), None)
 
@@ -141,6 +155,7 @@ class RunOutcome(OfSeries):
     def to_json(self) -> str:
         document = asdict(self)
         document["series"] = self.series.columns()
+        document["verdict"] = self.verdict  # for queries over history (the runs view); not read back
         return json.dumps(document, sort_keys=True, default=str)
 
     @classmethod
@@ -343,3 +358,10 @@ def judged_outcome(
         faults=tuple(fault_counts(faulted_turns)),
         void_reason=measured.explain() if measured.void else "",
     )
+
+
+def verdict_sql(words: str) -> str:
+    """SQL for the worst verdict in the list expression ``words`` (:data:`VERDICT_ORDER`; pass
+    when none of its words is there): for history written before runs stored their outcome."""
+    cases = " ".join(f"WHEN list_contains({words}, '{word}') THEN '{word}'" for word in VERDICT_ORDER)
+    return f"CASE {cases} ELSE 'pass' END"

@@ -31,6 +31,7 @@ import fsspec
 import pyarrow as pa
 
 from eval_pipeline.history.store import DATA_TABLES, HISTORY_TABLES, MANIFESTS, table_glob
+from eval_pipeline.outcome import verdict_sql
 from eval_pipeline.series import SERIES_SQL
 from eval_pipeline.tables import SCHEMAS
 
@@ -43,13 +44,17 @@ SELECT m.run_id, m.lane, m.split, m.runtime, m.case_set, m.runtime_spec, m.date,
        coalesce(c.metrics, 0) AS metrics,
        coalesce(c.blocking_failures, 0) AS blocking_failures,
        coalesce(c.warnings, 0) AS warnings,
+       coalesce(json_extract_string(m.outcome, '$.verdict'), {verdict_sql("c.verdicts")}) AS verdict,
        row_number() OVER (PARTITION BY {SERIES_SQL} ORDER BY m.started_at, m.date, m.run_id) AS seq
 FROM {MANIFESTS} m
 LEFT JOIN (
     SELECT run_id, {SERIES_SQL},
            count(*) AS metrics,
            count(*) FILTER (WHERE passed = false AND severity = 'ERROR') AS blocking_failures,
-           count(*) FILTER (WHERE passed = false AND severity = 'WARN') AS warnings
+           count(*) FILTER (WHERE passed = false AND severity = 'WARN') AS warnings,
+           CASE WHEN count(*) FILTER (WHERE threshold IS NOT NULL) > 0
+                     AND bool_and(verdict = 'void') FILTER (WHERE threshold IS NOT NULL)
+                THEN ['void'] ELSE list(DISTINCT verdict) END AS verdicts
     FROM metrics
     GROUP BY run_id, {SERIES_SQL}
 ) c USING (run_id, {SERIES_SQL})

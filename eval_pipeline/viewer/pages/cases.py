@@ -2,18 +2,27 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import duckdb
 
 from eval_pipeline.failures import BLOCKING_SEVERITIES, evidence_object
-from eval_pipeline.history.runs import RUN_MATCH, RunRef
+from eval_pipeline.history.runs import RUN_MATCH, RunRef, stored_outcome
+from eval_pipeline.outcome import HARD, FailingItem
 from eval_pipeline.viewer.pages.common import (
     NotFound,
     lane_runs,
     worst,
 )
+
+
+@dataclass(frozen=True)
+class TurnVerdict:
+    predicate: str
+    verdict: str  # pass, fail (a hard item), warn (a reporting one), n/a
+    code: str
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -27,6 +36,7 @@ class Turn:
     error: str | None
     attempts: int | None
     seed: int | None
+    verdicts: tuple[TurnVerdict, ...] = ()  # of a case judged per turn
 
 
 @dataclass(frozen=True)
@@ -85,13 +95,24 @@ def cases_in_run(
                 [*ref.params(), case_ids],
             ).fetchall()
         )
+        per_turn = _turn_verdicts(con, ref, case_ids, verdicts)
+        outcome = stored_outcome(con, ref)
         for case_id in sorted({case for case, _ in (*turns, *verdicts)}):
             indexes = sorted({index for case, index in (*turns, *verdicts) if case == case_id})
+            items = (
+                {}
+                if outcome is None
+                else {(i.turn_index, i.predicate): i for i in outcome.items_of([case_id])}
+            )
             samples = [
                 Sample(
                     index,
                     sorted(
-                        (Turn(*row) for row in turns.get((case_id, index), [])), key=lambda t: t.turn_index
+                        (
+                            _turn(row, per_turn.get((case_id, index, int(row[0])), []), items)
+                            for row in turns.get((case_id, index), [])
+                        ),
+                        key=lambda t: t.turn_index,
                     ),
                     sorted(
                         (_verdict(*row) for row in verdicts.get((case_id, index), [])),
@@ -100,9 +121,57 @@ def cases_in_run(
                 )
                 for index in indexes
             ]
-            verdict = worst([v.verdict for sample in samples for v in sample.verdicts])
+            verdict = (
+                outcome.case_verdict(case_id)
+                if outcome is not None
+                else worst([v.verdict for sample in samples for v in sample.verdicts])
+            )
             found.setdefault(case_id, []).append(CasePage(ref, case_id, verdict, samples))
     return found
+
+
+def _turn_verdicts(
+    con: duckdb.DuckDBPyConnection,
+    ref: RunRef,
+    case_ids: list[str],
+    case_rows: dict[tuple[str, int], list[tuple[Any, ...]]],
+) -> dict[tuple[str, int, int], list[tuple[str, bool | None]]]:
+    """Each turn's verdicts (predicate, passed) of the cases without case rows (judged per turn)."""
+    judged_per_turn = sorted({case for case in case_ids if not any(c == case for c, _ in case_rows)})
+    if not judged_per_turn:
+        return {}
+    rows = con.execute(
+        "SELECT case_id, coalesce(sample_index, 0), turn_index, predicate, passed FROM turn_verdicts "
+        f"WHERE {RUN_MATCH} AND case_id IN (SELECT unnest(?)) ORDER BY predicate",
+        [*ref.params(), judged_per_turn],
+    ).fetchall()
+    grouped: dict[tuple[str, int, int], list[tuple[str, bool | None]]] = {}
+    for case_id, sample, turn, predicate, passed in rows:
+        grouped.setdefault((str(case_id), int(sample), int(turn)), []).append((str(predicate), passed))
+    return grouped
+
+
+def _turn(
+    row: tuple[Any, ...],
+    verdicts: list[tuple[str, bool | None]],
+    items: dict[tuple[int | None, str], FailingItem],
+) -> Turn:
+    """A transcript row with its verdicts; a failed one reads as its outcome item says (severity, reason)."""
+    turn_index = int(row[0])
+    shown = []
+    for predicate, passed in verdicts:
+        item = items.get((turn_index, predicate))
+        if passed is None or passed:
+            shown.append(TurnVerdict(predicate, "n/a" if passed is None else "pass", "", ""))
+        elif item is not None:
+            shown.append(
+                TurnVerdict(predicate, "fail" if item.severity == HARD else "warn", item.code, item.reason)
+            )
+        else:
+            shown.append(
+                TurnVerdict(predicate, "fail", "", "failed (not among the failing items the run kept)")
+            )
+    return replace(Turn(*row), verdicts=tuple(shown))
 
 
 def _by_case_and_sample(rows: list[tuple[Any, ...]]) -> dict[tuple[str, int], list[tuple[Any, ...]]]:

@@ -7,8 +7,7 @@ from datetime import date
 import duckdb
 
 from eval_pipeline.history.runs import RunRef, find_runs, is_missing
-
-_WORST = ("void", "fail", "warn", "pass", "n/a")  # the worst word wins a run's verdict
+from eval_pipeline.outcome import VERDICT_ORDER, worst_verdict
 
 
 class NotFound(LookupError):
@@ -24,9 +23,8 @@ def lane_runs(con: duckdb.DuckDBPyConnection, run_id: str) -> list[RunRef]:
 
 
 def worst(verdicts: list[str]) -> str:
-    """The verdict of several: the first of void, fail, warn, pass present; n/a when none is."""
-    present = set(verdicts)
-    return next((w for w in _WORST if w in present), "n/a")
+    """The verdict of several (:func:`eval_pipeline.outcome.worst_verdict`); n/a when none says one."""
+    return worst_verdict(verdicts) if set(verdicts) & set(VERDICT_ORDER) else "n/a"
 
 
 def words(value: object) -> list[str]:

@@ -51,6 +51,10 @@ _CASE_VERDICT_SQL = f"""
 """
 
 
+# What the grid reads of a stored outcome's failing items.
+_ITEM_JSON = '[{"predicate": "VARCHAR", "severity": "VARCHAR", "turn_index": "INTEGER"}]'
+
+
 def grid_page(
     con: duckdb.DuckDBPyConnection,
     lane: str,
@@ -133,11 +137,28 @@ def _grid_rows(
     )
     result = con.execute(
         f"""
-        WITH cp AS (
+        WITH case_rows AS (
             SELECT case_id, predicate, passed, severity, {column} AS col FROM case_predicates
             WHERE {runs_where} AND lane = $lane AND split = $split AND case_set = $split
               AND coalesce(sample_index, 0) = 0
         ),
+        turn_severity AS (  -- a predicate judged per turn: its severity, as the run's outcome lists it
+            SELECT DISTINCT {column} AS col, item.predicate AS predicate, item.severity AS severity
+            FROM (SELECT run_id, runtime, unnest(from_json(json_extract(outcome, '$.failing'), '{_ITEM_JSON}')) AS item
+                  FROM run_manifests WHERE {runs_where} AND lane = $lane)
+            WHERE item.turn_index IS NOT NULL
+        ),
+        turn_rows AS (  -- a case judged per turn (no case rows): each predicate over its turns
+            SELECT t.case_id, t.predicate, bool_and(t.passed) AS passed,
+                   coalesce(any_value(s.severity), 'report') AS severity, t.col
+            FROM (SELECT case_id, predicate, passed, {column} AS col FROM turn_verdicts
+                  WHERE {runs_where} AND lane = $lane AND split = $split AND case_set = $split
+                    AND coalesce(sample_index, 0) = 0) t
+            LEFT JOIN turn_severity s USING (col, predicate)
+            WHERE (t.case_id, t.col) NOT IN (SELECT case_id, col FROM case_rows)
+            GROUP BY t.case_id, t.predicate, t.col
+        ),
+        cp AS (SELECT * FROM case_rows UNION ALL SELECT * FROM turn_rows),
         by_predicate AS (
             SELECT case_id,
                    bool_or(min(coalesce(passed::INT, 2)) <> max(coalesce(passed::INT, 2)) OR count(*) < $runs)

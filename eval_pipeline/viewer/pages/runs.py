@@ -7,7 +7,8 @@ from dataclasses import dataclass
 import duckdb
 
 from eval_pipeline.failures import BLOCKING_SEVERITIES, REPORT_SEVERITIES
-from eval_pipeline.history.runs import RUN_MATCH, RunRef
+from eval_pipeline.history.runs import RUN_MATCH, RunRef, stored_outcome
+from eval_pipeline.outcome import LANE_CHECKS, CheckOutcome
 from eval_pipeline.samples import FLAKY_READS, flaky_within_run
 from eval_pipeline.scoring import verdict_word
 from eval_pipeline.usage import USAGE_METRICS
@@ -15,7 +16,6 @@ from eval_pipeline.viewer.pages.common import (
     float_or_none,
     lane_runs,
     page_count,
-    worst,
 )
 
 RUN_PAGE_ROWS = 50  # failing cases a run page shows
@@ -42,6 +42,7 @@ class FailingRow:
     code: str
     reason: str
     surface: str | None  # the case's last surface (sample 0); None: transcripts not kept
+    turn: str = ""  # "turn 3" where a case judged per turn failed
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,8 @@ class LaneRunPage:
     failing: list[FailingRow]
     failing_results: int  # all of them, not only this page's
     failing_cases: int
+    failing_listed: int  # the ones the pages list (a run's outcome keeps the first of them)
+    lane_checks: list[CheckOutcome]  # measurement, no_regression: as the run's outcome holds them
     flaky: Flaky
     faults: list[Fault]
     cases: int
@@ -83,7 +86,7 @@ def run_page(con: duckdb.DuckDBPyConnection, run_id: str, page: int = 1) -> RunP
     sample), the surfaces of the cases shown only, and its fault messages with their counts."""
     refs = lane_runs(con, run_id)
     lanes = [_lane_run(con, ref, page) for ref in refs]
-    pages = max((page_count(lane.failing_results, RUN_PAGE_ROWS) for lane in lanes), default=1)
+    pages = max((page_count(lane.failing_listed, RUN_PAGE_ROWS) for lane in lanes), default=1)
     return RunPage(refs[0].run_id, lanes, page, pages)
 
 
@@ -117,6 +120,7 @@ class Failing:
     rows: list[FailingRow]
     results: int
     cases: int
+    listed: int  # how many of them can be paged through
 
 
 def run_size(con: duckdb.DuckDBPyConnection, ref: RunRef) -> tuple[int, int]:
@@ -130,6 +134,37 @@ def run_size(con: duckdb.DuckDBPyConnection, ref: RunRef) -> tuple[int, int]:
 
 
 def failing_of(
+    con: duckdb.DuckDBPyConnection, ref: RunRef, *, samples: int, limit: int, offset: int = 0
+) -> Failing:
+    """Items ``offset`` to ``offset + limit`` of the run's failing items as its stored outcome
+    lists them (case rows, and the turns of cases judged per turn), with the last surfaces of
+    the cases shown; for a run committed before runs stored an outcome, its failing case rows."""
+    outcome = stored_outcome(con, ref)
+    if outcome is None:
+        return _failing_case_rows(con, ref, samples=samples, limit=limit, offset=offset)
+    items = outcome.failing[offset : offset + limit]
+    surfaces = last_surfaces(con, ref, sorted({item.case_id for item in items}))
+    kept = bool(surfaces) or _has_transcripts(con, ref)
+    return Failing(
+        [
+            FailingRow(
+                item.case_id,
+                item.predicate,
+                item.severity,
+                item.code,
+                item.reason,
+                surfaces.get(item.case_id) if kept else None,
+                item.where,
+            )
+            for item in items
+        ],
+        outcome.failing_results,
+        outcome.failing_cases,
+        len(outcome.failing),
+    )
+
+
+def _failing_case_rows(
     con: duckdb.DuckDBPyConnection, ref: RunRef, *, samples: int, limit: int, offset: int = 0
 ) -> Failing:
     """Rows ``offset`` to ``offset + limit`` of the run's failing case predicates, as
@@ -173,6 +208,7 @@ def failing_of(
         ],
         results,
         cases,
+        results,
     )
 
 
@@ -237,12 +273,14 @@ def _lane_run(con: duckdb.DuckDBPyConnection, ref: RunRef, page: int) -> LaneRun
     ).fetchall()
     return LaneRunPage(
         ref,
-        worst([c.verdict for c in checks]),
+        run_verdict(con, ref),
         checks,
         usage,
         failing.rows,
         failing.results,
         failing.cases,
+        failing.listed,
+        lane_checks_of(con, ref),
         flaky_of(con, ref, samples=samples, limit=RUN_PAGE_ROWS),
         [Fault(int(n), str(error)) for n, error in faults],
         cases,
@@ -250,6 +288,18 @@ def _lane_run(con: duckdb.DuckDBPyConnection, ref: RunRef, page: int) -> LaneRun
         samples,
         turns > 0,
     )
+
+
+def lane_checks_of(con: duckdb.DuckDBPyConnection, ref: RunRef) -> list[CheckOutcome]:
+    """The run's checks that gate no metric (measurement, no_regression), from its stored outcome."""
+    outcome = stored_outcome(con, ref)
+    return [] if outcome is None else [c for c in outcome.checks if c.name in LANE_CHECKS]
+
+
+def run_verdict(con: duckdb.DuckDBPyConnection, ref: RunRef) -> str:
+    """The lane run's verdict as history holds it (the ``runs`` view: its stored outcome's)."""
+    row = con.execute(f"SELECT verdict FROM runs WHERE {RUN_MATCH}", ref.params()).fetchone()
+    return "n/a" if row is None else str(row[0])
 
 
 def last_surfaces(con: duckdb.DuckDBPyConnection, ref: RunRef, case_ids: list[str]) -> dict[str, str]:

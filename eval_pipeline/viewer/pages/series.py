@@ -13,8 +13,6 @@ from eval_pipeline.history.svg import Chart, Point, trend_svg
 from eval_pipeline.series import SERIES_COLUMN_NAMES, SERIES_MATCH, SERIES_SQL, Series
 from eval_pipeline.viewer.pages.common import (
     NotFound,
-    words,
-    worst,
 )
 
 SPARK_RUNS = 20  # runs a sparkline on the series list spans
@@ -62,9 +60,9 @@ def home(con: duckdb.DuckDBPyConnection) -> Home:
         f"""
         WITH r AS (SELECT * FROM runs QUALIFY seq > max(seq) OVER (PARTITION BY {SERIES_SQL}) - ?),
              c AS (SELECT run_id, {SERIES_SQL}, count(*) FILTER (WHERE passed IS NOT NULL) AS checks,
-                          count(*) FILTER (WHERE passed) AS passed, list(DISTINCT verdict) AS verdicts
+                          count(*) FILTER (WHERE passed) AS passed
                    FROM metrics GROUP BY ALL)
-        SELECT r.*, c.checks, c.passed, c.verdicts,
+        SELECT r.*, c.checks, c.passed,
                max(r.seq) OVER (PARTITION BY {", ".join(f"r.{c}" for c in SERIES_COLUMN_NAMES)}) AS total
         FROM r LEFT JOIN c USING (run_id, {SERIES_SQL})
         ORDER BY {SERIES_SQL}, seq
@@ -83,7 +81,7 @@ def home(con: duckdb.DuckDBPyConnection) -> Home:
             SeriesRow(
                 ref.series,
                 ref,
-                worst(words(last["verdicts"])),
+                str(last["verdict"]),
                 int(last["total"]),
                 shares,
             )
@@ -105,12 +103,6 @@ def series_page(con: duckdb.DuckDBPyConnection, series: Series) -> SeriesPage:
             f"no series lane {series.lane!r}, split {series.split!r}, runtime {series.runtime!r}, "
             f"case set {series.case_set!r} in history"
         )
-    verdicts = dict(
-        con.execute(
-            f"SELECT run_id, list(DISTINCT verdict) FROM metrics WHERE {SERIES_MATCH} GROUP BY run_id",
-            series.params(),
-        ).fetchall()
-    )
     points = con.execute(
         "SELECT metric, coalesce(started_at, date::TIMESTAMPTZ) AS run_at, value, threshold_op, threshold "
         f"FROM metrics WHERE {SERIES_MATCH} ORDER BY metric, run_at",
@@ -130,7 +122,7 @@ def series_page(con: duckdb.DuckDBPyConnection, series: Series) -> SeriesPage:
         RunSummary(
             ref_from_row(row),
             None if is_missing(row["started_at"]) else pd.Timestamp(row["started_at"]).to_pydatetime(),
-            worst(words(verdicts.get(str(row["run_id"])))),
+            str(row["verdict"]),
             int(row["blocking_failures"]),
             int(row["warnings"]),
         )
