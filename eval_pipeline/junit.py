@@ -90,7 +90,7 @@ def suite_element(run: SuiteRun) -> ET.Element:
                 case,
                 "failure",
                 message=_text(
-                    f"{first.predicate}: {first.reason}" if first else "a blocking check counts it"
+                    f"{first.predicate}: {first.text}" if first else "a blocking check counts it"
                 ),
                 type=first.code if first else "check_failed",
             )

@@ -250,7 +250,7 @@ def regression_check(
 ) -> CheckOutcome:
     """The ``no_regression`` check: n/a when it compared nothing (a series' first run, a void
     run), never pass."""
-    why = "first run of this series" if first_run else "void run" if void else ""
+    why = "void run" if void else "first run of this series" if first_run else ""
     return CheckOutcome(
         name=REGRESSION_CHECK,
         passed=not regressed,

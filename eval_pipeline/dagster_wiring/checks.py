@@ -259,6 +259,21 @@ def regression_outcome(findings: Sequence[MetricFinding], *, void: bool) -> Chec
             "previous_run_id": compared or "none: first run of this series",
             "regressed_metrics": [f.metric for f in regressed],
             "flipped_case_ids": flipped[:MAX_CASES_SHOWN],
+            # Per tested rate: the common cases (and, over turns, the paired turns), how many went
+            # the bad way and the good way (turns, for a rate over turns), the one-sided p-value.
+            "paired_counts": [
+                {
+                    "metric": f.metric,
+                    "cases": f.cases,
+                    "turns": f.turns,
+                    "worse": f.worse,
+                    "better": f.better,
+                    "p_value": f.p_value,
+                    "regressed": f.regressed,
+                }
+                for f in findings
+                if f.cases is not None
+            ],
         },
     )
 
@@ -279,23 +294,7 @@ def regression_check_result(check: CheckOutcome, findings: Sequence[MetricFindin
             "previous_run_id": dg.MetadataValue.text(str(check.metadata["previous_run_id"])),
             "regressed_metrics": dg.MetadataValue.json(check.metadata["regressed_metrics"]),
             "flipped_case_ids": dg.MetadataValue.json(check.metadata["flipped_case_ids"]),
-            # Per tested rate: the common cases (and, over turns, the paired turns), how many went
-            # the bad way and the good way (turns, for a rate over turns), the one-sided p-value.
-            "paired_counts": dg.MetadataValue.json(
-                [
-                    {
-                        "metric": f.metric,
-                        "cases": f.cases,
-                        "turns": f.turns,
-                        "worse": f.worse,
-                        "better": f.better,
-                        "p_value": f.p_value,
-                        "regressed": f.regressed,
-                    }
-                    for f in findings
-                    if f.cases is not None
-                ]
-            ),
+            "paired_counts": dg.MetadataValue.json(check.metadata["paired_counts"]),
             "findings": dg.MetadataValue.md(markdown_table(shown, columns, limit=50, more="metrics")),
         },
     )
