@@ -171,6 +171,7 @@ def _document(batch_id: str, outcomes: list[LaneOutcome]) -> dict[str, Any]:
                         "void_reason": c.reason if c.verdict == "void" else None,
                         "reason": c.reason or None,
                         "description": c.description,
+                        "failing_case_ids": list(c.failing_case_ids),
                     }
                     for c in o.checks
                 ],
