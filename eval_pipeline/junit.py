@@ -89,9 +89,7 @@ def suite_element(run: SuiteRun) -> ET.Element:
             failure = ET.SubElement(
                 case,
                 "failure",
-                message=_text(
-                    f"{first.predicate}: {first.text}" if first else "a blocking check counts it"
-                ),
+                message=_text(f"{first.predicate}: {first.text}" if first else "a blocking check counts it"),
                 type=first.code if first else "check_failed",
             )
             lines = [f"{item.predicate} [{item.code}]: {item.text}" for item in hard]

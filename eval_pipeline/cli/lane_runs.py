@@ -19,7 +19,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from eval_pipeline.budget import Budget, check_priced
+from eval_pipeline.budget import check_priced
 from eval_pipeline.cases.loading import CaseFileError
 from eval_pipeline.cases_stage import write_cases
 from eval_pipeline.cli.arguments import local_folder, run_night
@@ -35,9 +35,8 @@ from eval_pipeline.cli.common import (
     run_title,
     short_id,
 )
-from eval_pipeline.cli.notifier import run_notifier
+from eval_pipeline.cli.notifier import RunNotifier, run_notifier
 from eval_pipeline.cli.rescore import recorded_lane_and_split, rescore_of, with_history_root
-from eval_pipeline.cli.run import Executor
 from eval_pipeline.cli.summary import check_baseline, write_summary
 from eval_pipeline.collector import frozen_after
 from eval_pipeline.failures import evidence_object, fault_counts, fault_text
@@ -47,6 +46,7 @@ from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.outcome import MEASUREMENT_CHECK
 from eval_pipeline.palette import rich_style
 from eval_pipeline.progress import rich_progress
+from eval_pipeline.run_request import RunRequest
 from eval_pipeline.runtimes.base import RecordedRuntime, RuntimeSpecError
 from eval_pipeline.runtimes.options import parse_runtime_options
 from eval_pipeline.runtimes.redaction import redacted_options, redacted_spec
@@ -56,7 +56,6 @@ from eval_pipeline.runtimes.unsupplied import PREDICATE_READ_FIELDS, unsupplied_
 from eval_pipeline.runtimes.warm import warm_runtimes
 from eval_pipeline.scoring import number_text
 from eval_pipeline.settings import CELERY_BROKER_ENV, celery_broker
-from eval_pipeline.settings import history_root as default_history_root
 from eval_pipeline.settings import runtime_spec as default_runtime_spec
 from eval_pipeline.stage_files import StageFile, batch_turns
 from eval_pipeline.usage import USAGE_METRICS, summed_usage, timing_text, totals_text
@@ -404,81 +403,59 @@ def _suite(outcome: LaneOutcome) -> SuiteRun:
     )
 
 
-def run_lanes(
-    ctx: typer.Context,
-    *,
-    lane: list[str] | None,
-    split: str | None,
-    runtime: str | None,
-    runtime_option: list[str] | None,
-    cases: Path | None,
-    history: str | None,
-    date: str | None,
-    concurrency: int | None,
-    repeat: int | None,
-    seed: int | None,
-    as_json: bool,
-    junit: Path | None,
-    verbose: bool,
-    summary_md: Path | None,
-    baseline: str | None,
-    cache: bool,
-    notify: bool,
-    resume: bool,
-    max_cost: float | None,
-    max_turns: int | None,
-    executor: Executor | None,
-) -> None:
+def run_lanes(ctx: typer.Context, request: RunRequest) -> None:
     """``eval-pipeline run`` (:func:`eval_pipeline.cli.run.run`): every selected lane through Dagster,
     each lane run's results printed as it ends; exits with the invocation's code."""
     # One warm pool per invocation: a CPU-bound runtime starts its workers once for every lane
     # (closed when the command ends, however it ends).
     ctx.with_resource(warm_runtimes())
+    root = request.history_root
     with bad_input_exits():
         worker_count(), batch_turns()  # settings a run reads deep inside: bad ones are bad input now
-        local_folder(history or default_history_root(), "--history")
+        local_folder(root, "--history")
         target = with_history_root(
             find_target(
-                default_runtime_spec() if runtime is None else runtime,  # '' is bad input, not the default
-                parse_runtime_options(runtime_option or []),
+                default_runtime_spec() if request.runtime is None else request.runtime,  # '' is bad input
+                parse_runtime_options(list(request.runtime_options)),
             ),
-            history,
+            root if request.history_given else None,
         )
         # Built once: a bad spec fails here, before any run starts, and every lane drives it.
         built = ctx.with_resource(closing(build_runtime(target.spec, target.options)))
-        check_priced(Budget(max_cost, max_turns).over(target.budget), target.name, target.price)
+        check_priced(request.drive.budget_for(target), target.name, target.price)
         # Dagster loads only now, while a worker pool the runtime started loads its runtime.
         with frozen_after():
             from eval_pipeline.dagster_wiring.code_location import EXECUTOR_ENV
             from eval_pipeline.dagster_wiring.launch import ensure_instance, materialize_lane
             from eval_pipeline.dagster_wiring.tags import HIDDEN_TAG_PREFIX
 
+        lane, split = list(request.lanes) or None, request.split
         recording = built if isinstance(built, RecordedRuntime) else None
         if recording is not None and (committed := recording.committed_run) is not None:
             # A re-score runs the recorded run's lane and split.
             target = rescore_of(committed, target)
             lane, split = recorded_lane_and_split(
-                committed, lane, split, repeat, samples_per_case=recording.samples_per_case
+                committed, lane, split, request.drive.repeat, samples_per_case=recording.samples_per_case
             )
-        pairs = _select(lane, split, custom=cases is not None)
-        notifier = run_notifier(notify)
-        check_baseline(history or default_history_root(), baseline)
-        if cases is not None and len({spec.name for spec, _ in pairs}) != 1:
+        pairs = _select(lane, split, custom=request.cases is not None)
+        notifier = run_notifier(request.notify)
+        check_baseline(root, request.baseline)
+        if request.cases is not None and len({spec.name for spec, _ in pairs}) != 1:
             raise KeyError("--cases evaluates one lane's contract: name exactly one --lane")
         # Every case file is valid, and its prompts composable, before anything runs.
-        prepared = {(spec.name, s): _prepared_cases(ctx, spec, s, cases) for spec, s in pairs}
+        prepared = {(spec.name, s): _prepared_cases(ctx, spec, s, request.cases) for spec, s in pairs}
         if recording is not None and recording.committed_run is None:
             pairs = _recorded_pairs(recording, pairs, prepared, named=bool(lane))
         tomorrow = datetime.now(UTC).date() + timedelta(days=1)  # east of UTC it may already be tomorrow
-        day = run_night(date or datetime.now(UTC).date().isoformat(), latest=tomorrow)
-        chosen = executor or (
-            Executor.celery if os.environ.get(EXECUTOR_ENV) == "celery" else Executor.in_process
+        day = run_night(request.date or datetime.now(UTC).date().isoformat(), latest=tomorrow)
+        executor = request.executor or (
+            "celery" if os.environ.get(EXECUTOR_ENV) == "celery" else "in_process"
         )
-        if chosen is Executor.celery and not celery_broker():
+        if executor == "celery" and not celery_broker():
             raise KeyError(
                 f"--executor celery needs a broker: set {CELERY_BROKER_ENV} (e.g. redis://host:6379/0)"
             )
-    if not target.declared and not as_json:  # a derived name says nothing of what it runs
+    if not target.declared and not request.as_json:  # a derived name says nothing of what it runs
         options = f" {json.dumps(redacted_options(target.options), sort_keys=True)}" if target.options else ""
         err().print(
             f"runtime {target.name}: {redacted_spec(target.spec)}{options} (not declared in evals/runtimes.yaml)",
@@ -489,46 +466,50 @@ def run_lanes(
     with frozen_after():  # the instance's storages import their SQL layer
         instance = ensure_instance()
     batch_id = uuid.uuid4().hex
+    tags = {f"{HIDDEN_TAG_PREFIX}batch_id": batch_id, f"{HIDDEN_TAG_PREFIX}source": "cli"}
     outcomes: list[LaneOutcome] = []
     for spec, s in pairs:
         with rich_progress(f"{spec.name} [{s}] · {target.name}", console=err()) as bar:
             outcome = materialize_lane(
                 spec,
                 target,
+                request.for_lane(s, day, executor, tags),
                 instance=instance,
-                split=s,
-                date=day,
-                cases_path=str(cases) if cases else "",
-                concurrency=concurrency,
-                repeat=repeat,
-                seed=seed,
-                cache=True if cache else None,
-                history_root=history or "",
-                resume=resume,
-                max_cost=max_cost,
-                max_turns=max_turns,
                 progress=bar,
-                tags={f"{HIDDEN_TAG_PREFIX}batch_id": batch_id, f"{HIDDEN_TAG_PREFIX}source": "cli"},
-                log_level="DEBUG" if verbose else "CRITICAL",  # failures are reported below, once
-                executor=chosen.value,
                 observe=not outcomes,  # the target's version, once for the whole invocation
                 chat_runtime=built,
                 prepared_cases=prepared[(spec.name, s)],
             )
         outcomes.append(outcome)
-        if not as_json:
+        if not request.as_json:
             _print(outcome, split_spec(target.spec)[0])
-    if as_json:
+    _write_outputs(request, batch_id, outcomes, notifier, night=day, instance=instance)
+    raise typer.Exit(_exit_code(outcomes, summary=not request.as_json))
+
+
+def _write_outputs(
+    request: RunRequest,
+    batch_id: str,
+    outcomes: list[LaneOutcome],
+    notifier: RunNotifier | None,
+    *,
+    night: str,
+    instance: Any,
+) -> None:
+    """What the invocation writes besides its tables: the JSON document, the notifications (of
+    the night, through the instance), the CI summary, the JUnit file."""
+    if request.as_json:
         typer.echo(json.dumps(_document(batch_id, outcomes), indent=2, sort_keys=False))
     if notifier is not None:
-        notifier.send(outcomes, night=day, instance=instance, history_root=history or default_history_root())
-    if summary_md is not None:
-        write_summary(summary_md, outcomes, history_root=history or default_history_root(), baseline=baseline)
-    if junit is not None:
-        junit.parent.mkdir(parents=True, exist_ok=True)
-        junit.write_text(junit_xml([_suite(o) for o in outcomes]), encoding="utf-8")
-        err().print(f"wrote JUnit XML to {junit}", markup=False, highlight=False, soft_wrap=True)
-    raise typer.Exit(_exit_code(outcomes, summary=not as_json))
+        notifier.send(outcomes, night=night, instance=instance, history_root=request.history_root)
+    if request.summary_md is not None:
+        write_summary(
+            request.summary_md, outcomes, history_root=request.history_root, baseline=request.baseline
+        )
+    if request.junit is not None:
+        request.junit.parent.mkdir(parents=True, exist_ok=True)
+        request.junit.write_text(junit_xml([_suite(o) for o in outcomes]), encoding="utf-8")
+        err().print(f"wrote JUnit XML to {request.junit}", markup=False, highlight=False, soft_wrap=True)
 
 
 # A step's failure is known by its exception's class name: these are bad input (exit 2).

@@ -12,6 +12,8 @@ import typer
 from eval_pipeline.cli.common import app
 from eval_pipeline.collector import frozen_after
 from eval_pipeline.limits import MAX_CONCURRENCY, MAX_REPEAT
+from eval_pipeline.run_request import DriveSettings, RunRequest
+from eval_pipeline.settings import history_root
 
 
 class Executor(StrEnum):
@@ -140,27 +142,30 @@ def run(
     with frozen_after():  # what the command imports lives as long as the process
         from eval_pipeline.cli.lane_runs import run_lanes
 
-    run_lanes(
-        ctx,
-        lane=lane,
+    request = RunRequest(
+        lanes=tuple(lane or ()),
         split=split,
         runtime=runtime,
-        runtime_option=runtime_option,
+        runtime_options=tuple(runtime_option or ()),
         cases=cases,
-        history=history,
+        history_root=history or history_root(),
+        history_given=history is not None,
         date=date,
-        concurrency=concurrency,
-        repeat=repeat,
-        seed=seed,
+        drive=DriveSettings(
+            concurrency=concurrency,
+            repeat=repeat,
+            seed=seed,
+            cache=True if cache else None,
+            resume=resume,
+            max_cost=max_cost,
+            max_turns=max_turns,
+        ),
+        executor=None if executor is None else executor.value,
         as_json=as_json,
         junit=junit,
-        verbose=verbose,
         summary_md=summary_md,
         baseline=baseline,
-        cache=cache,
         notify=notify,
-        resume=resume,
-        max_cost=max_cost,
-        max_turns=max_turns,
-        executor=executor,
+        verbose=verbose,
     )
+    run_lanes(ctx, request)

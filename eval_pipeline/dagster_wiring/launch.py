@@ -48,12 +48,12 @@ from eval_pipeline.dagster_wiring.tags import DATE_TAG, HOST_TAG, PID_TAG, SERIE
 from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.outcome import MEASUREMENT_CHECK, CheckOutcome, RunOutcome
 from eval_pipeline.progress import NoProgress, ProgressObserver
+from eval_pipeline.run_request import LaneRunRequest
 from eval_pipeline.runtimes.base import ChatRuntime
 from eval_pipeline.runtimes.targets import RuntimeTarget
 from eval_pipeline.samples import FLAKY_READS, flaky_within_run, samples_in
 from eval_pipeline.series import OfSeries, Series
 from eval_pipeline.settings import PROJECT_ROOT, dagster_home
-from eval_pipeline.settings import history_root as default_history_root
 from eval_pipeline.stage_files import StageFile, faulted, read_table
 
 # Runs launched by the UI or the daemon carry their code location in this tag, and the UI
@@ -203,59 +203,34 @@ def _root_cause(error: Any) -> tuple[str, str]:
 def materialize_lane(
     spec: LaneSpec,
     target: RuntimeTarget,
+    request: LaneRunRequest,
     *,
     instance: dg.DagsterInstance,
-    split: str,
-    date: str,
-    cases_path: str = "",
-    concurrency: int | None = None,
-    repeat: int | None = None,
-    seed: int | None = None,
-    cache: bool | None = None,
-    history_root: str = "",
-    resume: bool = False,
-    max_cost: float | None = None,
-    max_turns: int | None = None,
     progress: ProgressObserver | None = None,
-    tags: dict[str, str] | None = None,
-    log_level: str = "INFO",
-    executor: str = "in_process",
     observe: bool = True,
     chat_runtime: ChatRuntime | None = None,
     prepared_cases: StageFile | None = None,
 ) -> LaneOutcome:
-    """Run the lane's job for one series (split or custom case file × runtime target) and read
-    the results back. The run is tagged with its lane, series and night.
+    """Run the lane's job for one series (``request``'s split or custom case file × runtime
+    target) and read the results back. The run is tagged with its lane, series and night.
 
     ``observe``: a declared target's runtime version is observed first, so the transcripts
     record the version they were measured against; a caller running several lanes of one
     target in one go observes it before the first only.
 
-    ``executor`` ``in_process`` runs every step in this process; ``celery`` runs the code
-    location's job (``eval_pipeline.definitions``) with its steps on Celery workers, which
-    must serve the lane's runtime target's queue.
-
-    ``resume`` answers the sessions the series' last interrupted run journaled from its journal;
-    ``max_cost`` and ``max_turns`` limit what the run sends (:mod:`eval_pipeline.budget`).
+    The request's ``executor`` ``in_process`` runs every step in this process; ``celery`` runs
+    the code location's job (``eval_pipeline.definitions``) with its steps on Celery workers,
+    which must serve the lane's runtime target's queue.
 
     In this process the run takes ``target`` as resolved, and drives ``chat_runtime`` when given
     one (``target``'s, built by the caller, who closes it), else builds its own; likewise its
     cases step takes ``prepared_cases`` (the cases stage file of this series, written by the
     caller; the run moves it into its storage) when given, else writes its own. A run on Celery
     workers takes neither."""
-    runtime_config: dict[str, Any] = {
-        "spec": "" if target.declared else target.spec,
-        "options": {} if target.declared else dict(target.options),
-        "concurrency": concurrency,
-        "repeat": repeat,
-        "seed": seed,
-        "resume": resume,
-        "max_cost": max_cost,
-        "max_turns": max_turns,
-        # the shared instance's folder, also for a run on a scratch instance: the journal outlives it
-        "journal_dir": str(Path(instance.storage_directory()) / "journal"),
-        "cache": cache,
-    }
+    split, cases_path, executor = request.split, request.cases_path, request.executor
+    # the shared instance's folder, also for a run on a scratch instance: the journal outlives it
+    journal_dir = str(Path(instance.storage_directory()) / "journal")
+    runtime_config = RuntimeResource.config_of(target, request.drive, journal_dir)
     case_set = custom_case_set(cases_path) if cases_path else split
     series = Series(spec.name, split, target.name, case_set)
     with ExitStack() as scope:
@@ -278,16 +253,16 @@ def materialize_lane(
                     "config": {"cases_path": cases_path, "split": split if cases_path else ""}
                 }
             },
-            "loggers": {"console": {"config": {"log_level": log_level}}},
+            "loggers": {"console": {"config": {"log_level": request.log_level}}},
         }
         run_tags = {
             **series_tags(series),
-            DATE_TAG: date,
+            DATE_TAG: request.date,
             REPOSITORY_TAG: REPOSITORY_LABEL,
             HOST_TAG: socket.gethostname(),
             PID_TAG: str(os.getpid()),
             **({QUEUE_TAG: target.queue} if target.queue else {}),
-            **(tags or {}),
+            **request.tags,
         }
         key = partition_key(case_set, target.name)
         # Definitions loaded now read their state from *this* instance, whatever instance an
@@ -299,7 +274,7 @@ def materialize_lane(
                 run_config["resources"] = {
                     "runtime": {"config": runtime_config},
                     # resolved here: a worker's environment may name another history
-                    "history": {"config": {"root": history_root or default_history_root()}},
+                    "history": {"config": {"root": request.history_root}},
                 }
                 job = ReconstructableRepository.for_module(
                     CODE_LOCATION_MODULE, CELERY_DEFINITIONS, working_directory=str(PROJECT_ROOT)
@@ -313,7 +288,7 @@ def materialize_lane(
                 [spec],
                 resources={
                     "runtime": RunRuntime(RuntimeResource(**runtime_config), target, chat_runtime),
-                    "history": HistoryResource(root=history_root),
+                    "history": HistoryResource(root=request.history_root),
                     "progress": progress or NoProgress(),
                     "prepared_cases": PreparedCases(prepared_cases),
                     "tables_io_manager": ParquetIOManager(base_dir=tables_dir),

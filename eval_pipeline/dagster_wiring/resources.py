@@ -22,8 +22,7 @@ from typing import Any
 import dagster as dg
 from pydantic import Field
 
-from eval_pipeline.budget import Budget
-from eval_pipeline.limits import MAX_REPEAT
+from eval_pipeline.run_request import DriveSettings
 from eval_pipeline.runtimes.base import ChatRuntime, RuntimeSpecError
 from eval_pipeline.runtimes.redaction import redacted_spec
 from eval_pipeline.runtimes.registry import build_runtime
@@ -73,8 +72,9 @@ class RunRuntime:
             built.close()
 
 
-class RuntimeResource(dg.ConfigurableResource[RunRuntime]):
-    """The runtime under evaluation, and how a run drives it; steps get its :class:`RunRuntime`.
+class RuntimeResource(dg.ConfigurableResource[RunRuntime], DriveSettings):
+    """The runtime under evaluation, and how a run drives it (:class:`DriveSettings`, the same
+    fields the command line sets); steps get its :class:`RunRuntime`.
 
     A partition's ``runtime`` key names a runtime target. With ``spec`` empty (the default,
     and what the launchpad and the schedule use) the target is looked up in
@@ -92,11 +92,19 @@ class RuntimeResource(dg.ConfigurableResource[RunRuntime]):
         description="Adapter options for an ad-hoc target. Secrets never go here: name the "
         "environment variable that holds them.",
     )
-    concurrency: int | None = Field(
-        default=None,
-        description="Sessions (cases) evaluated at once; empty means the target's setting, else the "
-        "runtime's own preference (its worker count or request limit), else 1.",
+    journal_dir: str = Field(
+        default="", description="Where run journals live; empty: the instance's storage folder."
     )
+
+    @staticmethod
+    def config_of(target: RuntimeTarget, drive: DriveSettings, journal_dir: str) -> dict[str, Any]:
+        """The resource's config for a run of ``target`` (its spec only when it is not declared)."""
+        return {
+            "spec": "" if target.declared else target.spec,
+            "options": {} if target.declared else dict(target.options),
+            "journal_dir": journal_dir,
+            **drive.model_dump(),
+        }
 
     @contextmanager
     def yield_for_execution(self, context: dg.InitResourceContext) -> Iterator[RunRuntime]:
@@ -126,56 +134,8 @@ class RuntimeResource(dg.ConfigurableResource[RunRuntime]):
             )
         return targets[name]
 
-    repeat: int | None = Field(
-        default=None,
-        ge=1,
-        le=MAX_REPEAT,
-        description="Samples per case, each in a fresh session; empty means the target's repeat, else the lane's.",
-    )
-    seed: int | None = Field(
-        default=None,
-        description="Run seed: sample i of a case is sent with a seed derived from (seed, case, i) to "
-        "runtimes that take one; empty: no seed.",
-    )
-
-    resume: bool = Field(
-        default=False,
-        description="Answer the sessions the series' last interrupted run journaled from its journal and "
-        "send only the rest (a re-execution of a failed run always does).",
-    )
-    max_cost: float | None = Field(
-        default=None,
-        ge=0.0,
-        description="The most this run may spend (needs the target's price); empty: the target's budget.",
-    )
-    max_turns: int | None = Field(
-        default=None, ge=1, description="The most turns this run may send; empty: the target's budget."
-    )
-    journal_dir: str = Field(
-        default="", description="Where run journals live; empty: the instance's storage folder."
-    )
-    cache: bool | None = Field(
-        default=None,
-        description="Answer sessions asked before from the response cache; empty means the target's cache setting.",
-    )
-
-    def budget_for(self, target: RuntimeTarget) -> Budget:
-        """This run's budget: the command line's limits, else the target's ``budget:``."""
-        return Budget(self.max_cost, self.max_turns).over(target.budget)
-
     def journal_root(self, instance: dg.DagsterInstance) -> Path:
         return Path(self.journal_dir) if self.journal_dir else Path(instance.storage_directory()) / "journal"
-
-    def caches(self, target: RuntimeTarget) -> bool:
-        """Whether a run against ``target`` uses the response cache (``--cache``, else the target's)."""
-        return target.cache if self.cache is None else self.cache
-
-    def concurrency_for(self, target: RuntimeTarget) -> int | None:
-        return self.concurrency or target.concurrency
-
-    def samples_for(self, target: RuntimeTarget, lane_repeat: int) -> int:
-        """Samples per case: this resource's repeat (``--repeat``), else the target's, else the lane's."""
-        return self.repeat or target.samples_for(lane_repeat)
 
 
 class PreparedCases:

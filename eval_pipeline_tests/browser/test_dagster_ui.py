@@ -22,6 +22,7 @@ from eval_pipeline.dagster_wiring.launch import ensure_instance, materialize_lan
 from eval_pipeline.lanes import find_lane
 from eval_pipeline.runtimes.targets import find_target
 from eval_pipeline.settings import PROJECT_ROOT
+from eval_pipeline_tests.lane_requests import lane_request
 
 from .chromium import browser_page, needs_chromium
 
@@ -86,7 +87,7 @@ def _nightly_runs() -> None:
     for night in NIGHTS:
         for target in ("reference", "reference-no-gloss"):
             outcome = materialize_lane(
-                find_lane(LANE), find_target(target), instance=instance, split="public", date=night
+                find_lane(LANE), find_target(target), lane_request("public", night), instance=instance
             )
             assert outcome.failure is None and outcome.success
 
@@ -99,10 +100,8 @@ def _failing_ad_hoc_run(tmp_path: Path) -> str:
     outcome = materialize_lane(
         find_lane(LANE),
         find_target("reference-no-gloss"),
+        lane_request("public", NIGHTS[-1], cases_path=str(cases)),
         instance=ensure_instance(),
-        split="public",
-        date=NIGHTS[-1],
-        cases_path=str(cases),
     )
     assert outcome.failure is None and any(not c.passed for c in outcome.checks)
     return outcome.case_set

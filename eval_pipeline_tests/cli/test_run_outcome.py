@@ -70,7 +70,9 @@ def test_a_lane_judged_per_turn_shows_its_failing_turns_on_every_surface(
     assert int(suites[0].tests) == 8  # every case of the split, though none has a case row
     failed = {tc.name: tc.result[0] for tc in suites[0] if tc.result}
     assert str(failed[DRIFTED].message).startswith("grounding_stable: turn 0: The same prompt got")
-    assert "no_warm_placeholder [placeholder_present]: turn 1: The answer contains" in str(failed[DRIFTED].text)
+    assert "no_warm_placeholder [placeholder_present]: turn 1: The answer contains" in str(
+        failed[DRIFTED].text
+    )
 
     text = summary.read_text("utf-8")
     assert "## eval-pipeline: fail" in text

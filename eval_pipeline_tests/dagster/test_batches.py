@@ -19,6 +19,7 @@ from eval_pipeline.runtimes.targets import find_target
 from eval_pipeline.stage_files import BATCH_TURNS_ENV, StageWriter, aligned_count, batch_turns, failed
 from eval_pipeline.tables import CASE_PREDICATES, TURN_PREDICATES, lane_columns
 from eval_pipeline.usage import TIMED_METRICS
+from eval_pipeline_tests.lane_requests import lane_request
 
 SEED = 11
 
@@ -40,11 +41,8 @@ def test_a_lane_scored_in_batches_equals_it_scored_in_one_piece(
     batched = materialize_lane(
         spec,
         find_target("reference"),
+        lane_request(split, "2026-11-30", repeat=2, seed=SEED),
         instance=ensure_instance(),
-        split=split,
-        date="2026-11-30",
-        repeat=2,
-        seed=SEED,
     )
     assert batched.failure is None, batched.failure
     whole = evaluate_lane(spec, split, build_runtime("reference"), repeat=2, seed=SEED)

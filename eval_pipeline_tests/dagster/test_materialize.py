@@ -17,6 +17,7 @@ from eval_pipeline.pipeline import evaluate_lane
 from eval_pipeline.runtimes import build_runtime
 from eval_pipeline.runtimes.targets import find_target
 from eval_pipeline.settings import history_root
+from eval_pipeline_tests.lane_requests import lane_request
 from eval_pipeline_tests.runtimes.helpers import write_recording
 
 pytestmark = pytest.mark.slow
@@ -28,10 +29,8 @@ def run(runtime: str, split: str = "public", date: str = DATE, **kwargs: object)
     return materialize_lane(
         find_lane("deterministic_fluency"),
         find_target(runtime),
-        split=split,
-        date=date,
+        lane_request(split, date, **kwargs),
         instance=ensure_instance(),
-        **kwargs,  # type: ignore[arg-type]
     )
 
 

@@ -20,6 +20,7 @@ from eval_pipeline.lanes import find_lane
 from eval_pipeline.runtimes.targets import find_target
 from eval_pipeline.settings import PROJECT_ROOT
 from eval_pipeline_tests.dagster.processes import graphql, webserver
+from eval_pipeline_tests.lane_requests import lane_request
 
 pytestmark = pytest.mark.slow
 
@@ -83,7 +84,7 @@ def test_a_changed_reference_pack_makes_the_lane_stale_until_it_runs_again(
     spec = find_lane(LANE)
     instance = ensure_instance()
     first = materialize_lane(
-        spec, find_target("reference"), instance=instance, split="dev", date="2026-11-30"
+        spec, find_target("reference"), lane_request("dev", "2026-11-30"), instance=instance
     )
     assert first.success, first.failure
     before = surfaces(instance, first.run_id)
@@ -113,7 +114,7 @@ def test_a_changed_reference_pack_makes_the_lane_stale_until_it_runs_again(
         assert stale["transcripts"] == ("STALE", [("runtime_targets", "reference", "has a new data version")])
 
         second = materialize_lane(
-            spec, find_target("reference"), instance=instance, split="dev", date="2026-11-30"
+            spec, find_target("reference"), lane_request("dev", "2026-11-30"), instance=instance
         )
         assert second.success, second.failure
         assert {stage: status for stage, (status, _) in stale_status(url).items()} == dict.fromkeys(

@@ -33,6 +33,7 @@ from eval_pipeline.pipeline import evaluate_lane
 from eval_pipeline.runtimes import build_runtime
 from eval_pipeline.runtimes.targets import find_target
 from eval_pipeline.settings import history_root
+from eval_pipeline_tests.lane_requests import lane_request
 
 pytestmark = pytest.mark.slow
 
@@ -166,7 +167,10 @@ def test_a_kill_during_the_history_append_leaves_no_partial_run() -> None:
 def materialize(runtime: str, split: str = "public", **kwargs: str) -> LaneOutcome:
     """One run in this process, the way the CLI does it (the CLI's own processes are tested above)."""
     return materialize_lane(
-        find_lane(LANE), find_target(runtime), instance=ensure_instance(), split=split, date=NIGHT, **kwargs
+        find_lane(LANE),
+        find_target(runtime),
+        lane_request(split, NIGHT, **kwargs),
+        instance=ensure_instance(),
     )
 
 

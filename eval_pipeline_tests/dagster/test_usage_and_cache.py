@@ -19,6 +19,7 @@ from eval_pipeline.lanes import find_lane
 from eval_pipeline.runtimes.serve import ReferenceServer
 from eval_pipeline.runtimes.targets import find_target
 from eval_pipeline.settings import PROJECT_ROOT, history_root
+from eval_pipeline_tests.lane_requests import lane_request
 from eval_pipeline_tests.runtimes.helpers import served_reference
 
 LANE = "deterministic_fluency"
@@ -51,7 +52,7 @@ def test_a_priced_cached_target_costs_exactly_its_tokens_and_runs_again_for_noth
     spec, target = find_lane(LANE), find_target("priced")
     assert target.cache and target.price is not None
     instance = ensure_instance()
-    first = materialize_lane(spec, target, instance=instance, split="dev", date="2026-12-01")
+    first = materialize_lane(spec, target, lane_request("dev", "2026-12-01"), instance=instance)
     assert first.success, first.failure
     sent = priced.requests
     with connect(history_root()) as con:
@@ -74,7 +75,7 @@ def test_a_priced_cached_target_costs_exactly_its_tokens_and_runs_again_for_noth
     assert label == series_label("cost", label.removeprefix("cost · "))
     assert plotted[label].value == rounded(expected)  # the UI's plot, rounded as every plotted value
 
-    second = materialize_lane(spec, target, instance=instance, split="dev", date="2026-12-01")
+    second = materialize_lane(spec, target, lane_request("dev", "2026-12-01"), instance=instance)
     assert second.success, second.failure
     assert priced.requests == sent  # 0 requests: every session came from the cache
     transcripts = instance.get_latest_materialization_event(dg.AssetKey([LANE, "transcripts"]))

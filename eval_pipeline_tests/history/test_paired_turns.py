@@ -39,6 +39,7 @@ from eval_pipeline.tables import (
     nullable_types,
     to_arrow,
 )
+from eval_pipeline_tests.lane_requests import lane_request
 
 from .conftest import StoredRun, record_run, run_keys
 
@@ -398,8 +399,7 @@ def test_the_no_regression_check_tests_a_rate_over_turns_in_a_dagster_run(tmp_pa
             materialize_lane(
                 find_lane(LANE),
                 find_target(f"replay:{recorded}"),
-                split=SPLIT,
-                date="2026-11-30",
+                lane_request(SPLIT, "2026-11-30"),
                 instance=ensure_instance(),
             )
         )

@@ -19,6 +19,7 @@ from eval_pipeline.notify.staleness import stale_series_events
 from eval_pipeline.runtimes.targets import load_targets
 from eval_pipeline.series import Series
 from eval_pipeline.settings import targets_file
+from eval_pipeline_tests.lane_requests import lane_request
 from eval_pipeline_tests.notify.conftest import Receiver
 from eval_pipeline_tests.notify.test_run_notify import NOTIFY, staging
 
@@ -37,7 +38,7 @@ def nightly_run(instance: dg.DagsterInstance, night: str, **tags: str) -> str:
     spec = next(s for s in discover_lanes() if s.name == "refusal_calibration")
     target = load_targets(targets_file())["staging"]
     outcome = materialize_lane(
-        spec, target, instance=instance, split="dev", date=night, tags=tags, log_level="ERROR"
+        spec, target, lane_request("dev", night, tags=tags, log_level="ERROR"), instance=instance
     )
     assert outcome.failure is None
     return outcome.run_id

@@ -77,7 +77,11 @@ def test_json_junit_summary_notification_and_viewer_agree(
         hard = {item["case_id"] for item in items if item["severity"] == "hard"}
         assert failing_suites[label] == hard | blocked, series
         # The CI summary: the lane run's verdict.
-        assert re.search(rf"^### {re.escape(lane['lane'].replace('_', chr(92) + '_'))}.*: {verdict}$", summary, re.MULTILINE), series
+        assert re.search(
+            rf"^### {re.escape(lane['lane'].replace('_', chr(92) + '_'))}.*: {verdict}$",
+            summary,
+            re.MULTILINE,
+        ), series
         # The notification: sent when a threshold check failed, listing the first failing items.
         failed_checks = [c for c in lane["checks"] if c["threshold"] and c["verdict"] in ("fail", "warn")]
         if failed_checks:

@@ -25,6 +25,7 @@ from eval_pipeline.lanes import find_lane
 from eval_pipeline.lanes.registry import discover_lanes
 from eval_pipeline.runtimes.targets import find_target
 from eval_pipeline.settings import CELERY_BROKER_ENV, EVALS_ENV, PROJECT_ROOT, history_root
+from eval_pipeline_tests.lane_requests import lane_request
 from eval_pipeline_tests.metric_tables import untimed
 
 from . import servers
@@ -80,10 +81,8 @@ def run_lane(lane: str, split: str, runtime: str, executor: str) -> LaneOutcome:
     return materialize_lane(
         find_lane(lane),
         find_target(runtime),
+        lane_request(split, "2026-11-30", executor=executor),
         instance=ensure_instance(),
-        split=split,
-        date="2026-11-30",
-        executor=executor,
     )
 
 

@@ -17,6 +17,7 @@ from eval_pipeline.dagster_wiring.tags import LANE_TAG
 from eval_pipeline.lanes import find_lane
 from eval_pipeline.runtimes.targets import find_target
 from eval_pipeline.settings import PROJECT_ROOT
+from eval_pipeline_tests.lane_requests import lane_request
 
 from . import servers
 
@@ -53,7 +54,7 @@ def test_two_lane_runs_through_a_postgres_instance(production_home: Path, postgr
 
     spec = find_lane(LANE)
     outcomes = [
-        materialize_lane(spec, find_target(name), instance=instance, split="public", date="2026-11-30")
+        materialize_lane(spec, find_target(name), lane_request("public", "2026-11-30"), instance=instance)
         for name in ("reference", "reference-no-gloss")
     ]
     assert all(o.success for o in outcomes), [o.failure for o in outcomes]

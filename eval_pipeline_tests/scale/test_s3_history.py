@@ -26,6 +26,7 @@ from eval_pipeline_tests.history.conftest import (
     lane_runs,
     record_run,
 )
+from eval_pipeline_tests.lane_requests import lane_request
 
 from ..history.viewer_server import get, serving
 from . import servers
@@ -201,10 +202,8 @@ def test_a_lane_run_appends_to_s3_history(s3_env: dict[str, str], monkeypatch: p
         materialize_lane(
             find_lane(LANE),
             find_target("reference"),
+            lane_request("public", day, history_root=remote),
             instance=ensure_instance(),
-            split="public",
-            date=day,
-            history_root=remote,
         )
         for day in ("2026-11-29", "2026-11-30")
     ]
