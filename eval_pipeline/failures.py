@@ -16,7 +16,6 @@ from typing import Any
 import pandas as pd
 
 from eval_pipeline.collector import each_without_collector
-from eval_pipeline.lanes.metric_rows import MetricRows
 from eval_pipeline.runtimes.faults import split_call_ids
 from eval_pipeline.samples import SAMPLE_INDEX
 
@@ -124,45 +123,6 @@ def _as_failing(failing: pd.DataFrame) -> pd.DataFrame:
         },
         columns=list(FAILING_COLUMNS),
     )
-
-
-def failing_rows_for_metric(
-    rows: MetricRows | None,
-    case_ids: Iterable[str],
-    case_predicates: pd.DataFrame,
-    transcripts: pd.DataFrame,
-    *,
-    samples: int,
-) -> pd.DataFrame:
-    """Why each of a metric's failing cases counts against it (``case_predicates``: rows of a
-    run of ``samples`` samples per case).
-
-    A rate shows the failing rows of the predicates its lane declares it counts (``rows``,
-    :mod:`eval_pipeline.lanes.metric_rows`); another metric (``error_rate``) shows every
-    failing row of the case, or the case's turn fault when it has no failing row.
-    """
-    ids = list(dict.fromkeys(str(c) for c in case_ids))
-    # Narrow before building rows (their evidence is decoded): a big run has many failing rows.
-    of_cases = (
-        case_predicates[case_predicates["case_id"].isin(ids)] if len(case_predicates) else case_predicates
-    )
-    own = failing_cases([of_cases[rows.selects(of_cases)]], samples).rows if rows is not None else None
-    listed_rows = own if own is not None and not own.empty else failing_cases([of_cases], samples).rows
-    listed = set(listed_rows["case_id"])
-    faults = case_faults(transcripts)
-    extra: list[dict[str, Any]] = [
-        {
-            "case_id": case_id,
-            "predicate": "",
-            "severity": "",
-            "code": "turn_error" if case_id in faults else "",
-            "reason": faults.get(case_id, "counts against the metric"),
-            "evidence": {},
-        }
-        for case_id in ids
-        if case_id not in listed
-    ]
-    return pd.concat([listed_rows, pd.DataFrame(extra, columns=list(FAILING_COLUMNS))], ignore_index=True)
 
 
 def case_faults(transcripts: pd.DataFrame) -> dict[str, str]:

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from eval_pipeline.failures import failing_rows_for_metric
+import pandas as pd
+
+from eval_pipeline.failures import failing_cases
 from eval_pipeline.lanes import find_lane, lane_kind
 from eval_pipeline.lanes.metric_rows import MetricRows, higher_is_better, is_pinned
+from eval_pipeline.outcome import failing_items, judged_outcome
 from eval_pipeline.pipeline import evaluate_lane
 from eval_pipeline.runtimes import build_runtime
+from eval_pipeline.scoring import judge, measurement
+from eval_pipeline.series import Series
 
 
 def test_the_refusal_rate_check_lists_refused_failures_only() -> None:
@@ -18,15 +23,18 @@ def test_the_refusal_rate_check_lists_refused_failures_only() -> None:
     assert refusal.failing_case_ids
     failing = run.case_predicates[run.case_predicates["passed"].eq(False).fillna(False)]
     assert {"refused", "no_fabrication"} <= set(failing["predicate"])  # both fail on these cases
-    rows = failing_rows_for_metric(
-        lane_kind(spec).metric_rows["refusal_rate"],
-        refusal.failing_case_ids,
-        failing,
+    items, results, cases = failing_items(failing_cases([run.case_predicates], 1), pd.DataFrame(), {})
+    outcome = judged_outcome(
+        Series(spec.name, "public", "reference-no-refusal", "public"),
+        "run",
+        judge(spec.effective_thresholds, run.metric_values),
+        measurement(run.metric_values, spec.max_error_rate),
+        (items, results, cases),
         run.transcripts,
-        samples=1,
     )
-    assert set(rows["predicate"]) == {"refused"}
-    assert set(rows["case_id"]) == set(refusal.failing_case_ids)
+    rows = outcome.items_of(refusal.failing_case_ids, lane_kind(spec).metric_rows["refusal_rate"].predicates)
+    assert {item.predicate for item in rows} == {"refused"}
+    assert {item.case_id for item in rows} == set(refusal.failing_case_ids)
 
 
 def test_declared_and_kind_lanes_say_what_each_rate_counts() -> None:

@@ -20,11 +20,12 @@ from eval_pipeline.history.runs import resolve_run_id
 from eval_pipeline.history.svg import legend_layout
 from eval_pipeline.history.views import connect
 from eval_pipeline.lanes.spec import load_lane_spec
-from eval_pipeline.pipeline import metric_rows
+from eval_pipeline.outcome import judged_outcome
 from eval_pipeline.predicates import TurnView, Verdict, get_turn_predicate
 from eval_pipeline.predicates.explain import _REASONS, excerpt, reason
 from eval_pipeline.runtimes.targets import load_targets, resolve_target
 from eval_pipeline.scoring import MetricValue, judge, measurement, verdict_word
+from eval_pipeline.series import Series
 from eval_pipeline.settings import PROJECT_ROOT
 from eval_pipeline.stage_files import StageWriter
 from eval_pipeline.tables import CASE_PREDICATES
@@ -123,9 +124,18 @@ def test_the_history_gate_fails_a_void_run_even_when_only_warn_thresholds_missed
     for faulted, passed in ((0, True), (1, True), (2, False)):
         values = _metrics(faulted, 20)
         verdicts = judge(warn_only, values, max_error_rate=0.05)  # type: ignore[arg-type]
-        gate = gate_check_result(pd.DataFrame(metric_rows(values, verdicts)))
+        outcome = judged_outcome(
+            Series("lane", "dev", "reference", "dev"),
+            "run",
+            verdicts,
+            measurement(values, 0.05),
+            ([], 0, 0),
+            pd.DataFrame({"case_id": [], "error": []}),
+        )
+        gate = gate_check_result(outcome)
         assert gate.passed is passed, faulted
         assert (gate.description or "").startswith("void") is (not passed)
+        assert outcome.verdict == ("pass" if faulted == 0 else "warn" if passed else "void")
 
 
 def test_verdict_vocabulary() -> None:
