@@ -40,8 +40,15 @@ def test_json_document_has_metrics_checks_and_rows() -> None:
         "severity": "ERROR",
         "value": 1.0,
         "threshold": "== 1",
+        "n": 2.0,  # applicable cases
         "void_reason": None,  # measured
+        "reason": None,
+        "description": "Pinned hard floor (contract, scoring rubric).",
+        "failing_case_ids": [],
     }
+    assert lane["verdict"] == "pass" and lane["failing"] == [] and lane["failing_results"] == 0
+    regression = next(c for c in lane["checks"] if c["name"] == "no_regression")
+    assert (regression["verdict"], regression["reason"]) == ("n/a", "first run of this series")
     assert {r["case_id"] for r in lane["case_predicates"]} == {
         "fluency_dev_time_001",
         "fluency_dev_oov_zorblat_002",
