@@ -76,14 +76,15 @@ def post_json(
     attempts: int = ATTEMPTS,
     backoff_s: float = BACKOFF_S,
     timeout_s: float = TIMEOUT_S,
-    deadline_s: float = DEADLINE_S,
+    deadline_s: float | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> Delivery:
     """POST ``body`` as JSON; retry 429, 5xx and connection failures with exponential backoff,
-    all within ``deadline_s``. Never raises."""
+    all within ``deadline_s`` (default :data:`DEADLINE_S`, read when called). Never raises."""
     problem = webhook_url_problem(url)
     if problem is not None:
         return Delivery(False, 0, problem)
+    deadline_s = DEADLINE_S if deadline_s is None else deadline_s
     data = json.dumps(body, ensure_ascii=False).encode("utf-8")
     deadline = time.monotonic() + deadline_s
     error = ""
@@ -117,26 +118,30 @@ def _attempt(url: str, data: bytes, seconds: float) -> tuple[str, bool]:
         return "", False
     except urllib.error.HTTPError as exc:
         exc.close()
+        status = f"HTTP {exc.code} {_shown(str(exc.reason), url)}"
         if 300 <= exc.code < 400:
-            return f"HTTP {exc.code} {exc.reason}: redirects are not followed", False
-        return f"HTTP {exc.code} {exc.reason}", _transient(exc.code)
+            return f"{status}: redirects are not followed", False
+        return status, _transient(exc.code)
     except Exception as exc:  # whatever a receiver makes the client raise, a delivery never does
         if watchdog.expired.is_set():
             return f"no complete answer within {seconds:g}s", True
         reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
-        said = _without_url(str(reason), url)
+        said = _shown(str(reason), url)
         if isinstance(reason, OSError):
             return f"connection failed: {type(reason).__name__}: {said}", True
-        return f"the receiver's answer is not HTTP: {type(reason).__name__}: {said}"[:300], False
+        return f"the receiver's answer is not HTTP: {type(reason).__name__}: {said}", False
 
 
-def _without_url(text: str, url: str) -> str:
-    """``text`` with the URL and each of its parts left out (errors must not quote a secret)."""
+def _shown(text: str, url: str, limit: int = 200) -> str:
+    """What a receiver or the client said, safe to print: without the URL or any of its parts
+    (a receiver may echo them), without control characters (a terminal would obey them), cut."""
     parts = urlsplit(url)
-    for part in (url, parts.netloc + parts.path, parts.path, parts.query, parts.netloc):
+    segments = [segment for segment in parts.path.split("/") if len(segment) >= 6]  # a key, in Slack's
+    for part in (url, parts.netloc + parts.path, parts.path, parts.query, parts.netloc, *segments):
         if len(part) > 1:
             text = text.replace(part, "…")
-    return text
+    text = "".join(char if char.isprintable() else "?" for char in text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 class _Watchdog:

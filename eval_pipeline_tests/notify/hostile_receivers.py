@@ -115,3 +115,37 @@ def drip(every_s: float, data: bytes = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\
             time.sleep(every_s)
 
     return behaviour
+
+
+def answer(data: bytes) -> Behaviour:
+    """These bytes, whatever they are, then hang up."""
+
+    def behaviour(conn: socket.socket, served: Served) -> None:
+        send(conn, served, data)
+
+    return behaviour
+
+
+def endless(head: bytes, block: bytes) -> Behaviour:
+    """``head``, then ``block`` again and again until the client stops reading."""
+
+    def behaviour(conn: socket.socket, served: Served) -> None:
+        send(conn, served, head)
+        while True:
+            send(conn, served, block)
+
+    return behaviour
+
+
+def silence(conn: socket.socket, served: Served) -> None:
+    """Never a byte: the connection stays open until the client gives up."""
+    conn.settimeout(120)
+    conn.recv(1)
+
+
+def echo_request(conn: socket.socket, served: Served) -> None:
+    """A 400 whose reason phrase and body are the request line and an escape sequence: what
+    the client prints of an answer must not quote the URL nor drive the terminal."""
+    line = served.requests[-1].split(b"\r\n", 1)[0]
+    body = line + b"\x1b[2J" + served.url.encode()
+    send(conn, served, b"HTTP/1.1 400 " + line + b"\x1b[31m\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
