@@ -14,12 +14,22 @@ from typer.testing import CliRunner
 from eval_pipeline.cli import app
 from eval_pipeline.cli.common import EXIT_BAD_INPUT, EXIT_CHECK_FAILED
 from eval_pipeline.cli.notifier import sample_event
+from eval_pipeline.dagster_wiring.launch import ensure_instance
 from eval_pipeline.notify import Ledger, NotifyConfig, dispatch, post_json
 from eval_pipeline.notify.delivery import MAX_RESPONSE_BYTES, webhook_url_problem
 from eval_pipeline_tests.notify.conftest import Receiver
-from eval_pipeline_tests.notify.hostile_receivers import drip, hostile_receiver, huge_body, redirect_to
+from eval_pipeline_tests.notify.hostile_receivers import (
+    answer,
+    drip,
+    hostile_receiver,
+    huge_body,
+    redirect_to,
+)
+from eval_pipeline_tests.notify.test_notify_sensor import nightly_run, tick
+from eval_pipeline_tests.notify.test_run_notify import NOTIFY, staging
 
 runner = CliRunner()
+OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
 BAD_URLS = [
     "hooks.example.com/services/T0/B0/s3cr3t",
     "hooks.example.com:443/services/s3cr3t",
@@ -70,17 +80,20 @@ def test_validate_refuses_a_channel_whose_url_is_not_http(
     assert runner.invoke(app, ["validate"]).exit_code == 0
 
 
-def test_a_redirect_is_a_failed_delivery_never_recorded_as_sent(receiver: Receiver, tmp_path: Path) -> None:
+def test_a_redirect_is_a_failed_delivery_never_recorded_as_sent(tmp_path: Path) -> None:
     ledger = Ledger(tmp_path / "ledger.sqlite")
     event = sample_event()
     for status in (301, 302, 303, 307, 308):
-        with hostile_receiver(redirect_to(receiver.url, status)) as redirecting:
+        with (
+            hostile_receiver(answer(OK)) as elsewhere,  # another host, answering anything with 200
+            hostile_receiver(redirect_to(elsewhere.url, status)) as redirecting,
+        ):
             done = dispatch([event], config(), ledger, environ={"TEAM_HOOK": redirecting.url})
         assert done.sent == [] and len(done.warnings) == 1, done
         assert f"after 1 attempt(s): HTTP {status} Moved: redirects are not followed" in done.warnings[0]
         assert redirecting.url not in done.warnings[0] and "s3cr3t" not in done.warnings[0]
         assert not ledger.sent("team", event.dedup_key)
-    assert receiver.attempts == 0  # the POST never went where the receiver pointed
+        assert elsewhere.requests == []  # the POST never went where the receiver pointed
 
 
 def test_an_answer_is_read_up_to_a_small_cap() -> None:
@@ -124,3 +137,25 @@ def test_a_run_with_an_unusable_webhook_keeps_its_exit_code_and_the_secret(
         assert result.exit_code == EXIT_CHECK_FAILED, (url, result.output)  # the check failed: that, no more
         assert "warning: notification not sent: check_failed" in result.stderr, result.stderr
         assert "s3cr3t" not in result.output and "passwd" not in result.output, result.output
+
+
+@pytest.mark.slow
+def test_the_sensor_counts_a_redirect_as_not_sent_and_sends_again_later(
+    receiver: Receiver, evals: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (evals / "notify.yaml").write_text(NOTIFY, encoding="utf-8")
+    staging(evals, "reference:no-refusal")
+    instance = ensure_instance()
+    failing = nightly_run(instance, "2026-11-27")
+    with (
+        hostile_receiver(answer(OK)) as elsewhere,
+        hostile_receiver(redirect_to(elsewhere.url)) as redirecting,
+    ):
+        monkeypatch.setenv("TEAM_HOOK", redirecting.url)
+        message, _ = tick(instance, None)
+    assert len(redirecting.requests) == 1 and elsewhere.requests == []
+    assert "0 message(s) sent" in message, message
+    monkeypatch.setenv("TEAM_HOOK", receiver.url)
+    message, _ = tick(instance, None)  # the ledger did not record the redirect as sent
+    assert [(b["event"], b["run_id"]) for b in receiver.bodies] == [("check_failed", failing)]
+    assert "1 message(s) sent" in message, message
