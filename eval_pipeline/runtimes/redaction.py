@@ -34,11 +34,16 @@ def redacted_url(url: str) -> str:
     if ":" in host:  # an IPv6 literal keeps its brackets
         host = f"[{host}]"
     netloc = (f"{REDACTED}@" if "@" in parts.netloc else "") + host + (f":{port}" if port is not None else "")
-    query = "&".join(
+    # A fragment of name=value pairs carries tokens too (an OAuth implicit flow's #access_token=).
+    fragment = _redacted_pairs(parts.fragment) if "=" in parts.fragment else parts.fragment
+    return urlunsplit((parts.scheme, netloc, parts.path, _redacted_pairs(parts.query), fragment))
+
+
+def _redacted_pairs(text: str) -> str:
+    return "&".join(
         f"{quote(name, safe='')}=" + (REDACTED if _secret(name, value) else quote(value, safe=""))
-        for name, value in parse_qsl(parts.query, keep_blank_values=True)
+        for name, value in parse_qsl(text, keep_blank_values=True)
     )
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
 def url_secrets(url: str) -> list[str]:
@@ -50,7 +55,8 @@ def url_secrets(url: str) -> list[str]:
         found = [parts.password or parts.username or ""]
     except ValueError:
         return []
-    found += [value for name, value in parse_qsl(parts.query, keep_blank_values=True) if _secret(name, value)]
+    pairs = parse_qsl(parts.query, keep_blank_values=True) + parse_qsl(parts.fragment, keep_blank_values=True)
+    found += [value for name, value in pairs if _secret(name, value)]
     return [text for text in found if text]
 
 

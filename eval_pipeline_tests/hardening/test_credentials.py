@@ -30,6 +30,11 @@ FLUENCY = ["run", "--lane", "deterministic_fluency", "--split", "dev"]
         ("openai:https://gw.example/v1?x=sk-live-1", "openai:https://gw.example/v1?x=***"),
         ("exec:bot --url 'https://h/?token=t0k&mode=a'", "exec:bot --url 'https://h/?token=***&mode=a'"),
         ("openai:https://gw.example/v1?code=c0de&state=ok", "openai:https://gw.example/v1?code=***&state=ok"),
+        (
+            "exec:bot --cb 'https://h/cb#access_token=t0k&x=1'",
+            "exec:bot --cb 'https://h/cb#access_token=***&x=1'",
+        ),
+        ("openai:http://127.0.0.1:8000/v1#models", "openai:http://127.0.0.1:8000/v1#models"),
         ("openai:http://127.0.0.1:8000/v1", "openai:http://127.0.0.1:8000/v1"),
         ("reference:no-gloss", "reference:no-gloss"),
     ],
