@@ -34,6 +34,7 @@ TIMEOUT_S = 10.0  # one attempt, from connecting to the last byte read
 DEADLINE_S = 30.0  # the whole delivery: every attempt and every wait
 MAX_RESPONSE_BYTES = 64 << 10  # of a receiver's answer (only its status matters)
 LEDGER_FILE = "notifications.sqlite"
+TIMED_OUT = "no complete answer within"
 WEBHOOK_SCHEMES = ("http", "https")
 
 
@@ -100,7 +101,10 @@ def post_json(
         wait = backoff_s * 2 ** (attempt - 1)
         if attempt < attempts:
             if wait >= deadline - time.monotonic():
-                return Delivery(False, attempt, f"{error} (no time left to retry within {deadline_s:g}s)")
+                why = (
+                    "" if error.startswith(TIMED_OUT) else f" (no time left to retry within {deadline_s:g}s)"
+                )
+                return Delivery(False, attempt, error + why)
             sleep(wait)
     return Delivery(False, attempts, error)
 
@@ -124,7 +128,7 @@ def _attempt(url: str, data: bytes, seconds: float) -> tuple[str, bool]:
         return status, _transient(exc.code)
     except Exception as exc:  # whatever a receiver makes the client raise, a delivery never does
         if watchdog.expired.is_set():
-            return f"no complete answer within {seconds:g}s", True
+            return f"{TIMED_OUT} {seconds:g}s", True
         reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
         said = _shown(str(reason), url)
         if isinstance(reason, OSError):
