@@ -153,6 +153,15 @@ def _yaml_mutations() -> dict[str, Callable[[str, random.Random], bytes]]:
         "tab_indent": lambda t, r: t.replace("  ", "\t", 1).encode(),
         "long_scalar": lambda t, r: (t + "long: " + "x" * r.choice([10_000, 1_000_000]) + "\n").encode(),
         "huge_file": lambda t, r: (t + "# " + "x" * (5 << 20) + "\n").encode(),
+        "huge_integer": lambda t, r: (
+            t
+            + r.choice(
+                ["", "a: 1\n", "also: " + r.choice(["0x" + "f" * 5000, "1:" * 3000 + "1", "9" * 100_000])]
+            )
+            + "\nhuge: "
+            + "9" * 5000
+            + "\n"
+        ).encode(),
         "two_documents": lambda t, r: (t + "---\n" + t).encode(),
         "merge_non_mapping": lambda t, r: (t + "m:\n  <<: [1, 2]\n").encode(),
         "unknown_key": lambda t, r: at_random_line(t, r, "unknownn: 1\n").encode(),
