@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
+import re
 import socket
 import sqlite3
 import threading
@@ -49,7 +50,7 @@ def webhook_url_problem(url: str) -> str | None:
     """Why ``url`` cannot be posted to (None: it can): an http(s) URL with a host and a numeric
     port, nothing else. The reason never quotes the URL."""
     expected = "expected an http:// or https:// URL"
-    if any(char.isspace() or not char.isprintable() for char in url):
+    if not url.isprintable() or re.search(r"\s", url):
         return f"{expected}, got text with a space or a control character"
     try:
         parts = urlsplit(url)

@@ -106,4 +106,6 @@ def test_every_hostile_webhook_url_and_receiver_is_a_clean_exit() -> None:
     accepted = ("accepts", "huge_body", "endless_chunks")
     failed = [kind for kind in kinds if kind not in WEBHOOK_URLS and kind not in accepted]
     assert {by_kind[kind] for kind in [*failed, *reachable]} == {1}, by_kind
-    assert max(o.seconds for o in outcomes) < WEBHOOK_DEADLINE_S + 5, [(o.kind, o.seconds) for o in outcomes]
+    # A receiver that never finishes answering costs the delivery's deadline, not a read timeout per byte.
+    slowest = max(o.seconds for o in outcomes if o.kind in ("drip", "silence"))
+    assert WEBHOOK_DEADLINE_S <= slowest < WEBHOOK_DEADLINE_S + 10, slowest
