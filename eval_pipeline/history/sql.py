@@ -7,9 +7,9 @@ only place the connection may touch (``allowed_directories`` names it alone,
 ``enable_external_access = false`` refuses every other path, extension installs and
 ``ATTACH``, and the temporary directory, which DuckDB would otherwise allow as well, is
 off), and the configuration is locked so a query cannot undo that. On a local disk a path is
-where it resolves: a symbolic link inside the root that leads out of it is not followed. So no statement,
-however it is wrapped (``EXPLAIN ANALYZE COPY …``, a table function, a pragma), can write into the
-root or read outside it. Statements other than queries are also refused up front, so that
+where it resolves: a symbolic link inside the root that leads out of it is not followed. So
+no statement, however it is wrapped (``EXPLAIN ANALYZE COPY …``, a table function, a pragma),
+can write anywhere or read outside the root. Statements other than queries are also refused up front, so that
 ``COPY`` or ``CREATE`` gets a plain message rather than DuckDB's permission error.
 """
 

@@ -118,8 +118,14 @@ def _attempt(url: str, data: bytes, seconds: float) -> tuple[str, bool]:
         url, data=data, method="POST", headers={"Content-Type": "application/json; charset=utf-8"}
     )
     try:
-        with watchdog, _opener(watchdog).open(request, timeout=seconds) as response:
-            response.read(MAX_RESPONSE_BYTES)  # accepted already: the answer is read, bounded, then dropped
+        # Once open, the message was accepted (2xx): its answer is read, bounded, and dropped; a
+        # receiver that stalls or breaks off there did take it, so it is not sent again.
+        with (
+            watchdog,
+            _opener(watchdog).open(request, timeout=seconds) as response,
+            contextlib.suppress(Exception),
+        ):
+            response.read(MAX_RESPONSE_BYTES)
         return "", False
     except urllib.error.HTTPError as exc:
         exc.close()

@@ -5,6 +5,7 @@ quotes the URL or changes a run's exit code."""
 
 from __future__ import annotations
 
+import socket
 import time
 from pathlib import Path
 
@@ -19,11 +20,14 @@ from eval_pipeline.notify import Ledger, NotifyConfig, dispatch, post_json
 from eval_pipeline.notify.delivery import MAX_RESPONSE_BYTES, webhook_url_problem
 from eval_pipeline_tests.notify.conftest import Receiver
 from eval_pipeline_tests.notify.hostile_receivers import (
+    Served,
     answer,
     drip,
     hostile_receiver,
     huge_body,
     redirect_to,
+    send,
+    silence,
 )
 from eval_pipeline_tests.notify.test_notify_sensor import nightly_run, tick
 from eval_pipeline_tests.notify.test_run_notify import NOTIFY, staging
@@ -117,6 +121,19 @@ def test_a_dripping_receiver_cannot_outlast_the_deadline() -> None:
         delivered = post_json(slow.url, {"event": "void"}, timeout_s=10, deadline_s=2.5, backoff_s=0.01)
         seconds = time.monotonic() - started
     assert not delivered.ok and delivered.error.startswith("no complete answer within"), delivered
+    assert seconds < 4, seconds
+
+
+def test_a_receiver_that_accepts_then_stalls_got_the_message_once() -> None:
+    def accept_then_stall(conn: socket.socket, served: Served) -> None:
+        send(conn, served, b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\nok")
+        silence(conn, served)
+
+    with hostile_receiver(accept_then_stall) as stalling:
+        started = time.monotonic()
+        delivered = post_json(stalling.url, {"event": "void"}, deadline_s=2, backoff_s=0.01)
+        seconds = time.monotonic() - started
+    assert (delivered.ok, delivered.attempts, len(stalling.requests)) == (True, 1, 1), delivered
     assert seconds < 4, seconds
 
 
