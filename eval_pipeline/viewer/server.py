@@ -13,7 +13,6 @@ this address (DNS rebinding) cannot read history through the visitor's browser.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from urllib.parse import urlsplit
@@ -29,7 +28,7 @@ from starlette.routing import Route
 from eval_pipeline.history.views import connect, reading_error
 from eval_pipeline.series import SERIES_COLUMN_NAMES, Series
 from eval_pipeline.viewer import pages
-from eval_pipeline.viewer.links import SERVED, VIEWER_URL_ENV
+from eval_pipeline.viewer.links import SERVED, viewer_base
 from eval_pipeline.viewer.render import render
 
 Page = Callable[[duckdb.DuckDBPyConnection, Request], str]
@@ -51,10 +50,9 @@ def served_hosts(
                 f"--allowed-host {name!r}: expected a host name, an IP address ([...] for IPv6), "
                 "*.domain or *"
             )
-    base = (os.environ if environ is None else environ).get(VIEWER_URL_ENV, "")
     try:
-        linked = urlsplit(base.strip()).hostname or ""
-    except ValueError:
+        linked = urlsplit(viewer_base(environ) or "").hostname or ""
+    except ValueError:  # not a URL: no host to serve
         linked = ""
     named = [listen_host, linked, *extra]
     hosts = [*LOOPBACK_HOSTS, *(f"[{name}]" if ":" in name and "[" not in name else name for name in named)]
