@@ -12,6 +12,7 @@ schema CI servers read (Jenkins, GitLab, GitHub reporters): ``tests``, ``failure
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,8 +23,8 @@ import pandas as pd
 from eval_pipeline.failures import case_faults, last_surfaces
 from eval_pipeline.outcome import HARD, FailingItem
 
-# XML 1.0 forbids most control characters; a surface may hold them.
-_XML_SAFE = {c: None for c in range(32) if c not in (9, 10, 13)}
+# What XML 1.0 forbids (most C0 controls, U+FFFE, U+FFFF, surrogates); a surface may hold it.
+_XML_ILLEGAL = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ class SuiteRun:
 
 
 def _text(value: object) -> str:
-    return str(value).translate(_XML_SAFE)
+    return _XML_ILLEGAL.sub("", str(value))
 
 
 def suite_element(run: SuiteRun) -> ET.Element:

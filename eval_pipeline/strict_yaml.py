@@ -12,6 +12,8 @@ an exception and never unbounded work.
   :data:`MAX_NODES` nodes, or an expansion deeper than :data:`MAX_DEPTH` (a "billion laughs"
   document of a few hundred bytes), is a problem found without expanding anything; an alias
   to its own ancestor (a cycle) is one too.
+- An integer is at most :data:`MAX_INTEGER_CHARS` characters long: Python refuses to make
+  (or print) an integer of thousands of digits, and nothing a project file holds needs one.
 - A key declared twice in one mapping is a problem (YAML readers disagree on which wins), and
   keys must be text: these come back as :attr:`YamlDocument.key_problems`, for the reader to
   report with the rest of what it finds.
@@ -32,6 +34,8 @@ from eval_pipeline.cases.loading import CaseProblem, FileProblemsError
 MAX_BYTES = 4 << 20
 MAX_DEPTH = 64
 MAX_NODES = 100_000
+MAX_INTEGER_CHARS = 100
+_INT_TAG = "tag:yaml.org,2002:int"
 Location = tuple[str | int, ...]
 
 
@@ -163,8 +167,9 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
 
 
 def _expansion_problems(name: str, root: yaml.Node) -> list[CaseProblem]:
-    """Whether the document, aliases expanded, stays within MAX_NODES nodes and MAX_DEPTH levels:
-    each distinct node is measured once (an alias is the same node object), with no recursion."""
+    """Whether the document, aliases expanded, stays within MAX_NODES nodes and MAX_DEPTH levels,
+    and its integers within MAX_INTEGER_CHARS: each distinct node is measured once (an alias is
+    the same node object), with no recursion, and nothing is constructed yet."""
     sizes: dict[int, tuple[int, int]] = {}  # id(node) -> (nodes, depth) once expanded
     visiting: set[int] = set()
     stack: list[tuple[yaml.Node, bool]] = [(root, False)]
@@ -189,6 +194,15 @@ def _expansion_problems(name: str, root: yaml.Node) -> list[CaseProblem]:
             continue
         if key in sizes:
             continue
+        if isinstance(node, yaml.ScalarNode) and node.tag == _INT_TAG and len(node.value) > MAX_INTEGER_CHARS:
+            return [
+                CaseProblem(
+                    name,
+                    node.start_mark.line + 1,
+                    "(yaml)",
+                    f"an integer of {len(node.value)} characters (at most {MAX_INTEGER_CHARS})",
+                )
+            ]
         if key in visiting:
             return [
                 CaseProblem(name, node.start_mark.line + 1, "(yaml)", "an alias refers to its own ancestor")

@@ -8,8 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from eval_pipeline.cases.loading import FileProblemsError
+from eval_pipeline.cli import app
 from eval_pipeline.runtimes.targets import TargetsFileError, load_targets
 from eval_pipeline.settings import PROJECT_ROOT
 from eval_pipeline.strict_yaml import MAX_DEPTH, parse_yaml
@@ -49,6 +51,11 @@ def problems_of(text: str) -> list[str]:
         ("a: [1\n", "f.yaml:2: (yaml): not valid YAML"),
         ("a: 1\nb: \x00\n", "f.yaml:2: (yaml): not valid YAML: special characters are not allowed"),
         ("a: 1\n---\nb: 2\n", "f.yaml:2: (yaml): not valid YAML: expected a single document"),
+        ("a: 1\nb: " + "9" * 5000 + "\n", "f.yaml:2: (yaml): an integer of 5000 characters (at most 100)"),
+        ("a: [0x" + "f" * 5000 + "]\n", "f.yaml:1: (yaml): an integer of 5002 characters"),
+        ("a:\n  ? " + "1" * 5000 + "\n  : x\n", "f.yaml:2: (yaml): an integer of 5000 characters"),
+        ("a: " + "1:" * 3000 + "1\n", "f.yaml:1: (yaml): an integer of 6001 characters"),
+        ("a: !!int '" + "9" * 5000 + "'\n", "f.yaml:1: (yaml): an integer of 5000 characters"),
     ],
 )
 def test_a_hostile_document_is_one_clear_problem(text: str, expected: str) -> None:
@@ -73,6 +80,7 @@ BOMB_CHECK = """
 import sys
 from pathlib import Path
 from eval_pipeline.cases.loading import FileProblemsError
+from eval_pipeline.cli import app
 from eval_pipeline.lanes.spec import load_lane_spec
 from eval_pipeline.runtimes.targets import load_targets
 from eval_pipeline.strict_yaml import parse_yaml
@@ -136,6 +144,21 @@ def test_validate_and_run_exit_2_on_a_hostile_targets_file(
         result = run_cli(command, deadline_s=60, env={"EVAL_PIPELINE_EVALS": str(evals)})
         assert result.violations(60) == [], (result.exit_code, result.stderr[-2000:])
         assert result.exit_code == 2 and f"{targets}{expected}" in result.stderr, result.stderr[-2000:]
+
+
+@pytest.mark.parametrize("file", ["runtimes.yaml", "notify.yaml", "deterministic_fluency/lane.yaml"])
+def test_a_5000_digit_integer_is_bad_input_for_validate_and_run(evals: Path, file: str) -> None:
+    path = evals / file
+    if file == "notify.yaml":
+        path.write_text("channels: {}\nroutes: []\n", encoding="utf-8")
+    lines = path.read_text(encoding="utf-8").splitlines()
+    path.write_text("\n".join([*lines, "huge: " + "9" * 5000]) + "\n", encoding="utf-8")
+    expected = f"{path}:{len(lines) + 1}: (yaml): an integer of 5000 characters (at most 100)"
+    run = ["run", "--lane", "deterministic_fluency", "--split", "dev"]
+    for command in (["validate"], [*run, "--notify"] if file == "notify.yaml" else run):
+        result = CliRunner().invoke(app, command, env={"EVAL_PIPELINE_EVALS": str(evals)})
+        assert isinstance(result.exception, SystemExit), (command, result.exception)
+        assert result.exit_code == 2 and expected in result.stderr, (command, result.stderr[-2000:])
 
 
 @pytest.mark.slow

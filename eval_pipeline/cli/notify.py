@@ -20,17 +20,16 @@ def notify_test(
     """Send a sample message to CHANNEL; exit 1 if it was not delivered."""
     from eval_pipeline.cli.notifier import sample_event
     from eval_pipeline.notify import NotifyConfig, dispatch, load_notify_config, notify_file
-    from eval_pipeline.notify.config import Route, channel_url
+    from eval_pipeline.notify.config import Route, channel_url_problem
 
     with bad_input_exits():
         path = notify_file()
         config = load_notify_config(path)
         if channel not in config.channels:
             raise KeyError(f"{path}: no channel {channel!r}; channels: {sorted(config.channels)}")
-        if not channel_url(config.channels[channel]):
-            raise KeyError(
-                f"channel {channel!r}: environment variable {config.channels[channel].url_env} is not set"
-            )
+        problem = channel_url_problem(config.channels[channel])
+        if problem is not None:
+            raise KeyError(f"channel {channel!r}: {problem}")
     only = NotifyConfig(
         channels={channel: config.channels[channel]},
         routes=[Route(channel=channel, events=["check_failed"])],

@@ -21,12 +21,26 @@ def view(
     ] = None,
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on (0 picks a free one).")] = 8765,
+    allowed_hosts: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allowed-host",
+            help="Also answer requests for this host name (repeatable; *.domain for its subdomains). "
+            "Answered already: localhost, 127.0.0.1, [::1], --host and the host of "
+            "$EVAL_PIPELINE_VIEWER_URL; any other Host header is refused.",
+        ),
+    ] = None,
 ) -> None:
     """Serve every series, run, case transcript, lane grid and comparison in a browser, until Ctrl-C."""
     import uvicorn
 
-    from eval_pipeline.viewer.server import make_app
+    from eval_pipeline.viewer.server import make_app, served_hosts
 
+    try:
+        hosts = served_hosts(host, allowed_hosts or [])
+    except ValueError as exc:
+        print_plain(f"error: {exc}")
+        raise typer.Exit(EXIT_BAD_INPUT) from None
     history = root or history_root()
     runs = readable_runs(history)
     listening = listen(host, port)
@@ -38,7 +52,7 @@ def view(
         markup=False,
         soft_wrap=True,
     )
-    server = uvicorn.Server(uvicorn.Config(make_app(history), log_level="warning"))
+    server = uvicorn.Server(uvicorn.Config(make_app(history, hosts), log_level="warning"))
     server.run(sockets=[listening])
 
 

@@ -3,22 +3,26 @@
 Read-only is a property of the connection, not of the statement. The connection reaches the
 history through one filesystem, :class:`ReadOnlyHistory`: the root's files by paths relative to
 it, opened for reading only, with no way to make, move, replace or delete a file. It is the
-only place the connection may touch (``allowed_directories`` names it alone and
+only place the connection may touch (``allowed_directories`` names it alone,
 ``enable_external_access = false`` refuses every other path, extension installs and
-``ATTACH``), and the configuration is locked so a query cannot undo that. So no statement,
-however it is wrapped (``EXPLAIN ANALYZE COPY …``, a table function, a pragma), can write into the
-root or read outside it. Statements other than queries are also refused up front, so that
+``ATTACH``, and the temporary directory, which DuckDB would otherwise allow as well, is
+off), and the configuration is locked so a query cannot undo that. On a local disk a path is
+where it resolves: a symbolic link inside the root that leads out of it is not followed. So
+no statement, however it is wrapped (``EXPLAIN ANALYZE COPY …``, a table function, a pragma),
+can write anywhere or read outside the root. Statements other than queries are also refused up front, so that
 ``COPY`` or ``CREATE`` gets a plain message rather than DuckDB's permission error.
 """
 
 from __future__ import annotations
 
+import os
 import posixpath
 from typing import Any
 
 import duckdb
 import fsspec
 import pandas as pd
+from fsspec.implementations.local import LocalFileSystem
 
 from eval_pipeline.history.views import connect
 
@@ -36,7 +40,7 @@ class ReadOnlyHistory(fsspec.AbstractFileSystem):
     """A history root's files, relative to the root, for reading only.
 
     The root is ``evalhistory://history``; a path names a file below it and may not leave it
-    (``..`` is refused). Only the
+    (``..`` is refused), nor resolve out of it through a symbolic link. Only the
     operations that read are passed on; opening in any mode but ``rb`` raises
     ``PermissionError``, and every operation that would change a file is either refused by
     ``AbstractFileSystem`` itself (it implements none of them) or, for ``mkdir``, a no-op.
@@ -48,13 +52,26 @@ class ReadOnlyHistory(fsspec.AbstractFileSystem):
     def __init__(self, root: str) -> None:
         super().__init__()
         self._fs, path = fsspec.core.url_to_fs(root)
-        self._root = path.rstrip("/")
+        # On a local disk the OS follows symbolic links: the root is its real path, and so is
+        # every path below it that is opened or listed (see _resolved).
+        self._local = isinstance(self._fs, LocalFileSystem)
+        self._root = os.path.realpath(path) if self._local else path.rstrip("/")
 
     def _inner(self, path: str) -> str:
         parts = [part for part in self._strip_protocol(path).split("/") if part not in ("", ".")]
         if parts[:1] != [ROOT_NAME] or ".." in parts:
             raise PermissionError(f"{path}: outside the history root")
-        return posixpath.join(self._root, *parts[1:])
+        inner = self._resolved(posixpath.join(self._root, *parts[1:]))
+        if inner is None:
+            raise PermissionError(f"{path}: a link out of the history root")
+        return inner
+
+    def _resolved(self, inner: str) -> str | None:
+        """``inner`` as the OS would resolve it, or None when that is outside the root."""
+        if not self._local:
+            return inner  # an object store has no links
+        real = os.path.realpath(inner)
+        return real if real == self._root or real.startswith(self._root.rstrip("/") + "/") else None
 
     def _outer(self, inner: str) -> str:
         relative = self._fs._strip_protocol(inner).rstrip("/")[len(self._root) :].strip("/")
@@ -65,10 +82,12 @@ class ReadOnlyHistory(fsspec.AbstractFileSystem):
         return path.removeprefix(f"{READ_ONLY_PROTOCOL}://").strip("/")
 
     def ls(self, path: str, detail: bool = True, **kwargs: Any) -> list[Any]:
-        entries = self._fs.ls(self._inner(path), detail=detail, **kwargs)
+        # An entry that links out of the root is left out, so a glob over the root never meets it.
+        entries = self._fs.ls(self._inner(path), detail=True, **kwargs)
+        inside = [entry for entry in entries if self._resolved(entry["name"]) is not None]
         if not detail:
-            return [self._outer(name) for name in entries]
-        return [{**entry, "name": self._outer(entry["name"])} for entry in entries]
+            return [self._outer(entry["name"]) for entry in inside]
+        return [{**entry, "name": self._outer(entry["name"])} for entry in inside]
 
     def info(self, path: str, **kwargs: Any) -> dict[str, Any]:
         entry = self._fs.info(self._inner(path), **kwargs)
@@ -91,6 +110,7 @@ class ReadOnlyHistory(fsspec.AbstractFileSystem):
 def read_only_connection(root: str) -> duckdb.DuckDBPyConnection:
     """The history views over ``root`` on a connection that can read ``root`` and nothing else."""
     con = connect(READ_ONLY_ROOT, filesystem=ReadOnlyHistory(root))
+    con.execute("SET temp_directory = ''")  # else '.tmp' below the working directory is allowed
     con.execute("SET allowed_directories = ?", [[f"{READ_ONLY_ROOT}/"]])
     con.execute("SET enable_external_access = false")
     con.execute("SET lock_configuration = true")

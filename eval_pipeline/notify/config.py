@@ -26,6 +26,7 @@ from typing import Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from eval_pipeline.cases.loading import CaseFileError, CaseProblem
+from eval_pipeline.notify.delivery import webhook_url_problem
 from eval_pipeline.settings import evals_dir
 from eval_pipeline.strict_yaml import read_yaml_file
 
@@ -111,8 +112,8 @@ def load_notify_config(
     """The file's channels and routes; every problem as ``file:line: field: message``.
 
     ``lanes`` / ``runtimes``, when given, are the names a route may list; ``environ``, when
-    given, must set every channel's ``url_env`` (what ``validate`` asks; at run time an unset
-    variable is a warning, not bad input)."""
+    given, must set every channel's ``url_env`` to an http(s) URL (what ``validate`` asks; at
+    run time an unset variable or a bad URL is a warning, not bad input)."""
     # The one strict YAML reader: bounded, duplicate keys refused.
     parsed = read_yaml_file(path, CaseFileError)
     document = parsed.data
@@ -144,9 +145,9 @@ def load_notify_config(
                     problems.append(parsed.problem(loc, f"unknown {field[:-1]} {name!r} ({known})"))
     if environ is not None:
         for name, channel in config.channels.items():
-            if not environ.get(channel.url_env):
-                loc = ("channels", name, "url_env")
-                problems.append(parsed.problem(loc, f"environment variable {channel.url_env} is not set"))
+            problem = channel_url_problem(channel, environ)
+            if problem is not None:
+                problems.append(parsed.problem(("channels", name, "url_env"), problem))
     if problems:
         raise CaseFileError(problems)
     return config
@@ -161,6 +162,15 @@ def configured(path: Path | None = None) -> NotifyConfig | None:
 def channel_url(channel: Channel, environ: Mapping[str, str] | None = None) -> str:
     """The channel's URL from its environment variable ('' when unset)."""
     return (os.environ if environ is None else environ).get(channel.url_env, "")
+
+
+def channel_url_problem(channel: Channel, environ: Mapping[str, str] | None = None) -> str | None:
+    """Why the channel's URL cannot be posted to (None: it can); never quotes the URL, a secret."""
+    url = channel_url(channel, environ)
+    if not url:
+        return f"environment variable {channel.url_env} is not set"
+    problem = webhook_url_problem(url)
+    return None if problem is None else f"environment variable {channel.url_env}: {problem}"
 
 
 def notify_file_problems(lanes: Collection[str], runtimes: Collection[str]) -> list[CaseProblem]:

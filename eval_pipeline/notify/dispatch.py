@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from eval_pipeline.history.previous import previous_run_id, run_failed
 from eval_pipeline.history.views import connect
-from eval_pipeline.notify.config import NotifyConfig, channel_url
+from eval_pipeline.notify.config import NotifyConfig, channel_url, channel_url_problem
 from eval_pipeline.notify.delivery import Delivery, Ledger, post_json
 from eval_pipeline.notify.events import Event, LaneRun, lane_run_events
 from eval_pipeline.notify.render import Links, payload
@@ -59,11 +59,12 @@ def dispatch(
             if ledger is not None and ledger.sent(name, event.dedup_key):
                 done.duplicates += 1
                 continue
-            url = channel_url(channel, environ)
             what = f"{event.kind} for {event.run.series.key} to channel {name!r}"
-            if not url:
-                done.warnings.append(f"not sent: {what}: environment variable {channel.url_env} is not set")
+            problem = channel_url_problem(channel, environ)
+            if problem is not None:
+                done.warnings.append(f"not sent: {what}: {problem}")
                 continue
+            url = channel_url(channel, environ)
             delivered = post(url, payload(channel.format, event, links_for(event.run.run_id, environ)))
             if not delivered.ok:
                 done.warnings.append(

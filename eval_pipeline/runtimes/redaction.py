@@ -5,7 +5,7 @@ A spec is the one text a person may put a secret into by mistake: ``openai:http:
 arguments. :func:`redacted_spec` is what every stored and printed spec goes through (the
 ``runtime_spec`` of history's ``run_manifests``, asset metadata, log lines, error messages):
 every URL in it loses its userinfo, and query values whose name looks secret (key, token,
-secret, password, auth, signature, credential) or whose value looks like an API key are
+secret, password, auth, signature, credential, code) or whose value looks like an API key are
 replaced. The spec a runtime is built from is not changed: only what is written down.
 """
 
@@ -18,7 +18,8 @@ from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
 
 REDACTED = "***"
 _URL = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
-_SECRET_NAME = re.compile(r"key|token|secret|passw|pwd|auth|sig|credential|session", re.IGNORECASE)
+# ``code``: an OAuth authorization code or an Azure Functions key travels as ``?code=…``.
+_SECRET_NAME = re.compile(r"key|token|secret|passw|pwd|auth|sig|credential|session|code|jwt", re.IGNORECASE)
 _SECRET_VALUE = re.compile(r"^(sk|pk|rk|ghp|gho|xox[abp])[-_]", re.IGNORECASE)
 
 
@@ -33,11 +34,39 @@ def redacted_url(url: str) -> str:
     if ":" in host:  # an IPv6 literal keeps its brackets
         host = f"[{host}]"
     netloc = (f"{REDACTED}@" if "@" in parts.netloc else "") + host + (f":{port}" if port is not None else "")
-    query = "&".join(
+    # A fragment of name=value pairs carries tokens too (an OAuth implicit flow's #access_token=).
+    fragment = _redacted_pairs(parts.fragment) if "=" in parts.fragment else parts.fragment
+    return urlunsplit((parts.scheme, netloc, parts.path, _redacted_pairs(parts.query), fragment))
+
+
+def _redacted_pairs(text: str) -> str:
+    return "&".join(
         f"{quote(name, safe='')}=" + (REDACTED if _secret(name, value) else quote(value, safe=""))
-        for name, value in parse_qsl(parts.query, keep_blank_values=True)
+        for name, value in parse_qsl(text, keep_blank_values=True)
     )
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def url_secrets(url: str) -> list[str]:
+    """The secrets :func:`redacted_url` hides in ``url`` (its userinfo's password, or its name
+    when it has none, as in ``https://TOKEN@host``; its secret query values): what to scrub from a
+    server's words, which may echo a request's path and query without the rest of the URL."""
+    try:
+        parts = urlsplit(url)
+        found = [parts.password or parts.username or ""]
+    except ValueError:
+        return []
+    pairs = parse_qsl(parts.query, keep_blank_values=True) + parse_qsl(parts.fragment, keep_blank_values=True)
+    found += [value for name, value in pairs if _secret(name, value)]
+    return [text for text in found if text]
+
+
+def scrubbed(text: str, url: str) -> str:
+    """``text`` (a server's message about a request to ``url``) with every URL in it redacted
+    and every secret of ``url`` replaced, wherever it is echoed."""
+    text = redacted_spec(text)
+    for secret in url_secrets(url):
+        text = text.replace(secret, REDACTED)
+    return text
 
 
 def _secret(name: str, value: str) -> bool:

@@ -31,6 +31,7 @@ from typing import Any
 
 from eval_pipeline import __version__
 from eval_pipeline.runtimes.base import RuntimeSpecError
+from eval_pipeline.runtimes.redaction import redacted_spec, scrubbed
 from eval_pipeline.runtimes.registry import split_spec
 
 MODELS_TIMEOUT_S = 10.0
@@ -103,10 +104,12 @@ def _reference_facts(options: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def served_model(base_url: str, options: Mapping[str, Any]) -> dict[str, Any]:
-    """The entry the server lists for the configured model at ``GET {base_url}/models``."""
+    """The entry the server lists for the configured model at ``GET {base_url}/models``. Its
+    errors name the URL redacted: they reach the terminal and the Dagster event log."""
     import openai
 
     model = options.get("model")
+    shown_url = redacted_spec(base_url)
     api_key_env = options.get("api_key_env")
     api_key = (os.environ.get(api_key_env) if isinstance(api_key_env, str) else None) or "unused"
     headers = dict(options.get("headers") or {})
@@ -118,14 +121,16 @@ def served_model(base_url: str, options: Mapping[str, Any]) -> dict[str, Any]:
     try:
         listed = [entry.model_dump() for entry in client.models.list()]
     except openai.OpenAIError as exc:
-        raise RuntimeSpecError(f"GET {base_url}/models: {type(exc).__name__}: {str(exc)[:300]}") from None
+        # The server's words may echo the request back: scrubbed before cut, so no part stays.
+        detail = scrubbed(str(exc), base_url)[:300]
+        raise RuntimeSpecError(f"GET {shown_url}/models: {type(exc).__name__}: {detail}") from None
     finally:
         client.close()
     for entry in listed:
         if entry.get("id") == model:
             return entry
     raise RuntimeSpecError(
-        f"GET {base_url}/models does not list model {model!r} (listed: {[e.get('id') for e in listed]})"
+        f"GET {shown_url}/models does not list model {model!r} (listed: {[e.get('id') for e in listed]})"
     )
 
 

@@ -22,17 +22,19 @@ VIEWER_URL_ENV = "EVAL_PIPELINE_VIEWER_URL"
 def run_page_url(run_id: str, environ: Mapping[str, str] | None = None) -> str | None:
     """The run's page in the viewer at ``$EVAL_PIPELINE_VIEWER_URL`` (in ``environ``, default the
     process's environment); None when it is not set."""
-    base = _viewer_base(environ)
+    base = viewer_base(environ)
     return None if base is None else base + SERVED.run(run_id)
 
 
 def case_page_url(run_id: str, case_id: str) -> str | None:
     """One case's page (its transcript) in the viewer at ``$EVAL_PIPELINE_VIEWER_URL``, or None."""
-    base = _viewer_base()
+    base = viewer_base()
     return None if base is None else base + SERVED.case(run_id, case_id)
 
 
-def _viewer_base(environ: Mapping[str, str] | None = None) -> str | None:
+def viewer_base(environ: Mapping[str, str] | None = None) -> str | None:
+    """``$EVAL_PIPELINE_VIEWER_URL`` (in ``environ``, default the process's), where links to the
+    served viewer point; None when it is not set."""
     base = (os.environ if environ is None else environ).get(VIEWER_URL_ENV, "").strip()
     return base.rstrip("/") or None
 

@@ -5,14 +5,22 @@ Each request opens its own connection to the history views, so a page shows the 
 when it was asked for. What history does not hold is a 404 page that says what was not found
 and links back; a malformed query parameter is a 400 page that says which; a history that
 cannot be read (the store went away) is a 503 page saying why.
+
+It answers only the host names it serves (:func:`served_hosts`): a request whose ``Host``
+header names another is refused (400), so a page of another site whose name was pointed at
+this address (DNS rebinding) cannot read history through the visitor's browser.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Mapping, Sequence
+from urllib.parse import urlsplit
 
 import duckdb
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 from starlette.routing import Route
@@ -20,14 +28,40 @@ from starlette.routing import Route
 from eval_pipeline.history.views import connect, reading_error
 from eval_pipeline.series import SERIES_COLUMN_NAMES, Series
 from eval_pipeline.viewer import pages
-from eval_pipeline.viewer.links import SERVED
+from eval_pipeline.viewer.links import SERVED, viewer_base
 from eval_pipeline.viewer.render import render
 
 Page = Callable[[duckdb.DuckDBPyConnection, Request], str]
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
+# A host name, an IPv4 or bracketed IPv6 address, "*.domain" (its subdomains) or "*" (any).
+HOST_PATTERN = re.compile(r"\*|(\*\.)?[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*\.?|\[[0-9A-Fa-f:.]+\]")
+MAX_PAGE = 1_000_000_000  # a page's rows start at (page - 1) * rows: far inside a BIGINT offset
 
 
-def make_app(root: str) -> Starlette:
-    """The viewer over the history at ``root`` (a folder or any fsspec URL)."""
+def served_hosts(
+    listen_host: str, extra: Sequence[str] = (), environ: Mapping[str, str] | None = None
+) -> list[str]:
+    """The ``Host`` names the viewer answers: the loopback names, the address it listens on, the
+    host of ``$EVAL_PIPELINE_VIEWER_URL`` (where notifications link to) and ``extra`` (each a
+    name, an address, ``*.domain`` or ``*``). ValueError names an ``extra`` that is none of these."""
+    for name in extra:
+        if not HOST_PATTERN.fullmatch(name):
+            raise ValueError(
+                f"--allowed-host {name!r}: expected a host name, an IP address ([...] for IPv6), "
+                "*.domain or *"
+            )
+    try:
+        linked = urlsplit(viewer_base(environ) or "").hostname or ""
+    except ValueError:  # not a URL: no host to serve
+        linked = ""
+    named = [listen_host, linked, *extra]
+    hosts = [*LOOPBACK_HOSTS, *(f"[{name}]" if ":" in name and "[" not in name else name for name in named)]
+    return list(dict.fromkeys(host.lower() for host in hosts if host))
+
+
+def make_app(root: str, hosts: Sequence[str] = LOOPBACK_HOSTS) -> Starlette:
+    """The viewer over the history at ``root`` (a folder or any fsspec URL), answering requests
+    whose ``Host`` is one of ``hosts`` (see :func:`served_hosts`)."""
 
     def route(path: str, page: Page) -> Route:
         def endpoint(request: Request) -> HTMLResponse:
@@ -111,6 +145,7 @@ def make_app(root: str) -> Starlette:
             route("/compare", compare),
         ],
         exception_handlers={404: _no_such_page},
+        middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=list(hosts), www_redirect=False)],
     )
 
 
@@ -134,6 +169,10 @@ def _required(request: Request, name: str) -> str:
 
 def _page_number(request: Request) -> int:
     text = request.query_params.get("page", "1")
-    if not text.isdigit() or int(text) < 1:
-        raise ValueError(f"page must be a whole number from 1, got {text!r}")
+    # Checked as text first: a number past MAX_PAGE is an offset DuckDB cannot hold.
+    if not (text.isascii() and text.isdigit() and len(text) <= len(str(MAX_PAGE))) or not (
+        1 <= int(text) <= MAX_PAGE
+    ):
+        shown = text if len(text) <= 40 else text[:39] + "…"
+        raise ValueError(f"page must be a whole number from 1 to {MAX_PAGE}, got {shown!r}")
     return int(text)

@@ -8,10 +8,14 @@ Four sources, each mutated by seeded random choices from known attacks and slips
 - ``notify``: ``evals/notify.yaml`` (:data:`NOTIFY_FILE`, channels and routes), through
   ``validate`` (which reads it, the lanes and targets its routes name and the environment
   variables its channels name included);
-- ``reply``: the lines an ``exec:`` runtime answers with, through ``eval-pipeline run``.
+- ``reply``: the lines an ``exec:`` runtime answers with, through ``eval-pipeline run``;
+- ``webhook``: a channel's webhook URL (:data:`WEBHOOK_URLS`) and the receiver behind it
+  (:func:`webhook_receivers`: redirects, endless bodies and headers, a byte every second,
+  silence, not HTTP, echoes), through ``eval-pipeline notify test``.
 
 The property (:func:`check`): every input gives exit 0, 1, 2 or 4 with something said, never a
-traceback, never more than 1 GB resident and never past its deadline. One batch of inputs runs
+traceback, never more than 1 GB resident, never past its deadline, and never prints
+:data:`SECRET` (planted in every webhook URL). One batch of inputs runs
 in one child process under a memory ceiling (``python -m eval_pipeline_tests.fuzz.hostile``), the
 command line in-process for each input, so the batch's peak memory bounds every input's and each
 input's seconds are its own.
@@ -32,10 +36,11 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from eval_pipeline.settings import PROJECT_ROOT
 
-SOURCES = ("lane", "targets", "notify", "reply")
+SOURCES = ("lane", "targets", "notify", "reply", "webhook")
 DEADLINE_S = 60.0  # per input
 LANES = ("deterministic_fluency", "articulation_of_status", "conversational_thread_coherence")
 REPLY_CHILD = Path(__file__).with_name("reply_child.py")
@@ -57,6 +62,56 @@ routes:
     severity: [ERROR]
 """
 NOTIFY_ENV = {"TEAM_WEBHOOK_URL": "http://127.0.0.1:9/team", "PAGER_HOOK": "http://127.0.0.1:9/pager"}
+
+
+SECRET = "s3cr3t"
+# The delivery deadline of a webhook batch (the batch's own process): a receiver that never
+# finishes answering costs this, not the 30 s a real delivery allows it.
+WEBHOOK_DEADLINE_S = 3.0
+WEBHOOK_URLS = {
+    "no_scheme": f"hooks.example.com/services/{SECRET}",
+    "host_as_scheme": f"hooks.example.com:443/{SECRET}",
+    "port_not_a_number": f"http://127.0.0.1:port/{SECRET}",
+    "space": f"http://127.0.0.1:9/a {SECRET}",
+    "header_injection": f"http://127.0.0.1:9/{SECRET}\r\nX-Injected: 1",
+    "file": f"file:///etc/passwd?{SECRET}",
+    "ftp": f"ftp://127.0.0.1/{SECRET}",
+    "no_host": f"http:///{SECRET}",
+    "bad_ipv6": f"http://[::1/{SECRET}",
+    "long": "http://127.0.0.1:9/" + SECRET * 20_000,
+    "nothing_listens": f"http://127.0.0.1:9/{SECRET}",
+}
+
+
+def webhook_receivers() -> dict[str, Any]:
+    """Each hostile receiver's behaviour (see eval_pipeline_tests/notify/hostile_receivers.py)."""
+    from eval_pipeline_tests.notify import hostile_receivers as r
+
+    ok = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+    elsewhere = "http://127.0.0.1:9/elsewhere"
+    return {
+        "accepts": r.answer(ok),
+        "redirect_elsewhere": r.redirect_to(elsewhere),
+        "redirect_307": r.redirect_to(elsewhere, 307),
+        "redirect_to_file": r.redirect_to("file:///etc/passwd"),
+        "huge_body": r.huge_body(3 << 30),
+        "endless_chunks": r.endless(
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
+            b"100000\r\n" + b"x" * (1 << 20) + b"\r\n",
+        ),
+        "endless_header": r.endless(b"HTTP/1.1 200 OK\r\nX-Long: ", b"x" * 65536),
+        "many_headers": r.endless(b"HTTP/1.1 200 OK\r\n", b"X-A: b\r\n"),
+        "drip": r.drip(1.0),
+        "silence": r.silence,
+        "hang_up": r.answer(b""),
+        "not_http": r.answer(b"SSH-2.0-OpenSSH_9.6\r\n"),
+        "status_999": r.answer(b"HTTP/1.1 999 Whatever\r\nContent-Length: 0\r\n\r\n"),
+        "echo": r.echo_request,
+    }
+
+
+def webhook_kinds() -> list[str]:
+    return [*WEBHOOK_URLS, *webhook_receivers()]
 
 
 def _bomb(levels: int, fan_out: int) -> str:
@@ -98,6 +153,15 @@ def _yaml_mutations() -> dict[str, Callable[[str, random.Random], bytes]]:
         "tab_indent": lambda t, r: t.replace("  ", "\t", 1).encode(),
         "long_scalar": lambda t, r: (t + "long: " + "x" * r.choice([10_000, 1_000_000]) + "\n").encode(),
         "huge_file": lambda t, r: (t + "# " + "x" * (5 << 20) + "\n").encode(),
+        "huge_integer": lambda t, r: (
+            t
+            + r.choice(
+                ["", "a: 1\n", "also: " + r.choice(["0x" + "f" * 5000, "1:" * 3000 + "1", "9" * 100_000])]
+            )
+            + "\nhuge: "
+            + "9" * 5000
+            + "\n"
+        ).encode(),
         "two_documents": lambda t, r: (t + "---\n" + t).encode(),
         "merge_non_mapping": lambda t, r: (t + "m:\n  <<: [1, 2]\n").encode(),
         "unknown_key": lambda t, r: at_random_line(t, r, "unknownn: 1\n").encode(),
@@ -180,6 +244,7 @@ class Outcome:
     seconds: float
     said: bool
     traceback: str = ""
+    leaked: bool = False  # SECRET was printed
 
     def violations(self) -> list[str]:
         found = []
@@ -191,6 +256,8 @@ class Outcome:
             found.append("said nothing")
         if self.seconds > DEADLINE_S:
             found.append(f"took {self.seconds:.1f}s")
+        if self.leaked:
+            found.append("printed the secret")
         return found
 
 
@@ -230,7 +297,13 @@ def run_batch(source: str, count: int, seed: int) -> BatchReport:
     """``count`` hostile inputs of ``source``, each through the command line it reaches."""
     rng = random.Random(seed)
     report = BatchReport()
+    if source == "webhook":
+        from eval_pipeline.notify import delivery
+
+        delivery.DEADLINE_S = WEBHOOK_DEADLINE_S  # this batch process's own deadline (see above)
     with _evals_folder() as root, tempfile.TemporaryDirectory() as state:
+        if source == "webhook":
+            (root / "notify.yaml").write_text(NOTIFY_FILE, encoding="utf-8")
         env = {
             "EVAL_PIPELINE_EVALS": str(root),
             "EVAL_PIPELINE_STATE": state,
@@ -245,6 +318,8 @@ def run_batch(source: str, count: int, seed: int) -> BatchReport:
 def _one(source: str, root: Path, env: dict[str, str], rng: random.Random, index: int) -> Outcome:
     mutations = _yaml_mutations()
     original: bytes | None = None  # the project file a YAML mutation replaced (none: no notify file)
+    if source == "webhook":
+        return _webhook(webhook_kinds()[index % len(webhook_kinds())], env)
     if source == "reply":
         kind = list(REPLIES)[index % len(REPLIES)]
         lines = Path(env["EVAL_PIPELINE_STATE"]) / "replies.txt"
@@ -284,6 +359,22 @@ def _one(source: str, root: Path, env: dict[str, str], rng: random.Random, index
         else:
             path.write_bytes(original)
     return outcome
+
+
+def _webhook(kind: str, env: dict[str, str]) -> Outcome:
+    """``notify test team`` with the channel's URL (and the receiver behind it) hostile."""
+    from eval_pipeline_tests.notify.hostile_receivers import hostile_receiver
+
+    receivers = webhook_receivers()
+    with contextlib.ExitStack() as stack:
+        if kind in receivers:
+            url = stack.enter_context(hostile_receiver(receivers[kind])).url  # its path holds SECRET
+        else:
+            url = WEBHOOK_URLS[kind]
+        started = time.monotonic()
+        code, said, traceback = _invoke(["notify", "test", "team"], {**env, "TEAM_WEBHOOK_URL": url})
+        seconds = time.monotonic() - started
+    return Outcome("webhook", kind, code, seconds, bool(said.strip()), traceback, leaked=SECRET in said)
 
 
 def main() -> None:

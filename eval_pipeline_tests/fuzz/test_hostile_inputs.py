@@ -1,5 +1,6 @@
-"""Hostile lane.yaml, runtimes.yaml, notify.yaml and runtime replies: every input gives exit
-0/1/2/4 with a message, never a traceback, never more than 1 GB, never past its deadline."""
+"""Hostile lane.yaml, runtimes.yaml, notify.yaml, runtime replies, webhook URLs and receivers:
+every input gives exit 0/1/2/4 with a message, never a traceback, never more than 1 GB, never
+past its deadline, never a secret printed."""
 
 from __future__ import annotations
 
@@ -9,7 +10,15 @@ import sys
 import pytest
 
 from eval_pipeline_tests.fuzz.bounded_cli import MAX_RSS_BYTES, run_bounded
-from eval_pipeline_tests.fuzz.hostile import DEADLINE_S, REPLIES, Outcome, _yaml_mutations
+from eval_pipeline_tests.fuzz.hostile import (
+    DEADLINE_S,
+    REPLIES,
+    WEBHOOK_DEADLINE_S,
+    WEBHOOK_URLS,
+    Outcome,
+    _yaml_mutations,
+    webhook_kinds,
+)
 
 
 def batch(source: str, count: int, seed: int) -> list[Outcome]:
@@ -64,6 +73,7 @@ def test_every_hostile_project_file_is_a_clean_exit(source: str) -> None:
         "bad_utf8",
         "utf16",
         "huge_file",
+        "huge_integer",
         "two_documents",
     } <= refused, refused
 
@@ -78,3 +88,24 @@ def test_every_hostile_runtime_reply_is_a_clean_exit() -> None:
     assert (
         by_kind["duplicate_surface"] == 4 and by_kind["lone_surrogate"] == 4
     )  # faults, never recorded as answers
+
+
+@pytest.mark.slow
+def test_every_hostile_webhook_url_and_receiver_is_a_clean_exit() -> None:
+    kinds = webhook_kinds()
+    outcomes = batch("webhook", len(kinds), seed=7)
+    assert [o.kind for o in outcomes] == kinds
+    assert [v for o in outcomes for v in o.violations()] == []
+    by_kind = {o.kind: o.exit_code for o in outcomes}
+    # Accepted: a 2xx, whatever follows it (read up to the cap, then dropped).
+    assert {by_kind[kind] for kind in ("accepts", "huge_body", "endless_chunks")} == {0}, by_kind
+    # Not an http(s) URL: bad input, refused before anything is sent.
+    reachable = ("long", "nothing_listens")  # well-formed URLs where nothing listens
+    assert {by_kind[kind] for kind in WEBHOOK_URLS if kind not in reachable} == {2}, by_kind
+    # Every other receiver: a failed delivery (exit 1), by the delivery's deadline at the latest.
+    accepted = ("accepts", "huge_body", "endless_chunks")
+    failed = [kind for kind in kinds if kind not in WEBHOOK_URLS and kind not in accepted]
+    assert {by_kind[kind] for kind in [*failed, *reachable]} == {1}, by_kind
+    # A receiver that never finishes answering costs the delivery's deadline, not a read timeout per byte.
+    slowest = max(o.seconds for o in outcomes if o.kind in ("drip", "silence"))
+    assert WEBHOOK_DEADLINE_S <= slowest < WEBHOOK_DEADLINE_S + 10, slowest

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from eval_pipeline.cli import app
 from eval_pipeline.history import connect
-from eval_pipeline.runtimes.redaction import redacted_options, redacted_spec
+from eval_pipeline.runtimes.redaction import redacted_options, redacted_spec, scrubbed, url_secrets
 from eval_pipeline_tests.runtimes.helpers import served_reference
 
 runner = CliRunner()
@@ -29,12 +29,28 @@ FLUENCY = ["run", "--lane", "deterministic_fluency", "--split", "dev"]
         ),
         ("openai:https://gw.example/v1?x=sk-live-1", "openai:https://gw.example/v1?x=***"),
         ("exec:bot --url 'https://h/?token=t0k&mode=a'", "exec:bot --url 'https://h/?token=***&mode=a'"),
+        ("openai:https://gw.example/v1?code=c0de&state=ok", "openai:https://gw.example/v1?code=***&state=ok"),
+        (
+            "exec:bot --cb 'https://h/cb#access_token=t0k&x=1'",
+            "exec:bot --cb 'https://h/cb#access_token=***&x=1'",
+        ),
+        ("openai:http://127.0.0.1:8000/v1#models", "openai:http://127.0.0.1:8000/v1#models"),
         ("openai:http://127.0.0.1:8000/v1", "openai:http://127.0.0.1:8000/v1"),
         ("reference:no-gloss", "reference:no-gloss"),
     ],
 )
 def test_a_spec_is_shown_without_its_credentials(spec: str, shown: str) -> None:
     assert redacted_spec(spec) == shown
+
+
+def test_a_servers_echo_of_the_request_is_scrubbed_of_the_urls_secrets() -> None:
+    url = "http://someone:pa55word@gw.example/v1?code=c0de&mode=fast"
+    echoed = "no route GET /v1?code=c0de&mode=fast (user someone:pa55word) for http://x:pa55word@gw.example/"
+    assert url_secrets(url) == ["pa55word", "c0de"]
+    assert (
+        scrubbed(echoed, url)
+        == "no route GET /v1?code=***&mode=fast (user someone:***) for http://***@gw.example/"
+    )
 
 
 def test_options_are_shown_without_their_credentials() -> None:

@@ -177,3 +177,53 @@ def test_history_sql_refuses_every_write_vector_and_leaves_history_byte_identica
 def test_help_says_the_connection_is_read_only() -> None:
     result = runner.invoke(app, ["history", "--help"], env={"COLUMNS": "250"})
     assert "cannot write files, ATTACH databases" in " ".join(result.output.replace("│", " ").split())
+
+
+def test_duckdbs_temporary_directory_is_neither_written_nor_read(
+    history: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DuckDB allows its temporary directory (``.tmp`` below the working directory) whatever
+    ``allowed_directories`` says: the connection has none."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".tmp").mkdir()
+    (tmp_path / ".tmp" / "secret.txt").write_text("not history\n", encoding="utf-8")
+    before = file_digests(tmp_path / ".tmp")
+    for query in (
+        "EXPLAIN ANALYZE COPY (SELECT 'x') TO '.tmp/x.csv'",
+        f"EXPLAIN ANALYZE COPY (SELECT 'x') TO '{tmp_path}/.tmp/x.csv'",
+        "SELECT * FROM read_text('.tmp/secret.txt')",
+        f"SELECT * FROM read_text('{tmp_path}/.tmp/secret.txt')",
+        "SELECT * FROM glob('.tmp/*')",
+    ):
+        code, output = sql(history, query)
+        assert code == EXIT_BAD_INPUT and "not history" not in output, (query, output)
+    assert file_digests(tmp_path / ".tmp") == before
+
+
+def test_a_symbolic_link_inside_history_does_not_lead_out_of_it(history: str, tmp_path: Path) -> None:
+    assert Path("/etc/passwd").is_file()
+    (Path(history) / "etc_link").symlink_to("/etc")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("not history\n", encoding="utf-8")
+    (Path(history) / "run_manifests" / "outside_link").symlink_to(outside)
+    for query in (
+        f"SELECT * FROM read_text('{READ_ONLY_ROOT}/etc_link/passwd')",
+        f"SELECT * FROM read_text('{READ_ONLY_ROOT}/run_manifests/outside_link/secret.txt')",
+        f"SELECT * FROM read_text('{READ_ONLY_ROOT}/*/*')",
+        f"SELECT * FROM glob('{READ_ONLY_ROOT}/etc_link/*')",
+    ):
+        code, output = sql(history, query)
+        assert "root:" not in output and "not history" not in output, (query, output)
+        assert code == EXIT_BAD_INPUT or "passwd" not in output, (query, output)
+    # The views (globs over the root) still answer, a link among their files left out.
+    (Path(history) / "metrics" / "passwd_link.parquet").symlink_to("/etc/passwd")
+    code, output = sql(history, "SELECT count(DISTINCT run_id) AS runs FROM metrics")
+    assert code == 0 and int(output.split()[1]) > 0, output
+
+
+def test_a_history_root_that_is_itself_a_link_is_read(history: str, tmp_path: Path) -> None:
+    linked = tmp_path / "linked_history"
+    linked.symlink_to(history)
+    code, output = sql(str(linked), "SELECT count(DISTINCT run_id) AS runs FROM metrics")
+    assert code == 0 and int(output.split()[1]) > 0, output

@@ -15,10 +15,10 @@ VIEW = str(Path(sys.executable).parent / "eval-pipeline")
 
 
 @contextmanager
-def serving(root: str) -> Iterator[str]:
-    """The viewer over ``root``; yields its base URL (``http://127.0.0.1:<port>``)."""
+def serving(root: str, *options: str) -> Iterator[str]:
+    """The viewer over ``root`` (with ``options``); yields its base URL (``http://127.0.0.1:<port>``)."""
     process = subprocess.Popen(
-        [VIEW, "view", "--history", root, "--port", "0"],
+        [VIEW, "view", "--history", root, "--port", "0", *options],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

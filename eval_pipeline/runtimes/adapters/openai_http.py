@@ -83,6 +83,7 @@ from eval_pipeline.runtimes.adapters.openai_replies import (
 from eval_pipeline.runtimes.base import Capabilities, ChatSession, RuntimeSpecError, TurnResponse
 from eval_pipeline.runtimes.faults import THROTTLE_STATUS, AdaptiveLimit, RetryPolicy, TurnFault
 from eval_pipeline.runtimes.options import validate_options
+from eval_pipeline.runtimes.redaction import url_secrets
 from eval_pipeline.runtimes.registry import register_runtime
 
 if TYPE_CHECKING:
@@ -259,7 +260,7 @@ class OpenAIRuntime:
         for header, env in options.header_envs.items():
             headers[header] = _secret(env, required=True) or ""
         # Kept only to scrub them from server messages that echo a request back.
-        self._secrets = [api_key, *(headers[h] for h in options.header_envs)]
+        self._secrets = [api_key, *(headers[h] for h in options.header_envs), *url_secrets(base_url)]
         self._client = AsyncOpenAI(
             api_key=api_key,
             base_url=base_url,
