@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from eval_pipeline.settings import PROJECT_ROOT
+from eval_pipeline_tests.paths import PROJECT_ROOT
 
 SOURCES = ("lane", "targets", "notify", "reply")
 DEADLINE_S = 60.0  # per input
