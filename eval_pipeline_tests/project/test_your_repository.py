@@ -13,13 +13,21 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import site
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
+from eval_pipeline_tests.dagster.processes import (
+    STARTUP_TIMEOUT_S,
+    free_port,
+    graphql,
+    wait_for_code_location,
+)
 from eval_pipeline_tests.paths import PROJECT_ROOT
 
 # What the wheel is built from: the package and the files its symbolic links name.
@@ -142,3 +150,57 @@ def test_the_wheel_installed_elsewhere_makes_and_runs_a_project_in_an_empty_fold
     assert run("eval-pipeline", "validate").returncode == 0
 
     assert checkout_files() == before
+
+
+@pytest.mark.slow
+def test_the_ui_started_inside_a_project_serves_that_projects_lanes(tmp_path: Path) -> None:
+    """The webserver, daemon and code server run in the instance folder, here outside the
+    project (its state folder is elsewhere): they find the project ``eval-pipeline ui`` found."""
+    project = tmp_path / "theirs"
+    init = subprocess.run(
+        [sys.executable, "-c", "from eval_pipeline.cli import main; main()", "init", str(project)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert init.returncode == 0, init.stderr
+    marker = project / "pyproject.toml"
+    marker.write_text(
+        marker.read_text(encoding="utf-8").replace('# state = ".eval_pipeline"', 'state = "../elsewhere"'),
+        encoding="utf-8",
+    )
+    (project / "src").mkdir()
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("EVAL_PIPELINE_", "DAGSTER_"))}
+    ui = subprocess.Popen(
+        [sys.executable, "-c", "from eval_pipeline.cli import main; main()", "ui", "--port", str(port)],
+        cwd=project / "src",
+        env={**env, "PYTHONPATH": str(PROJECT_ROOT)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while True:
+            assert ui.poll() is None and time.monotonic() < deadline, "the UI did not start"
+            try:
+                graphql(url, "{ version }")
+                break
+            except OSError:
+                time.sleep(1)
+        wait_for_code_location(url)
+        query = "{ repositoriesOrError { ... on RepositoryConnection { nodes { jobs { name } schedules { name } } } } }"
+        (repository,) = graphql(url, query)["repositoriesOrError"]["nodes"]
+        jobs = {job["name"] for job in repository["jobs"]}
+        schedules = " ".join(schedule["name"] for schedule in repository["schedules"])
+        assert "example_answers_job" in jobs and "example_answers" in schedules  # its one lane
+        assert not any("fluency" in name for name in [*jobs, schedules])  # none of this repository's
+        assert (tmp_path / "elsewhere" / "dagster_home" / "dagster.yaml").is_file()
+    finally:
+        ui.send_signal(signal.SIGINT)
+        try:
+            ui.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            ui.kill()
+            ui.wait()
