@@ -261,3 +261,9 @@ def test_init_refuses_bad_input_and_writes_nothing(
     code, output = init([str(root), *args])
     assert code == 2 and says in output, output
     assert sorted(p.name for p in root.iterdir()) == sorted(files)
+
+
+def test_project_naming_a_missing_folder_exits_2(tmp_path: Path) -> None:
+    done = cli(["--project", str(tmp_path / "missing"), "validate"], tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert f"names {tmp_path / 'missing'}, which is not a folder" in done.stderr
