@@ -21,7 +21,7 @@ def init(
     ] = DEFAULT_LANES,
     examples: Annotated[bool, typer.Option("--examples", help="Also copy the six built-in lanes.")] = False,
 ) -> None:
-    """Make DIR (default: here) a project: the [tool.eval-pipeline] table in pyproject.toml, an
+    """Make DIR (default: here) a project: the tool.eval-pipeline table in pyproject.toml, an
     example lane, runtimes.yaml, the Dagster files, .gitignore. Overwrites nothing: what is there
     already is skipped, and said."""
     from eval_pipeline.scaffold import carry_out, plan
