@@ -153,8 +153,9 @@ def cli(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess[s
 def test_a_command_outside_any_project_exits_2_saying_how_to_make_one(tmp_path: Path) -> None:
     here = tmp_path / "here"
     here.mkdir()
-    for args in (["validate"], ["run", "--lane", "x"], ["history"], ["cache", "stats"]):
-        done = cli(args, here)
+    broker = {"EVAL_PIPELINE_CELERY_BROKER": "redis://127.0.0.1:1/0"}  # never reached
+    for args in (["validate"], ["run", "--lane", "x"], ["history"], ["cache", "stats"], ["ui"], ["worker"]):
+        done = cli(args, here, **broker)
         assert done.returncode == 2, (args, done.stderr)
         assert "is not in an eval-pipeline project" in done.stderr and "eval-pipeline init" in done.stderr
         assert "Traceback" not in done.stderr
