@@ -41,6 +41,7 @@ NOT_WATCHED = {
     ".pytest_cache",
     ".mypy_cache",
     ".ruff_cache",
+    ".hypothesis",
     "out",
 }
 
