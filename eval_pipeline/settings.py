@@ -64,8 +64,8 @@ class Project:
 
 def pin_project() -> Project:
     """The project, also exported in ``EVAL_PIPELINE_PROJECT``: the processes a command starts
-    (Dagster's webserver, code servers and runs; a Celery worker's pool) then find this one,
-    whatever folder they run in."""
+    (Dagster's webserver and daemon, their code servers and the runs they launch) then find
+    this one, whatever folder they run in."""
     found = project()
     os.environ[PROJECT_ENV] = str(found.root)
     return found
@@ -100,11 +100,11 @@ def find_project(start: Path) -> Project:
 def _read_marker(marker: Path, mtime_ns: int) -> Project | None:
     """The project ``marker`` declares (None: a pyproject.toml without the table). Read once
     per version of the file (``mtime_ns`` is the cache key's part that sees an edit)."""
-    text = marker.read_text(encoding="utf-8")
     try:
+        text = marker.read_text(encoding="utf-8")
         document = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise SettingError(f"{marker}: not valid TOML: {exc}") from None
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise SettingError(f"{marker}: not valid TOML (UTF-8): {exc}") from None
     tool = document.get("tool")
     table = tool.get(MARKER_TABLE) if isinstance(tool, dict) else None
     if table is None:

@@ -88,6 +88,15 @@ def test_a_bad_table_is_an_error_at_its_line(tmp_path: Path, table: str, says: s
     assert str(raised.value) == f"{(tmp_path / 'pyproject.toml').resolve()}{says}"
 
 
+def test_a_pyproject_that_is_not_toml_is_an_error_naming_it(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_bytes(b'[tool.eval-pipeline]\nlanes = "\xff"\n')
+    with pytest.raises(SettingError, match=r"pyproject.toml: not valid TOML \(UTF-8\)"):
+        find_project(tmp_path)
+    (tmp_path / "pyproject.toml").write_text("[tool.eval-pipeline\n", encoding="utf-8")
+    with pytest.raises(SettingError, match=r"not valid TOML \(UTF-8\): .*line 1"):
+        find_project(tmp_path)
+
+
 def test_outside_any_project_the_error_says_how_to_make_one(tmp_path: Path) -> None:
     with pytest.raises(
         NoProjectError, match=r"no pyproject.toml with a \[tool.eval-pipeline\] table"
