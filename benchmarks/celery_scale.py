@@ -33,9 +33,10 @@ from pathlib import Path
 
 import yaml
 
-from eval_pipeline.settings import CELERY_BROKER_ENV, EVALS_ENV, PROJECT_ROOT
+from eval_pipeline.settings import CELERY_BROKER_ENV, EVALS_ENV
 
-sys.path.insert(0, str(PROJECT_ROOT))  # the test suite's server fixtures start Redis and the workers
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the test suite's server fixtures
+from eval_pipeline_tests.paths import PROJECT_ROOT  # start Redis and the workers
 from eval_pipeline_tests.scale import servers
 
 # Test-suite runs (eval_pipeline_tests/test_benchmarks_run.py): arguments → lines of figures.

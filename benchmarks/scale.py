@@ -45,6 +45,7 @@ TINY_RUNS = {
     ],
 }
 
+PROJECT_ROOT = Path(__file__).resolve().parent.parent  # this repository: its lanes, its test helpers
 FLUENCY = "deterministic_fluency"
 THREAD = "conversational_thread_coherence"
 FLUENCY_PREDICATES = (
@@ -369,8 +370,6 @@ CPU_BOT = "eval_pipeline_tests.runtimes.slow_start_bot:SlowStartBot"
 
 def cpu_evals(folder: Path, repeat: int) -> Path:
     """An evals folder with the four lanes, each public split's cases repeated ``repeat`` times."""
-    from eval_pipeline.settings import PROJECT_ROOT
-
     evals = folder / "cpu_evals"
     shutil.rmtree(evals, ignore_errors=True)
     evals.mkdir(parents=True)
@@ -414,8 +413,6 @@ def cpu_floor(turns: int, busy: int, start_s: float, turn_ms: float) -> float:
 
 
 def cpu_figures(folder: Path, repeat: int, workers: int, start_s: float, turn_ms: float) -> None:
-    from eval_pipeline.settings import PROJECT_ROOT
-
     evals = cpu_evals(folder, repeat)
     env = {
         **os.environ,

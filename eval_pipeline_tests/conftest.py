@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from eval_pipeline.settings import PROJECT_ROOT
+from eval_pipeline.settings import PROJECT_ENV
+from eval_pipeline_tests.paths import PROJECT_ROOT
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -31,6 +32,9 @@ def isolated_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[
     monkeypatch.setenv("DAGSTER_HOME", str(home))
     monkeypatch.delenv("EVAL_PIPELINE_RUNTIME", raising=False)
     monkeypatch.delenv("EVAL_PIPELINE_EVALS", raising=False)
+    # This repository is the project, wherever a test or the processes it starts run; set (not
+    # deleted) so that `--project`, which sets it in this process, is undone after each test.
+    monkeypatch.setenv(PROJECT_ENV, str(PROJECT_ROOT))
     yield state
 
 

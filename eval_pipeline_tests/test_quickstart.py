@@ -13,7 +13,7 @@ import pytest
 
 from eval_pipeline.history import table_glob
 from eval_pipeline.lanes import discover_lanes
-from eval_pipeline.settings import PROJECT_ROOT
+from eval_pipeline_tests.paths import PROJECT_ROOT
 
 
 def quick_start() -> list[str]:

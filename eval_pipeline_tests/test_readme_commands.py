@@ -25,7 +25,7 @@ from typer.testing import CliRunner
 
 from eval_pipeline.cli import app
 from eval_pipeline.history.views import connect
-from eval_pipeline.settings import PROJECT_ROOT
+from eval_pipeline_tests.paths import PROJECT_ROOT
 from eval_pipeline_tests.runtimes.helpers import served_reference
 
 READMES = (PROJECT_ROOT / "README.md", PROJECT_ROOT / "benchmarks" / "README.md")

@@ -13,9 +13,9 @@ from typer.testing import CliRunner
 from eval_pipeline.cases.loading import FileProblemsError
 from eval_pipeline.cli import app
 from eval_pipeline.runtimes.targets import TargetsFileError, load_targets
-from eval_pipeline.settings import PROJECT_ROOT
 from eval_pipeline.strict_yaml import MAX_DEPTH, parse_yaml
 from eval_pipeline_tests.fuzz.bounded_cli import run_bounded, run_cli
+from eval_pipeline_tests.paths import PROJECT_ROOT
 
 
 def billion_laughs(levels: int = 9, fan_out: int = 9) -> str:

@@ -26,9 +26,9 @@ from eval_pipeline.predicates.explain import _REASONS, excerpt, reason
 from eval_pipeline.runtimes.targets import load_targets, resolve_target
 from eval_pipeline.scoring import MetricValue, judge, measurement, verdict_word
 from eval_pipeline.series import Series
-from eval_pipeline.settings import PROJECT_ROOT
 from eval_pipeline.stage_files import StageWriter
 from eval_pipeline.tables import CASE_PREDICATES
+from eval_pipeline_tests.paths import PROJECT_ROOT
 
 
 def test_reasons_quote_what_was_found() -> None:

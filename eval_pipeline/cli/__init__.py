@@ -15,8 +15,21 @@ from typing import Any
 
 from eval_pipeline.cli import common
 from eval_pipeline.collector import frozen_after, no_final_collection
+from eval_pipeline.settings import SettingError
 
-COMMAND_MODULES = ("run", "validate", "show", "history", "notify", "view", "serve", "ui", "worker", "cache")
+COMMAND_MODULES = (
+    "init",
+    "run",
+    "validate",
+    "show",
+    "history",
+    "notify",
+    "view",
+    "serve",
+    "ui",
+    "worker",
+    "cache",
+)
 
 
 def _load_commands(argv: list[str] | None = None) -> None:
@@ -30,7 +43,11 @@ def main() -> None:
     no_final_collection()
     with frozen_after():
         _load_commands(sys.argv[1:])
-    common.app()
+    try:
+        common.app()
+    except SettingError as exc:  # no project here, or a setting it cannot take: wherever it was asked
+        common.print_plain(f"error: {exc}")
+        sys.exit(common.EXIT_BAD_INPUT)
 
 
 def __getattr__(name: str) -> Any:

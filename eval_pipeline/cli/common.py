@@ -6,6 +6,8 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -25,6 +27,26 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
+
+
+@app.callback()
+def project_option(
+    project: Annotated[
+        Path | None,
+        typer.Option(
+            "--project",
+            metavar="DIR",
+            help="Use the project at or above DIR (default: the one at or above the working directory).",
+        ),
+    ] = None,
+) -> None:
+    """Deterministic evaluation lanes for chat runtimes, orchestrated by Dagster."""
+    from eval_pipeline.settings import PROJECT_ENV
+
+    if project is not None:  # in the environment, so the processes a command starts see it too
+        os.environ[PROJECT_ENV] = str(project.resolve())
+
+
 history_app = typer.Typer(help="Query the Parquet history of every run.", invoke_without_command=True)
 app.add_typer(history_app, name="history")
 

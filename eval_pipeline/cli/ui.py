@@ -20,8 +20,8 @@ from typing import Annotated
 
 import typer
 
-from eval_pipeline.cli.common import app, out
-from eval_pipeline.settings import PROJECT_ROOT
+from eval_pipeline.cli.common import EXIT_BAD_INPUT, app, bad_input_exits, out, print_plain
+from eval_pipeline.settings import pin_project
 
 STOP_S = 20.0  # how long the webserver and daemon get to stop on their own
 
@@ -33,12 +33,17 @@ def ui(
     """The Dagster UI and daemon (schedules, sensors) on this project's instance, until Ctrl-C."""
     from eval_pipeline.dagster_wiring.launch import ensure_instance
 
+    with bad_input_exits():
+        project = pin_project()  # the webserver and daemon run in the instance folder: tell them
+    workspace = project.root / "workspace.yaml"
+    if not workspace.is_file():
+        print_plain(f"error: {workspace} does not exist; `eval-pipeline init {project.root}` writes one")
+        raise typer.Exit(EXIT_BAD_INPUT)
     home = Path(ensure_instance().root_directory)
-    workspace = str(PROJECT_ROOT / "workspace.yaml")
     bin_dir = Path(sys.executable).parent
     commands = [
-        [str(bin_dir / "dagster-daemon"), "run", "-w", workspace],
-        [str(bin_dir / "dagster-webserver"), "-w", workspace, "-h", "127.0.0.1", "-p", str(port)],
+        [str(bin_dir / "dagster-daemon"), "run", "-w", str(workspace)],
+        [str(bin_dir / "dagster-webserver"), "-w", str(workspace), "-h", "127.0.0.1", "-p", str(port)],
     ]
     children = [subprocess.Popen(command, cwd=home, start_new_session=True) for command in commands]
     out().print(f"Dagster UI on http://127.0.0.1:{port} (instance {home}); Ctrl-C stops it", highlight=False)

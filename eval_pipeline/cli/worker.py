@@ -8,8 +8,8 @@ from typing import Annotated
 
 import typer
 
-from eval_pipeline.cli.common import EXIT_BAD_INPUT, app, err
-from eval_pipeline.settings import CELERY_BROKER_ENV, celery_broker
+from eval_pipeline.cli.common import EXIT_BAD_INPUT, app, bad_input_exits, err
+from eval_pipeline.settings import CELERY_BROKER_ENV, celery_broker, evals_dir
 
 
 @app.command()
@@ -35,5 +35,7 @@ def worker(
     except ImportError as exc:
         err().print(f"[red]error:[/red] Celery is not installed ({exc}): pip install 'eval-pipeline[scale]'")
         raise typer.Exit(EXIT_BAD_INPUT) from None
+    with bad_input_exits():
+        evals_dir()  # the project it serves (its lanes): found here, before any step arrives
     worker_name = name or f"eval-pipeline-{os.getpid()}@{socket.gethostname()}"
     worker_app().worker_main(worker_argv(queue or [DEFAULT_QUEUE], concurrency, worker_name, loglevel))

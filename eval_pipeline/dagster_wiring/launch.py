@@ -53,7 +53,7 @@ from eval_pipeline.runtimes.base import ChatRuntime
 from eval_pipeline.runtimes.targets import RuntimeTarget
 from eval_pipeline.samples import FLAKY_READS, flaky_within_run, samples_in
 from eval_pipeline.series import OfSeries, Series
-from eval_pipeline.settings import PROJECT_ROOT, dagster_home
+from eval_pipeline.settings import dagster_home, instance_template
 from eval_pipeline.stage_files import StageFile, faulted, read_table
 
 # Runs launched by the UI or the daemon carry their code location in this tag, and the UI
@@ -158,7 +158,7 @@ class LaneOutcome(OfSeries):
 
 
 def ensure_instance() -> dg.DagsterInstance:
-    """The local Dagster instance at DAGSTER_HOME (created, with the repo's dagster.yaml, if new).
+    """The local Dagster instance at DAGSTER_HOME (created, with the project's dagster.yaml, if new).
 
     Creating a SQLite instance migrates its schema; two processes doing that at once on a
     fresh DAGSTER_HOME collide, so creation happens under a file lock. Runs of this host
@@ -170,9 +170,8 @@ def ensure_instance() -> dg.DagsterInstance:
     os.environ["DAGSTER_HOME"] = str(home)
     with instance_lock(home):
         config = home / "dagster.yaml"
-        template = PROJECT_ROOT / "dagster.yaml"
-        if not config.exists() and template.exists():
-            shutil.copyfile(template, config)
+        if not config.exists():
+            shutil.copyfile(instance_template(), config)
         instance = dg.DagsterInstance.get()
         instance.get_runs(limit=1)  # touch every storage while we hold the lock
         fail_dead_runs(instance)
@@ -276,8 +275,9 @@ def materialize_lane(
                     # resolved here: a worker's environment may name another history
                     "history": {"config": {"root": request.history_root}},
                 }
+                # Workers build it from the project they find (their folder, EVAL_PIPELINE_PROJECT).
                 job = ReconstructableRepository.for_module(
-                    CODE_LOCATION_MODULE, CELERY_DEFINITIONS, working_directory=str(PROJECT_ROOT)
+                    CODE_LOCATION_MODULE, CELERY_DEFINITIONS
                 ).get_reconstructable_job(job_name(spec))
                 partition_tags = job.get_definition().get_tags_for_partition_key(key, None)
                 with dg.execute_job(

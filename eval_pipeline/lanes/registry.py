@@ -9,7 +9,7 @@ from eval_pipeline.lanes.declared import DeclaredLane
 from eval_pipeline.lanes.kind import LANE_KINDS, LaneKind, emitted_metrics
 from eval_pipeline.lanes.spec import LaneSpec, lane_file, load_lane_document
 from eval_pipeline.lanes.validation import declaration_problems
-from eval_pipeline.settings import evals_dir
+from eval_pipeline.settings import EVALS_ENV, NoProjectError, evals_dir
 from eval_pipeline.strict_yaml import YamlDocument, location
 
 
@@ -30,7 +30,8 @@ def discover_lanes(root: Path | None = None) -> list[LaneSpec]:
     root = root or evals_dir()
     if not root.is_dir():
         raise FileNotFoundError(
-            f"evals folder {root} does not exist; set EVAL_PIPELINE_EVALS to the folder holding the lanes"
+            f"lanes folder {root} does not exist: `lanes` in the project's [tool.eval-pipeline] "
+            f"(pyproject.toml), or {EVALS_ENV}, names the folder holding the lanes"
         )
     specs: list[LaneSpec] = []
     problems: list[CaseProblem] = []
@@ -76,9 +77,10 @@ def find_lane(name: str, root: Path | None = None) -> LaneSpec:
 
 
 def declared_lane(name: str, root: Path | None = None) -> LaneSpec | None:
-    """The lane as this checkout declares it, or None (history may hold lanes no longer here,
-    or be read where there is no evals folder): what reads history for a lane's rates asks this."""
+    """The lane as this project declares it, or None (history may hold lanes no longer here,
+    or be read where there is no lanes folder, or no project): what reads history for a lane's
+    rates asks this."""
     try:
         return find_lane(name, root)
-    except (KeyError, FileNotFoundError):
+    except (KeyError, FileNotFoundError, NoProjectError):
         return None

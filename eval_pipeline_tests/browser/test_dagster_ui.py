@@ -21,8 +21,8 @@ import pytest
 from eval_pipeline.dagster_wiring.launch import ensure_instance, materialize_lane
 from eval_pipeline.lanes import find_lane
 from eval_pipeline.runtimes.targets import find_target
-from eval_pipeline.settings import PROJECT_ROOT
 from eval_pipeline_tests.lane_requests import lane_request
+from eval_pipeline_tests.paths import PROJECT_ROOT
 
 from .chromium import browser_page, needs_chromium
 

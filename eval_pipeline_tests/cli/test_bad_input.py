@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from eval_pipeline.cli import app
 from eval_pipeline.cli.common import EXIT_BAD_INPUT
-from eval_pipeline.settings import PROJECT_ROOT
+from eval_pipeline_tests.paths import PROJECT_ROOT
 
 runner = CliRunner()
 FLUENCY = ["run", "--lane", "deterministic_fluency", "--split", "dev"]

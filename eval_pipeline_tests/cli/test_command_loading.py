@@ -7,7 +7,7 @@ import sys
 
 import typer
 
-from eval_pipeline.settings import PROJECT_ROOT
+from eval_pipeline_tests.paths import PROJECT_ROOT
 
 
 def _loaded_after(argv: list[str]) -> set[str]:

@@ -13,7 +13,7 @@ import pytest
 from eval_pipeline.dagster_wiring.code_location import build_definitions
 from eval_pipeline.dagster_wiring.schedules import NIGHTLY_CRON
 from eval_pipeline.lanes import discover_lanes
-from eval_pipeline.settings import PROJECT_ROOT
+from eval_pipeline_tests.paths import PROJECT_ROOT
 
 STAGES = ["case_predicates", "cases", "history", "metrics", "transcripts", "turn_predicates"]
 

@@ -24,8 +24,8 @@ import pytest
 
 from eval_pipeline.dagster_wiring.partitions import register_series
 from eval_pipeline.dagster_wiring.runtime_targets import pool_name
-from eval_pipeline.settings import PROJECT_ROOT
 from eval_pipeline_tests.dagster.processes import BIN, daemon
+from eval_pipeline_tests.paths import PROJECT_ROOT
 
 pytestmark = pytest.mark.slow
 

@@ -38,7 +38,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eval_pipeline.settings import PROJECT_ROOT
+from eval_pipeline_tests.paths import PROJECT_ROOT
 
 SOURCES = ("lane", "targets", "notify", "reply", "webhook")
 DEADLINE_S = 60.0  # per input

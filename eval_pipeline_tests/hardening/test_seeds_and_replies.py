@@ -20,7 +20,8 @@ from eval_pipeline.history import connect
 from eval_pipeline.lanes.kind import Thread, TurnRequest
 from eval_pipeline.runtimes.registry import build_runtime
 from eval_pipeline.runtimes.warm import warm_runtimes
-from eval_pipeline.settings import PROJECT_ROOT, history_root
+from eval_pipeline.settings import history_root
+from eval_pipeline_tests.paths import PROJECT_ROOT
 
 BOTS = "python:eval_pipeline_tests.runtimes.bots"
 UNRULY = f"{BOTS}:make_unruly_bot"

@@ -15,7 +15,7 @@ from eval_pipeline.cli.common import EXIT_BAD_INPUT
 from eval_pipeline.i18n.prompts import LockedSplitError
 from eval_pipeline.lanes import find_lane
 from eval_pipeline.lanes.kinds.i18n_prompt import few_shot_pool
-from eval_pipeline.settings import PROJECT_ROOT
+from eval_pipeline_tests.paths import PROJECT_ROOT
 
 
 @pytest.fixture

@@ -14,8 +14,8 @@ from eval_pipeline.lanes import discover_lanes
 from eval_pipeline.pipeline import evaluate_lane
 from eval_pipeline.predicates import PREDICATES
 from eval_pipeline.runtimes import build_runtime
-from eval_pipeline.settings import PROJECT_ROOT
 from eval_pipeline_tests.metric_tables import lane_values
+from eval_pipeline_tests.paths import PROJECT_ROOT
 
 
 def readme_section() -> str:

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from eval_pipeline.settings import PROJECT_ROOT
+from eval_pipeline_tests.paths import PROJECT_ROOT
 
 
 @dataclass

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from eval_pipeline.settings import PROJECT_ROOT
+from eval_pipeline_tests.paths import PROJECT_ROOT
 
 ACTION = yaml.safe_load((PROJECT_ROOT / "action.yml").read_text(encoding="utf-8"))
 EXPRESSION = re.compile(r"\$\{\{\s*([^}]+?)\s*\}\}")

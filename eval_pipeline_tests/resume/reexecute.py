@@ -10,7 +10,7 @@ import dagster as dg
 from dagster._core.definitions.reconstruct import ReconstructableRepository
 
 from eval_pipeline.dagster_wiring.launch import CODE_LOCATION_MODULE, ensure_instance
-from eval_pipeline.settings import PROJECT_ROOT
+from eval_pipeline_tests.paths import PROJECT_ROOT
 
 REEXECUTION_TAGS = {"dagster/parent_run_id", "dagster/root_run_id", "dagster/is_resume_retry"}
 

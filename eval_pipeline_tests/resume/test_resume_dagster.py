@@ -18,7 +18,8 @@ import yaml
 from eval_pipeline.dagster_wiring.launch import ensure_instance
 from eval_pipeline.pipeline import LaneRun
 from eval_pipeline.runtimes.serve import ServeConfig
-from eval_pipeline.settings import EVALS_ENV, PROJECT_ROOT
+from eval_pipeline.settings import EVALS_ENV
+from eval_pipeline_tests.paths import PROJECT_ROOT
 from eval_pipeline_tests.resume.helpers import (
     KILLED_CONCURRENCY,
     KILLED_THREADS,

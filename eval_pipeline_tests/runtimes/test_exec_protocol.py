@@ -19,7 +19,7 @@ from eval_pipeline.lanes.kind import Thread, TurnRequest
 from eval_pipeline.runtimes import RuntimeSpecError, build_runtime
 from eval_pipeline.runtimes.adapters.exec_process import StreamFault, parse_reply_line, take_line
 from eval_pipeline.runtimes.reference import ReferenceRuntime
-from eval_pipeline.settings import PROJECT_ROOT
+from eval_pipeline_tests.paths import PROJECT_ROOT
 
 EXEC_BOT = Path(__file__).with_name("exec_bot.py")
 ONE_MB_PROMPT = "What is truth? " + "x" * 1_000_000

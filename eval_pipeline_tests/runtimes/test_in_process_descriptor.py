@@ -13,7 +13,7 @@ import textwrap
 
 import pytest
 
-from eval_pipeline.settings import PROJECT_ROOT
+from eval_pipeline_tests.paths import PROJECT_ROOT
 
 CHILD = textwrap.dedent(
     """

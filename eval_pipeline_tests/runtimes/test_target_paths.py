@@ -17,7 +17,7 @@ from eval_pipeline.lanes.registry import discover_lanes
 from eval_pipeline.pipeline import evaluate_lane
 from eval_pipeline.runtimes import build_runtime
 from eval_pipeline.runtimes.targets import TargetsFileError, load_targets
-from eval_pipeline.settings import PROJECT_ROOT
+from eval_pipeline_tests.paths import PROJECT_ROOT
 
 LANE = "deterministic_fluency"
 

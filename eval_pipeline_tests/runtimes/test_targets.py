@@ -11,7 +11,7 @@ from eval_pipeline.cases.loading import CaseFileError
 from eval_pipeline.cli import app
 from eval_pipeline.runtimes.base import RuntimeSpecError
 from eval_pipeline.runtimes.targets import TargetsFileError, derived_name, load_targets, resolve_target
-from eval_pipeline.settings import PROJECT_ROOT
+from eval_pipeline_tests.paths import PROJECT_ROOT
 
 
 def write(tmp_path: Path, text: str) -> Path:

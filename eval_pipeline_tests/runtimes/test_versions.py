@@ -16,7 +16,7 @@ from eval_pipeline.runtimes.base import RuntimeSpecError
 from eval_pipeline.runtimes.reference.pack import pack_sha256
 from eval_pipeline.runtimes.targets import RuntimeTarget
 from eval_pipeline.runtimes.versions import runtime_version
-from eval_pipeline.settings import PROJECT_ROOT
+from eval_pipeline_tests.paths import PROJECT_ROOT
 from eval_pipeline_tests.runtimes.helpers import served_reference
 
 EMBEDDED_PACK = PROJECT_ROOT / "eval_pipeline" / "runtimes" / "reference" / "pack.json"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from eval_pipeline.settings import PROJECT_ROOT
+from eval_pipeline_tests.paths import PROJECT_ROOT
 
 pytestmark = pytest.mark.slow
 

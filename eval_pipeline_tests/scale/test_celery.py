@@ -24,9 +24,10 @@ from eval_pipeline.history.views import connect
 from eval_pipeline.lanes import find_lane
 from eval_pipeline.lanes.registry import discover_lanes
 from eval_pipeline.runtimes.targets import find_target
-from eval_pipeline.settings import CELERY_BROKER_ENV, EVALS_ENV, PROJECT_ROOT, history_root
+from eval_pipeline.settings import CELERY_BROKER_ENV, EVALS_ENV, history_root
 from eval_pipeline_tests.lane_requests import lane_request
 from eval_pipeline_tests.metric_tables import untimed
+from eval_pipeline_tests.paths import PROJECT_ROOT
 
 from . import servers
 
