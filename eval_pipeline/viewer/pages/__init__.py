@@ -8,7 +8,7 @@ messages grouped in the query. Something the page names that history does not ho
 """
 
 from eval_pipeline.viewer.pages.cases import CasePage, case_pages, cases_in_run
-from eval_pipeline.viewer.pages.common import NotFound, day_text
+from eval_pipeline.viewer.pages.common import NotFound, day_text, runtime_specs
 from eval_pipeline.viewer.pages.compare import ComparePage, compare_page
 from eval_pipeline.viewer.pages.grid import GRID_FILTERS, GridPage, grid_page
 from eval_pipeline.viewer.pages.overview import LaneReport, lane_reports
@@ -36,5 +36,6 @@ __all__ = [
     "home",
     "lane_reports",
     "run_page",
+    "runtime_specs",
     "series_page",
 ]
