@@ -73,23 +73,23 @@ def word_diff(before: str, after: str) -> list[Segment]:
     single word (or only spaces) between two changes joins them, so a rewritten sentence reads
     as one deletion and one insertion rather than alternating word by word."""
     old, new = _WORDS.findall(before), _WORDS.findall(after)
-    blocks: list[tuple[str, str, str]] = []  # (op, old text, new text)
     matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
-    for op, i1, i2, j1, j2 in matcher.get_opcodes():
-        blocks.append(("same" if op == "equal" else "changed", "".join(old[i1:i2]), "".join(new[j1:j2])))
-    merged: list[tuple[str, str, str]] = []
-    for index, (op, was, now) in enumerate(blocks):
-        between = 0 < index < len(blocks) - 1 and len(was.split()) <= 1
-        if op == "same" and not (between and merged and merged[-1][0] == "changed"):
-            merged.append((op, was, now))
-        elif merged and merged[-1][0] == "changed":
+    blocks = [  # (changed, old text, new text)
+        (tag != "equal", "".join(old[i1:i2]), "".join(new[j1:j2]))
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes()
+    ]
+    merged: list[tuple[bool, str, str]] = []
+    for index, (changed, was, now) in enumerate(blocks):
+        after_change = bool(merged) and merged[-1][0]
+        joins = 0 < index < len(blocks) - 1 and len(was.split()) <= 1
+        if after_change and (changed or joins):
             _, old_text, new_text = merged[-1]
-            merged[-1] = ("changed", old_text + was, new_text + now)
+            merged[-1] = (True, old_text + was, new_text + now)
         else:
-            merged.append(("changed", was, now))
+            merged.append((changed, was, now))
     segments: list[Segment] = []
-    for op, was, now in merged:
-        if op == "same":
+    for changed, was, now in merged:
+        if not changed:
             segments.append(("same", was))
             continue
         if was:
