@@ -25,7 +25,7 @@ from eval_pipeline.cli.history import OutputFormat
 from eval_pipeline.cli.terminal import FittedTable, fit, record_heading, terminal_view
 from eval_pipeline.history.compact import CompactedMonth, compact
 from eval_pipeline.history.compare import latest_pair
-from eval_pipeline.history.comparison import RunComparison, compare_runs
+from eval_pipeline.history.comparison import RunComparison, compare_as_declared
 from eval_pipeline.history.diff import diff_pairs, pairs_to_diff
 from eval_pipeline.history.first_failure import FIRST_FAILURE_COLUMNS as ALL_FIRST_FAILURE_COLUMNS
 from eval_pipeline.history.first_failure import CaseScope, case_series, first_failures
@@ -34,8 +34,6 @@ from eval_pipeline.history.report import write_report
 from eval_pipeline.history.runs import RunRef, is_missing
 from eval_pipeline.history.sql import read_only_connection, run_query
 from eval_pipeline.history.views import connect
-from eval_pipeline.lanes import declared_lane, lane_kind
-from eval_pipeline.paired import ALPHA
 from eval_pipeline.palette import rich_style
 from eval_pipeline.scoring import number_text, verdict_word
 from eval_pipeline.settings import history_root
@@ -250,9 +248,7 @@ def print_comparison(
         if runtimes and lane is None and not runs:  # the lane of two runs is theirs
             lane = _common_lane(con, runtimes)
         a, b = _runs_to_compare(con, lane, runtimes or [], runs or [], split, case_set)
-        spec = declared_lane(a.lane)
-        rows = lane_kind(spec).metric_rows if spec else {}
-        result = compare_runs(con, a, b, rows, alpha=spec.regression_alpha if spec else ALPHA)
+        result, declared = compare_as_declared(con, a, b)
     if as_json:
         out().print_json(json.dumps(result.document(), default=str))
         return
@@ -265,7 +261,7 @@ def print_comparison(
         out().print(f"  {side}: {escape(ref.runtime)}  run {escape(run_id)} ({day})", highlight=False)
     if result.note:
         out().print(f"[yellow]note:[/yellow] {escape(result.note)}", highlight=False)
-    if spec is None:
+    if not declared:
         out().print(f"[yellow]note:[/yellow] lane {escape(a.lane)!r} is not declared here: nothing is tested")
     for table in _comparison_tables(result):
         out().print(table)

@@ -39,6 +39,7 @@ from eval_pipeline.history.pairs import (
 from eval_pipeline.history.runs import RunRef, is_missing
 from eval_pipeline.history.verdicts import flip_rows, side_by_side
 from eval_pipeline.lanes.metric_rows import MetricRows, higher_is_better, rows_of_metric
+from eval_pipeline.lanes.registry import declared_lane, lane_kind
 from eval_pipeline.paired import ALPHA, RESAMPLES, SEED, PairedFigures, holm, paired_figures, verdict_words
 
 # Why a metric is not tested (its verdict and method say so).
@@ -138,6 +139,15 @@ def compare_runs(
         )
     )
     return RunComparison(a, b, metrics, flips, note, overlap, alpha, resamples, seed)
+
+
+def compare_as_declared(con: duckdb.DuckDBPyConnection, a: RunRef, b: RunRef) -> tuple[RunComparison, bool]:
+    """:func:`compare_runs` with the lane's metric rows and regression alpha as this checkout
+    declares it (what ``eval-pipeline compare`` and the viewer's compare page show), and whether
+    it declares the lane at all (when not, nothing is tested)."""
+    spec = declared_lane(a.lane)
+    rows = lane_kind(spec).metric_rows if spec else {}
+    return compare_runs(con, a, b, rows, alpha=spec.regression_alpha if spec else ALPHA), spec is not None
 
 
 def _tested(

@@ -23,7 +23,10 @@ def export_report(root: str, out: Path) -> Path:
     files: dict[str, str] = {}
     with connect(root) as con:
         reports = pages.lane_reports(con)
-        files["index.html"] = render("lanes.html", STATIC, title=TITLE, lanes=reports, root=root)
+        specs = pages.runtime_specs(con)
+        files["index.html"] = render(
+            "lanes.html", STATIC, title=TITLE, lanes=reports, root=root, runtime_specs=specs
+        )
         linked: dict[str, set[str]] = {}
         for report in reports:
             for run in report.latest:
@@ -34,7 +37,12 @@ def export_report(root: str, out: Path) -> Path:
         for run_id, case_ids in sorted(linked.items()):
             page = pages.run_page(con, run_id)
             files[run_file(run_id)] = render(
-                "run.html", STATIC.at("../../"), title=f"run {run_id}", page=page, path=""
+                "run.html",
+                STATIC.at("../../"),
+                title=f"run {run_id}",
+                page=page,
+                path="",
+                runtime_specs=specs,
             )
             case_ids.update(row.case_id for lane in page.lanes for row in lane.failing)
             for case_id, lane_cases in pages.cases_in_run(con, run_id, sorted(case_ids)).items():
@@ -45,6 +53,7 @@ def export_report(root: str, out: Path) -> Path:
                     cases=lane_cases,
                     case_id=case_id,
                     run_id=run_id,
+                    runtime_specs=specs,
                 )
     for name, html in files.items():
         path = out / name

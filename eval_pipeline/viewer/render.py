@@ -9,6 +9,7 @@ style from anywhere: the CSS is inline, the charts are inline SVG.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from functools import cache
 from typing import Any
@@ -48,10 +49,18 @@ def environment() -> jinja2.Environment:
     return env
 
 
-def render(template: str, site: Site, *, title: str, **page: Any) -> str:
-    """One page as an HTML document; ``site`` makes its links (served paths or report files)."""
+def render(
+    template: str, site: Site, *, title: str, runtime_specs: Mapping[str, str] | None = None, **page: Any
+) -> str:
+    """One page as an HTML document; ``site`` makes its links (served paths or report files);
+    ``runtime_specs`` (:func:`eval_pipeline.viewer.pages.runtime_specs`) puts its spec beside
+    each runtime target whose name is not its spec."""
     generated = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    return environment().get_template(template).render(site=site, title=title, generated=generated, **page)
+    return (
+        environment()
+        .get_template(template)
+        .render(site=site, title=title, generated=generated, runtime_specs=runtime_specs or {}, **page)
+    )
 
 
 def run_series_name(ref: RunRef, *, with_lane: bool = False) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 from urllib.parse import urlsplit
 
 import duckdb
@@ -79,10 +80,13 @@ def make_app(root: str, hosts: Sequence[str] = LOOPBACK_HOSTS) -> Starlette:
 
         return Route(path, endpoint)
 
+    def shown(con: duckdb.DuckDBPyConnection, template: str, **page: Any) -> str:
+        return render(template, SERVED, runtime_specs=pages.runtime_specs(con), **page)
+
     def home(con: duckdb.DuckDBPyConnection, request: Request) -> str:
-        return render(
+        return shown(
+            con,
             "index.html",
-            SERVED,
             title="eval-pipeline view",
             home=pages.home(con),
             root=root,
@@ -92,25 +96,23 @@ def make_app(root: str, hosts: Sequence[str] = LOOPBACK_HOSTS) -> Starlette:
     def lane(con: duckdb.DuckDBPyConnection, request: Request) -> str:
         name = request.path_params["lane"]
         reports = pages.lane_reports(con, name)
-        return render("lanes.html", SERVED, title=f"{name} · eval-pipeline", lanes=reports, root=root)
+        return shown(con, "lanes.html", title=f"{name} · eval-pipeline", lanes=reports, root=root)
 
     def series(con: duckdb.DuckDBPyConnection, request: Request) -> str:
         asked = Series(*(_required(request, name) for name in SERIES_COLUMN_NAMES))
         page = pages.series_page(con, asked)
-        return render(
-            "series.html", SERVED, title=f"{asked.lane} · {asked.split} · {asked.runtime}", page=page
-        )
+        return shown(con, "series.html", title=f"{asked.lane} · {asked.split} · {asked.runtime}", page=page)
 
     def run(con: duckdb.DuckDBPyConnection, request: Request) -> str:
         page = pages.run_page(con, request.path_params["run_id"], _page_number(request))
-        return render("run.html", SERVED, title=f"run {page.run_id}", page=page, path=request.url.path)
+        return shown(con, "run.html", title=f"run {page.run_id}", page=page, path=request.url.path)
 
     def case(con: duckdb.DuckDBPyConnection, request: Request) -> str:
         run_id, case_id = request.path_params["run_id"], request.path_params["case_id"]
         cases = pages.case_pages(con, run_id, case_id)
-        return render(
+        return shown(
+            con,
             "case.html",
-            SERVED,
             title=f"{case_id} · run {run_id}",
             cases=cases,
             case_id=case_id,
@@ -124,15 +126,16 @@ def make_app(root: str, hosts: Sequence[str] = LOOPBACK_HOSTS) -> Starlette:
             request.query_params.get("split") or None,
             filter=request.query_params.get("filter", ""),
             query=request.query_params.get("q", ""),
+            predicate=request.query_params.get("predicate", ""),
             page=_page_number(request),
         )
-        return render(
-            "grid.html", SERVED, title=f"{page.lane} · {page.split} grid", page=page, path=request.url.path
+        return shown(
+            con, "grid.html", title=f"{page.lane} · {page.split} grid", page=page, path=request.url.path
         )
 
     def compare(con: duckdb.DuckDBPyConnection, request: Request) -> str:
         page = pages.compare_page(con, _required(request, "a"), _required(request, "b"))
-        return render("compare.html", SERVED, title=f"{page.run_a} against {page.run_b}", page=page)
+        return shown(con, "compare.html", title=f"{page.run_a} against {page.run_b}", page=page)
 
     return Starlette(
         routes=[

@@ -71,10 +71,16 @@ def test_pages_answer_with_what_history_holds(viewer: str, history: str) -> None
     assert {*FLIPPING_CASES} <= set(re.findall(r'href="/runs/run-c4/cases/(\w+)"', run))
     status, case = get(viewer + "/runs/run-c4/cases/fluency_truth_001")
     assert status == 200 and "What is truth?" in case and "dotted_inventory" in case
+    with connect(history) as con:
+        (charted,) = con.execute(  # a chart per metric with a value in some run of the series
+            "SELECT count(DISTINCT metric) FILTER (WHERE value IS NOT NULL), count(DISTINCT metric) "
+            "FROM metrics WHERE runtime = 'candidate'"
+        ).fetchall()
     status, series = get(viewer + f"/series?lane={LANE}&split={SPLIT}&runtime=candidate&case_set={SPLIT}")
     assert (
         status == 200
-        and series.count('role="img"') == METRICS_PER_RUN
+        and series.count('role="img"') == charted[0]
+        and charted[1] == METRICS_PER_RUN
         and "Its runs (4), newest first" in series
     )
 
@@ -89,7 +95,7 @@ def test_a_surface_is_text_never_markup(viewer: str) -> None:
 def test_the_grid_filters_and_searches_in_the_query(viewer: str) -> None:
     _, every = get(viewer + f"/lanes/{LANE}/grid?split={SPLIT}")
     assert "15 case(s)." in every
-    assert re.findall(r"<th>([\w-]+)<br>", every) == [
+    assert re.findall(r'<th><span class="runtime">([\w-]+)</span>', every) == [
         "candidate",
         "hostile",
         "reference",

@@ -118,3 +118,40 @@ def test_a_script_surface_renders_as_text(root: str) -> None:
             assert SCRIPT in ui.locator("body").inner_text()
         assert ui.locator("td.cell").first.inner_text().endswith(SCRIPT)
         assert dialogs == [] and ui.locator("script").count() == 0
+
+
+def test_a_reader_narrows_the_grid_to_a_predicate_and_reads_a_flips_diff(root: str, tmp_path: Path) -> None:
+    with connect(root) as con:
+        failed = [
+            case
+            for (case,) in con.execute(
+                "SELECT DISTINCT case_id FROM case_predicates WHERE run_id IN ('run-r2', 'run-ng1') "
+                "AND predicate = 'no_provenance_only' AND NOT passed ORDER BY case_id"
+            ).fetchall()
+        ]
+    shots = Path(os.environ.get("EVAL_PIPELINE_SCREENSHOTS", tmp_path))
+    with serving(root) as url, browser_page(width=1280, height=900) as page:
+        ui: Any = page
+        ui.goto(f"{url}/lanes/{LANE}/grid?split={SPLIT}")
+        rates = ui.locator("table.grid th .pass-rate").all_inner_texts()
+        assert len(rates) == 2 and all(rate.endswith("%)") for rate in rates)
+        ui.get_by_label("predicate").select_option("no_provenance_only")
+        ui.get_by_role("button", name="show").click()
+        ui.wait_for_url("**predicate=no_provenance_only**")
+        ui.screenshot(path=str(shots / "viewer-grid-predicate.png"), full_page=True)
+        assert ui.locator("table.grid tr td:first-child").all_inner_texts() == failed and len(failed) >= 9
+        assert ui.locator("table.grid th .pass-rate").all_inner_texts() == rates  # over every case
+        first = ui.locator("table.grid td.prompt").first.inner_text()
+        assert first and first.endswith("?")  # the case's question, as sent
+
+        ui.goto(f"{url}/runs/run-ng1")
+        ui.screenshot(path=str(shots / "viewer-run-usage.png"), full_page=True)
+        assert "null" not in ui.locator("table.usage").inner_text()
+
+        ui.goto(f"{url}/compare?a=run-r2&b=run-ng1")
+        ui.screenshot(path=str(shots / "viewer-compare-stats.png"), full_page=True)
+        assert ui.locator("table.stats tr").count() > 1
+        cell = ui.locator("table.flips td.diff").first
+        deleted, inserted = cell.locator("del").first, cell.locator("ins").first
+        colours = {part.evaluate("e => getComputedStyle(e).backgroundColor") for part in (deleted, inserted)}
+        assert len(colours) == 2 and "rgba(0, 0, 0, 0)" not in colours  # marked apart, both visible

@@ -8,8 +8,8 @@ messages grouped in the query. Something the page names that history does not ho
 """
 
 from eval_pipeline.viewer.pages.cases import CasePage, case_pages, cases_in_run
-from eval_pipeline.viewer.pages.common import NotFound, day_text
-from eval_pipeline.viewer.pages.compare import ComparePage, compare_page
+from eval_pipeline.viewer.pages.common import NotFound, day_text, runtime_specs
+from eval_pipeline.viewer.pages.compare import ComparePage, LaneComparison, compare_page, word_diff
 from eval_pipeline.viewer.pages.grid import GRID_FILTERS, GridPage, grid_page
 from eval_pipeline.viewer.pages.overview import LaneReport, lane_reports
 from eval_pipeline.viewer.pages.runs import Failing, RunPage, failing_of, run_page
@@ -23,6 +23,7 @@ __all__ = [
     "Failing",
     "GridPage",
     "Home",
+    "LaneComparison",
     "LaneReport",
     "NotFound",
     "RunPage",
@@ -36,5 +37,7 @@ __all__ = [
     "home",
     "lane_reports",
     "run_page",
+    "runtime_specs",
     "series_page",
+    "word_diff",
 ]

@@ -44,3 +44,13 @@ def float_or_none(value: object) -> float | None:
 
 def day_text(value: date | None) -> str:
     return "?" if value is None else value.isoformat()
+
+
+def runtime_specs(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+    """Each runtime target's spec, as its latest committed run stored it (redacted: never a
+    secret); a derived name (``reference-53347daa``) says nothing of its spec without it."""
+    rows = con.execute(
+        "SELECT runtime, arg_max(runtime_spec, (started_at, date, run_id)) FROM run_manifests "
+        "WHERE runtime_spec IS NOT NULL GROUP BY runtime"
+    ).fetchall()
+    return {str(runtime): str(spec) for runtime, spec in rows}

@@ -30,14 +30,30 @@ class GridCell:
 
 
 @dataclass(frozen=True)
+class PassRate:
+    """Of the grid's cases a run has a verdict for, how many pass there (every case, not a page)."""
+
+    passing: int
+    cases: int
+
+    @property
+    def share(self) -> float | None:
+        return self.passing / self.cases if self.cases else None
+
+
+@dataclass(frozen=True)
 class GridPage:
     lane: str
     split: str
     splits: list[str]
     runs: list[RunRef]  # one column per runtime target: the latest run of its series
     rows: list[tuple[str, list[GridCell | None]]]  # case id, a cell per run (None: not in that run)
+    prompts: dict[str, str]  # each shown case's prompt: its probe turn's (else first turn's)
+    pass_rates: list[PassRate]  # one per run, over every case of the grid
+    predicates: list[str]  # the predicates that failed in some run: one filter each
     filter: str
     query: str
+    predicate: str  # "": every predicate; else only cases where it failed in some run
     matching: int  # cases that pass the filter and search, all pages
     page: int
     pages: int
@@ -62,13 +78,16 @@ def grid_page(
     *,
     filter: str = "",
     query: str = "",
+    predicate: str = "",
     page: int = 1,
 ) -> GridPage:
     """Cases × runtime targets of one lane split: the latest run of each runtime's series of the
     split's own cases. ``filter`` ``failing`` keeps cases that fail or warn in any run,
     ``disagree`` those with a case predicate whose verdict differs between the runs; ``query``
-    keeps cases whose id, a prompt or a surface contains it (case-insensitive). All of it in
-    one query, which returns page ``page`` only; then the surfaces of the cells shown."""
+    keeps cases whose id, a prompt or a surface contains it (case-insensitive); ``predicate``
+    keeps cases where that predicate failed in some run. All of it in one query, which returns
+    page ``page`` only, each run's pass rate over the grid's cases and the predicates that failed
+    somewhere; then the surfaces and prompts of the cases shown."""
     if filter not in GRID_FILTERS:
         raise ValueError(f"filter {filter!r} is not one of {', '.join(repr(f) for f in GRID_FILTERS)}")
     latest = latest_runs(con, lane=lane, last=1)
@@ -82,8 +101,10 @@ def grid_page(
             f"lane {lane!r} has no runs of split {split!r} on its own cases; splits: {', '.join(splits) or 'none'}"
         )
     runs = [ref_from_row(row) for _, row in own[own["split"] == split].sort_values("runtime").iterrows()]
-    rows, matching = _grid_rows(con, runs, filter, query.strip(), page)
-    cells = _grid_cells(con, runs, [case for case, _ in rows])
+    predicate = predicate.strip()
+    found = _grid_rows(con, runs, filter, query.strip(), predicate, page)
+    rows = found.rows
+    cells, prompts = _grid_cells(con, runs, [case for case, _ in rows])
     table: list[tuple[str, list[GridCell | None]]] = []
     for case_id, verdicts in rows:
         line: list[GridCell | None] = [None] * len(runs)
@@ -96,11 +117,15 @@ def grid_page(
         splits,
         runs,
         table,
+        prompts,
+        [found.pass_rates.get(col, PassRate(0, 0)) for col in range(len(runs))],
+        found.predicates,
         filter,
         query.strip(),
-        matching,
+        predicate,
+        found.matching,
         page,
-        page_count(matching, GRID_PAGE_ROWS),
+        page_count(found.matching, GRID_PAGE_ROWS),
     )
 
 
@@ -117,9 +142,17 @@ def _runs_sql(runs: list[RunRef]) -> tuple[str, str, dict[str, str]]:
     return where, column + " END", params
 
 
+@dataclass(frozen=True)
+class _GridRows:
+    rows: list[tuple[str, dict[int, str]]]  # the page's cases, each run's verdict by column
+    matching: int
+    pass_rates: dict[int, PassRate]
+    predicates: list[str]
+
+
 def _grid_rows(
-    con: duckdb.DuckDBPyConnection, runs: list[RunRef], filter: str, query: str, page: int
-) -> tuple[list[tuple[str, dict[int, str]]], int]:
+    con: duckdb.DuckDBPyConnection, runs: list[RunRef], filter: str, query: str, predicate: str, page: int
+) -> _GridRows:
     lane, split = runs[0].lane, runs[0].split
     runs_where, column, params = _runs_sql(runs)
     conditions = {
@@ -133,6 +166,11 @@ def _grid_rows(
                WHERE {runs_where} AND lane = $lane AND split = $split AND case_set = $split
                  AND (contains(lower(prompt), lower($query)) OR contains(lower(surface), lower($query)))))"""
         if query
+        else ""
+    )
+    failed_predicate = (
+        "AND case_id IN (SELECT case_id FROM cp WHERE predicate = $predicate AND passed = false)"
+        if predicate
         else ""
     )
     result = con.execute(
@@ -167,15 +205,27 @@ def _grid_rows(
             QUALIFY row_number() OVER (PARTITION BY case_id) = 1
         ),
         by_run AS (SELECT case_id, col, {_CASE_VERDICT_SQL} AS verdict FROM cp GROUP BY case_id, col),
+        rates AS (  -- each run's pass rate over every case of the grid, whatever the page shows
+            SELECT list({{'col': col, 'passing': passing, 'cases': cases}}) AS rates
+            FROM (SELECT col, count(*) FILTER (WHERE verdict = 'pass') AS passing, count(*) AS cases
+                  FROM by_run GROUP BY col)
+        ),
+        failed AS (SELECT list(DISTINCT predicate ORDER BY predicate) AS predicates FROM cp WHERE passed = false),
         by_case AS (
             SELECT case_id, list(verdict ORDER BY col) AS verdicts, list(col ORDER BY col) AS cols
             FROM by_run JOIN by_predicate USING (case_id)
-            WHERE true {search}
+            WHERE true {search} {failed_predicate}
             GROUP BY case_id
             HAVING {conditions[filter]}
+        ),
+        shown AS (
+            SELECT case_id, verdicts, cols, count(*) OVER () AS matching FROM by_case
+            ORDER BY case_id LIMIT $limit OFFSET $offset
         )
-        SELECT case_id, verdicts, cols, count(*) OVER () AS matching FROM by_case
-        ORDER BY case_id LIMIT $limit OFFSET $offset
+        -- one row even when no case matches, so the rates and predicates always arrive
+        SELECT rates.rates, failed.predicates, shown.case_id, shown.verdicts, shown.cols, shown.matching
+        FROM rates CROSS JOIN failed LEFT JOIN shown ON true
+        ORDER BY shown.case_id
         """,
         {
             **params,
@@ -185,24 +235,40 @@ def _grid_rows(
             "limit": GRID_PAGE_ROWS,
             "offset": (max(page, 1) - 1) * GRID_PAGE_ROWS,
             **({"query": query} if query else {}),
+            **({"predicate": predicate} if predicate else {}),
         },
     ).fetchall()
-    matching = int(result[0][3]) if result else 0
-    return [
-        (str(case), dict(zip(cols, verdicts, strict=True))) for case, verdicts, cols, _ in result
-    ], matching
+    rates, predicates = (result[0][0] or [], result[0][1] or []) if result else ([], [])
+    shown = [row for row in result if row[2] is not None]
+    return _GridRows(
+        [(str(case), dict(zip(cols, verdicts, strict=True))) for _, _, case, verdicts, cols, _ in shown],
+        int(shown[0][5]) if shown else 0,
+        {int(r["col"]): PassRate(int(r["passing"]), int(r["cases"])) for r in rates},
+        [str(p) for p in predicates],
+    )
 
 
 def _grid_cells(
     con: duckdb.DuckDBPyConnection, runs: list[RunRef], case_ids: list[str]
-) -> dict[tuple[str, int], str]:
+) -> tuple[dict[tuple[str, int], str], dict[str, str]]:
+    """The last surface of each shown case in each run, and each shown case's prompt: its probe
+    turn's (the turn its predicates judge), else its first turn's, from the first run holding it."""
     if not case_ids:
-        return {}
+        return {}, {}
     runs_where, column, params = _runs_sql(runs)
     rows = con.execute(
-        f"SELECT case_id, {column} AS col, arg_max(surface, turn_index) FROM transcripts "
+        f"SELECT case_id, {column} AS col, arg_max(surface, turn_index), "
+        "arg_min(prompt, (CASE WHEN role = 'probe' THEN 0 ELSE 1 END, turn_index)) FROM transcripts "
         f"WHERE {runs_where} AND lane = $lane AND split = $split AND case_set = $split "
-        "AND coalesce(sample_index, 0) = 0 AND case_id IN (SELECT unnest($cases)) GROUP BY case_id, col",
+        "AND coalesce(sample_index, 0) = 0 AND case_id IN (SELECT unnest($cases)) GROUP BY case_id, col "
+        "ORDER BY col",
         {**params, "lane": runs[0].lane, "split": runs[0].split, "cases": case_ids},
     ).fetchall()
-    return {(str(case), int(col)): "" if surface is None else str(surface) for case, col, surface in rows}
+    surfaces = {
+        (str(case), int(col)): "" if surface is None else str(surface) for case, col, surface, _ in rows
+    }
+    prompts: dict[str, str] = {}
+    for case, _, _, prompt in rows:
+        if prompt is not None:
+            prompts.setdefault(str(case), str(prompt))
+    return surfaces, prompts

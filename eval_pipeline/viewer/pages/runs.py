@@ -58,7 +58,7 @@ class LaneRunPage:
     ref: RunRef
     verdict: str
     checks: list[Check]
-    usage: list[Check]  # turns, tokens, cost, latency and TTFT percentiles (no threshold)
+    usage: list[Check]  # turns, tokens, cost, latency and TTFT percentiles (no threshold), those with a value
     failing: list[FailingRow]
     failing_results: int  # all of them, not only this page's
     failing_cases: int
@@ -124,11 +124,13 @@ class Failing:
 
 
 def run_size(con: duckdb.DuckDBPyConnection, ref: RunRef) -> tuple[int, int]:
-    """The run's cases and samples per case."""
+    """The run's cases and samples per case: the cases judged as a whole or turn by turn (a lane
+    whose probe is judged per turn writes no case rows)."""
     row = con.execute(
-        f"SELECT count(DISTINCT case_id), coalesce(max(sample_index), 0) + 1 FROM case_predicates "
-        f"WHERE {RUN_MATCH}",
-        ref.params(),
+        f"SELECT count(DISTINCT case_id), coalesce(max(sample_index), 0) + 1 FROM ("
+        f"SELECT case_id, sample_index FROM case_predicates WHERE {RUN_MATCH} "
+        f"UNION ALL SELECT case_id, sample_index FROM turn_verdicts WHERE {RUN_MATCH})",
+        ref.params() * 2,
     ).fetchone()
     return (int(row[0]), int(row[1])) if row else (0, 1)
 
@@ -255,11 +257,13 @@ def flaky_of(con: duckdb.DuckDBPyConnection, ref: RunRef, *, samples: int, limit
 
 def _lane_run(con: duckdb.DuckDBPyConnection, ref: RunRef, page: int) -> LaneRunPage:
     measured = checks_of(con, ref)
+    usage_rows = [c for c in measured if c.metric in USAGE_METRICS and c.threshold is None]
+    # A usage metric the runtime never reported (tokens of a runtime that counts none) is null
+    # in every run of it: a row of nulls says nothing, so the page leaves it out.
     usage = sorted(
-        (c for c in measured if c.metric in USAGE_METRICS and c.threshold is None),
-        key=lambda c: USAGE_METRICS.index(c.metric),
+        (c for c in usage_rows if c.value is not None), key=lambda c: USAGE_METRICS.index(c.metric)
     )
-    checks = [c for c in measured if c not in usage]
+    checks = [c for c in measured if c not in usage_rows]
     cases, samples = run_size(con, ref)
     failing = failing_of(
         con, ref, samples=samples, limit=RUN_PAGE_ROWS, offset=(max(page, 1) - 1) * RUN_PAGE_ROWS

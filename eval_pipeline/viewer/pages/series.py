@@ -50,7 +50,7 @@ class RunSummary:
 @dataclass(frozen=True)
 class SeriesPage:
     series: Series
-    charts: list[str]  # one SVG per metric, the threshold drawn
+    charts: list[str]  # one SVG per metric with a value, the checked ones first, the threshold drawn
     runs: list[RunSummary]  # newest first
 
 
@@ -93,7 +93,8 @@ def home(con: duckdb.DuckDBPyConnection) -> Home:
 
 
 def series_page(con: duckdb.DuckDBPyConnection, series: Series) -> SeriesPage:
-    """One series: a chart per metric over its runs (threshold drawn), and its runs, newest first."""
+    """One series: a chart per metric over its runs (threshold drawn; checked metrics first, none
+    for a metric with no value in any run), and its runs, newest first."""
     runs = con.execute(
         f"SELECT * FROM runs WHERE {SERIES_MATCH} ORDER BY seq DESC",
         series.params(),
@@ -109,7 +110,14 @@ def series_page(con: duckdb.DuckDBPyConnection, series: Series) -> SeriesPage:
         series.params(),
     ).df()
     charts = []
-    for metric, rows in points.groupby("metric", sort=True):
+    # Checked metrics first (what decides the verdict), then the rest, each by name; a metric
+    # with no value in any run (tokens a runtime never reported) draws an empty chart: left out.
+    measured = [
+        (str(metric), rows)
+        for metric, rows in points.groupby("metric", sort=True)
+        if rows["value"].notna().any()
+    ]
+    for metric, rows in sorted(measured, key=lambda item: is_missing(item[1]["threshold"].iloc[-1])):
         line: list[Point] = [
             (pd.Timestamp(at).to_pydatetime(), None if is_missing(v) else float(v))
             for at, v in zip(rows["run_at"], rows["value"], strict=True)
@@ -117,7 +125,7 @@ def series_page(con: duckdb.DuckDBPyConnection, series: Series) -> SeriesPage:
         last = rows.iloc[-1]
         threshold = None if is_missing(last["threshold"]) else float(last["threshold"])
         label = f"{last['threshold_op']} {threshold:g}" if threshold is not None else ""
-        charts.append(trend_svg(Chart(str(metric), {series.runtime: line}, threshold, label)))
+        charts.append(trend_svg(Chart(metric, {series.runtime: line}, threshold, label)))
     summaries = [
         RunSummary(
             ref_from_row(row),
