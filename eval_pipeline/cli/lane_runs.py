@@ -426,7 +426,11 @@ def run_lanes(ctx: typer.Context, request: RunRequest) -> None:
         # Dagster loads only now, while a worker pool the runtime started loads its runtime.
         with frozen_after():
             from eval_pipeline.dagster_wiring.code_location import EXECUTOR_ENV
-            from eval_pipeline.dagster_wiring.launch import ensure_instance, materialize_lane
+            from eval_pipeline.dagster_wiring.launch import (
+                check_celery_spec,
+                ensure_instance,
+                materialize_lane,
+            )
             from eval_pipeline.dagster_wiring.tags import HIDDEN_TAG_PREFIX
 
         lane, split = list(request.lanes) or None, request.split
@@ -451,6 +455,8 @@ def run_lanes(ctx: typer.Context, request: RunRequest) -> None:
         executor = request.executor or (
             "celery" if os.environ.get(EXECUTOR_ENV) == "celery" else "in_process"
         )
+        if executor == "celery":
+            check_celery_spec(target)
         if executor == "celery" and not celery_broker():
             raise KeyError(
                 f"--executor celery needs a broker: set {CELERY_BROKER_ENV} (e.g. redis://host:6379/0)"

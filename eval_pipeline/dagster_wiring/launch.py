@@ -49,7 +49,8 @@ from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.outcome import MEASUREMENT_CHECK, CheckOutcome, RunOutcome
 from eval_pipeline.progress import NoProgress, ProgressObserver
 from eval_pipeline.run_request import LaneRunRequest
-from eval_pipeline.runtimes.base import ChatRuntime
+from eval_pipeline.runtimes.base import ChatRuntime, RuntimeSpecError
+from eval_pipeline.runtimes.redaction import redacted_spec
 from eval_pipeline.runtimes.targets import RuntimeTarget
 from eval_pipeline.samples import FLAKY_READS, flaky_within_run, samples_in
 from eval_pipeline.series import OfSeries, Series
@@ -270,6 +271,7 @@ def materialize_lane(
             if executor == "celery":
                 # Steps run in worker processes, which load the code location themselves: the
                 # resources' settings travel in the run config, and no progress bar reaches them.
+                check_celery_spec(target)
                 run_config["resources"] = {
                     "runtime": {"config": runtime_config},
                     # resolved here: a worker's environment may name another history
@@ -307,6 +309,18 @@ def materialize_lane(
                     tags=run_tags,
                 )
             return _outcome(spec, in_process, series)
+
+
+def check_celery_spec(target: RuntimeTarget) -> None:
+    """A Celery run's runtime spec travels in its run config, which the instance stores: an
+    ad-hoc spec holding a secret (credentials in its URL) is refused (RuntimeSpecError)."""
+    if not target.declared and redacted_spec(target.spec) != target.spec:
+        raise RuntimeSpecError(
+            f"runtime {redacted_spec(target.spec)}: a Celery run stores its runtime spec in the "
+            "instance, so a spec holding a secret cannot run on workers; declare the target in "
+            "runtimes.yaml with the secret in an environment variable (options: {api_key_env: NAME}), "
+            "or run it in process"
+        )
 
 
 def is_ad_hoc(target: RuntimeTarget, cases_path: str) -> bool:

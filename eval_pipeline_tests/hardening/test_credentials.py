@@ -94,3 +94,25 @@ def test_no_credential_reaches_history_dagster_or_the_terminal(isolated_state: P
         if path.is_file() and any(secret.encode() in path.read_bytes() for secret in secrets)
     ]
     assert leaked == []
+
+
+def test_a_celery_run_refuses_a_spec_holding_a_secret_before_anything_is_stored(isolated_state: Path) -> None:
+    """A Celery run's runtime spec travels in its run config, which the instance keeps: a spec
+    with credentials is bad input (exit 2), named without them, and no run is recorded."""
+    result = runner.invoke(
+        app,
+        [
+            *FLUENCY,
+            "--executor",
+            "celery",
+            "--runtime",
+            "openai:http://user:hunter2@127.0.0.1:9/v1",
+            "-o",
+            "model=x",
+        ],
+    )
+    assert result.exit_code == 2, result.output
+    assert "a Celery run stores its runtime spec in the instance" in " ".join(result.stderr.split())
+    assert "hunter2" not in result.stdout + result.stderr
+    home = isolated_state / "dagster_home"
+    assert not any("hunter2" in p.read_text(errors="ignore") for p in home.rglob("*") if p.is_file())
