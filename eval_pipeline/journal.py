@@ -35,7 +35,7 @@ import json
 import os
 import threading
 import zlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -239,14 +239,28 @@ class OpenedJournal:
     resumed_from: Path | None = None  # the journal taken over
 
 
+def nothing_committed(run_id: str) -> bool:
+    """An ``is_committed`` for a caller with no history (every journal's run is uncommitted)."""
+    return False
+
+
 def open_journal(
-    root: Path, identity: JournalIdentity, run_id: str, *, resume: bool, parent_run_id: str | None = None
+    root: Path,
+    identity: JournalIdentity,
+    run_id: str,
+    *,
+    resume: bool,
+    parent_run_id: str | None = None,
+    is_committed: Callable[[str], bool] = nothing_committed,
 ) -> OpenedJournal:
     """The journal ``run_id`` appends to. Without ``resume`` a fresh one. With ``resume``, the
     series' newest journal no live run holds (the parent run's first, for a re-execution) is
     taken over: renamed to this run's, its torn tail cut off, its sessions the answers; none
     there starts a fresh journal and says so. A journal of another identity is refused
-    (RuntimeSpecError, saying what differs); nothing is taken over then."""
+    (RuntimeSpecError, saying what differs); nothing is taken over then. So is a journal whose
+    run ``is_committed`` to history (a kill between the commit and the journal's removal): its
+    answers are a committed run's, so it is removed (with the older journals the commit would
+    have removed) and nothing is resumed."""
     folder = series_folder(root, identity.lane, identity.case_set, identity.runtime)
     folder.mkdir(parents=True, exist_ok=True)
     target = journal_path(root, identity.lane, identity.case_set, identity.runtime, run_id)
@@ -254,6 +268,8 @@ def open_journal(
         candidates = list(_unlocked_journals(folder))
         if parent_run_id is not None:  # the parent's own journal first
             candidates.sort(key=lambda found: found[0].stem != parent_run_id)
+        if candidates and is_committed(candidates[0][0].stem):
+            _refuse_committed(candidates)
         for _, other in candidates[1:]:
             os.close(other)
         if candidates:
@@ -275,6 +291,28 @@ def open_journal(
     else:
         note = ""
     return OpenedJournal(writer, {}, note, [])
+
+
+def _refuse_committed(candidates: Sequence[tuple[Path, int]]) -> None:
+    """Remove the first candidate, whose run is committed, and every one no newer (what its
+    commit would have removed; each is opened and locked), then refuse to resume."""
+    committed = candidates[0][0]
+    committed_mtime = committed.stat().st_mtime
+    removed = 0
+    for path, handle in candidates:
+        try:
+            if path.stat().st_mtime <= committed_mtime:
+                path.unlink()
+                removed += 1
+        finally:
+            os.close(handle)
+    older = f" (and {removed - 1} older journal(s) of this series)" if removed > 1 else ""
+    raise RuntimeSpecError(
+        f"{committed}: cannot resume from this journal: its run {committed.stem} is already committed to "
+        "history (the run was stopped after its commit, before its journal was removed), so resuming "
+        f"would commit that run a second time. The journal{older} is removed; nothing is left to resume: "
+        "run without --resume to start a new run"
+    )
 
 
 def _take_over(found: tuple[Path, int], target: Path, identity: JournalIdentity) -> OpenedJournal:

@@ -17,7 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from eval_pipeline.budget import Budget, BudgetMeter, BudgetReached, RowCost, row_cost
-from eval_pipeline.journal import JournalIdentity, OpenedJournal, open_journal, session_turns
+from eval_pipeline.journal import (
+    JournalIdentity,
+    OpenedJournal,
+    nothing_committed,
+    open_journal,
+    session_turns,
+)
 from eval_pipeline.lanes.kind import Thread
 from eval_pipeline.runtimes.base import ChatRuntime, RecordedRuntime, RuntimeSpecError
 from eval_pipeline.runtimes.targets import RuntimeTarget
@@ -115,10 +121,13 @@ def open_ledger(
     budget: Budget,
     warn: Warn,
     cost_of: RowCost = row_cost,
+    is_committed: Callable[[str], bool] = nothing_committed,
 ) -> RunLedger:
     """The ledger of run ``run_id``: its journal (taken over from the series' last one with
     ``resume``, see :func:`eval_pipeline.journal.open_journal`) and its budget's meter."""
-    journal = open_journal(root, identity, run_id, resume=resume, parent_run_id=parent_run_id)
+    journal = open_journal(
+        root, identity, run_id, resume=resume, parent_run_id=parent_run_id, is_committed=is_committed
+    )
     return RunLedger(journal, BudgetMeter(budget, cost_of) if budget.limited else None, warn)
 
 
@@ -133,11 +142,13 @@ def transcripts_ledger(
     parent_run_id: str | None,
     budget: Budget,
     log: Logger,
+    is_committed: Callable[[str], bool],
 ) -> RunLedger | None:
     """The ledger of a transcripts step driving ``runtime`` for ``identity``, or None for a
     recording, which is sent nothing, so keeps no journal and spends no budget. Its runtime
     version is the identity's when it carries one (the step's response cache told it moments
-    before, so an ``openai:`` server is asked ``GET /models`` once), else told now."""
+    before, so an ``openai:`` server is asked ``GET /models`` once), else told now.
+    ``is_committed`` says whether history holds a run id (a journal of one is never resumed)."""
     if is_recording(runtime):
         if resume or budget.limited:
             log.info("a recording is sent nothing: it keeps no journal and spends no budget")
@@ -151,6 +162,7 @@ def transcripts_ledger(
         parent_run_id=parent_run_id,
         budget=budget,
         warn=log.warning,
+        is_committed=is_committed,
     )
 
 

@@ -12,6 +12,7 @@ tested without Dagster. A partition is one series (case set × runtime target, s
 # resource parameters) at definition time and cannot resolve them from strings.
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,7 @@ from eval_pipeline.dagster_wiring.tags import DATE_TAG, VERDICT_TAG
 from eval_pipeline.drive import samples_to_drive
 from eval_pipeline.failures import FAILING_READS, FirstFailing, failing_cases
 from eval_pipeline.history import append_run, commit_run, find_regressions, lane_chart_markdown
+from eval_pipeline.history.store import is_committed
 from eval_pipeline.history.views import connect, refresh
 from eval_pipeline.journal import JournalIdentity, remove_journals
 from eval_pipeline.lanes.registry import lane_kind
@@ -249,6 +251,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
     def transcripts(
         context: dg.AssetExecutionContext,
         runtime: dg.ResourceParam[RunRuntime],
+        history: HistoryResource,
         progress: dg.ResourceParam[ProgressObserver],
         cases: StageFile,
     ) -> dg.Output[StageFile]:
@@ -285,6 +288,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
                 parent_run_id=context.run.parent_run_id,
                 budget=budget,
                 log=context.log,
+                is_committed=partial(is_committed, history.resolved_root(), spec.name),
             )
             try:
                 context.log.info(
@@ -498,12 +502,13 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
                 "dagster_job": context.run.job_name,
             }
             _commit_to_history(root, spec.name, row, series, stored, manifest)
+            # Committed: nothing of the series is left to resume. Removed at once, and a journal
+            # a kill left behind here is refused by --resume (its run id is committed).
+            remove_journals(
+                runtime.settings.journal_root(context.instance), spec.name, series.case_set, series.runtime
+            )
             refresh(con, root, tables=("metrics",), lane=spec.name)  # the trend shows this run too
             trend = lane_chart_markdown(con, spec.name)
-        # Committed: nothing of the series is left to resume.
-        remove_journals(
-            runtime.settings.journal_root(context.instance), spec.name, series.case_set, series.runtime
-        )
         gate = gate_check_result(metrics)
         # The Runs page tells a measured failure (verdict fail, run succeeded) from a broken run.
         context.instance.add_run_tags(context.run_id, {VERDICT_TAG: run_verdict(metrics)})

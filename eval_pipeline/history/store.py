@@ -144,6 +144,22 @@ def is_stored(root: str, table: str, lane: str, date: str, run_id: str) -> bool:
     return bool(fs.exists(path)) or run_key(date, run_id) in compacted_runs(root, table, lane, date[:7])
 
 
+def is_committed(root: str, lane: str, run_id: str) -> bool:
+    """Whether history holds a manifest of ``lane``'s run ``run_id`` under any night (as its
+    own file or inside a compacted month)."""
+    if not _SAFE.match(run_id):
+        return False  # no run of such an id could be written
+    manifests = "/".join([root.rstrip("/"), MANIFESTS, f"lane={_check_part('lane', lane)}"])
+    fs, folder = fsspec.core.url_to_fs(manifests)
+    if fs.glob(f"{folder}/date=*/{run_id}.parquet"):
+        return True
+    for path in fs.glob(f"{folder}/date=*/{COMPACTED_NAME}"):
+        month = path.rsplit("/", 2)[-2].removeprefix("date=")
+        if any(key.endswith(f"/{run_id}") for key in compacted_runs(root, MANIFESTS, lane, month)):
+            return True
+    return False
+
+
 def stored_tables(root: str, lane: str, date: str, run_id: str) -> tuple[str, ...]:
     """The data tables that hold the run (see :func:`is_stored`)."""
     return tuple(t for t in DATA_TABLES if is_stored(root, t, lane, date, run_id))

@@ -170,3 +170,25 @@ def test_a_fresh_run_says_it_leaves_an_interrupted_runs_journal_unused(tmp_path:
     alone = open_journal(tmp_path / "elsewhere", IDENTITY, "run-3", resume=False)
     alone.writer.close()
     assert alone.note == ""
+
+
+def test_a_journal_whose_run_is_committed_is_removed_and_never_resumed(tmp_path: Path) -> None:
+    older = journal_with(tmp_path, "run-0", ["case_a"])
+    committed = journal_with(tmp_path, "run-1", ["case_a", "case_b"])  # killed after its commit
+    with pytest.raises(RuntimeSpecError, match="run run-1 is already committed to history") as refused:
+        open_journal(tmp_path, IDENTITY, "run-2", resume=True, is_committed=lambda run_id: run_id == "run-1")
+    assert "1 older journal(s)" in str(refused.value) and "without --resume" in str(refused.value)
+    assert not committed.exists() and not older.exists()  # what the commit would have removed
+    assert not (tmp_path / IDENTITY.lane / IDENTITY.case_set / IDENTITY.runtime / "run-2.journal").exists()
+
+
+def test_a_newer_interrupted_journal_is_resumed_past_a_committed_older_one(tmp_path: Path) -> None:
+    journal_with(tmp_path, "run-1", ["case_a"])  # committed, its journal left by a kill
+    time.sleep(0.01)
+    journal_with(tmp_path, "run-2", ["case_a", "case_b"])  # a later run, interrupted
+    resumed = open_journal(
+        tmp_path, IDENTITY, "run-3", resume=True, is_committed=lambda run_id: run_id == "run-1"
+    )
+    resumed.writer.close()
+    assert set(resumed.answered) == {("case_a", 0), ("case_b", 0)}
+    assert resumed.resumed_from is not None and resumed.resumed_from.stem == "run-2"

@@ -8,7 +8,7 @@ import logging
 from pathlib import Path
 
 from eval_pipeline.budget import Budget
-from eval_pipeline.journal import JournalIdentity, read_journal
+from eval_pipeline.journal import JournalIdentity, nothing_committed, read_journal
 from eval_pipeline.ledger import transcripts_ledger
 from eval_pipeline.runtimes import build_runtime
 from eval_pipeline.runtimes.cache import target_cache
@@ -51,6 +51,7 @@ def test_a_journal_takes_its_caches_runtime_version_and_asks_the_server_once(tmp
                 parent_run_id=None,
                 budget=Budget(),
                 log=logging.getLogger(__name__),
+                is_committed=nothing_committed,
             )
             assert ledger is not None
             ledger.close()
