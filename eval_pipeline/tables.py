@@ -8,6 +8,7 @@ union-compatible.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from typing import Any, cast
 
@@ -209,6 +210,48 @@ COLUMN_DESCRIPTIONS: Mapping[str, str] = {
     "case_json": "The validated case as canonical JSON.",
     "turns": "Turns the case's thread sends, per sample.",
 }
+
+
+def value_misfit(field: pa.Field, value: Any) -> str | None:
+    """Why a JSON value cannot be stored in ``field`` (None: it can; every column is nullable):
+    text for a string, true/false for a boolean, a whole number in range for an integer, a
+    finite number for a float."""
+    if value is None:
+        return None
+    kind = field.type
+    if pa.types.is_string(kind) or kind == JSON_TEXT:
+        fits, expected = isinstance(value, str), "text"
+    elif pa.types.is_boolean(kind):
+        fits, expected = isinstance(value, bool), "true or false"
+    elif pa.types.is_integer(kind):
+        bound = 1 << (kind.bit_width - 1)
+        fits = isinstance(value, int) and not isinstance(value, bool) and -bound <= value < bound
+        expected = f"a whole number of {kind.bit_width} bits"
+    elif pa.types.is_floating(kind):
+        fits = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+        expected = "a finite number"
+    else:
+        fits, expected = False, str(kind)
+    return None if fits else f"{field.name} is {_shown(value)}, expected {expected}"
+
+
+def row_misfit(schema: pa.Schema, row: Any, names: Iterable[str]) -> str | None:
+    """Why ``row`` (a JSON value) is not a row of ``schema``'s columns ``names``, each present
+    and fitting its type (:func:`value_misfit`); None when it is."""
+    if not isinstance(row, dict):
+        return f"a row is {_shown(row)}, expected an object"
+    wanted = list(names)
+    missing = [name for name in wanted if name not in row]
+    if missing:
+        return f"a row has no {', '.join(missing)}"
+    return next(
+        (problem for name in wanted if (problem := value_misfit(schema.field(name), row[name]))), None
+    )
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:37]}..."
 
 
 def lane_columns(schema: pa.Schema) -> list[str]:
