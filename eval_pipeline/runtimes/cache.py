@@ -19,8 +19,9 @@ writer (a run's cache, in one process) appends its entries to a segment file of 
 line each (``key``, the SHA-256 of its payload, the payload's JSON), so concurrent runs, threads
 or processes never write into each other's lines; a reader indexes every segment when it opens
 (keys and offsets only) and reads an entry's line when asked for it. A line that is truncated
-(a kill mid-write) or corrupt (a hand edit) fails its checksum or its request check, is skipped
-with a warning and sent again, and the fresh answer is appended and read from then on. Lines
+(a kill mid-write) or corrupt (a hand edit) fails its checksum or its request check, and one
+whose answers do not fit their columns (text, whole token counts in range) fails its schema
+check when read; either is skipped with a warning and sent again, and the fresh answer is appended and read from then on. Lines
 are flushed to the operating system as they are written, not synced to the disk: a cache
 that lost its last lines in a power cut only sends those sessions again.
 """
@@ -41,6 +42,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from eval_pipeline.settings import state_dir
+from eval_pipeline.tables import TRANSCRIPTS, row_misfit
 
 LOG = logging.getLogger(__name__)
 CACHE_FOLDER = "response_cache"
@@ -352,7 +354,13 @@ def entry_answers(payload: bytes, sha256: str, request: SessionRequest) -> list[
         )
     ):
         raise CorruptEntry("its turns are not the request's")
-    return [{name: turn.get(name) for name in ANSWER_FIELDS} for turn in turns]
+    for number, turn in enumerate(turns, start=1):
+        problem = row_misfit(TRANSCRIPTS, turn, ANSWER_FIELDS)
+        if problem is None and turn["surface"] is None:
+            problem = "an answered turn has no surface"
+        if problem is not None:
+            raise CorruptEntry(f"turn {number} does not fit an answer: {problem}")
+    return [{name: turn[name] for name in ANSWER_FIELDS} for turn in turns]
 
 
 @dataclass(frozen=True)
