@@ -109,6 +109,8 @@ def decode_record(line: bytes) -> dict[str, Any]:
         record = json.loads(payload)
     except ValueError as exc:
         raise CorruptRecord(f"not JSON: {exc}") from None
+    except RecursionError:
+        raise CorruptRecord("not a record: nested too deep") from None
     if not isinstance(record, dict):
         raise CorruptRecord("not a JSON object")
     return record
@@ -119,15 +121,15 @@ TRANSCRIPT_ROW = lane_columns(TRANSCRIPTS)  # what a journaled turn holds: a tra
 
 def session_misfit(record: Mapping[str, Any]) -> str | None:
     """Why a session record does not fit its schema (None: it does): ``session`` text,
-    ``sample_index`` a whole number, ``rows`` a list of transcript rows (every lane column,
-    each of its type, an answered turn with its surface)."""
+    ``sample_index`` a whole number, ``rows`` a list of transcript rows (every lane column and
+    no other, each of its type, an answered turn with its surface)."""
     key, sample, rows = record.get("session"), record.get("sample_index"), record.get("rows")
     if not isinstance(key, str) or isinstance(sample, bool) or not isinstance(sample, int):
         return "not a session record (session, sample_index, rows)"
     if not isinstance(rows, list) or not rows:
         return "its rows are not a list of turns"
     for number, row in enumerate(rows, start=1):
-        problem = row_misfit(TRANSCRIPTS, row, TRANSCRIPT_ROW)
+        problem = row_misfit(TRANSCRIPTS, row, TRANSCRIPT_ROW, only=True)
         if problem is None and row["error"] is None and row["surface"] is None:
             problem = "an answered turn has no surface"
         if problem is not None:

@@ -235,15 +235,18 @@ def value_misfit(field: pa.Field, value: Any) -> str | None:
     return None if fits else f"{field.name} is {_shown(value)}, expected {expected}"
 
 
-def row_misfit(schema: pa.Schema, row: Any, names: Iterable[str]) -> str | None:
+def row_misfit(schema: pa.Schema, row: Any, names: Iterable[str], *, only: bool = False) -> str | None:
     """Why ``row`` (a JSON value) is not a row of ``schema``'s columns ``names``, each present
-    and fitting its type (:func:`value_misfit`); None when it is."""
+    and fitting its type (:func:`value_misfit`), and with ``only`` no other; None when it is."""
     if not isinstance(row, dict):
         return f"a row is {_shown(row)}, expected an object"
     wanted = list(names)
     missing = [name for name in wanted if name not in row]
     if missing:
         return f"a row has no {', '.join(missing)}"
+    extra = [str(name) for name in row if name not in wanted] if only else []
+    if extra:
+        return f"a row has unknown field(s) {', '.join(_shown(name) for name in extra[:3])}"
     return next(
         (problem for name in wanted if (problem := value_misfit(schema.field(name), row[name]))), None
     )

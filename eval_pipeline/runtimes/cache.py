@@ -340,6 +340,8 @@ def entry_answers(payload: bytes, sha256: str, request: SessionRequest) -> list[
         document = json.loads(payload.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise CorruptEntry(f"not a whole JSON document: {exc}") from None
+    except RecursionError:
+        raise CorruptEntry("not a cache entry: nested too deep") from None
     if not isinstance(document, dict) or document.get("format") != ENTRY_FORMAT:
         raise CorruptEntry(f"not a cache entry of format {ENTRY_FORMAT}")
     if document.get("key") != request.key:
