@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from eval_pipeline.runtimes.base import RuntimeSpecError
-from eval_pipeline.tables import TRANSCRIPTS, lane_columns, row_misfit
+from eval_pipeline.tables import TRANSCRIPTS, lane_columns, row_shape
 
 FORMAT_VERSION = 1
 FSYNC_EVERY_S = 0.5  # at least every second, with room for a slow disk
@@ -116,7 +116,8 @@ def decode_record(line: bytes) -> dict[str, Any]:
     return record
 
 
-TRANSCRIPT_ROW = lane_columns(TRANSCRIPTS)  # what a journaled turn holds: a transcript row's lane columns
+# What a journaled turn holds: a transcript row's lane columns, and no other.
+TRANSCRIPT_ROW = row_shape(TRANSCRIPTS, lane_columns(TRANSCRIPTS), only=True)
 
 
 def session_misfit(record: Mapping[str, Any]) -> str | None:
@@ -129,7 +130,7 @@ def session_misfit(record: Mapping[str, Any]) -> str | None:
     if not isinstance(rows, list) or not rows:
         return "its rows are not a list of turns"
     for number, row in enumerate(rows, start=1):
-        problem = row_misfit(TRANSCRIPTS, row, TRANSCRIPT_ROW, only=True)
+        problem = TRANSCRIPT_ROW.misfit(row)
         if problem is None and row["error"] is None and row["surface"] is None:
             problem = "an answered turn has no surface"
         if problem is not None:
@@ -164,12 +165,11 @@ class JournalSessions(Mapping[tuple[str, int], SessionRows]):
         return None if where is None else self._read(*where)
 
     def _read(self, offset: int, length: int) -> SessionRows:
+        """The rows of the record at ``offset``: it fit its schema when it was indexed, and its
+        checksum says it is the same line."""
         with self.path.open("rb") as handle:
             handle.seek(offset)
             record = decode_record(handle.read(length))
-        problem = session_misfit(record)
-        if problem is not None:
-            raise CorruptRecord(problem)
         rows: SessionRows = record["rows"]
         return rows
 

@@ -9,7 +9,8 @@ union-compatible.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, cast
 
 import pandas as pd
@@ -212,44 +213,54 @@ COLUMN_DESCRIPTIONS: Mapping[str, str] = {
 }
 
 
-def value_misfit(field: pa.Field, value: Any) -> str | None:
-    """Why a JSON value cannot be stored in ``field`` (None: it can; every column is nullable):
-    text for a string, true/false for a boolean, a whole number in range for an integer, a
-    finite number for a float."""
-    if value is None:
+@dataclass(frozen=True)
+class RowShape:
+    """The columns a row read back as JSON (a journal's, a cache entry's) must hold, each with
+    what it takes: text for a string, true/false for a boolean, a whole number in range for an
+    integer, a finite number for a float; null for any (every column is nullable). Built once
+    per schema and columns, since a journal holds millions of cells."""
+
+    columns: tuple[tuple[str, Callable[[Any], bool], str], ...]  # (name, takes a value, what it takes)
+    only: bool  # no other key allowed
+
+    def misfit(self, row: Any) -> str | None:
+        """Why ``row`` is not such a row (None: it is)."""
+        if type(row) is not dict:
+            return f"a row is {_shown(row)}, expected an object"
+        for name, takes, expected in self.columns:
+            if name not in row:
+                return f"a row has no {', '.join(n for n, _, _ in self.columns if n not in row)}"
+            value = row[name]
+            if value is not None and not takes(value):
+                return f"{name} is {_shown(value)}, expected {expected}"
+        if self.only and len(row) != len(self.columns):
+            known = {name for name, _, _ in self.columns}
+            extra = [_shown(name) for name in row if name not in known][:3]
+            return f"a row has unknown field(s) {', '.join(extra)}"
         return None
-    kind = field.type
+
+
+def row_shape(schema: pa.Schema, names: Iterable[str], *, only: bool = False) -> RowShape:
+    """The :class:`RowShape` of ``schema``'s columns ``names`` (with ``only``, no other key)."""
+    return RowShape(tuple((name, *_takes(schema.field(name).type)) for name in names), only)
+
+
+def _takes(kind: pa.DataType) -> tuple[Callable[[Any], bool], str]:
+    """What a column of Arrow type ``kind`` takes of a JSON value (bool is no number here)."""
     if pa.types.is_string(kind) or kind == JSON_TEXT:
-        fits, expected = isinstance(value, str), "text"
-    elif pa.types.is_boolean(kind):
-        fits, expected = isinstance(value, bool), "true or false"
-    elif pa.types.is_integer(kind):
+        return (lambda value: type(value) is str), "text"
+    if pa.types.is_boolean(kind):
+        return (lambda value: type(value) is bool), "true or false"
+    if pa.types.is_integer(kind):
         bound = 1 << (kind.bit_width - 1)
-        fits = isinstance(value, int) and not isinstance(value, bool) and -bound <= value < bound
-        expected = f"a whole number of {kind.bit_width} bits"
-    elif pa.types.is_floating(kind):
-        fits = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-        expected = "a finite number"
-    else:
-        fits, expected = False, str(kind)
-    return None if fits else f"{field.name} is {_shown(value)}, expected {expected}"
-
-
-def row_misfit(schema: pa.Schema, row: Any, names: Iterable[str], *, only: bool = False) -> str | None:
-    """Why ``row`` (a JSON value) is not a row of ``schema``'s columns ``names``, each present
-    and fitting its type (:func:`value_misfit`), and with ``only`` no other; None when it is."""
-    if not isinstance(row, dict):
-        return f"a row is {_shown(row)}, expected an object"
-    wanted = list(names)
-    missing = [name for name in wanted if name not in row]
-    if missing:
-        return f"a row has no {', '.join(missing)}"
-    extra = [str(name) for name in row if name not in wanted] if only else []
-    if extra:
-        return f"a row has unknown field(s) {', '.join(_shown(name) for name in extra[:3])}"
-    return next(
-        (problem for name in wanted if (problem := value_misfit(schema.field(name), row[name]))), None
-    )
+        return (
+            lambda value: type(value) is int and -bound <= value < bound
+        ), f"a whole number of {kind.bit_width} bits"
+    if pa.types.is_floating(kind):
+        return (
+            lambda value: type(value) is int or (type(value) is float and math.isfinite(value))
+        ), "a finite number"
+    return (lambda value: False), str(kind)
 
 
 def _shown(value: Any) -> str:

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from eval_pipeline.settings import state_dir
-from eval_pipeline.tables import TRANSCRIPTS, row_misfit
+from eval_pipeline.tables import TRANSCRIPTS, row_shape
 
 LOG = logging.getLogger(__name__)
 CACHE_FOLDER = "response_cache"
@@ -58,6 +58,7 @@ ANSWER_FIELDS: tuple[str, ...] = (
     "prompt_tokens",
     "completion_tokens",
 )
+ANSWER_SHAPE = row_shape(TRANSCRIPTS, ANSWER_FIELDS)  # what each kept answer must fit when read
 # What identifies a turn of the request, checked against the entry on every hit.
 REQUEST_FIELDS: tuple[str, ...] = ("case_id", "turn_index", "role", "prompt")
 
@@ -357,7 +358,7 @@ def entry_answers(payload: bytes, sha256: str, request: SessionRequest) -> list[
     ):
         raise CorruptEntry("its turns are not the request's")
     for number, turn in enumerate(turns, start=1):
-        problem = row_misfit(TRANSCRIPTS, turn, ANSWER_FIELDS)
+        problem = ANSWER_SHAPE.misfit(turn)
         if problem is None and turn["surface"] is None:
             problem = "an answered turn has no surface"
         if problem is not None:
