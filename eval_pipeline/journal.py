@@ -140,7 +140,7 @@ def session_misfit(record: Mapping[str, Any]) -> str | None:
 
 class JournalSessions(Mapping[tuple[str, int], SessionRows]):
     """The sessions a journal holds, by (session, sample): where each one's record lies in the
-    file, read (and checked again) when asked, so a big journal is never held in memory."""
+    file, read (its checksum checked again) when asked, so a big journal is never held in memory."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
