@@ -178,3 +178,24 @@ def test_a_journal_record_that_checks_but_does_not_fit_is_sent_again(
     assert f"{journal.name}:2: skipped, its session is sent again" in skipped and said in skipped
     assert resumed == f"resumed: {kept - 1} of {THREADS} sessions from the journal"
     assert requests_served(server) - sent == (THREADS - kept + 1) * TURNS_PER_THREAD
+
+
+def test_an_empty_journal_left_by_a_kill_does_not_hide_an_older_one(
+    server: ReferenceServer, tmp_path: Path, isolated_state: Path, history_root: Path
+) -> None:
+    cases = write_threads(tmp_path / "threads.jsonl", THREADS)
+    assert run(server, cases, "--max-turns", str(MAX_TURNS)).exit_code == 4
+    (journal,) = journals(isolated_state)
+    kept = len(read_journal(journal).sessions)
+    empty = journal.with_name("killed-as-it-began.journal")
+    empty.touch()  # newer than the good journal: a run killed as it created its journal
+    sent = requests_served(server)
+
+    finished = run(server, cases, "--resume")
+
+    assert finished.exit_code == 0, finished.output
+    said = " ".join(finished.output.split())
+    assert "killed-as-it-began.journal: an empty journal" in said
+    assert f"resumed: {kept} of {THREADS} sessions from the journal" in said
+    assert requests_served(server) - sent == (THREADS - kept) * TURNS_PER_THREAD
+    assert len(committed_runs(history_root)) == 1 and journals(isolated_state) == []
