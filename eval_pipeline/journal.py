@@ -254,6 +254,8 @@ class JournalWriter:
     def append(self, record: Mapping[str, Any]) -> None:
         line = encode_record(record)
         with self._lock:
+            if self._closing.is_set():  # its descriptor may already name another file
+                raise RuntimeError(f"{self.path}: the journal is closed")
             _write_all(self._handle, line)
             self._unsynced = True
 
@@ -272,9 +274,10 @@ class JournalWriter:
 
     def close(self) -> None:
         """Fsync what is written, then release the file (and its lock)."""
-        if self._closing.is_set():
-            return
-        self._closing.set()
+        with self._lock:
+            if self._closing.is_set():
+                return
+            self._closing.set()
         self._syncer.join()
         try:
             self._sync()

@@ -305,3 +305,11 @@ def test_reading_a_big_journal_holds_a_line_at_a_time(tmp_path: Path) -> None:
     assert len(contents.sessions) == 2_000 and size > 8_000_000
     assert peak < size // 8, (peak, size)  # the index of where each record lies, not the records
     assert contents.sessions[("case_01234", 0)] == rows("case_01234", turns=20)
+
+
+def test_a_closed_journal_takes_no_more_records(tmp_path: Path) -> None:
+    opened = open_journal(tmp_path, IDENTITY, "run-1", resume=False)
+    opened.writer.close()
+    with pytest.raises(RuntimeError, match="the journal is closed"):
+        opened.writer.append_session("case_a", 0, rows("case_a"))
+    assert read_journal(opened.writer.path).sessions == {}
