@@ -127,7 +127,7 @@ def session_misfit(record: Mapping[str, Any]) -> str | None:
     key, sample, rows = record.get("session"), record.get("sample_index"), record.get("rows")
     if not isinstance(key, str) or isinstance(sample, bool) or not isinstance(sample, int):
         return "not a session record (session, sample_index, rows)"
-    if not isinstance(rows, list) or not rows:
+    if not isinstance(rows, list):
         return "its rows are not a list of turns"
     for number, row in enumerate(rows, start=1):
         problem = TRANSCRIPT_ROW.misfit(row)

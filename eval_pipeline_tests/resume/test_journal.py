@@ -257,7 +257,6 @@ POISONS: dict[str, tuple[Any, str]] = {
     "wrong-type": ([{**rows("case_b")[0], "turn_index": "0"}], "turn_index is '0', expected a whole number"),
     "huge-tokens": ([{**rows("case_b")[0], "prompt_tokens": 10**29}], "prompt_tokens is 1000"),
     "infinite-cost": ([{**rows("case_b")[0], "cost": float("inf")}], "cost is inf, expected a finite number"),
-    "no-rows": ([], "its rows are not a list of turns"),
     "rows-not-a-list": ({"a": 1}, "its rows are not a list of turns"),
 }
 
