@@ -39,6 +39,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import stat
 import threading
 import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -344,10 +345,13 @@ class SeriesJournals:
 
 
 def _series_journals(folder: Path) -> SeriesJournals:
-    """The series' journals (call it holding the series' lock)."""
+    """The series' journals (call it holding the series' lock): regular files only, never a
+    folder, link or pipe that happens to bear the name."""
     found = SeriesJournals([], [])
     for path in sorted(folder.glob(f"*{SUFFIX}"), key=_modified, reverse=True):
         try:
+            if not stat.S_ISREG(path.lstat().st_mode):
+                continue
             handle = _locked(path)
         except FileNotFoundError:
             continue

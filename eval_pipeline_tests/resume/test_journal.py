@@ -4,6 +4,7 @@ journal never taken by another."""
 
 from __future__ import annotations
 
+import os
 import time
 import tracemalloc
 from dataclasses import asdict, replace
@@ -312,3 +313,16 @@ def test_a_closed_journal_takes_no_more_records(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError, match="the journal is closed"):
         opened.writer.append_session("case_a", 0, rows("case_a"))
     assert read_journal(opened.writer.path).sessions == {}
+
+
+def test_a_folder_pipe_or_link_bearing_a_journals_name_is_passed_over(tmp_path: Path) -> None:
+    good = journal_with(tmp_path, "run-1", ["case_a"])
+    time.sleep(0.01)
+    (good.parent / "folder.journal").mkdir()
+    os.mkfifo(good.parent / "pipe.journal")  # reading it would wait for ever
+    elsewhere = journal_with(tmp_path / "other", "run-0", ["case_b"])
+    (good.parent / "link.journal").symlink_to(elsewhere)
+    resumed = open_journal(tmp_path, IDENTITY, "run-2", resume=True)
+    resumed.writer.close()
+    assert set(resumed.answered) == {("case_a", 0)} and resumed.resumed_from == good
+    assert elsewhere.exists() and (good.parent / "folder.journal").is_dir()
