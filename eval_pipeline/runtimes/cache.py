@@ -34,6 +34,7 @@ import logging
 import os
 import re
 import shutil
+import stat
 import threading
 import uuid
 from collections.abc import Mapping, Sequence
@@ -289,6 +290,8 @@ def index_segments(folder: Path) -> tuple[dict[str, _Located], list[tuple[Path, 
         return index, problems
     for segment in sorted(folder.glob(f"*{SEGMENT_SUFFIX}"), key=_written_order):
         try:
+            if not stat.S_ISREG(segment.lstat().st_mode):
+                continue  # a folder, link or pipe bearing a segment's name (a pipe's read would wait for ever)
             data = segment.read_bytes()
         except OSError as exc:
             problems.append((segment, 0, f"cannot read it: {exc.strerror or exc}"))

@@ -8,6 +8,7 @@ import hashlib
 import json
 import logging
 import multiprocessing
+import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -365,3 +366,17 @@ def test_an_entry_that_checks_but_does_not_fit_is_skipped_and_sent_again(
     assert len(warned) == 1 and said in warned[0], warned
     assert second["cached"].sum() == 4 and third["cached"].all()
     assert second["surface"].map(type).eq(str).all()
+
+
+def test_a_folder_pipe_or_link_bearing_a_segments_name_is_passed_over(tmp_path: Path) -> None:
+    cache = ResponseCache("v1", tmp_path)
+    request = cache.request("c", 0, None, [("c", 0, "turn", "hello")])
+    cache.store(request, [{"surface": "hi", "prompt_tokens": 1, "completion_tokens": 1}])
+    cache.close()
+    folder = tmp_path / "v1"
+    (folder / "folder.log").mkdir()
+    os.mkfifo(folder / "pipe.log")  # reading it would wait for ever
+    (folder / "link.log").symlink_to("/etc/hostname")
+    reread = ResponseCache("v1", tmp_path)
+    answers = reread.answers(request)
+    assert answers is not None and answers[0]["surface"] == "hi" and reread.counts.skipped == 0
