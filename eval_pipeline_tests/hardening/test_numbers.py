@@ -131,7 +131,9 @@ def test_the_json_of_a_run_priced_past_any_sum_is_json(
         )
     assert result.exit_code == 4, result.output  # every turn faulted: void, not a crash (3)
     (lane,) = strict_json(result.stdout)["lanes"]
-    assert lane["failure"] is None and lane["void"] and lane["metrics"]["cost"] is None  # no finite cost to sum
+    assert (
+        lane["failure"] is None and lane["void"] and lane["metrics"]["cost"] is None
+    )  # no finite cost to sum
     assert lane["metrics"]["turns_driven"] == 2 * TURNS_PER_THREAD
     assert all("usage_fault: " in fault["fault"] for fault in lane["faults"]), lane["faults"]
     assert sum(fault["turns"] for fault in lane["faults"]) == 2 * TURNS_PER_THREAD
