@@ -62,7 +62,7 @@ from eval_pipeline.runtimes.faults import (
 )
 from eval_pipeline.samples import derive_seed
 from eval_pipeline.tables import TRANSCRIPTS, frame, lane_columns, nullable_types
-from eval_pipeline.usage import Price, turn_usage
+from eval_pipeline.usage import Price, TurnUsage, UsageFault, turn_usage
 
 TurnCallback = Callable[[dict[str, Any]], None]
 StartCallback = Callable[[int], None]
@@ -143,7 +143,12 @@ def run_session(
     def record(row: dict[str, Any]) -> None:
         row["sample_index"] = sample_index
         row.setdefault("seed", seed)
-        row["cost"] = None if price is None else price.cost(row["prompt_tokens"], row["completion_tokens"])
+        try:
+            row["cost"] = (
+                None if price is None else price.cost(row["prompt_tokens"], row["completion_tokens"])
+            )
+        except UsageFault as fault:
+            row["cost"], row["error"] = None, row["error"] or _error_text(fault)
         rows.append(row)
         if on_turn:
             on_turn(row)
@@ -215,7 +220,10 @@ def _send(session: ChatSession, case_id: str, turn: TurnRequest, retry: RetryPol
     # An adapter that retries internally reports its own attempts for the last send.
     attempts += int(raw.pop("attempts", 1)) - 1
     recorded_seed = raw.pop("seed", None)  # a replayed answer says which seed it was produced with
-    usage = turn_usage(raw)
+    try:
+        usage = turn_usage(raw)
+    except UsageFault as fault:  # the answer is kept; the turn is its usage's fault
+        usage, error = TurnUsage(None, None, None), _error_text(fault)
     row = _row(
         case_id,
         turn,
@@ -229,6 +237,7 @@ def _send(session: ChatSession, case_id: str, turn: TurnRequest, retry: RetryPol
         prompt_tokens=usage.prompt_tokens,
         completion_tokens=usage.completion_tokens,
         ttft_ms=usage.ttft_ms,
+        error=error,
     )
     if recorded_seed is not None:
         row["seed"] = int(recorded_seed)

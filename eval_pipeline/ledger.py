@@ -18,6 +18,7 @@ from typing import Any
 
 from eval_pipeline.budget import Budget, BudgetMeter, BudgetReached, RowCost, row_cost
 from eval_pipeline.journal import (
+    CorruptRecord,
     JournalIdentity,
     OpenedJournal,
     nothing_committed,
@@ -68,7 +69,14 @@ class RunLedger:
     def answered(self, key: str, sample_index: int, threads: Sequence[Thread]) -> list[dict[str, Any]] | None:
         with self._lock:
             self.sessions += 1
-            rows = self.journal.answered.pop((key, sample_index), None)
+        try:
+            rows = self.journal.answered.pop((key, sample_index))
+        except (CorruptRecord, OSError) as exc:
+            self._warning(
+                f"{self.journal.writer.path}: session {key!r} (sample {sample_index}) no longer reads back "
+                f"({exc}): skipped, the session is sent again"
+            )
+            return None
         if rows is None:
             return None
         expected = [(t.case_id, turn.turn_index, turn.prompt) for t in threads for turn in t.turns]

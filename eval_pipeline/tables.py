@@ -8,7 +8,9 @@ union-compatible.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, cast
 
 import pandas as pd
@@ -211,6 +213,61 @@ COLUMN_DESCRIPTIONS: Mapping[str, str] = {
     "case_json": "The validated case as canonical JSON.",
     "turns": "Turns the case's thread sends, per sample.",
 }
+
+
+@dataclass(frozen=True)
+class RowShape:
+    """The columns a row read back as JSON (a journal's, a cache entry's) must hold, each with
+    what it takes: text for a string, true/false for a boolean, a whole number in range for an
+    integer, a finite number for a float; null for any (every column is nullable). Built once
+    per schema and columns, since a journal holds millions of cells."""
+
+    columns: tuple[tuple[str, Callable[[Any], bool], str], ...]  # (name, takes a value, what it takes)
+    only: bool  # no other key allowed
+
+    def misfit(self, row: Any) -> str | None:
+        """Why ``row`` is not such a row (None: it is)."""
+        if type(row) is not dict:
+            return f"a row is {_shown(row)}, expected an object"
+        for name, takes, expected in self.columns:
+            if name not in row:
+                return f"a row has no {', '.join(n for n, _, _ in self.columns if n not in row)}"
+            value = row[name]
+            if value is not None and not takes(value):
+                return f"{name} is {_shown(value)}, expected {expected}"
+        if self.only and len(row) != len(self.columns):
+            known = {name for name, _, _ in self.columns}
+            extra = [_shown(name) for name in row if name not in known][:3]
+            return f"a row has unknown field(s) {', '.join(extra)}"
+        return None
+
+
+def row_shape(schema: pa.Schema, names: Iterable[str], *, only: bool = False) -> RowShape:
+    """The :class:`RowShape` of ``schema``'s columns ``names`` (with ``only``, no other key)."""
+    return RowShape(tuple((name, *_takes(schema.field(name).type)) for name in names), only)
+
+
+def _takes(kind: pa.DataType) -> tuple[Callable[[Any], bool], str]:
+    """What a column of Arrow type ``kind`` takes of a JSON value (bool is no number here)."""
+    if pa.types.is_string(kind) or kind == JSON_TEXT:
+        return (lambda value: type(value) is str), "text"
+    if pa.types.is_boolean(kind):
+        return (lambda value: type(value) is bool), "true or false"
+    if pa.types.is_integer(kind):
+        bound = 1 << (kind.bit_width - 1)
+        return (
+            lambda value: type(value) is int and -bound <= value < bound
+        ), f"a whole number of {kind.bit_width} bits"
+    if pa.types.is_floating(kind):
+        return (
+            lambda value: type(value) is int or (type(value) is float and math.isfinite(value))
+        ), "a finite number"
+    return (lambda value: False), str(kind)
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:37]}..."
 
 
 def lane_columns(schema: pa.Schema) -> list[str]:

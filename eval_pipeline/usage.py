@@ -7,6 +7,11 @@ metrics, whatever its kind (:data:`USAGE_METRICS`): turns driven, tokens, cost, 
 answered from the response cache, latency p50 / p95 / p99 and time to first token p50 / p95.
 They carry no threshold unless a lane declares one, so they never change a lane's verdict.
 
+A token count is a whole number from 0 to :data:`MAX_TOKEN_COUNT` and a cost is finite; a
+reply whose usage says otherwise (``prompt_tokens: 1e29``, a negative count, text), or whose
+tokens at the target's price come to no finite cost, is that turn's fault (``usage_fault``),
+never a number that overflows a column or a sum later.
+
 A sum is reported only when every answered turn said its part: a total over the turns that
 happened to report would read as the run's and be too low, so it is missing instead. A
 percentile is over the turns that were timed (a turn answered from the cache or a recording
@@ -24,6 +29,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
+from eval_pipeline.runtimes.faults import TurnFault
 from eval_pipeline.scoring import MetricValue
 
 TURNS_DRIVEN = "turns_driven"
@@ -65,6 +71,17 @@ USAGE_COLUMNS: tuple[str, ...] = (
 )
 
 TOKENS_PER_PRICE_UNIT = 1_000_000
+# The largest token count a turn may report: a float64 holds every count up to it exactly, so
+# sums and costs computed in floats neither round it nor overflow.
+MAX_TOKEN_COUNT = 2**53 - 1
+
+
+class UsageFault(TurnFault):
+    """A reply's usage that cannot be a turn's: a token count that is not a whole number in
+    range, or tokens whose cost at the target's price is not finite."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(f"usage_fault: {message}", kind="usage_fault")
 
 
 class Price(BaseModel):
@@ -76,25 +93,42 @@ class Price(BaseModel):
     output: float = Field(ge=0.0, allow_inf_nan=False, description="Price of a million completion tokens.")
 
     def cost(self, prompt_tokens: int | None, completion_tokens: int | None) -> float | None:
-        """The price of one turn's tokens; None when the runtime did not say either count."""
+        """The price of one turn's tokens; None when the runtime did not say either count.
+        UsageFault when it is not a finite amount."""
         if prompt_tokens is None or completion_tokens is None:
             return None
-        return (prompt_tokens * self.input + completion_tokens * self.output) / TOKENS_PER_PRICE_UNIT
+        cost = (prompt_tokens * self.input + completion_tokens * self.output) / TOKENS_PER_PRICE_UNIT
+        if not math.isfinite(cost):
+            raise UsageFault(
+                f"{prompt_tokens:,} + {completion_tokens:,} tokens at {self.input:g} / {self.output:g} "
+                "per million cost more than a number can hold"
+            )
+        return cost
 
 
 def token_counts(raw: Mapping[str, Any]) -> tuple[int | None, int | None]:
     """(prompt tokens, completion tokens) from a reply's ``usage`` in ``raw``; None for a count
-    it does not give as a whole number >= 0."""
+    it does not give. UsageFault for a count that is not a whole number from 0 to
+    :data:`MAX_TOKEN_COUNT` (a JSON number with no fraction, ``12.0``, is a whole number)."""
     usage = raw.get("usage")
     if not isinstance(usage, Mapping):
         return None, None
-    return _count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens"))
+    return _count(usage, "prompt_tokens"), _count(usage, "completion_tokens")
 
 
-def _count(value: Any) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+def _count(usage: Mapping[str, Any], name: str) -> int | None:
+    value = usage.get(name)
+    if value is None:
         return None
-    return value
+    whole = (isinstance(value, int) and not isinstance(value, bool)) or (
+        isinstance(value, float) and value.is_integer()
+    )
+    if not whole or not 0 <= value <= MAX_TOKEN_COUNT:
+        shown = repr(value) if len(repr(value)) <= 40 else f"{repr(value)[:37]}..."
+        raise UsageFault(
+            f"{name} is {shown}, not a token count (a whole number from 0 to {MAX_TOKEN_COUNT:,})"
+        )
+    return int(value)
 
 
 def first_token_ms(raw: Mapping[str, Any]) -> float | None:
@@ -140,7 +174,11 @@ def whole_sum(column: pd.Series) -> float | None:
     """The sum of ``column`` when every value is known (and there is one), else None."""
     if column.empty or column.isna().any():
         return None
-    return math.fsum(column.astype("float64").tolist())  # exact to the last bit, whatever the order
+    try:
+        total = math.fsum(column.astype("float64").tolist())  # exact to the last bit, whatever the order
+    except OverflowError:  # finite values whose sum is not
+        return None
+    return total if math.isfinite(total) else None
 
 
 def percentile(column: pd.Series, q: float) -> float | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import date
 from pathlib import Path
@@ -33,3 +34,13 @@ def local_folder(text: str, option: str) -> str:
     if "://" not in text and Path(text).exists() and not Path(text).is_dir():
         raise typer.BadParameter(f"{text!r} is a file; expected a folder", param_hint=option)
     return text
+
+
+def finite_amount(value: float | None) -> float | None:
+    """``value`` (``--max-cost``) unless it is no finite amount (``inf``, ``1e999``, ``nan``):
+    that is BadParameter (exit 2), since no run could ever reach it."""
+    if value is not None and not math.isfinite(value):
+        raise typer.BadParameter(
+            f"{value} is not a finite amount; expected a number such as 2.50", param_hint="--max-cost"
+        )
+    return value

@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 
+from eval_pipeline.cli.arguments import finite_amount
 from eval_pipeline.cli.common import app
 from eval_pipeline.collector import frozen_after
 from eval_pipeline.limits import MAX_CONCURRENCY, MAX_REPEAT
@@ -118,6 +119,7 @@ def run(
         float | None,
         typer.Option(
             min=0.0,
+            callback=finite_amount,
             help="Stop starting sessions once this run's turns cost this much (needs the target's "
             "price); the run is void (exit 4) and --resume continues it. Default: the target's budget.",
         ),

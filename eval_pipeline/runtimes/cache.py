@@ -19,8 +19,9 @@ writer (a run's cache, in one process) appends its entries to a segment file of 
 line each (``key``, the SHA-256 of its payload, the payload's JSON), so concurrent runs, threads
 or processes never write into each other's lines; a reader indexes every segment when it opens
 (keys and offsets only) and reads an entry's line when asked for it. A line that is truncated
-(a kill mid-write) or corrupt (a hand edit) fails its checksum or its request check, is skipped
-with a warning and sent again, and the fresh answer is appended and read from then on. Lines
+(a kill mid-write) or corrupt (a hand edit) fails its checksum or its request check, and one
+whose answers do not fit their columns (text, whole token counts in range) fails its schema
+check when read; either is skipped with a warning and sent again, and the fresh answer is appended and read from then on. Lines
 are flushed to the operating system as they are written, not synced to the disk: a cache
 that lost its last lines in a power cut only sends those sessions again.
 """
@@ -33,6 +34,7 @@ import logging
 import os
 import re
 import shutil
+import stat
 import threading
 import uuid
 from collections.abc import Mapping, Sequence
@@ -41,6 +43,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from eval_pipeline.settings import state_dir
+from eval_pipeline.tables import TRANSCRIPTS, row_shape
 
 LOG = logging.getLogger(__name__)
 CACHE_FOLDER = "response_cache"
@@ -56,6 +59,7 @@ ANSWER_FIELDS: tuple[str, ...] = (
     "prompt_tokens",
     "completion_tokens",
 )
+ANSWER_SHAPE = row_shape(TRANSCRIPTS, ANSWER_FIELDS)  # what each kept answer must fit when read
 # What identifies a turn of the request, checked against the entry on every hit.
 REQUEST_FIELDS: tuple[str, ...] = ("case_id", "turn_index", "role", "prompt")
 
@@ -286,6 +290,8 @@ def index_segments(folder: Path) -> tuple[dict[str, _Located], list[tuple[Path, 
         return index, problems
     for segment in sorted(folder.glob(f"*{SEGMENT_SUFFIX}"), key=_written_order):
         try:
+            if not stat.S_ISREG(segment.lstat().st_mode):
+                continue  # a folder, link or pipe bearing a segment's name (a pipe's read would wait for ever)
             data = segment.read_bytes()
         except OSError as exc:
             problems.append((segment, 0, f"cannot read it: {exc.strerror or exc}"))
@@ -338,6 +344,8 @@ def entry_answers(payload: bytes, sha256: str, request: SessionRequest) -> list[
         document = json.loads(payload.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise CorruptEntry(f"not a whole JSON document: {exc}") from None
+    except RecursionError:
+        raise CorruptEntry("not a cache entry: nested too deep") from None
     if not isinstance(document, dict) or document.get("format") != ENTRY_FORMAT:
         raise CorruptEntry(f"not a cache entry of format {ENTRY_FORMAT}")
     if document.get("key") != request.key:
@@ -352,7 +360,13 @@ def entry_answers(payload: bytes, sha256: str, request: SessionRequest) -> list[
         )
     ):
         raise CorruptEntry("its turns are not the request's")
-    return [{name: turn.get(name) for name in ANSWER_FIELDS} for turn in turns]
+    for number, turn in enumerate(turns, start=1):
+        problem = ANSWER_SHAPE.misfit(turn)
+        if problem is None and turn["surface"] is None:
+            problem = "an answered turn has no surface"
+        if problem is not None:
+            raise CorruptEntry(f"turn {number} does not fit an answer: {problem}")
+    return [{name: turn[name] for name in ANSWER_FIELDS} for turn in turns]
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from eval_pipeline.cli import app
 from eval_pipeline.history.compact import compact
 from eval_pipeline.history.diff import diff_pairs, pairs_to_diff
 from eval_pipeline.history.flaky import case_flip_rates, rate_intervals
-from eval_pipeline.history.store import compacted_runs
+from eval_pipeline.history.store import compacted_runs, is_committed
 from eval_pipeline.history.views import connect
 from eval_pipeline.pipeline import LaneRun
 
@@ -103,3 +103,11 @@ def test_history_compact_command_and_plain_history_both_work(history: str) -> No
     assert result.exit_code == 0 and len(result.output.splitlines()) == 1 + 6
     result = runner.invoke(app, ["history", "compact", "--month", "2024-4"])
     assert result.exit_code == 2 and "not YYYY-MM" in result.output
+
+
+def test_a_committed_run_is_known_by_its_id_before_and_after_compaction(history: str) -> None:
+    assert is_committed(history, LANE, "run-c2") and not is_committed(history, LANE, "run-c9")
+    compact(history, "2024-03")
+    assert [f for f in parquet_files(history) if f.startswith("run_manifests/") and "run-c2" in f] == []
+    assert is_committed(history, LANE, "run-c2")  # inside the month's compacted file
+    assert not is_committed(history, LANE, "run-c9") and not is_committed(history, LANE, "../run-c2")

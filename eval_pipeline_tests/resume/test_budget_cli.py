@@ -9,6 +9,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import asdict, replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner, Result
@@ -141,3 +142,60 @@ def test_a_cost_budget_for_a_target_without_a_price_is_bad_input(
     assert result.exit_code == 2, result.output
     assert "has no price:" in " ".join(result.output.split())
     assert requests_served(server) == 0
+
+
+@pytest.mark.parametrize(
+    ("poison", "said"),
+    [
+        (lambda rows: [1, 2, 3, 4], "turn 1: a row is 1, expected an object"),
+        (
+            lambda rows: [{k: v for k, v in row.items() if k != "surface"} for row in rows],
+            "a row has no surface",
+        ),
+        (lambda rows: [{**row, "turn_index": str(row["turn_index"])} for row in rows], "turn_index is '0'"),
+        (lambda rows: [{**row, "prompt_tokens": 10**29} for row in rows], "prompt_tokens is 1000"),
+    ],
+    ids=["numbers", "no-surface", "wrong-type", "huge-tokens"],
+)
+def test_a_journal_record_that_checks_but_does_not_fit_is_sent_again(
+    server: ReferenceServer, tmp_path: Path, isolated_state: Path, poison: Any, said: str
+) -> None:
+    cases = write_threads(tmp_path / "threads.jsonl", THREADS)
+    assert run(server, cases, "--max-turns", str(MAX_TURNS)).exit_code == 4
+    (journal,) = journals(isolated_state)
+    kept = len(read_journal(journal).sessions)
+    lines = journal.read_bytes().split(b"\n")
+    record = json.loads(lines[1].split(b" ", 2)[2])
+    lines[1] = encode_record({**record, "rows": poison(record["rows"])})[:-1]  # its checksum holds
+    journal.write_bytes(b"\n".join(lines))
+    sent = requests_served(server)
+
+    finished = run(server, cases, "--resume", "--json")
+
+    assert finished.exit_code == 0, finished.output
+    (lane,) = json.loads(finished.stdout)["lanes"]
+    skipped, resumed = lane["journal"].split("\n")
+    assert f"{journal.name}:2: skipped, its session is sent again" in skipped and said in skipped
+    assert resumed == f"resumed: {kept - 1} of {THREADS} sessions from the journal"
+    assert requests_served(server) - sent == (THREADS - kept + 1) * TURNS_PER_THREAD
+
+
+def test_an_empty_journal_left_by_a_kill_does_not_hide_an_older_one(
+    server: ReferenceServer, tmp_path: Path, isolated_state: Path, history_root: Path
+) -> None:
+    cases = write_threads(tmp_path / "threads.jsonl", THREADS)
+    assert run(server, cases, "--max-turns", str(MAX_TURNS)).exit_code == 4
+    (journal,) = journals(isolated_state)
+    kept = len(read_journal(journal).sessions)
+    empty = journal.with_name("killed-as-it-began.journal")
+    empty.touch()  # newer than the good journal: a run killed as it created its journal
+    sent = requests_served(server)
+
+    finished = run(server, cases, "--resume")
+
+    assert finished.exit_code == 0, finished.output
+    said = " ".join(finished.output.split())
+    assert "killed-as-it-began.journal: an empty journal" in said
+    assert f"resumed: {kept} of {THREADS} sessions from the journal" in said
+    assert requests_served(server) - sent == (THREADS - kept) * TURNS_PER_THREAD
+    assert len(committed_runs(history_root)) == 1 and journals(isolated_state) == []

@@ -4,9 +4,11 @@ local server."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import multiprocessing
+import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -318,3 +320,63 @@ def test_the_cli_with_cache_sends_nothing_the_second_time_and_its_metrics_are_th
     assert version["entries"] == turns
     cleared = runner.invoke(app, ["cache", "clear"])
     assert f"removed {turns} entries" in cleared.stdout and cache_usage() == []
+
+
+def _poisoned(line: bytes, change: Any) -> bytes:
+    """``line`` with its first turn changed by ``change`` and its checksum recomputed (it checks)."""
+    key, _, payload = line.rstrip(b"\n").split(b"\t", 2)
+    document = json.loads(payload)
+    change(document["turns"][0])
+    payload = json.dumps(document, sort_keys=True, separators=(",", ":")).encode()
+    return b"\t".join([key, hashlib.sha256(payload).hexdigest().encode(), payload]) + b"\n"
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        (lambda turn: turn.update(surface=12345), "surface is 12345, expected text"),
+        (lambda turn: turn.update(surface=None), "an answered turn has no surface"),
+        (lambda turn: turn.pop("surface"), "a row has no surface"),
+        (lambda turn: turn.update(prompt_tokens=10**29), "prompt_tokens is 1000"),
+        (lambda turn: turn.update(completion_tokens=1.5), "completion_tokens is 1.5"),
+        (lambda turn: turn.update(raw={"usage": 1}), "raw is {'usage': 1}, expected text"),
+    ],
+    ids=[
+        "surface-number",
+        "surface-null",
+        "surface-missing",
+        "huge-tokens",
+        "fractional-tokens",
+        "raw-object",
+    ],
+)
+def test_an_entry_that_checks_but_does_not_fit_is_skipped_and_sent_again(
+    change: Any, said: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    with counting_server() as server:
+        driven(server)
+        (segment,) = sorted(cache_root().rglob("*.log"))
+        before, last = _last_line(segment.read_bytes())
+        segment.write_bytes(before + _poisoned(last, change))
+        with caplog.at_level(logging.WARNING, logger="eval_pipeline.runtimes.cache"):
+            second = driven(server)
+            third = driven(server)
+        assert server.requests == 6 + 2  # the poisoned session's two turns were sent again, once
+    warned = [r.getMessage() for r in caplog.records if "skipping the entry" in r.getMessage()]
+    assert len(warned) == 1 and said in warned[0], warned
+    assert second["cached"].sum() == 4 and third["cached"].all()
+    assert second["surface"].map(type).eq(str).all()
+
+
+def test_a_folder_pipe_or_link_bearing_a_segments_name_is_passed_over(tmp_path: Path) -> None:
+    cache = ResponseCache("v1", tmp_path)
+    request = cache.request("c", 0, None, [("c", 0, "turn", "hello")])
+    cache.store(request, [{"surface": "hi", "prompt_tokens": 1, "completion_tokens": 1}])
+    cache.close()
+    folder = tmp_path / "v1"
+    (folder / "folder.log").mkdir()
+    os.mkfifo(folder / "pipe.log")  # reading it would wait for ever
+    (folder / "link.log").symlink_to("/etc/hostname")
+    reread = ResponseCache("v1", tmp_path)
+    answers = reread.answers(request)
+    assert answers is not None and answers[0]["surface"] == "hi" and reread.counts.skipped == 0

@@ -56,8 +56,10 @@ def test_a_price_gives_the_exact_cost_of_known_tokens() -> None:
     [
         ({"usage": {"prompt_tokens": 12, "completion_tokens": 3}}, (12, 3)),
         ({"usage": {"prompt_tokens": 12}}, (12, None)),
-        ({"usage": {"prompt_tokens": -1, "completion_tokens": True}}, (None, None)),
-        ({"usage": {"prompt_tokens": "12", "completion_tokens": 3.0}}, (None, None)),
+        (
+            {"usage": {"prompt_tokens": 12.0, "completion_tokens": None}},
+            (12, None),
+        ),  # a bad one: test_numbers
         ({"usage": None}, (None, None)),
         ({}, (None, None)),
     ],
