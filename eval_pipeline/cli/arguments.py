@@ -1,15 +1,32 @@
-"""Checks of command-line arguments that typer's types cannot express (pure functions)."""
+"""Choices of command-line arguments shared by a command and the module that does its work, and
+checks that typer's types cannot express (pure functions)."""
 
 from __future__ import annotations
 
 import math
 import re
 from datetime import date
+from enum import StrEnum
 from pathlib import Path
 
 import typer
 
 _DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+class OutputFormat(StrEnum):
+    """``--format`` of the history commands."""
+
+    table = "table"
+    csv = "csv"
+    json = "json"
+
+
+class Executor(StrEnum):
+    """``run --executor``."""
+
+    in_process = "in_process"
+    celery = "celery"
 
 
 def run_night(text: str, *, latest: date) -> str:

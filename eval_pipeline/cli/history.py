@@ -4,20 +4,13 @@
 
 from __future__ import annotations
 
-from enum import StrEnum
 from typing import Annotated
 
 import typer
 
+from eval_pipeline.cli.arguments import OutputFormat
 from eval_pipeline.cli.common import app, history_app
 from eval_pipeline.dagster_wiring.dead_runs import fail_dead_runs_of_existing_instance
-
-
-class OutputFormat(StrEnum):
-    table = "table"
-    csv = "csv"
-    json = "json"
-
 
 HistoryOption = Annotated[
     str | None,

@@ -19,9 +19,8 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from eval_pipeline.cli.arguments import local_folder
+from eval_pipeline.cli.arguments import OutputFormat, local_folder
 from eval_pipeline.cli.common import EXIT_BAD_INPUT, bad_input_exits, err, out, short_id
-from eval_pipeline.cli.history import OutputFormat
 from eval_pipeline.cli.terminal import FittedTable, fit, record_heading, terminal_view
 from eval_pipeline.history.compact import CompactedMonth, compact
 from eval_pipeline.history.compare import latest_pair

@@ -3,23 +3,17 @@ and written) is :mod:`eval_pipeline.cli.lane_runs`, imported when it runs."""
 
 from __future__ import annotations
 
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from eval_pipeline.cli.arguments import finite_amount
+from eval_pipeline.cli.arguments import Executor, finite_amount
 from eval_pipeline.cli.common import app
 from eval_pipeline.collector import frozen_after
 from eval_pipeline.limits import MAX_CONCURRENCY, MAX_REPEAT
 from eval_pipeline.run_request import DriveSettings, RunRequest
 from eval_pipeline.settings import history_root
-
-
-class Executor(StrEnum):
-    in_process = "in_process"
-    celery = "celery"
 
 
 @app.command()
