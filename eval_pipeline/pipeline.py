@@ -96,13 +96,8 @@ def cases_of_batch(kind: LaneKind, cases: StageFile, index: int, case_ids: pd.Da
 def lane_threads(spec: LaneSpec, split: str, cases: Sequence[BaseModel]) -> list[Thread]:
     """The threads a lane sends for ``cases`` (what the transcripts stage drives), their ids checked."""
     threads = lane_kind(spec).threads(cases, spec, split)
-    check_thread_ids(cases, threads)
+    turns_of_threads(cases, threads)  # raises when a thread belongs to none of ``cases``
     return threads
-
-
-def check_thread_ids(cases: Sequence[BaseModel], threads: Sequence[Thread]) -> None:
-    """Raise when a thread belongs to none of ``cases``."""
-    turns_of_threads(cases, threads)
 
 
 def metric_rows(metrics: Sequence[MetricValue], verdicts: Sequence[ThresholdVerdict]) -> list[dict[str, Any]]:

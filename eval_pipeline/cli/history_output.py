@@ -9,6 +9,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, fields
 from datetime import date
+from pathlib import Path
 
 import duckdb
 import pandas as pd
@@ -29,7 +30,6 @@ from eval_pipeline.history.diff import diff_pairs, pairs_to_diff
 from eval_pipeline.history.first_failure import FIRST_FAILURE_COLUMNS as ALL_FIRST_FAILURE_COLUMNS
 from eval_pipeline.history.first_failure import CaseScope, case_series, first_failures
 from eval_pipeline.history.flaky import case_flip_rates, rate_intervals
-from eval_pipeline.history.report import write_report
 from eval_pipeline.history.runs import RunRef, is_missing
 from eval_pipeline.history.sql import read_only_connection, run_query
 from eval_pipeline.history.views import connect
@@ -276,9 +276,11 @@ def print_comparison(
 
 def write_report_and_open(*, folder: str, root: str | None, open_it: bool) -> None:
     """The ``report`` command: write the static report, say where, and open it if asked."""
+    from eval_pipeline.viewer.export import export_report  # the pages' templates load only for `report`
+
     local_folder(folder, "--out")
     with _bad_query_exits():
-        path = write_report(root or history_root(), folder)
+        path = export_report(root or history_root(), Path(folder))
     out().print(f"wrote {path}", highlight=False)
     uri = path.resolve().as_uri()
     if open_it and not webbrowser.open(uri):

@@ -4,7 +4,7 @@ from eval_pipeline.history.compact import compact
 from eval_pipeline.history.compare import compare_runtimes
 from eval_pipeline.history.comparison import MetricComparison, RunComparison, compare_runs
 from eval_pipeline.history.regression import MetricFinding, find_regressions, findings_frame
-from eval_pipeline.history.report import lane_chart_markdown, lane_chart_svg, write_report
+from eval_pipeline.history.report import lane_chart_markdown, lane_chart_svg
 from eval_pipeline.history.store import HISTORY_TABLES, append_run, commit_run, run_file, table_glob
 from eval_pipeline.history.views import connect
 
@@ -25,5 +25,4 @@ __all__ = [
     "lane_chart_svg",
     "run_file",
     "table_glob",
-    "write_report",
 ]

@@ -1,15 +1,6 @@
-"""The static HTML report of the history: the viewer's pages written as files, by the viewer's
-renderer (:mod:`eval_pipeline.viewer.render`), so it opens offline (inline SVG and CSS, no
-script, no CDN) and reads like ``eval-pipeline view``.
-
-``index.html`` is every lane's overview, leading with what failed: per lane, the latest run of
-each series side by side, then per series its checks and its failing cases (reason and
-surface), then every metric's trend with its threshold (a line per series), then the cases
-that flipped in each series' latest run. Each series' latest run has its page
-(``runs/<run_id>/index.html``) and each of its cases its transcript
-(``runs/<run_id>/cases/<case_id>.html``).
-
-The trend charts are here too, for the Dagster asset metadata (:func:`lane_chart_markdown`).
+"""The lane trend charts: every metric of a lane over its runs, a line per series, with its
+threshold. The viewer's pages and the static report (:mod:`eval_pipeline.viewer.export`)
+show them, and so does the Dagster asset metadata (:func:`lane_chart_markdown`).
 """
 
 from __future__ import annotations
@@ -19,7 +10,6 @@ import math
 from contextlib import nullcontext
 from itertools import groupby
 from operator import itemgetter
-from pathlib import Path
 
 import duckdb
 
@@ -66,11 +56,3 @@ def lane_chart_markdown(history: str | duckdb.DuckDBPyConnection, lane: str) -> 
     """The lane's chart as markdown: an image with an inline ``data:`` URI (no file, no server)."""
     encoded = base64.b64encode(lane_chart_svg(history, lane).encode()).decode()
     return f"![{lane} metrics over time](data:image/svg+xml;base64,{encoded})"
-
-
-def write_report(root: str, out_dir: str | Path) -> Path:
-    """Write the report into ``out_dir`` (created if needed): ``index.html``, and the pages of
-    each series' latest run and its cases; return the path of ``index.html``."""
-    from eval_pipeline.viewer.export import export_report  # the viewer reads history: no import cycle
-
-    return export_report(root, Path(out_dir))

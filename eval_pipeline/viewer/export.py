@@ -1,4 +1,13 @@
-"""The static report: the viewer's pages rendered to files (see :mod:`eval_pipeline.history.report`).
+"""The static HTML report of the history: the viewer's pages written as files, by the viewer's
+renderer (:mod:`eval_pipeline.viewer.render`), so it opens offline (inline SVG and CSS, no
+script, no CDN) and reads like ``eval-pipeline view``.
+
+``index.html`` is every lane's overview, leading with what failed: per lane, the latest run of
+each series side by side, then per series its checks and its failing cases (reason and
+surface), then every metric's trend with its threshold (a line per series,
+:mod:`eval_pipeline.history.report`), then the cases that flipped in each series' latest run.
+Each series' latest run has its page (``runs/<run_id>/index.html``) and each of its cases its
+transcript (``runs/<run_id>/cases/<case_id>.html``).
 
 Every page is rendered before the first file is written, so a history that cannot be read
 leaves no half-written report behind.

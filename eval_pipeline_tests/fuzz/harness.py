@@ -21,7 +21,7 @@ from eval_pipeline.cases import CaseFileError, CaseProblem
 from eval_pipeline.cases_stage import cases_frame
 from eval_pipeline.cli.checked_files import validate_files
 from eval_pipeline.lanes import LaneSpec, lane_kind
-from eval_pipeline.pipeline import cases_from_frame, check_thread_ids, load_split
+from eval_pipeline.pipeline import cases_from_frame, lane_threads, load_split
 from eval_pipeline_tests.fuzz.mutations import Mutated, base_cases, case_model, mutated_file, write_corpus
 
 SPLIT = "fuzz"
@@ -72,7 +72,7 @@ def run_loading_path(spec: LaneSpec, path: Path) -> list[CaseProblem]:
     pq.write_table(pa.Table.from_pandas(table, preserve_index=False), io.BytesIO())
     kind = lane_kind(spec)
     models = cases_from_frame(kind, table)
-    check_thread_ids(models, kind.threads(models, spec, SPLIT))
+    lane_threads(spec, SPLIT, models)
     return []
 
 

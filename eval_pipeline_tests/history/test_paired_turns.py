@@ -22,7 +22,6 @@ from typer.testing import CliRunner
 from eval_pipeline.cli import app
 from eval_pipeline.dagster_wiring.launch import ensure_instance, materialize_lane
 from eval_pipeline.history.regression import MetricFinding, find_regressions, regression_sentence
-from eval_pipeline.history.report import write_report
 from eval_pipeline.history.store import append_run, run_file
 from eval_pipeline.lanes import find_lane, lane_kind
 from eval_pipeline.paired import paired_figures
@@ -39,6 +38,7 @@ from eval_pipeline.tables import (
     nullable_types,
     to_arrow,
 )
+from eval_pipeline.viewer.export import export_report
 from eval_pipeline_tests.lane_requests import lane_request
 
 from .conftest import StoredRun, record_run, run_keys
@@ -367,7 +367,7 @@ def test_the_report_shows_a_turn_rate_regression(
     root = str(history_root)
     record_run(root, coherence, BEFORE)
     record_run(root, worsened(coherence, first_turns(coherence, 2)), AFTER)
-    html = write_report(root, tmp_path / "report").read_text(encoding="utf-8")
+    html = export_report(root, tmp_path / "report").read_text(encoding="utf-8")
     regression = html[html.index("<h4>no_regression against run-t1") :]
     regression = regression[: regression.index("</table>")]
     assert '<span class="warn">warn</span>' in regression
