@@ -14,9 +14,12 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Hashable, Iterator
+from typing import TYPE_CHECKING
 
-from eval_pipeline.runtimes.adapters.exec_process import ExecRuntime
 from eval_pipeline.runtimes.base import Capabilities, ChatRuntime, ChatSession
+
+if TYPE_CHECKING:  # the adapters lend their pools here: a type only, no import circle
+    from eval_pipeline.runtimes.adapters.exec_process import ExecRuntime
 
 _lock = threading.Lock()
 _scopes = 0
