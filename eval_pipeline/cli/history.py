@@ -1,6 +1,8 @@
 """History commands: ``history`` (+ ``history compact``), ``diff``, ``flaky``, ``first-failure``,
-``compare``, ``report``. Each declares its arguments here; what it reads and prints is in
-:mod:`eval_pipeline.cli.history_output`, imported when it runs."""
+``compare``, ``report``. Each declares its arguments here, once; what it reads and prints is
+in :mod:`eval_pipeline.cli.history_output`, imported when it runs (so ``--help`` loads none of
+it) and handed the parsed arguments whole (``ctx.params``: a function there takes each
+argument by the name it has here)."""
 
 from __future__ import annotations
 
@@ -51,11 +53,12 @@ def history(
         return
     from eval_pipeline.cli.history_output import print_history
 
-    print_history(lane=lane, metric=metric, since=since, sql=sql, output=output, root=root, wide=wide)
+    print_history(**ctx.params)
 
 
 @history_app.command("compact")
 def history_compact(
+    ctx: typer.Context,
     month: Annotated[
         str | None, typer.Option("--month", help="YYYY-MM; default: every month before the current one.")
     ] = None,
@@ -66,11 +69,12 @@ def history_compact(
     """Rewrite a month's per-run files into one file per table per lane (queries answer the same)."""
     from eval_pipeline.cli.history_output import print_compacted
 
-    print_compacted(month=month, root=root, output=output, wide=wide)
+    print_compacted(**ctx.params)
 
 
 @app.command("diff")
 def diff(
+    ctx: typer.Context,
     run_a: Annotated[str | None, typer.Argument(help="The earlier run id.")] = None,
     run_b: Annotated[str | None, typer.Argument(help="The later run id.")] = None,
     lane: LaneOption = None,
@@ -81,11 +85,12 @@ def diff(
     """Metric deltas and flipped cases (pass→fail first) between two runs; default: the last two of each series."""
     from eval_pipeline.cli.history_output import print_diff
 
-    print_diff(run_a=run_a, run_b=run_b, lane=lane, output=output, root=root, wide=wide)
+    print_diff(**ctx.params)
 
 
 @app.command("flaky")
 def flaky(
+    ctx: typer.Context,
     lane: LaneOption = None,
     last: Annotated[int, typer.Option("--last", help="How many recent runs of each series to look at.")] = 10,
     show_all: Annotated[
@@ -98,11 +103,12 @@ def flaky(
     """Per-case flip rates over the last N runs of each lane/split/runtime, and lane rates with Wilson intervals."""
     from eval_pipeline.cli.history_output import print_flaky
 
-    print_flaky(lane=lane, last=last, show_all=show_all, output=output, root=root, wide=wide)
+    print_flaky(**ctx.params)
 
 
 @app.command("first-failure")
 def first_failure(
+    ctx: typer.Context,
     case_id: Annotated[str, typer.Argument(help="The case id.")],
     predicate: Annotated[str | None, typer.Option("--predicate", help="Only this predicate.")] = None,
     lane: LaneOption = None,
@@ -115,20 +121,12 @@ def first_failure(
     """The first run in which a case's predicate went from pass to fail (or failed from its first run), per series."""
     from eval_pipeline.cli.history_output import print_first_failures
 
-    print_first_failures(
-        case_id=case_id,
-        predicate=predicate,
-        lane=lane,
-        split=split,
-        runtime=runtime,
-        output=output,
-        root=root,
-        wide=wide,
-    )
+    print_first_failures(**ctx.params)
 
 
 @app.command("compare")
 def compare(
+    ctx: typer.Context,
     runtimes: Annotated[
         list[str] | None,
         typer.Option("--runtime", help="A runtime target's name; give two (A, then B): their latest runs."),
@@ -157,20 +155,12 @@ def compare(
     bootstrap 95% CI, Holm across the lane's metrics), then the cases that flipped, once each."""
     from eval_pipeline.cli.history_output import print_comparison
 
-    print_comparison(
-        runtimes=runtimes,
-        runs=runs,
-        lane=lane,
-        split=split,
-        case_set=case_set,
-        as_json=as_json,
-        root=root,
-        wide=wide,
-    )
+    print_comparison(**ctx.params)
 
 
 @app.command("report")
 def report(
+    ctx: typer.Context,
     folder: Annotated[str, typer.Option("--out", help="Folder to write index.html into.")] = "report",
     root: HistoryOption = None,
     open_it: Annotated[
@@ -181,4 +171,4 @@ def report(
     """A static HTML report (offline, no CDN): the latest run's checks and failing cases, then trends."""
     from eval_pipeline.cli.history_output import write_report_and_open
 
-    write_report_and_open(folder=folder, root=root, open_it=open_it)
+    write_report_and_open(**ctx.params)
