@@ -15,8 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from eval_pipeline.dagster_wiring.markdown import escape_markdown, markdown_table
-from eval_pipeline.outcome import VERDICT_ORDER, worst_verdict
-from eval_pipeline.scoring import number_text
+from eval_pipeline.scoring import VERDICT_ORDER, number_text, worst_verdict
 
 GITHUB_COMMENT_LIMIT = 65_536
 FAILING_ROWS_SHOWN = 50  # per lane run

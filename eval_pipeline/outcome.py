@@ -13,37 +13,34 @@ module imports no Dagster.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, cast
 
+import duckdb
 import pandas as pd
 
-from eval_pipeline.failures import FirstFailing, evidence_object, fault_counts
+from eval_pipeline.failures import FAILING_READS, FirstFailing, evidence_object, failing_cases, fault_counts
+from eval_pipeline.history.runs import RUN_MATCH, RunRef, is_missing
 from eval_pipeline.lanes.metric_rows import MetricRows
+from eval_pipeline.lanes.registry import lane_kind
+from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.predicates.base import Verdict
 from eval_pipeline.predicates.explain import reason as verdict_reason
-from eval_pipeline.scoring import Measurement, Threshold, ThresholdVerdict, VerdictWord
+from eval_pipeline.samples import samples_in
+from eval_pipeline.scoring import Measurement, Threshold, ThresholdVerdict, VerdictWord, worst_verdict
 from eval_pipeline.series import OfSeries, Series
+from eval_pipeline.stage_files import StageFile, failed, faulted
 
 # The lane-level checks, by the names their Dagster asset checks carry.
 MEASUREMENT_CHECK = "measurement"
 REGRESSION_CHECK = "no_regression"
 GATE_CHECK = "error_thresholds_hold"
 LANE_CHECKS = (MEASUREMENT_CHECK, REGRESSION_CHECK)  # the checks of a run that gate no one metric
-# Worst first: a run's verdict is the first of these any of its checks says, else pass; an
-# invocation's, the worst of its runs' (``error``: a run broke, and has no outcome).
-VERDICT_ORDER: tuple[str, ...] = ("error", "void", "fail", "warn", "pass")
 # Failing items an outcome keeps (hard first); the rest are counted, and `show` reads the tables.
 FAILING_ITEMS_KEPT = 200
 # The severity of a failing case row whose metric blocks, as case rows spell it (seed 004 §4).
 HARD, REPORT = "hard", "report"
-
-
-def worst_verdict(words: Iterable[str]) -> str:
-    """The worst of ``words`` in :data:`VERDICT_ORDER` (``n/a`` counts for nothing), else pass."""
-    present = set(words)
-    return next((word for word in VERDICT_ORDER if word in present), "pass")
 
 
 @dataclass(frozen=True)
@@ -360,8 +357,43 @@ def judged_outcome(
     )
 
 
-def verdict_sql(words: str) -> str:
-    """SQL for the worst verdict in the list expression ``words`` (:data:`VERDICT_ORDER`; pass
-    when none of its words is there): for history written before runs stored their outcome."""
-    cases = " ".join(f"WHEN list_contains({words}, '{word}') THEN '{word}'" for word in VERDICT_ORDER)
-    return f"CASE {cases} ELSE 'pass' END"
+# A judged run's stage files: case predicates, turn predicates, transcripts.
+JudgedTables = tuple[StageFile, StageFile, StageFile]
+
+
+def judge_run(
+    spec: LaneSpec,
+    series: Series,
+    run_id: str,
+    verdicts: Sequence[ThresholdVerdict],
+    measured: Measurement,
+    tables: JudgedTables,
+) -> RunOutcome:
+    """The run's outcome, decided once: its checks, its failing items (case rows, and the turn
+    rows of cases judged per turn), its faults and whether it is void."""
+    case_predicates, turn_predicates, transcripts = tables
+    case_rows = failing_cases(
+        case_predicates.batches(FAILING_READS),
+        samples_in(case_predicates),
+        FAILING_ITEMS_KEPT,
+        case_predicates.batch,
+    )
+    turn_rows = turn_predicates.read(
+        ["case_id", "turn_index", "predicate", "passed", "code", "evidence"], where=failed()
+    )
+    severities = turn_severities(spec.effective_thresholds, lane_kind(spec).metric_rows)
+    return judged_outcome(
+        series,
+        run_id,
+        verdicts,
+        measured,
+        failing_items(case_rows, turn_rows, severities),
+        transcripts.read(["case_id", "error"], where=faulted()),
+    )
+
+
+def committed_outcome(con: duckdb.DuckDBPyConnection, ref: RunRef) -> RunOutcome | None:
+    """The outcome a committed run stored with its manifest (None: committed before runs stored
+    one)."""
+    row = con.execute(f"SELECT outcome FROM run_manifests WHERE {RUN_MATCH}", ref.params()).fetchone()
+    return None if row is None or is_missing(row[0]) else RunOutcome.from_json(str(row[0]))

@@ -24,17 +24,9 @@ from eval_pipeline.cases.loading import LoadedCase, load_cases
 from eval_pipeline.cases_stage import case_paths, write_cases
 from eval_pipeline.collector import collector_paused, each_without_collector
 from eval_pipeline.drive import SessionLedger, StartCallback, TurnCallback, drive, replayed
-from eval_pipeline.failures import FAILING_READS, failing_cases
 from eval_pipeline.lanes.kind import SCORED_COLUMNS, LaneKind, Scored, Thread, turn_requests, turns_of_threads
 from eval_pipeline.lanes.registry import lane_kind
 from eval_pipeline.lanes.spec import LaneSpec
-from eval_pipeline.outcome import (
-    FAILING_ITEMS_KEPT,
-    RunOutcome,
-    failing_items,
-    judged_outcome,
-    turn_severities,
-)
 from eval_pipeline.runtimes.base import ChatRuntime, RecordedRuntime
 from eval_pipeline.runtimes.cache import ResponseCache
 from eval_pipeline.samples import (
@@ -44,18 +36,15 @@ from eval_pipeline.samples import (
     pool,
     rows_of_sample,
     sample_frames,
-    samples_in,
 )
 from eval_pipeline.scoring import (
-    Measurement,
     MetricValue,
     ThresholdVerdict,
     counts_added,
     failing_cases_of,
     judge,
 )
-from eval_pipeline.series import Series
-from eval_pipeline.stage_files import StageFile, StageWriter, aligned_batch, aligned_count, failed, faulted
+from eval_pipeline.stage_files import StageFile, StageWriter, aligned_batch, aligned_count
 from eval_pipeline.tables import (
     CASE_PREDICATES,
     METRICS,
@@ -469,38 +458,3 @@ def evaluate_lane(
     verdicts = judge(spec.effective_thresholds, values, max_error_rate=spec.max_error_rate)
     metrics = frame(METRICS, metric_rows(values, verdicts))[lane_columns(METRICS)]
     return LaneRun(spec, split, read[0], read[1], read[2], read[3], values, metrics)
-
-
-# A judged run's stage files: case predicates, turn predicates, transcripts.
-JudgedTables = tuple[StageFile, StageFile, StageFile]
-
-
-def judge_run(
-    spec: LaneSpec,
-    series: Series,
-    run_id: str,
-    verdicts: Sequence[ThresholdVerdict],
-    measured: Measurement,
-    tables: JudgedTables,
-) -> RunOutcome:
-    """The run's outcome, decided once: its checks, its failing items (case rows, and the turn
-    rows of cases judged per turn), its faults and whether it is void."""
-    case_predicates, turn_predicates, transcripts = tables
-    case_rows = failing_cases(
-        case_predicates.batches(FAILING_READS),
-        samples_in(case_predicates),
-        FAILING_ITEMS_KEPT,
-        case_predicates.batch,
-    )
-    turn_rows = turn_predicates.read(
-        ["case_id", "turn_index", "predicate", "passed", "code", "evidence"], where=failed()
-    )
-    severities = turn_severities(spec.effective_thresholds, lane_kind(spec).metric_rows)
-    return judged_outcome(
-        series,
-        run_id,
-        verdicts,
-        measured,
-        failing_items(case_rows, turn_rows, severities),
-        transcripts.read(["case_id", "error"], where=faulted()),
-    )

@@ -22,6 +22,9 @@ Severity = Literal["ERROR", "WARN"]
 # pass; fail (a blocking ERROR threshold missed); warn (a WARN one missed); void (the run
 # could not measure the runtime: too many turns faulted); n/a (no threshold, or not computable).
 VerdictWord = Literal["pass", "fail", "warn", "void", "n/a"]
+# Worst first: a run's verdict is the first of these any of its checks says, else pass; an
+# invocation's, the worst of its runs' (``error``: a run broke, and has no outcome).
+VERDICT_ORDER: tuple[str, ...] = ("error", "void", "fail", "warn", "pass")
 DEFAULT_MAX_ERROR_RATE = 0.05
 ERROR_RATE = "error_rate"
 # A case row's severity, in the spelling EvalCase v1 files use (seed 004 §4) and the
@@ -237,6 +240,12 @@ def gated_statistic(declared: Statistic | None, op: str, samples: int) -> Statis
     return "lower_bound" if op in (">=", ">") else "upper_bound"
 
 
+def worst_verdict(words: Iterable[str]) -> str:
+    """The worst of ``words`` in :data:`VERDICT_ORDER` (``n/a`` counts for nothing), else pass."""
+    present = set(words)
+    return next((word for word in VERDICT_ORDER if word in present), "pass")
+
+
 def verdict_word(passed: bool | None, severity: str | None, *, void: bool = False) -> VerdictWord:
     """The one word for a check's outcome (see :data:`VerdictWord`)."""
     if void:
@@ -361,3 +370,10 @@ def not_measured(metric: MetricValue) -> str:
         return f"{not_applicable_why(code, rows)} ({code} on {n} of {total} {rows})"
     counted = ", ".join(f"{code} on {n}" for code, n in named)
     return f"no {rows[:-1]} qualified (of {total} {rows}: {counted})"
+
+
+def verdict_sql(words: str) -> str:
+    """SQL for the worst verdict in the list expression ``words`` (:data:`VERDICT_ORDER`; pass
+    when none of its words is there): for history written before runs stored their outcome."""
+    cases = " ".join(f"WHEN list_contains({words}, '{word}') THEN '{word}'" for word in VERDICT_ORDER)
+    return f"CASE {cases} ELSE 'pass' END"

@@ -15,9 +15,9 @@ from eval_pipeline.cli.common import out, run_title, short_id
 from eval_pipeline.dagster_wiring.launch import ensure_instance
 from eval_pipeline.dagster_wiring.stored_runs import StoredRun, stored_runs
 from eval_pipeline.failures import evidence_object, fault_counts, fault_text
-from eval_pipeline.history.runs import RUN_MATCH, RunRef, find_runs, is_missing, stored_outcome
+from eval_pipeline.history.runs import RUN_MATCH, RunRef, find_runs, is_missing
 from eval_pipeline.history.views import connect
-from eval_pipeline.outcome import RunOutcome
+from eval_pipeline.outcome import RunOutcome, committed_outcome
 from eval_pipeline.palette import rich_style
 from eval_pipeline.samples import rows_of_sample, sample_frames
 from eval_pipeline.series import Series
@@ -69,7 +69,7 @@ def _outcome_of(run: StoredRun, root: str, series: Series) -> RunOutcome | None:
     """A stored run's outcome: as history committed it, else as its metrics step judged it
     (a run that has not reached history), else None (it broke before it was judged)."""
     with connect(root, lane=run.lane) as con:
-        committed = stored_outcome(con, RunRef(run.run_id, series))
+        committed = committed_outcome(con, RunRef(run.run_id, series))
     if committed is not None:
         return committed
     metrics = run.table("metrics")
@@ -98,7 +98,7 @@ def _from_history(prefix: str, root: str) -> list[RunTables]:
                     f"SELECT * FROM transcripts WHERE {RUN_MATCH} ORDER BY case_id, turn_index", ref.params()
                 ).df(),
                 con.execute(f"SELECT * FROM turn_verdicts WHERE {RUN_MATCH}", ref.params()).df(),
-                stored_outcome(con, ref),
+                committed_outcome(con, ref),
             )
             for ref in refs
         ]

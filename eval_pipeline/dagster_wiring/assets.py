@@ -51,10 +51,9 @@ from eval_pipeline.lanes.registry import lane_kind
 from eval_pipeline.lanes.spec import LaneSpec
 from eval_pipeline.ledger import cases_sha256, transcripts_ledger
 from eval_pipeline.memo import content_sha256
-from eval_pipeline.outcome import RunOutcome, rounded
+from eval_pipeline.outcome import RunOutcome, judge_run, rounded
 from eval_pipeline.pipeline import (
     drive_cases,
-    judge_run,
     measure,
     metric_rows,
     score_cases,

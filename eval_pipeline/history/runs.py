@@ -14,7 +14,6 @@ from typing import Any
 import duckdb
 import pandas as pd
 
-from eval_pipeline.outcome import RunOutcome
 from eval_pipeline.series import SERIES_MATCH, SERIES_SQL, OfSeries, Series
 
 
@@ -102,10 +101,3 @@ def latest_runs(con: duckdb.DuckDBPyConnection, *, lane: str | None = None, last
         f"QUALIFY seq > max(seq) OVER (PARTITION BY {SERIES_SQL}) - ? ORDER BY {SERIES_SQL}, seq",
         [lane, lane, last],
     ).df()
-
-
-def stored_outcome(con: duckdb.DuckDBPyConnection, ref: RunRef) -> RunOutcome | None:
-    """The outcome a committed run stored with its manifest (None: committed before runs stored
-    one)."""
-    row = con.execute(f"SELECT outcome FROM run_manifests WHERE {RUN_MATCH}", ref.params()).fetchone()
-    return None if row is None or is_missing(row[0]) else RunOutcome.from_json(str(row[0]))

@@ -31,7 +31,7 @@ import fsspec
 import pyarrow as pa
 
 from eval_pipeline.history.store import DATA_TABLES, HISTORY_TABLES, MANIFESTS, table_glob
-from eval_pipeline.outcome import verdict_sql
+from eval_pipeline.scoring import verdict_sql
 from eval_pipeline.series import SERIES_SQL
 from eval_pipeline.tables import SCHEMAS
 

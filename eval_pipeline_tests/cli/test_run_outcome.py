@@ -13,8 +13,9 @@ import junitparser
 import pytest
 
 from eval_pipeline.cli.common import EXIT_CHECK_FAILED, EXIT_VOID
-from eval_pipeline.history.runs import find_runs, stored_outcome
+from eval_pipeline.history.runs import find_runs
 from eval_pipeline.history.views import connect
+from eval_pipeline.outcome import committed_outcome
 from eval_pipeline_tests.cli.test_what_failed import _closed_port, cli
 from eval_pipeline_tests.history.viewer_server import get, serving
 
@@ -174,7 +175,7 @@ def test_no_regression_reads_n_a_on_a_void_run(history_root: Path) -> None:
     assert regression["verdict"] == "n/a" and regression["reason"] == "void run"
     with connect(str(history_root)) as con:
         (ref,) = find_runs(con, lane["run_id"])
-        stored = stored_outcome(con, ref)
+        stored = committed_outcome(con, ref)
     assert stored is not None and stored.void and stored.verdict == "void"
     assert stored.check("no_regression") is not None
     assert stored.check("no_regression").verdict == "n/a"  # type: ignore[union-attr]

@@ -8,8 +8,8 @@ from typing import Any
 import duckdb
 
 from eval_pipeline.failures import BLOCKING_SEVERITIES, evidence_object
-from eval_pipeline.history.runs import RUN_MATCH, RunRef, stored_outcome
-from eval_pipeline.outcome import HARD, FailingItem
+from eval_pipeline.history.runs import RUN_MATCH, RunRef
+from eval_pipeline.outcome import HARD, FailingItem, committed_outcome
 from eval_pipeline.viewer.pages.common import (
     NotFound,
     lane_runs,
@@ -96,7 +96,7 @@ def cases_in_run(
             ).fetchall()
         )
         per_turn = _turn_verdicts(con, ref, case_ids, verdicts)
-        outcome = stored_outcome(con, ref)
+        outcome = committed_outcome(con, ref)
         for case_id in sorted({case for case, _ in (*turns, *verdicts)}):
             indexes = sorted({index for case, index in (*turns, *verdicts) if case == case_id})
             items = (

@@ -7,7 +7,7 @@ from datetime import date
 import duckdb
 
 from eval_pipeline.history.runs import RunRef, find_runs, is_missing
-from eval_pipeline.outcome import VERDICT_ORDER, worst_verdict
+from eval_pipeline.scoring import VERDICT_ORDER, worst_verdict
 
 
 class NotFound(LookupError):

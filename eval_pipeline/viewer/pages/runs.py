@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import duckdb
 
 from eval_pipeline.failures import BLOCKING_SEVERITIES, REPORT_SEVERITIES
-from eval_pipeline.history.runs import RUN_MATCH, RunRef, stored_outcome
-from eval_pipeline.outcome import LANE_CHECKS, CheckOutcome
+from eval_pipeline.history.runs import RUN_MATCH, RunRef
+from eval_pipeline.outcome import LANE_CHECKS, CheckOutcome, committed_outcome
 from eval_pipeline.samples import FLAKY_READS, flaky_within_run
 from eval_pipeline.scoring import verdict_word
 from eval_pipeline.usage import USAGE_METRICS
@@ -141,7 +141,7 @@ def failing_of(
     """Items ``offset`` to ``offset + limit`` of the run's failing items as its stored outcome
     lists them (case rows, and the turns of cases judged per turn), with the last surfaces of
     the cases shown; for a run committed before runs stored an outcome, its failing case rows."""
-    outcome = stored_outcome(con, ref)
+    outcome = committed_outcome(con, ref)
     if outcome is None:
         return _failing_case_rows(con, ref, samples=samples, limit=limit, offset=offset)
     items = outcome.failing[offset : offset + limit]
@@ -296,7 +296,7 @@ def _lane_run(con: duckdb.DuckDBPyConnection, ref: RunRef, page: int) -> LaneRun
 
 def lane_checks_of(con: duckdb.DuckDBPyConnection, ref: RunRef) -> list[CheckOutcome]:
     """The run's checks that gate no metric (measurement, no_regression), from its stored outcome."""
-    outcome = stored_outcome(con, ref)
+    outcome = committed_outcome(con, ref)
     return [] if outcome is None else [c for c in outcome.checks if c.name in LANE_CHECKS]
 
 
