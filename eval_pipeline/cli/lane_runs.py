@@ -62,7 +62,7 @@ from eval_pipeline.usage import USAGE_METRICS, summed_usage, timing_text, totals
 from eval_pipeline.workers import worker_count
 
 if TYPE_CHECKING:
-    from eval_pipeline.dagster_wiring.launch import LaneOutcome
+    from eval_pipeline.dagster_wiring.outcomes import LaneOutcome
 
 FAILING_SHOWN = 10  # failing case rows printed per lane run; `show RUN` lists them all
 

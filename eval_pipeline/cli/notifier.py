@@ -24,7 +24,7 @@ from eval_pipeline.series import Series
 if TYPE_CHECKING:
     import dagster as dg
 
-    from eval_pipeline.dagster_wiring.launch import LaneOutcome
+    from eval_pipeline.dagster_wiring.outcomes import LaneOutcome
 
 
 @dataclass(frozen=True)

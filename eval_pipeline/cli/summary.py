@@ -26,7 +26,7 @@ from eval_pipeline.history.views import connect
 if TYPE_CHECKING:
     import duckdb
 
-    from eval_pipeline.dagster_wiring.launch import LaneOutcome
+    from eval_pipeline.dagster_wiring.outcomes import LaneOutcome
 
 
 def check_baseline(history_root: str, baseline: str | None) -> None:

@@ -8,7 +8,6 @@ and CLI runs appear in the job's run history with their lane and series tags.
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import shutil
 import socket
@@ -16,12 +15,10 @@ import tempfile
 import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
-import pandas as pd
 
 # No public API: rebuilding the code location's job by name in a Celery worker
 # (`dg.reconstructable` takes only a module-level job), and pointing definitions built in this
@@ -29,11 +26,10 @@ import pandas as pd
 from dagster._core.definitions.reconstruct import ReconstructableRepository
 from dagster._core.storage.defs_state.base import set_defs_state_storage
 
-from eval_pipeline.budget import BudgetReached
-from eval_pipeline.dagster_wiring.assets import JOURNAL_METADATA, OUTCOME_METADATA
 from eval_pipeline.dagster_wiring.code_location import REPOSITORY_LABEL, build_definitions
 from eval_pipeline.dagster_wiring.dead_runs import fail_dead_runs, mark_live
-from eval_pipeline.dagster_wiring.io_manager import PATH_METADATA, ParquetIOManager
+from eval_pipeline.dagster_wiring.io_manager import ParquetIOManager
+from eval_pipeline.dagster_wiring.outcomes import LaneOutcome, read_outcome
 from eval_pipeline.dagster_wiring.partitions import (
     custom_case_set,
     partition_key,
@@ -44,18 +40,16 @@ from eval_pipeline.dagster_wiring.resources import HistoryResource, PreparedCase
 from eval_pipeline.dagster_wiring.runtime_targets import observe_target
 from eval_pipeline.dagster_wiring.schedules import job_name, series_tags
 from eval_pipeline.dagster_wiring.sqlite_files import prepare_run_file, sqlite_files_kept_open
-from eval_pipeline.dagster_wiring.tags import DATE_TAG, HOST_TAG, PID_TAG, SERIES_TAG
+from eval_pipeline.dagster_wiring.tags import DATE_TAG, HOST_TAG, PID_TAG
 from eval_pipeline.lanes.spec import LaneSpec
-from eval_pipeline.outcome import MEASUREMENT_CHECK, CheckOutcome, RunOutcome
 from eval_pipeline.progress import NoProgress, ProgressObserver
 from eval_pipeline.run_request import LaneRunRequest
 from eval_pipeline.runtimes.base import ChatRuntime, RuntimeSpecError
 from eval_pipeline.runtimes.redaction import redacted_spec
 from eval_pipeline.runtimes.targets import RuntimeTarget
-from eval_pipeline.samples import FLAKY_READS, flaky_within_run, samples_in
-from eval_pipeline.series import OfSeries, Series
+from eval_pipeline.series import Series
 from eval_pipeline.settings import dagster_home, instance_template
-from eval_pipeline.stage_files import StageFile, faulted, read_table
+from eval_pipeline.stage_files import StageFile
 
 # Runs launched by the UI or the daemon carry their code location in this tag, and the UI
 # lists a job's runs by it; an in-process run gets it here so it shows under its lane's job.
@@ -63,99 +57,6 @@ REPOSITORY_TAG = ".dagster/repository"
 CODE_LOCATION_MODULE = "eval_pipeline.definitions"
 CELERY_DEFINITIONS = "celery_definitions"  # the code location with the Celery executor
 QUEUE_TAG = "dagster-celery/queue"
-
-
-@dataclass
-class LaneOutcome(OfSeries):
-    """What one lane partition's run produced, read back from Dagster."""
-
-    series: Series
-    run_id: str
-    success: bool
-    failure: str | None = None
-    failure_kind: str | None = None
-    # What the run found, as history stored it (None: the run broke before it was committed).
-    outcome: RunOutcome | None = None
-    metrics: pd.DataFrame | None = None
-    # The run's stage files (transcripts, turn_predicates, case_predicates) that it wrote. A
-    # big run's tables are read only as far as a reader needs: the failing rows, the faults.
-    files: dict[str, StageFile] = field(default_factory=dict)
-    journal_note: str = ""  # what the transcripts step said of its journal ("resumed: 812 of 1,000 …")
-
-    def _table(self, stage: str) -> pd.DataFrame | None:
-        stored = self.files.get(stage)
-        return stored.read() if stored is not None else None
-
-    @property
-    def transcripts(self) -> pd.DataFrame | None:
-        """Every turn of the run (read whole: the JSON output and JUnit list them all)."""
-        return self._table("transcripts")
-
-    @property
-    def turn_predicates(self) -> pd.DataFrame | None:
-        return self._table("turn_predicates")
-
-    @property
-    def case_predicates(self) -> pd.DataFrame | None:
-        return self._table("case_predicates")
-
-    @property
-    def turns_driven(self) -> int:
-        """Every turn of every sample the run drove (its transcripts' rows, as the usage metric counts)."""
-        stored = self.files.get("transcripts")
-        return stored.row_count if stored is not None else 0
-
-    def faulted_turns(self) -> pd.DataFrame | None:
-        """The case and fault of every turn that faulted (None: the stage did not run)."""
-        stored = self.files.get("transcripts")
-        return stored.read(["case_id", "error"], where=faulted()) if stored is not None else None
-
-    @property
-    def samples(self) -> int:
-        stored = self.files.get("case_predicates")
-        return samples_in(stored) if stored is not None else 1
-
-    def flaky(self) -> pd.DataFrame | None:
-        """Case predicates whose samples disagree (None: the stage did not run)."""
-        stored = self.files.get("case_predicates")
-        return flaky_within_run(stored.batches(FLAKY_READS), self.samples) if stored is not None else None
-
-    @property
-    def checks(self) -> tuple[CheckOutcome, ...]:
-        return () if self.outcome is None else self.outcome.checks
-
-    @property
-    def blocking_failures(self) -> list[CheckOutcome]:
-        return [] if self.outcome is None else self.outcome.blocking_failures
-
-    @property
-    def budget_reached(self) -> bool:
-        """The run stopped at its budget before every session was sent (its journal keeps the rest)."""
-        return self.failure_kind == BudgetReached.__name__
-
-    @property
-    def broken(self) -> bool:
-        """A stage raised: the run measured nothing and has no outcome (a budget stop is void, not broken)."""
-        return self.failure is not None and not self.budget_reached
-
-    @property
-    def void(self) -> bool:
-        """The run did not measure its runtime: its outcome says so, or its budget stopped it."""
-        return self.budget_reached or (self.outcome is not None and self.outcome.void)
-
-    @property
-    def verdict(self) -> str:
-        """``error`` (the run broke), ``void``, else its outcome's verdict."""
-        if self.broken or (self.outcome is None and not self.budget_reached):
-            return "error"
-        return "void" if self.void or self.outcome is None else self.outcome.verdict
-
-    @property
-    def measurement_note(self) -> str:
-        if self.budget_reached:  # the message, without the exception's name
-            return (self.failure or "").split(f"{BudgetReached.__name__}: ", 1)[-1]
-        check = None if self.outcome is None else self.outcome.check(MEASUREMENT_CHECK)
-        return "" if check is None else check.description
 
 
 def ensure_instance() -> dg.DagsterInstance:
@@ -189,14 +90,6 @@ def instance_lock(home: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def _root_cause(error: Any) -> tuple[str, str]:
-    """(class name, message) of the innermost cause of a serialized step error."""
-    while getattr(error, "cause", None) is not None:
-        error = error.cause
-    message = str(getattr(error, "message", error)).strip()
-    return str(getattr(error, "cls_name", "")), message
 
 
 @sqlite_files_kept_open()  # one checkpoint per file and lane run, not one per event
@@ -285,7 +178,7 @@ def materialize_lane(
                 with dg.execute_job(
                     job, run_on, run_config=run_config, tags={**run_tags, **partition_tags}
                 ) as result:
-                    return _outcome(spec, result, series)
+                    return read_outcome(spec, result, series)
             definitions = build_definitions(
                 [spec],
                 resources={
@@ -308,7 +201,7 @@ def materialize_lane(
                     run_id=run_id,
                     tags=run_tags,
                 )
-            return _outcome(spec, in_process, series)
+            return read_outcome(spec, in_process, series)
 
 
 def check_celery_spec(target: RuntimeTarget) -> None:
@@ -328,90 +221,3 @@ def is_ad_hoc(target: RuntimeTarget, cases_path: str) -> bool:
     (its spec lives only in the command line: ``replay:``, ``openai:…``, ``history:``), or its
     cases are a custom file."""
     return not target.declared or bool(cases_path)
-
-
-def _outcome(spec: LaneSpec, result: dg.ExecuteInProcessResult | Any, series: Series) -> LaneOutcome:
-    """A finished run's results, read back from Dagster (its check evaluations and stored tables)."""
-    outcome = LaneOutcome(series, result.run_id, result.success)
-    outcome.metrics = _stored_value(result, dg.AssetKey([spec.name, "metrics"]))
-    journal_note = _materialized_metadata(result, dg.AssetKey([spec.name, "transcripts"]), JOURNAL_METADATA)
-    outcome.journal_note = "" if journal_note is None else str(journal_note)
-    for stage in ("turn_predicates", "case_predicates", "transcripts"):
-        path = _stored_path(result, dg.AssetKey([spec.name, stage]))
-        if path is not None:
-            outcome.files[stage] = StageFile(path)
-    stored = _materialized_metadata(result, dg.AssetKey([spec.name, "history"]), OUTCOME_METADATA)
-    if stored is not None:  # read back as history stored it: never derived again
-        outcome.outcome = RunOutcome.from_json(json.dumps(stored))
-    blocked_only = bool(outcome.blocking_failures)
-    failures = result.get_step_failure_events()
-    if failures and not blocked_only:
-        outcome.failure_kind, outcome.failure = _root_cause(failures[0].step_failure_data.error)
-    elif not result.success and not blocked_only:
-        # No step failed, yet the run did: the executor lost a step (a Celery worker died).
-        outcome.failure_kind, outcome.failure = _run_failure(result.all_events)
-    return outcome
-
-
-@dataclass(frozen=True)
-class StoredRunResult:
-    """A finished run's events as the instance stored them, read like an execution result (for
-    runs this process did not execute: the daemon's)."""
-
-    run_id: str
-    success: bool
-    all_events: list[dg.DagsterEvent]
-
-    def get_asset_check_evaluations(self) -> list[Any]:
-        return [
-            event.event_specific_data
-            for event in self.all_events
-            if event.event_type == dg.DagsterEventType.ASSET_CHECK_EVALUATION
-        ]
-
-    def get_step_failure_events(self) -> list[dg.DagsterEvent]:
-        return [event for event in self.all_events if event.is_step_failure]
-
-
-def stored_outcome(spec: LaneSpec, instance: dg.DagsterInstance, run: dg.DagsterRun) -> LaneOutcome:
-    """The outcome of a lane run the instance holds, read from its stored events (its series
-    from its tags), exactly as a run this process executed is read."""
-    events = [entry.dagster_event for entry in instance.all_logs(run.run_id) if entry.dagster_event]
-    result = StoredRunResult(run.run_id, run.status == dg.DagsterRunStatus.SUCCESS, events)
-    return _outcome(spec, result, Series.from_key(run.tags[SERIES_TAG]))
-
-
-def _run_failure(events: Any) -> tuple[str, str]:
-    """(class name, message) of what failed a run outside its steps: the first engine error,
-    else the run's failure message."""
-    for event in events:
-        error = getattr(event.event_specific_data, "error", None)
-        if error is not None:
-            return _root_cause(error)
-    for event in events:
-        if event.event_type == dg.DagsterEventType.RUN_FAILURE:
-            return "RunFailure", str(event.message)
-    return "RunFailure", "the run failed"
-
-
-def _materialized_metadata(result: dg.ExecuteInProcessResult | Any, key: dg.AssetKey, name: str) -> Any:
-    """The value of metadata entry ``name`` of the run's materialization of ``key``, or None."""
-    for event in result.all_events:
-        if event.is_step_materialization and event.asset_key == key:
-            recorded = event.step_materialization_data.materialization.metadata.get(name)
-            if recorded is not None:
-                return recorded.value
-    return None
-
-
-def _stored_path(result: dg.ExecuteInProcessResult | Any, key: dg.AssetKey) -> Path | None:
-    """The Parquet file the run's materialization of ``key`` records (whichever process wrote
-    it), or None: the stage did not produce output (an earlier step failed)."""
-    recorded = _materialized_metadata(result, key, PATH_METADATA)
-    return None if recorded is None else Path(str(recorded))
-
-
-def _stored_value(result: dg.ExecuteInProcessResult | Any, key: dg.AssetKey) -> pd.DataFrame | None:
-    """The stage table the run materialized for ``key``, read whole, or None."""
-    path = _stored_path(result, key)
-    return read_table(path) if path is not None else None

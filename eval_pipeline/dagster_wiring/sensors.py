@@ -86,7 +86,7 @@ def notify_sensor(specs: Sequence[LaneSpec]) -> dg.SensorDefinition:
     )
     def _notify(context: dg.SensorEvaluationContext, history: HistoryResource) -> dg.SkipReason:
         # launch assembles the definitions this module is part of: imported at tick time
-        from eval_pipeline.dagster_wiring.launch import stored_outcome
+        from eval_pipeline.dagster_wiring.outcomes import stored_outcome
 
         try:
             config = configured()

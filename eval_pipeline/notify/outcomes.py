@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from eval_pipeline.notify.events import LaneRun, first_cases
 
 if TYPE_CHECKING:
-    from eval_pipeline.dagster_wiring.launch import LaneOutcome
+    from eval_pipeline.dagster_wiring.outcomes import LaneOutcome
 
 
 def lane_run(outcome: LaneOutcome, night: str) -> LaneRun:

@@ -10,7 +10,8 @@ import duckdb
 import pytest
 
 from eval_pipeline.cases_stage import write_cases
-from eval_pipeline.dagster_wiring.launch import LaneOutcome, ensure_instance, materialize_lane
+from eval_pipeline.dagster_wiring.launch import ensure_instance, materialize_lane
+from eval_pipeline.dagster_wiring.outcomes import LaneOutcome
 from eval_pipeline.history import table_glob
 from eval_pipeline.lanes import find_lane
 from eval_pipeline.pipeline import evaluate_lane

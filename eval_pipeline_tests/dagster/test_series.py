@@ -18,12 +18,8 @@ import dagster as dg
 import pytest
 
 from eval_pipeline.dagster_wiring.code_location import REPOSITORY_LABEL, build_definitions
-from eval_pipeline.dagster_wiring.launch import (
-    REPOSITORY_TAG,
-    LaneOutcome,
-    ensure_instance,
-    materialize_lane,
-)
+from eval_pipeline.dagster_wiring.launch import REPOSITORY_TAG, ensure_instance, materialize_lane
+from eval_pipeline.dagster_wiring.outcomes import LaneOutcome
 from eval_pipeline.dagster_wiring.partitions import partition_key, register_series
 from eval_pipeline.dagster_wiring.schedules import job_name
 from eval_pipeline.dagster_wiring.tags import LANE_TAG, PID_TAG, SERIES_TAG

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from eval_pipeline.dagster_wiring.launch import CheckOutcome
 from eval_pipeline.notify import (
     FailingCase,
     LaneRun,
@@ -16,6 +15,7 @@ from eval_pipeline.notify import (
 )
 from eval_pipeline.notify.dispatch import links_for
 from eval_pipeline.notify.render import SLACK_BLOCK_LIMIT, SLACK_HEADER_LIMIT, SLACK_TEXT_LIMIT
+from eval_pipeline.outcome import CheckOutcome
 from eval_pipeline.series import Series
 
 FAILED = CheckOutcome("fabrication_rate", False, "ERROR", 0.5, "== 0", "fail")

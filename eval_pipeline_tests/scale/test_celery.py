@@ -18,7 +18,8 @@ import dagster as dg
 import pandas as pd
 import pytest
 
-from eval_pipeline.dagster_wiring.launch import LaneOutcome, ensure_instance, materialize_lane
+from eval_pipeline.dagster_wiring.launch import ensure_instance, materialize_lane
+from eval_pipeline.dagster_wiring.outcomes import LaneOutcome
 from eval_pipeline.dagster_wiring.tags import LANE_TAG
 from eval_pipeline.history.views import connect
 from eval_pipeline.lanes import find_lane
