@@ -18,6 +18,7 @@ from eval_pipeline.pipeline import evaluate_lane
 from eval_pipeline.runtimes import build_runtime
 from eval_pipeline.runtimes.targets import find_target
 from eval_pipeline.settings import history_root
+from eval_pipeline.stage_files import StageFile
 from eval_pipeline_tests.lane_requests import lane_request
 from eval_pipeline_tests.runtimes.helpers import write_recording
 
@@ -26,12 +27,19 @@ pytestmark = pytest.mark.slow
 DATE = "2026-11-30"
 
 
-def run(runtime: str, split: str = "public", date: str = DATE, **kwargs: object) -> LaneOutcome:
+def run(
+    runtime: str,
+    split: str = "public",
+    date: str = DATE,
+    prepared_cases: StageFile | None = None,
+    **kwargs: object,
+) -> LaneOutcome:
     return materialize_lane(
         find_lane("deterministic_fluency"),
         find_target(runtime),
         lane_request(split, date, **kwargs),
         instance=ensure_instance(),
+        prepared_cases=prepared_cases,
     )
 
 
