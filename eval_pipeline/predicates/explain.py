@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from eval_pipeline.finish_reasons import truncation_note
 from eval_pipeline.predicates.base import PASS, TURN_ERROR, Verdict
 
 EXCERPT_CHARS = 70
@@ -150,13 +151,17 @@ def not_applicable_why(code: str, rows: str) -> str:
 
 
 def reason(predicate: str, verdict: Verdict) -> str:
-    """The sentence stored as ``message``: why ``predicate`` passed, failed or did not apply."""
+    """The sentence stored as ``message``: why ``predicate`` passed, failed or did not apply.
+    A failure on a turn the runtime cut at its token limit says so (evidence ``finish_reason``):
+    the answer may fail only because it was never finished."""
     if verdict.passed is None:
         return f"{predicate} does not apply here ({verdict.code.replace('_', ' ')})."
     if verdict.passed or verdict.code == PASS:
         return f"{predicate} holds."
+    cut = truncation_note(verdict.evidence.get("finish_reason"))
+    prefix = f"{cut[0].upper()}{cut[1:]}: " if cut else ""  # first: a cut-off list still shows it
     template = _REASONS.get(verdict.code)
     if template is not None:
-        return template(verdict.evidence)
-    keys = ", ".join(f"{k}={v}" for k, v in sorted(verdict.evidence.items()))
-    return f"{predicate} fails ({verdict.code.replace('_', ' ')})" + (f": {keys}." if keys else ".")
+        return prefix + template(verdict.evidence)
+    keys = ", ".join(f"{k}={v}" for k, v in sorted(verdict.evidence.items()) if k != "finish_reason")
+    return f"{prefix}{predicate} fails ({verdict.code.replace('_', ' ')})" + (f": {keys}." if keys else ".")
