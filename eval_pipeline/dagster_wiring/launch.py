@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import shutil
 import socket
 import tempfile
@@ -201,7 +202,9 @@ def _root_cause(error: Any) -> tuple[str, str]:
     while getattr(error, "cause", None) is not None:
         error = error.cause
     message = str(getattr(error, "message", error)).strip()
-    return str(getattr(error, "cls_name", "")), message
+    kind = str(getattr(error, "cls_name", ""))
+    # Dagster's message starts with the error's qualified class name: the kind says it already.
+    return kind, re.sub(rf"^(?:[\w.]+\.)?{re.escape(kind)}: ", "", message) if kind else message
 
 
 @sqlite_files_kept_open()  # one checkpoint per file and lane run, not one per event
