@@ -25,6 +25,10 @@ def finish_reason(raw: Mapping[str, Any]) -> str | None:
     return value
 
 
-def truncation_note(reason: Any) -> str:
-    """What a failing verdict adds when its turn was cut at the token limit ('' otherwise)."""
-    return f"cut at the token limit (finish_reason={TOKEN_LIMIT})" if reason == TOKEN_LIMIT else ""
+def with_truncation(sentence: str, reason: Any) -> str:
+    """A failing verdict's ``sentence``, said first to be about an answer cut at the token limit
+    when ``reason`` (its turn's finish reason) is :data:`TOKEN_LIMIT`: a cut-off list of reasons
+    still shows it."""
+    if reason != TOKEN_LIMIT:
+        return sentence
+    return f"Cut at the token limit (finish_reason={TOKEN_LIMIT}): {sentence}"

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from eval_pipeline.finish_reasons import truncation_note
+from eval_pipeline.finish_reasons import with_truncation
 from eval_pipeline.predicates.base import PASS, TURN_ERROR, Verdict
 
 EXCERPT_CHARS = 70
@@ -158,10 +158,11 @@ def reason(predicate: str, verdict: Verdict) -> str:
         return f"{predicate} does not apply here ({verdict.code.replace('_', ' ')})."
     if verdict.passed or verdict.code == PASS:
         return f"{predicate} holds."
-    cut = truncation_note(verdict.evidence.get("finish_reason"))
-    prefix = f"{cut[0].upper()}{cut[1:]}: " if cut else ""  # first: a cut-off list still shows it
+    cut = verdict.evidence.get("finish_reason")
     template = _REASONS.get(verdict.code)
     if template is not None:
-        return prefix + template(verdict.evidence)
+        return with_truncation(template(verdict.evidence), cut)
     keys = ", ".join(f"{k}={v}" for k, v in sorted(verdict.evidence.items()) if k != "finish_reason")
-    return f"{prefix}{predicate} fails ({verdict.code.replace('_', ' ')})" + (f": {keys}." if keys else ".")
+    return with_truncation(
+        f"{predicate} fails ({verdict.code.replace('_', ' ')})" + (f": {keys}." if keys else "."), cut
+    )

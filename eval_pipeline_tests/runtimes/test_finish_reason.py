@@ -14,6 +14,7 @@ from eval_pipeline.cli import app
 from eval_pipeline.lanes import find_lane
 from eval_pipeline.pipeline import evaluate_lane
 from eval_pipeline.runtimes import build_runtime
+from eval_pipeline.settings import PROJECT_ROOT
 from eval_pipeline.usage import TRUNCATED_TURNS, totals_text
 from eval_pipeline_tests.runtimes.scripted_server import (
     Scripted,
@@ -117,3 +118,19 @@ def test_totals_say_the_cut_turns_only_when_there_are_some() -> None:
     assert totals_text({**usage, TRUNCATED_TURNS: 3.0}).startswith(
         "10 turns (0 from the cache, 3 cut at the token limit)"
     )
+
+
+def test_an_i18n_assertion_failing_on_a_cut_translation_names_the_token_limit(tmp_path: Path) -> None:
+    source = PROJECT_ROOT / "evals" / "i18n-prompt" / "cases" / "dev" / "placeholders.jsonl"
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text(source.read_text(encoding="utf-8").splitlines()[0] + "\n", encoding="utf-8")
+    with scripted(cut_reply(streamed=False)) as server:
+        runtime = build_runtime(f"openai:{server.base_url}", {"model": "m"})
+        try:
+            run = evaluate_lane(find_lane("i18n_prompt"), "dev", runtime, cases_path=cases)
+        finally:
+            runtime.close()
+    failed = run.case_predicates[run.case_predicates["passed"] == False]  # noqa: E712
+    assert len(failed) > 0
+    assert all(message.startswith(CUT + ": ") for message in failed["message"])
+    assert all('"finish_reason": "length"' in evidence for evidence in failed["evidence"])
