@@ -4,8 +4,8 @@ A turn's ``prompt_tokens`` and ``completion_tokens`` are what the runtime said i
 ``usage`` (null when it said nothing); a target's ``price`` (per million input and output
 tokens) turns them into the turn's ``cost``. Every lane run then reports the same usage
 metrics, whatever its kind (:data:`USAGE_METRICS`): turns driven, tokens, cost, the turns
-answered from the response cache, the turns cut at the token limit, latency p50 / p95 / p99 and
-time to first token p50 / p95.
+answered from the response cache, the turns cut at the token limit, latency p50 / p95 / p99,
+time to first token p50 / p95 and the generation rate of streamed answers.
 They carry no threshold unless a lane declares one, so they never change a lane's verdict.
 
 A sum is reported only when every answered turn said its part: a total over the turns that
@@ -41,6 +41,10 @@ LATENCY_PERCENTILES: tuple[tuple[str, float], ...] = (
     ("latency_p99_ms", 99.0),
 )
 TTFT_PERCENTILES: tuple[tuple[str, float], ...] = (("ttft_p50_ms", 50.0), ("ttft_p95_ms", 95.0))
+# The median rate a streamed answer was generated at, after its first token: unlike latency and
+# TTFT, which include any wait at the server (a one-slot server queues a run's own requests),
+# it measures the model alone.
+GENERATION_RATE = "generation_tokens_per_s_p50"
 
 # Every usage metric, in the order a run reports them.
 USAGE_METRICS: tuple[str, ...] = (
@@ -52,11 +56,15 @@ USAGE_METRICS: tuple[str, ...] = (
     TRUNCATED_TURNS,
     *(name for name, _ in LATENCY_PERCENTILES),
     *(name for name, _ in TTFT_PERCENTILES),
+    GENERATION_RATE,
 )
 
 # The usage metrics that time the runtime: two runs of the same answers differ in them, and a
 # recording (nothing sent) has none.
-TIMED_METRICS: tuple[str, ...] = tuple(name for name, _ in (*LATENCY_PERCENTILES, *TTFT_PERCENTILES))
+TIMED_METRICS: tuple[str, ...] = (
+    *(name for name, _ in (*LATENCY_PERCENTILES, *TTFT_PERCENTILES)),
+    GENERATION_RATE,
+)
 
 # The transcript columns the usage metrics read.
 USAGE_COLUMNS: tuple[str, ...] = (
@@ -140,7 +148,20 @@ def usage_metrics(transcripts: pd.DataFrame) -> list[MetricValue]:
     ]
     values += [MetricValue(name, percentile(transcripts["latency_ms"], q)) for name, q in LATENCY_PERCENTILES]
     values += [MetricValue(name, percentile(transcripts["ttft_ms"], q)) for name, q in TTFT_PERCENTILES]
+    values.append(MetricValue(GENERATION_RATE, percentile(generation_rates(answered), 50.0)))
     return values
+
+
+def generation_rates(transcripts: pd.DataFrame) -> pd.Series:
+    """Each streamed turn's tokens per second after its first token: the completion tokens but
+    the first over the time from the first token to the last (null where a turn was not
+    streamed, said no token count, or had no time or token after its first)."""
+    completion = transcripts["completion_tokens"].astype("Float64")
+    after_first_s = (
+        transcripts["latency_ms"].astype("Float64") - transcripts["ttft_ms"].astype("Float64")
+    ) / 1000.0
+    usable = (completion > 1) & (after_first_s > 0)
+    return ((completion - 1) / after_first_s).where(usable.fillna(False))
 
 
 def truncated(transcripts: pd.DataFrame) -> pd.Series:
@@ -214,7 +235,10 @@ def totals_text(usage: Mapping[str, float | None]) -> str:
 
 
 def timing_text(usage: Mapping[str, float | None]) -> str:
-    """One lane run's latency p50 / p95 / p99 and TTFT p50 / p95, in words."""
+    """One lane run's latency p50 / p95 / p99, TTFT p50 / p95 and, when streamed answers
+    measured it, their generation rate, in words."""
     latency = " / ".join(duration_text(usage.get(name)) for name, _ in LATENCY_PERCENTILES)
     ttft = " / ".join(duration_text(usage.get(name)) for name, _ in TTFT_PERCENTILES)
-    return f"latency p50/p95/p99 {latency}; TTFT p50/p95 {ttft}"
+    rate = usage.get(GENERATION_RATE)
+    generated = "" if rate is None else f"; {rate:.1f} tokens/s"
+    return f"latency p50/p95/p99 {latency}; TTFT p50/p95 {ttft}{generated}"
