@@ -45,10 +45,11 @@ def prompts(turns: int) -> list[str]:
     return [found[i % len(found)] for i in range(turns)]
 
 
-def bare_loop(base_url: str, asked: list[str], max_tokens: int) -> tuple[int, float]:
-    """(completion tokens, seconds) of the SDK's plain calls, one after another."""
+def bare_loop(base_url: str, asked: list[str], max_tokens: int) -> tuple[int, float, list[str]]:
+    """(completion tokens, seconds, answers) of the SDK's plain calls, one after another."""
     client = openai.OpenAI(base_url=base_url, api_key="not-needed", max_retries=0, timeout=600)
     tokens = 0
+    texts: list[str] = []
     started = time.perf_counter()
     for prompt in asked:
         reply = client.chat.completions.create(
@@ -58,13 +59,18 @@ def bare_loop(base_url: str, asked: list[str], max_tokens: int) -> tuple[int, fl
             temperature=0,
         )
         tokens += reply.usage.completion_tokens if reply.usage else 0
+        texts.append(reply.choices[0].message.content or "")
     seconds = time.perf_counter() - started
     client.close()
-    return tokens, seconds
+    return tokens, seconds, texts
 
 
-def pipeline(base_url: str, asked: list[str], max_tokens: int, stream: bool) -> tuple[int, float]:
-    """(completion tokens, seconds) of the same prompts driven through the ``openai:`` adapter."""
+def pipeline(
+    base_url: str, asked: list[str], max_tokens: int, stream: bool, bare: tuple[int, list[str]]
+) -> tuple[int, float]:
+    """(completion tokens, seconds) of the same prompts driven through the ``openai:`` adapter.
+    A stream without a usage chunk (llama.cpp's server sends none) counts no tokens: greedy
+    answers equal to the bare loop's (``bare``: its tokens and answers) hold its tokens."""
     runtime = build_runtime(
         f"openai:{base_url}",
         {
@@ -88,6 +94,10 @@ def pipeline(base_url: str, asked: list[str], max_tokens: int, stream: bool) -> 
     faults = table["error"].dropna().tolist()
     if faults:
         raise SystemExit(f"the pipeline's turns faulted: {faults[:3]}")
+    if table["completion_tokens"].isna().all():
+        if table["surface"].tolist() != bare[1]:
+            raise SystemExit("the streamed answers differ from the bare loop's: their tokens are unknown")
+        return bare[0], seconds
     return int(table["completion_tokens"].fillna(0).sum()), seconds
 
 
@@ -107,13 +117,12 @@ def main() -> None:
         tokens_of = {"bare": 0, "pipeline": 0}
         seconds_of = {"bare": 0.0, "pipeline": 0.0}
         for _ in range(args.rounds):
-            for name, measure in (
-                ("bare", lambda: bare_loop(base_url, asked, args.max_tokens)),
-                ("pipeline", lambda: pipeline(base_url, asked, args.max_tokens, args.stream)),
-            ):
-                tokens, seconds = measure()
-                tokens_of[name] += tokens
-                seconds_of[name] += seconds
+            tokens, seconds, texts = bare_loop(base_url, asked, args.max_tokens)
+            tokens_of["bare"] += tokens
+            seconds_of["bare"] += seconds
+            tokens, seconds = pipeline(base_url, asked, args.max_tokens, args.stream, (tokens, texts))
+            tokens_of["pipeline"] += tokens
+            seconds_of["pipeline"] += seconds
     rates = {}
     for name, shown in (("bare", "bare client loop"), ("pipeline", label)):
         tokens, seconds = tokens_of[name], seconds_of[name]
