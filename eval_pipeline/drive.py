@@ -43,6 +43,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from eval_pipeline.finish_reasons import finish_reason
 from eval_pipeline.lanes.kind import Thread, TurnRequest, requests_of_threads
 from eval_pipeline.runtimes.base import (
     ChatRuntime,
@@ -162,7 +163,13 @@ def run_session(
         answers = cache.answers(request)
         if answers is not None:
             for (case_id, turn), answer in zip(asked, answers, strict=True):
-                record({**_row(case_id, turn, attempts=0), **answer, "cached": True})
+                record(
+                    {
+                        **_row(case_id, turn, attempts=0, finish_reason=_finish_reason_of(answer["raw"])),
+                        **answer,
+                        "cached": True,
+                    }
+                )
             return rows
 
     try:
@@ -238,6 +245,7 @@ def _send(session: ChatSession, case_id: str, turn: TurnRequest, retry: RetryPol
         completion_tokens=usage.completion_tokens,
         ttft_ms=usage.ttft_ms,
         error=error,
+        finish_reason=finish_reason(raw),
     )
     if recorded_seed is not None:
         row["seed"] = int(recorded_seed)
@@ -246,6 +254,17 @@ def _send(session: ChatSession, case_id: str, turn: TurnRequest, retry: RetryPol
 
 def _raw_text(raw: dict[str, Any]) -> str:
     return json.dumps(raw, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _finish_reason_of(raw_text: str | None) -> str | None:
+    """The finish reason a stored ``raw`` (JSON text: a cached or recorded answer's) holds."""
+    if not raw_text:
+        return None
+    try:
+        raw = json.loads(raw_text)
+    except ValueError:
+        return None
+    return finish_reason(raw) if isinstance(raw, dict) else None
 
 
 def samples_to_drive(runtime: ChatRuntime, repeat: int) -> int:
@@ -374,6 +393,9 @@ def replayed(
             "seed": pc.coalesce(answers["seed"], asked["seed"]),
             **{name: pa.nulls(asked.num_rows, TRANSCRIPTS.field(name).type) for name in _UNRECORDED},
             "cached": pa.repeat(pa.scalar(False), asked.num_rows),
+            "finish_reason": pa.array(
+                [_finish_reason_of(text) for text in answers["raw"].to_pylist()], pa.string()
+            ),
         }
     )
     table = (
@@ -436,6 +458,7 @@ def _row(
     prompt_tokens: int | None = None,
     completion_tokens: int | None = None,
     ttft_ms: float | None = None,
+    finish_reason: str | None = None,
 ) -> dict[str, Any]:
     return {
         "case_id": case_id,
@@ -454,4 +477,5 @@ def _row(
         "completion_tokens": completion_tokens,
         "cached": False,
         "ttft_ms": ttft_ms,
+        "finish_reason": finish_reason,
     }

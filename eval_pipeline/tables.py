@@ -53,6 +53,7 @@ TRANSCRIPTS = pa.schema(
         pa.field("cost", pa.float64()),  # the tokens at the target's price (null: no price or no usage)
         pa.field("cached", pa.bool_()),  # answered from the response cache: nothing was sent
         pa.field("ttft_ms", pa.float64()),  # time to the first token of a streamed reply (null: not measured)
+        pa.field("finish_reason", pa.string()),  # why generation stopped (null: the runtime did not say)
     ]
 )
 
@@ -203,6 +204,8 @@ COLUMN_DESCRIPTIONS: Mapping[str, str] = {
     "A cached turn carries what its answer cost when it was bought (nothing was spent again).",
     "cached": "true when the turn was answered from the response cache (nothing sent, no latency).",
     "ttft_ms": "Milliseconds to the first token of a streamed reply (null: not streamed or not measured).",
+    "finish_reason": "Why the runtime stopped generating the turn's answer, as it said: stop, length (cut at "
+    "the token limit), content_filter, tool_calls … (null: the runtime did not say).",
     "samples": "N, the samples per case the metric pools (--repeat).",
     "ci_low": "Lower end of the 95% Wilson interval on numerator / denominator.",
     "ci_high": "Upper end of the 95% Wilson interval on numerator / denominator.",

@@ -4,7 +4,8 @@ A turn's ``prompt_tokens`` and ``completion_tokens`` are what the runtime said i
 ``usage`` (null when it said nothing); a target's ``price`` (per million input and output
 tokens) turns them into the turn's ``cost``. Every lane run then reports the same usage
 metrics, whatever its kind (:data:`USAGE_METRICS`): turns driven, tokens, cost, the turns
-answered from the response cache, latency p50 / p95 / p99 and time to first token p50 / p95.
+answered from the response cache, the turns cut at the token limit, latency p50 / p95 / p99,
+time to first token p50 / p95 and the generation rate of streamed answers.
 They carry no threshold unless a lane declares one, so they never change a lane's verdict.
 
 A token count is a whole number from 0 to :data:`MAX_TOKEN_COUNT` and a cost is finite; a
@@ -29,6 +30,8 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
+from eval_pipeline.durations import duration_text
+from eval_pipeline.finish_reasons import TOKEN_LIMIT
 from eval_pipeline.runtimes.faults import TurnFault
 from eval_pipeline.scoring import MetricValue
 
@@ -37,12 +40,17 @@ PROMPT_TOKENS = "prompt_tokens"
 COMPLETION_TOKENS = "completion_tokens"
 COST = "cost"
 CACHED_TURNS = "cached_turns"
+TRUNCATED_TURNS = "truncated_turns"
 LATENCY_PERCENTILES: tuple[tuple[str, float], ...] = (
     ("latency_p50_ms", 50.0),
     ("latency_p95_ms", 95.0),
     ("latency_p99_ms", 99.0),
 )
 TTFT_PERCENTILES: tuple[tuple[str, float], ...] = (("ttft_p50_ms", 50.0), ("ttft_p95_ms", 95.0))
+# The median rate a streamed answer was generated at, after its first token: unlike latency and
+# TTFT, which include any wait at the server (a one-slot server queues a run's own requests),
+# it measures the model alone.
+GENERATION_RATE = "generation_tokens_per_s_p50"
 
 # Every usage metric, in the order a run reports them.
 USAGE_METRICS: tuple[str, ...] = (
@@ -51,13 +59,18 @@ USAGE_METRICS: tuple[str, ...] = (
     COMPLETION_TOKENS,
     COST,
     CACHED_TURNS,
+    TRUNCATED_TURNS,
     *(name for name, _ in LATENCY_PERCENTILES),
     *(name for name, _ in TTFT_PERCENTILES),
+    GENERATION_RATE,
 )
 
 # The usage metrics that time the runtime: two runs of the same answers differ in them, and a
 # recording (nothing sent) has none.
-TIMED_METRICS: tuple[str, ...] = tuple(name for name, _ in (*LATENCY_PERCENTILES, *TTFT_PERCENTILES))
+TIMED_METRICS: tuple[str, ...] = (
+    *(name for name, _ in (*LATENCY_PERCENTILES, *TTFT_PERCENTILES)),
+    GENERATION_RATE,
+)
 
 # The transcript columns the usage metrics read.
 USAGE_COLUMNS: tuple[str, ...] = (
@@ -68,6 +81,7 @@ USAGE_COLUMNS: tuple[str, ...] = (
     "completion_tokens",
     "cost",
     "cached",
+    "finish_reason",
 )
 
 TOKENS_PER_PRICE_UNIT = 1_000_000
@@ -164,10 +178,31 @@ def usage_metrics(transcripts: pd.DataFrame) -> list[MetricValue]:
         MetricValue(COMPLETION_TOKENS, whole_sum(answered["completion_tokens"])),
         MetricValue(COST, whole_sum(answered["cost"])),
         MetricValue(CACHED_TURNS, float(cached.sum())),
+        MetricValue(TRUNCATED_TURNS, float(truncated(transcripts).sum())),
     ]
     values += [MetricValue(name, percentile(transcripts["latency_ms"], q)) for name, q in LATENCY_PERCENTILES]
     values += [MetricValue(name, percentile(transcripts["ttft_ms"], q)) for name, q in TTFT_PERCENTILES]
+    values.append(MetricValue(GENERATION_RATE, percentile(generation_rates(answered), 50.0)))
     return values
+
+
+def generation_rates(transcripts: pd.DataFrame) -> pd.Series:
+    """Each streamed turn's tokens per second after its first token: the completion tokens but
+    the first over the time from the first token to the last (null where a turn was not
+    streamed, said no token count, or had no time or token after its first)."""
+    completion = transcripts["completion_tokens"].astype("Float64")
+    after_first_s = (
+        transcripts["latency_ms"].astype("Float64") - transcripts["ttft_ms"].astype("Float64")
+    ) / 1000.0
+    usable = (completion > 1) & (after_first_s > 0)
+    return ((completion - 1) / after_first_s).where(usable.fillna(False))
+
+
+def truncated(transcripts: pd.DataFrame) -> pd.Series:
+    """Whether each turn was cut at the token limit (its ``finish_reason`` is ``length``)."""
+    if "finish_reason" not in transcripts.columns:  # a stage file written before the column
+        return pd.Series(False, index=transcripts.index)
+    return transcripts["finish_reason"].astype("string").eq(TOKEN_LIMIT).fillna(False).astype(bool)
 
 
 def whole_sum(column: pd.Series) -> float | None:
@@ -190,7 +225,14 @@ def percentile(column: pd.Series, q: float) -> float | None:
 
 
 # What a run's usage line adds up over several lane runs (a percentile does not add up).
-SUMMED_METRICS: tuple[str, ...] = (TURNS_DRIVEN, CACHED_TURNS, PROMPT_TOKENS, COMPLETION_TOKENS, COST)
+SUMMED_METRICS: tuple[str, ...] = (
+    TURNS_DRIVEN,
+    CACHED_TURNS,
+    TRUNCATED_TURNS,
+    PROMPT_TOKENS,
+    COMPLETION_TOKENS,
+    COST,
+)
 
 
 def summed_usage(runs: Sequence[Mapping[str, float | None]]) -> dict[str, float | None]:
@@ -218,17 +260,23 @@ def _cost(value: float | None) -> str:
 
 
 def totals_text(usage: Mapping[str, float | None]) -> str:
-    """Turns (and those from the cache), tokens and cost, in words: ``120 turns (40 from the
-    cache), 3,400 + 1,200 tokens, cost 0.0123``."""
+    """Turns (and those from the cache, and those cut at the token limit when there are any),
+    tokens and cost, in words: ``120 turns (40 from the cache, 13 cut at the token limit),
+    3,400 + 1,200 tokens, cost 0.0123``."""
+    cut = usage.get(TRUNCATED_TURNS)
+    cut_text = f", {_amount(cut)} cut at the token limit" if cut else ""
     return (
-        f"{_amount(usage.get(TURNS_DRIVEN))} turns ({_amount(usage.get(CACHED_TURNS))} from the cache), "
-        f"{_amount(usage.get(PROMPT_TOKENS))} + {_amount(usage.get(COMPLETION_TOKENS))} tokens, "
-        f"cost {_cost(usage.get(COST))}"
+        f"{_amount(usage.get(TURNS_DRIVEN))} turns ({_amount(usage.get(CACHED_TURNS))} from the cache"
+        f"{cut_text}), {_amount(usage.get(PROMPT_TOKENS))} + {_amount(usage.get(COMPLETION_TOKENS))} "
+        f"tokens, cost {_cost(usage.get(COST))}"
     )
 
 
 def timing_text(usage: Mapping[str, float | None]) -> str:
-    """One lane run's latency p50 / p95 / p99 and TTFT p50 / p95, in words."""
-    latency = " / ".join(_amount(usage.get(name), " ms") for name, _ in LATENCY_PERCENTILES)
-    ttft = " / ".join(_amount(usage.get(name), " ms") for name, _ in TTFT_PERCENTILES)
-    return f"latency p50/p95/p99 {latency}; TTFT p50/p95 {ttft}"
+    """One lane run's latency p50 / p95 / p99, TTFT p50 / p95 and, when streamed answers
+    measured it, their generation rate, in words."""
+    latency = " / ".join(duration_text(usage.get(name)) for name, _ in LATENCY_PERCENTILES)
+    ttft = " / ".join(duration_text(usage.get(name)) for name, _ in TTFT_PERCENTILES)
+    rate = usage.get(GENERATION_RATE)
+    generated = "" if rate is None else f"; {rate:.1f} tokens/s"
+    return f"latency p50/p95/p99 {latency}; TTFT p50/p95 {ttft}{generated}"

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import importlib.util
 import os
 import re
 import shlex
@@ -101,6 +102,18 @@ def declared_runs(script: Path) -> list[TinyRun]:
     return declared
 
 
+def required_modules(script: Path) -> tuple[str, ...]:
+    """The modules a benchmark needs beyond the project's own dependencies (its optional
+    ``REQUIRES``, a literal tuple of module names): without one, its tiny run is skipped, saying so."""
+    tree = ast.parse(script.read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(target, ast.Name) and target.id == "REQUIRES" for target in node.targets
+        ):
+            return tuple(ast.literal_eval(node.value))
+    return ()
+
+
 def declaration_problem(script: Path) -> str:
     """What is wrong with the script's declaration, in words ('' when nothing is)."""
     try:
@@ -176,6 +189,9 @@ def test_a_new_benchmark_is_found_and_told_how_to_declare_its_tiny_runs(tmp_path
 def test_every_benchmark_runs_at_its_tiny_size(script: Path, run: TinyRun | None, tmp_path: Path) -> None:
     if run is None:
         pytest.fail(declaration_problem(script) or f"{script.name}: declared since collection", pytrace=False)
+    missing = [name for name in required_modules(script) if importlib.util.find_spec(name) is None]
+    if missing:
+        pytest.skip(f"{script.name} needs {', '.join(missing)}, not installed here (its REQUIRES)")
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     output = run_benchmark(run, scratch)

@@ -52,7 +52,7 @@ from eval_pipeline.runtimes.options import parse_runtime_options
 from eval_pipeline.runtimes.redaction import redacted_options, redacted_spec
 from eval_pipeline.runtimes.registry import build_runtime, split_spec
 from eval_pipeline.runtimes.targets import TargetsFileError, find_target
-from eval_pipeline.runtimes.unsupplied import PREDICATE_READ_FIELDS, unsupplied_fields, unsupplied_note
+from eval_pipeline.runtimes.unsupplied import lane_telemetry, unsupplied_fields, unsupplied_note
 from eval_pipeline.runtimes.warm import warm_runtimes
 from eval_pipeline.scoring import number_text
 from eval_pipeline.settings import CELERY_BROKER_ENV, celery_broker
@@ -191,19 +191,21 @@ def _verdict(word: str) -> str:
 
 
 def _unsupplied(outcome: LaneOutcome) -> tuple[list[str], int]:
-    """The answer fields predicates read that the runtime supplied on no answered turn, and
-    how many turns were answered."""
+    """The answer fields the lane's predicates read that the runtime supplied on no answered
+    turn, and how many turns were answered."""
     stored = outcome.files.get("transcripts")
-    if stored is None:
+    read = list(lane_telemetry(outcome.lane))
+    if stored is None or not read:
         return [], 0
-    turns = stored.read(["error", *PREDICATE_READ_FIELDS])
-    return unsupplied_fields(turns), int(turns["error"].isna().sum())
+    turns = stored.read(["error", *read])
+    return unsupplied_fields(turns, read), int(turns["error"].isna().sum())
 
 
 def _print_unsupplied(outcome: LaneOutcome, scheme: str) -> None:
     fields, answered = _unsupplied(outcome)
     if fields:
-        out().print(Text(f"  {unsupplied_note(fields, answered, scheme)}"), highlight=False)
+        note = unsupplied_note(fields, answered, scheme, lane_telemetry(outcome.lane))
+        out().print(Text(f"  {note}"), highlight=False)
 
 
 def _print(outcome: LaneOutcome, scheme: str) -> None:

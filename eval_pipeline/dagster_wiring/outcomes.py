@@ -5,6 +5,7 @@ executed (:mod:`eval_pipeline.dagster_wiring.launch`) or one the instance holds 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -121,7 +122,9 @@ def _root_cause(error: Any) -> tuple[str, str]:
     while getattr(error, "cause", None) is not None:
         error = error.cause
     message = str(getattr(error, "message", error)).strip()
-    return str(getattr(error, "cls_name", "")), message
+    kind = str(getattr(error, "cls_name", ""))
+    # Dagster's message starts with the error's qualified class name: the kind says it already.
+    return kind, re.sub(rf"^(?:[\w.]+\.)?{re.escape(kind)}: ", "", message) if kind else message
 
 
 def read_outcome(spec: LaneSpec, result: dg.ExecuteInProcessResult | Any, series: Series) -> LaneOutcome:

@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 from pydantic import BaseModel
 
 from eval_pipeline.cases.batch import CaseBatch, case_ids, field_values
+from eval_pipeline.finish_reasons import TOKEN_LIMIT
 from eval_pipeline.lanes.case_rows import (
     TEXT,
     CaseRowBlocks,
@@ -565,7 +566,30 @@ class RecordedTurns:
         """Whether each turn was answered (recorded no fault)."""
         return np.array([error is None for error in self.values("error")], dtype=bool)
 
+    @cached_property
+    def _cut(self) -> Flags | None:
+        """Whether each turn was cut at the token limit; None when no turn was (or the
+        transcripts predate the column)."""
+        if "finish_reason" not in self._transcripts.columns:
+            return None
+        cut = np.array([reason == TOKEN_LIMIT for reason in self.values("finish_reason")], dtype=bool)
+        return cut if bool(cut.any()) else None
+
     def judge(self, name: str, rows: Positions) -> VerdictColumns:
+        """Predicate ``name`` on the turns at ``rows``; a failure on a turn cut at the token
+        limit carries ``finish_reason`` in its evidence, so its reason says so."""
+        judged = self._judged(name, rows)
+        if self._cut is None:
+            return judged
+        noted = np.flatnonzero(self._cut[rows] & np.array([p is False for p in judged.passed], dtype=bool))
+        if not len(noted):
+            return judged
+        evidence = list(judged.evidence)
+        for i in noted.tolist():
+            evidence[i] = evidence_json({**decoded_evidence(evidence[i]), "finish_reason": TOKEN_LIMIT})
+        return VerdictColumns(judged.passed, judged.code, evidence)
+
+    def _judged(self, name: str, rows: Positions) -> VerdictColumns:
         """Predicate ``name`` on the turns at ``rows``: faults fail it, the rest are judged together."""
         predicate = PREDICATES.get(name)
         if predicate.level != "turn":

@@ -98,13 +98,17 @@ class Predicate:
     """A registered predicate: its name, what it looks at, and the function.
 
     ``explain`` turns a case-level verdict into the case row's message (default:
-    :func:`eval_pipeline.predicates.explain.reason`).
+    :func:`eval_pipeline.predicates.explain.reason`). ``reads`` names the runtime telemetry it
+    reads, declared where it is registered.
     """
 
     name: str
     level: PredicateLevel
     function: Callable[..., Verdict]
     explain: Callable[[str, Verdict], str] | None = None
+    # The answer fields besides the surface it reads, which only some runtimes supply
+    # (``grounding_source``, ``surface_tag``): runtime telemetry. A plain LLM supplies none.
+    reads: tuple[str, ...] = ()
 
     def on_turn(self, turns: Sequence[TurnView], index: int) -> Verdict:
         """The verdict for turn ``index`` (turn and thread_turn predicates)."""
@@ -127,18 +131,21 @@ def _guard_turn(fn: Callable[[TurnView], Verdict]) -> Callable[[TurnView], Verdi
     return guarded
 
 
-def turn_predicate(name: str) -> Callable[[TurnPredicate], TurnPredicate]:
-    """Register a predicate of one turn under ``name``. A faulted turn fails it with ``turn_error``."""
+def turn_predicate(name: str, *, reads: tuple[str, ...] = ()) -> Callable[[TurnPredicate], TurnPredicate]:
+    """Register a predicate of one turn under ``name`` (reading the telemetry fields ``reads``).
+    A faulted turn fails it with ``turn_error``."""
 
     def decorate(fn: TurnPredicate) -> TurnPredicate:
         guarded = _guard_turn(fn)
-        PREDICATES.add(name, Predicate(name, "turn", guarded))
+        PREDICATES.add(name, Predicate(name, "turn", guarded, reads=reads))
         return guarded
 
     return decorate
 
 
-def thread_turn_predicate(name: str) -> Callable[[ThreadTurnPredicate], ThreadTurnPredicate]:
+def thread_turn_predicate(
+    name: str, *, reads: tuple[str, ...] = ()
+) -> Callable[[ThreadTurnPredicate], ThreadTurnPredicate]:
     """Register a predicate of one turn that also sees the thread's other turns.
 
     A faulted turn fails it with ``turn_error``.
@@ -152,19 +159,19 @@ def thread_turn_predicate(name: str) -> Callable[[ThreadTurnPredicate], ThreadTu
 
         guarded.__name__ = fn.__name__
         guarded.__doc__ = fn.__doc__
-        PREDICATES.add(name, Predicate(name, "thread_turn", guarded))
+        PREDICATES.add(name, Predicate(name, "thread_turn", guarded, reads=reads))
         return guarded
 
     return decorate
 
 
 def case_predicate(
-    name: str, *, explain: Callable[[str, Verdict], str] | None = None
+    name: str, *, explain: Callable[[str, Verdict], str] | None = None, reads: tuple[str, ...] = ()
 ) -> Callable[[CasePredicate], CasePredicate]:
     """Register a predicate of a whole case (the case and its recorded turns) under ``name``."""
 
     def decorate(fn: CasePredicate) -> CasePredicate:
-        PREDICATES.add(name, Predicate(name, "case", fn, explain))
+        PREDICATES.add(name, Predicate(name, "case", fn, explain, reads=reads))
         return fn
 
     return decorate

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from eval_pipeline.finish_reasons import with_truncation
 from eval_pipeline.predicates.base import PASS, TURN_ERROR, Verdict
 
 EXCERPT_CHARS = 70
@@ -150,13 +151,18 @@ def not_applicable_why(code: str, rows: str) -> str:
 
 
 def reason(predicate: str, verdict: Verdict) -> str:
-    """The sentence stored as ``message``: why ``predicate`` passed, failed or did not apply."""
+    """The sentence stored as ``message``: why ``predicate`` passed, failed or did not apply.
+    A failure on a turn the runtime cut at its token limit says so (evidence ``finish_reason``):
+    the answer may fail only because it was never finished."""
     if verdict.passed is None:
         return f"{predicate} does not apply here ({verdict.code.replace('_', ' ')})."
     if verdict.passed or verdict.code == PASS:
         return f"{predicate} holds."
+    cut = verdict.evidence.get("finish_reason")
     template = _REASONS.get(verdict.code)
     if template is not None:
-        return template(verdict.evidence)
-    keys = ", ".join(f"{k}={v}" for k, v in sorted(verdict.evidence.items()))
-    return f"{predicate} fails ({verdict.code.replace('_', ' ')})" + (f": {keys}." if keys else ".")
+        return with_truncation(template(verdict.evidence), cut)
+    keys = ", ".join(f"{k}={v}" for k, v in sorted(verdict.evidence.items()) if k != "finish_reason")
+    return with_truncation(
+        f"{predicate} fails ({verdict.code.replace('_', ' ')})" + (f": {keys}." if keys else "."), cut
+    )

@@ -151,7 +151,7 @@ def _text_claim(surface: str) -> str | None:
     return match.group(1).lower() if match else None
 
 
-@turn_predicate("surface_provenance_match")
+@turn_predicate("surface_provenance_match", reads=("grounding_source", "surface_tag"))
 def surface_provenance_match(turn: TurnView) -> Verdict:
     """The surface tag and any ``X-grounded`` phrase in the text agree with ``grounding_source``.
 

@@ -70,7 +70,7 @@ def mentions_lemma(surface: str, lemma: str) -> bool:
     return re.search(rf"\b{body}(?:s|es)?\b", surface, re.IGNORECASE) is not None
 
 
-@turn_predicate("is_grounded")
+@turn_predicate("is_grounded", reads=("grounding_source",))
 def is_grounded(turn: TurnView) -> Verdict:
     """``grounding_source`` is one of pack, teaching, vault, oov, partial (missing counts as none)."""
     source = (turn.grounding_source or "none").lower()
@@ -222,7 +222,7 @@ def case_topic_anchor_present(case: Any, turns: Sequence[TurnView]) -> Verdict:
     return topic_anchor_present(annotated(case, turns))
 
 
-@case_predicate("no_topic_drift_to_none")
+@case_predicate("no_topic_drift_to_none", reads=("grounding_source",))
 def case_no_topic_drift_to_none(case: Any, turns: Sequence[TurnView]) -> Verdict:
     return no_topic_drift_to_none(annotated(case, turns))
 

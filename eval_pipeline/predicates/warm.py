@@ -52,7 +52,7 @@ def telemetry_match(turn: TurnView) -> Verdict:
     return Verdict.fail("telemetry_mismatch", logged=logged[:200], surface=turn.surface[:200])
 
 
-@thread_turn_predicate("grounded_holds_on_warm")
+@thread_turn_predicate("grounded_holds_on_warm", reads=("grounding_source",))
 def grounded_holds_on_warm(turns: Sequence[TurnView], index: int) -> Verdict:
     """A repeat of a prompt first grounded in pack/teaching is not none, vault or a fragment.
 
@@ -73,7 +73,7 @@ def grounded_holds_on_warm(turns: Sequence[TurnView], index: int) -> Verdict:
     return Verdict.ok(first_source=source(first), source=source(turn))
 
 
-@thread_turn_predicate("grounding_stable")
+@thread_turn_predicate("grounding_stable", reads=("grounding_source",))
 def grounding_stable(turns: Sequence[TurnView], index: int) -> Verdict:
     """On a prompt's first ask, when it is asked again: every ask has the same grounding source.
 

@@ -6,7 +6,10 @@ behaves the same. Each scheme says what pins that behaviour down:
 - ``reference``: the package version, the mode (gloss or not) and the SHA-256 of the concept
   pack it answers from;
 - ``openai:``: what the server reports for the configured model at ``GET /models`` (the
-  whole entry: id, created, owner, any version field), plus the spec and options;
+  whole entry: id, created, owner, any version field), plus the spec and options. A server
+  that does not serve ``GET /models`` (many OpenAI-compatible servers answer chat completions
+  only) is asked one chat completion of one token instead, and its reply's ``model`` field
+  stands for the entry; the run says so once (a warning);
 - ``exec:``: the command line, plus the content hash of the program and of every argument
   that names a file;
 - ``python:``: the content hash of the module file (or every ``.py`` file of the package)
@@ -23,7 +26,10 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import logging
 import os
+import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +40,15 @@ from eval_pipeline.runtimes.base import RuntimeSpecError
 from eval_pipeline.runtimes.redaction import redacted_spec, scrubbed
 from eval_pipeline.runtimes.registry import split_spec
 
+LOG = logging.getLogger(__name__)
 MODELS_TIMEOUT_S = 10.0
+# What a server answers to ``GET /models`` when it has no such route: it lists no models.
+NOT_LISTING_STATUS = frozenset({400, 404, 405, 410, 501})
+# A server's reply model, once asked, is kept this long: a run asks for its version from
+# several steps (cache, journal, observation), and one probe (and one note) serves them all.
+PROBED_MODEL_TTL_S = 300.0
+_probed: dict[tuple[str, str], tuple[float, dict[str, Any]]] = {}
+_probed_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -104,22 +118,22 @@ def _reference_facts(options: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def served_model(base_url: str, options: Mapping[str, Any]) -> dict[str, Any]:
-    """The entry the server lists for the configured model at ``GET {base_url}/models``. Its
-    errors name the URL redacted: they reach the terminal and the Dagster event log."""
+    """The entry the server lists for the configured model at ``GET {base_url}/models``; for a
+    server that does not serve that route, what a reply says of its model
+    (:func:`replied_model`)."""
     import openai
+
+    from eval_pipeline.runtimes.adapters.openai_http import public_url
 
     model = options.get("model")
     shown_url = redacted_spec(base_url)
-    api_key_env = options.get("api_key_env")
-    api_key = (os.environ.get(api_key_env) if isinstance(api_key_env, str) else None) or "unused"
-    headers = dict(options.get("headers") or {})
-    for header, env in dict(options.get("header_envs") or {}).items():
-        headers[header] = os.environ.get(env, "")
-    client = openai.OpenAI(
-        base_url=base_url, api_key=api_key, default_headers=headers, timeout=MODELS_TIMEOUT_S, max_retries=1
-    )
+    client = _client(base_url, options)
     try:
         listed = [entry.model_dump() for entry in client.models.list()]
+    except openai.APIStatusError as exc:
+        if exc.status_code not in NOT_LISTING_STATUS:
+            raise RuntimeSpecError(f"GET {public_url(base_url)}/models: HTTP {exc.status_code}") from None
+        return replied_model(base_url, options, f"GET /models answered HTTP {exc.status_code}")
     except openai.OpenAIError as exc:
         # The server's words may echo the request back: scrubbed before cut, so no part stays.
         detail = scrubbed(str(exc), base_url)[:300]
@@ -131,6 +145,61 @@ def served_model(base_url: str, options: Mapping[str, Any]) -> dict[str, Any]:
             return entry
     raise RuntimeSpecError(
         f"GET {shown_url}/models does not list model {model!r} (listed: {[e.get('id') for e in listed]})"
+    )
+
+
+def replied_model(base_url: str, options: Mapping[str, Any], why: str) -> dict[str, Any]:
+    """What a one-token chat completion says of the model that answered (its ``model`` field),
+    for a server that lists no models (``why``). Asked once per target within
+    :data:`PROBED_MODEL_TTL_S`; the first time, a warning says what the version is made of."""
+    import openai
+
+    from eval_pipeline.runtimes.adapters.openai_http import public_url
+
+    key = (base_url, json.dumps(dict(options), sort_keys=True, default=str))
+    with _probed_lock:
+        found = _probed.get(key)
+        if found is not None and time.monotonic() - found[0] < PROBED_MODEL_TTL_S:
+            return found[1]
+        client = _client(base_url, options)
+        try:
+            reply = client.chat.completions.create(
+                model=str(options.get("model")),
+                messages=[{"role": "user", "content": "Say OK."}],
+                max_tokens=1,
+            )
+        except openai.OpenAIError as exc:
+            status = getattr(exc, "status_code", None)
+            cause = f"HTTP {status}" if status is not None else type(exc).__name__
+            raise RuntimeSpecError(
+                f"{public_url(base_url)}: {why}, and a one-token chat completion to read the "
+                f"replying model failed ({cause})"
+            ) from None
+        finally:
+            client.close()
+        entry = {"listed": False, "replied_model": reply.model}
+        _probed[key] = (time.monotonic(), entry)
+    LOG.warning(
+        "runtime version of openai:%s: %s (the server lists no models); the version is the "
+        "target's spec and options and the model its replies name (%r)",
+        public_url(base_url),
+        why,
+        reply.model,
+    )
+    return entry
+
+
+def _client(base_url: str, options: Mapping[str, Any]) -> Any:
+    """A synchronous SDK client for ``base_url`` with the target's key and headers."""
+    import openai
+
+    api_key_env = options.get("api_key_env")
+    api_key = (os.environ.get(api_key_env) if isinstance(api_key_env, str) else None) or "unused"
+    headers = dict(options.get("headers") or {})
+    for header, env in dict(options.get("header_envs") or {}).items():
+        headers[header] = os.environ.get(env, "")
+    return openai.OpenAI(
+        base_url=base_url, api_key=api_key, default_headers=headers, timeout=MODELS_TIMEOUT_S, max_retries=1
     )
 
 

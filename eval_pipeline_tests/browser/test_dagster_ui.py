@@ -147,7 +147,7 @@ def test_each_series_reads_its_own_checks_and_ad_hoc_runs_stay_out_of_the_launch
     )["assetNodes"][0]
     # The launchpad offers the declared series only: the ad-hoc case set was never registered.
     keys = {d["name"]: d["partitionKeys"] for d in node["partitionKeysByDimension"]}
-    assert keys == {"case_set": ["public"], "runtime": ["reference", "reference-no-gloss"]}
+    assert keys == {"case_set": ["public"], "runtime": ["reference", "reference-no-gloss", "smollm2"]}
     assert ad_hoc_case_set not in keys["case_set"]
     checks = node["assetChecksOrError"]["checks"]
     assert len(checks) == len(find_lane(LANE).effective_thresholds) + 1  # + measurement

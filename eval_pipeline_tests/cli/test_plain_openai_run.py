@@ -44,7 +44,36 @@ def test_the_run_says_which_fields_the_runtime_never_supplied_and_how_to_map_the
     text = " ".join(result.stdout.split())
     assert (
         "the runtime never supplied grounding_source, surface_tag (null on all 2 answered turns): "
-        "predicates that read them count each as missing; map them to the response with "
+        "surface_provenance_match read them and count each as missing; map them to the response with "
         """-o 'response_fields={"grounding_source": "<dotted path>"}' """
         "(default path: choices.0.message.grounding_source)"
     ) in text, result.stdout
+
+
+def test_a_lane_none_of_whose_predicates_reads_a_field_says_nothing_of_it() -> None:
+    # refusal_calibration and i18n_prompt read the surface only; the thread lane reads
+    # grounding_source alone, and names the predicates that do.
+    said: dict[str, str] = {}
+    with scripted(PLAIN) as server:
+        for lane, split in (
+            ("refusal_calibration", "dev"),
+            ("i18n_prompt", "dev"),
+            ("conversational_thread_coherence", "dev"),
+        ):
+            result = CliRunner().invoke(
+                app,
+                [
+                    *("run", "--lane", lane, "--split", split),
+                    *("--runtime", f"openai:{server.base_url}", "-o", "model=m", "-o", "max_retries=0"),
+                ],
+                env={"COLUMNS": "200"},
+            )
+            assert result.exit_code in (0, 1), result.output
+            said[lane] = " ".join(result.stdout.split())
+    assert "never supplied" not in said["refusal_calibration"]
+    assert "never supplied" not in said["i18n_prompt"]
+    assert (
+        "the runtime never supplied grounding_source (null on all 8 answered turns): is_grounded, "
+        "no_topic_drift_to_none read it and count each as missing"
+    ) in said["conversational_thread_coherence"]
+    assert "surface_tag" not in said["conversational_thread_coherence"]

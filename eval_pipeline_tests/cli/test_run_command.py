@@ -158,7 +158,7 @@ def test_an_unknown_runtime_name_lists_the_declared_targets_and_the_closest(
     assert result.exit_code == 2
     message = " ".join(result.output.split())
     assert f"unknown runtime {name!r}" in message
-    assert "declared in evals/runtimes.yaml (reference, reference-no-gloss)" in message
+    assert "declared in evals/runtimes.yaml (reference, reference-no-gloss, smollm2)" in message
     assert ("did you mean" in message) == (close is not None)
     if close:
         assert f"did you mean {close!r}?" in message

@@ -102,6 +102,9 @@ def without_usage(tables: dict[str, list[dict[str, Any]]]) -> dict[str, list[dic
     assert usage["turns_driven"] == len(tables["transcripts"]) and usage["cached_turns"] == 0
     assert usage["prompt_tokens"] is None and usage["cost"] is None and usage["ttft_p50_ms"] is None
     assert usage["latency_p50_ms"] is not None  # every turn was timed
+    assert usage["truncated_turns"] == 0
+    for row in tables["transcripts"]:  # the reference runtime never says why it stopped
+        assert row.pop("finish_reason") is None
     tables["metrics"] = [row for row in tables["metrics"] if row["metric"] not in USAGE_METRICS]
     return tables
 

@@ -18,6 +18,7 @@ import pyarrow as pa
 from pydantic import BaseModel
 
 from eval_pipeline.cases.loading import load_cases
+from eval_pipeline.finish_reasons import TOKEN_LIMIT, with_truncation
 from eval_pipeline.i18n import (
     ASSERTION_NAMES,
     AssertionResult,
@@ -68,7 +69,18 @@ def assertion_results(cases: Sequence[EvalCase], transcripts: pd.DataFrame) -> l
         elif not pd.isna(turn.get("error")):
             results.extend(error_results(case, str(turn["error"])))
         else:
-            results.extend(check_case(case, candidate_from_turn(case, turn)))
+            cut = turn.get("finish_reason")
+            results.extend(
+                result
+                if result.passed or cut != TOKEN_LIMIT
+                else result.model_copy(
+                    update={
+                        "message": with_truncation(result.message, cut),
+                        "evidence": {**result.evidence, "finish_reason": cut},
+                    }
+                )
+                for result in check_case(case, candidate_from_turn(case, turn))
+            )
     return results
 
 

@@ -38,6 +38,9 @@ Options (``--runtime-option KEY=VALUE``):
   the call in the gateway's logs; those present go to ``raw.call_ids`` and into error messages.
 - ``tool_call_surface`` (``empty``): what a reply with tool calls shows as its surface besides
   its text: nothing (``empty``) or the calls as JSON (``json``).
+- ``max_reply_bytes`` (1 MB): the most a reply's body (a streamed reply's every chunk
+  together) may hold. It is enforced while reading: a larger reply (or one whose
+  ``Content-Length`` says so) is that turn's ``reply_too_large`` fault, never read whole.
 
 A reply is an answer whenever it has ``choices[0].message``: ``content: null`` is an empty
 surface, and tool calls are kept in ``raw``. Per turn, ``raw`` holds the response ``id``,
@@ -59,7 +62,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Coroutine, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast, get_args
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -120,6 +123,7 @@ class OpenAIOptions(BaseModel):
     stream_usage: bool = True
     call_id_headers: list[str] = Field(default_factory=lambda: ["x-request-id", "x-litellm-call-id"])
     tool_call_surface: ToolCallSurface = "empty"
+    max_reply_bytes: int = Field(1_000_000, ge=1)
 
     @model_validator(mode="before")
     @classmethod
@@ -324,22 +328,57 @@ class OpenAIRuntime:
         # The SDK's documented raw request (``post`` with ``cast_to`` its HTTP response class):
         # the body is plain JSON already, so it skips the SDK's transform of the typed parameters
         # (per message, on every request) and its pydantic parse of the reply; the driver reads
-        # a handful of fields. Status errors and timeouts raise as they do from ``create``.
+        # a handful of fields. Status errors and timeouts raise as they do from ``create``. The
+        # body is left unread (the SDK's own switch, what ``with_streaming_response`` sets), so
+        # it is read here, up to ``max_reply_bytes``.
         import httpx2
+        from openai._constants import RAW_RESPONSE_HEADER
 
         reply = await self._client.post(
             "/chat/completions",
             cast_to=httpx2.Response,
             body={"model": self.options.model, "messages": messages, **(self._extra_body(seed) or {})},
-            options={"timeout": self.options.timeout_s},
+            options={"timeout": self.options.timeout_s, "headers": {RAW_RESPONSE_HEADER: "stream"}},
         )
-        return self._turn_response(self._body_document(reply), reply.headers, {})
+        http = cast("httpx2.Response", getattr(reply, "http_response", reply))
+        try:
+            body = bytearray()
+            async for piece in self._capped(http):
+                body += piece
+        finally:
+            await http.aclose()
+        return self._turn_response(self._body_document(bytes(body), http.headers), http.headers, {})
 
-    def _body_document(self, http: Any) -> Any:
-        """The JSON of a whole (read) HTTP response, else a fault quoting the start of the body."""
-        document = strict_json(http.content.removeprefix(b"\xef\xbb\xbf"))  # a UTF-8 BOM is no fault
+    async def _capped(self, http: Any) -> AsyncIterator[bytes]:
+        """The body of ``http`` as it arrives; a ``reply_too_large`` fault as soon as it (or its
+        ``Content-Length``) passes ``max_reply_bytes``."""
+        limit = self.options.max_reply_bytes
+        with contextlib.suppress(KeyError, ValueError):
+            if int(http.headers["content-length"]) > limit:
+                raise self._too_large(http.headers)
+        read = 0
+        async for piece in http.aiter_bytes():
+            read += len(piece)
+            if read > limit:
+                raise self._too_large(http.headers)
+            yield piece
+
+    def _too_large(self, headers: Mapping[str, str]) -> TurnFault:
+        return TurnFault(
+            self._described(
+                "reply_too_large: a reply",
+                f"over max_reply_bytes ({self.options.max_reply_bytes} bytes); not read further",
+                headers,
+            ),
+            kind="reply_too_large",
+        )
+
+    def _body_document(self, body: bytes, headers: Mapping[str, str]) -> Any:
+        """The JSON of a whole reply body, else a fault quoting the start of the body."""
+        document = strict_json(body.removeprefix(b"\xef\xbb\xbf"))  # a UTF-8 BOM is no fault
         if isinstance(document, str):
-            raise self._malformed(f"the body: {document}: {shorten(http.text, 200)!r}", http.headers)
+            shown = body[:400].decode("utf-8", "replace")
+            raise self._malformed(f"the body: {document}: {shorten(shown, 200)!r}", headers)
         return document
 
     async def _streamed(self, messages: list[dict[str, str]], seed: int | None) -> TurnResponse:
@@ -357,8 +396,10 @@ class OpenAIRuntime:
             headers = reply.headers
             if "text/event-stream" not in headers.get("content-type", ""):
                 # A server that ignores ``stream`` answers with a whole completion.
-                await reply.read()
-                return self._turn_response(self._body_document(reply.http_response), headers, {})
+                body = bytearray()
+                async for piece in self._capped(reply.http_response):
+                    body += piece
+                return self._turn_response(self._body_document(bytes(body), headers), headers, {})
             assembly, first_token_s = await self._assemble(reply, started)
         try:
             document = assembly.document()
@@ -373,12 +414,14 @@ class OpenAIRuntime:
         """The streamed chunks folded together, and the seconds until the first one carrying a token."""
         assembly = StreamAssembly()
         first_token_s: float | None = None
-        lines = reply.iter_lines()
+        lines = _lines(self._capped(reply.http_response))
         while True:
             try:
                 line = await anext(lines)
             except StopAsyncIteration:
                 return assembly, first_token_s
+            except TurnFault:
+                raise
             except Exception as exc:  # the transport's read errors are not the SDK's: name the cause
                 raise TurnFault(
                     self._described(
@@ -448,6 +491,19 @@ class OpenAIRuntime:
             self._loop.run(self._client.close())
         finally:
             self._loop.stop()
+
+
+async def _lines(pieces: AsyncIterator[bytes]) -> AsyncIterator[str]:
+    """The lines of a byte stream (``\\n``, ``\\r\\n`` or ``\\r`` endings), as text. A line is
+    never longer than the stream, which :meth:`OpenAIRuntime._capped` bounds."""
+    pending = b""
+    async for piece in pieces:
+        pending += piece
+        *complete, pending = pending.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
+        for line in complete:
+            yield line.decode("utf-8", "replace")
+    if pending:
+        yield pending.decode("utf-8", "replace")
 
 
 class OpenAISession:
