@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
+from eval_pipeline.durations import format_duration
 from eval_pipeline.scoring import MetricValue
 
 TURNS_DRIVEN = "turns_driven"
@@ -175,6 +176,10 @@ def _amount(value: float | None, unit: str = "") -> str:
     return f"{text}{unit}"
 
 
+def _duration(ms: float | None) -> str:
+    return "n/a" if ms is None else format_duration(ms)
+
+
 def _cost(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.6g}"
 
@@ -191,6 +196,6 @@ def totals_text(usage: Mapping[str, float | None]) -> str:
 
 def timing_text(usage: Mapping[str, float | None]) -> str:
     """One lane run's latency p50 / p95 / p99 and TTFT p50 / p95, in words."""
-    latency = " / ".join(_amount(usage.get(name), " ms") for name, _ in LATENCY_PERCENTILES)
-    ttft = " / ".join(_amount(usage.get(name), " ms") for name, _ in TTFT_PERCENTILES)
+    latency = " / ".join(_duration(usage.get(name)) for name, _ in LATENCY_PERCENTILES)
+    ttft = " / ".join(_duration(usage.get(name)) for name, _ in TTFT_PERCENTILES)
     return f"latency p50/p95/p99 {latency}; TTFT p50/p95 {ttft}"
