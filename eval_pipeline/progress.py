@@ -113,9 +113,7 @@ class RichProgress:
         self.tally = TurnTally()
         self._progress = progress
         # Shown as written: a lane's "[public]" is its split, not a style.
-        self._task: TaskID = progress.add_task(
-            escape(description), total=None, errors=0, retried=0, rate=0.0
-        )
+        self._task: TaskID = progress.add_task(escape(description), total=None, errors=0, retried=0, rate=0.0)
         self._throttle = Throttle(every_s)
 
     def start(self, turns_to_drive: int) -> None:

@@ -37,8 +37,11 @@ from eval_pipeline.history.views import connect
 from eval_pipeline.lanes import declared_lane, lane_kind
 from eval_pipeline.paired import ALPHA
 from eval_pipeline.palette import rich_style
+from eval_pipeline.runtimes.names import runtime_label
 from eval_pipeline.scoring import number_text, verdict_word
+from eval_pipeline.series import SERIES_SQL
 from eval_pipeline.settings import history_root
+from eval_pipeline.viewer.pages.common import words, worst
 
 _HISTORY_COLUMNS = (
     "date, started_at, lane, split, runtime, case_set, run_id, metric, value, threshold_op, threshold, "
@@ -56,6 +59,9 @@ HISTORY_TABLE_COLUMNS = (
     "threshold",
     "check",
 )
+# One line per run (``history`` without --metric or --metrics).
+RUNS_TABLE_COLUMNS = ("date", "lane", "split", "runtime", "case_set", "run_id", "verdict", "failing")
+NO_RUNS = "no runs yet (eval-pipeline run makes one)"
 VERDICT_COLUMNS = frozenset({"check", "verdict", "verdict_a", "verdict_b"})  # coloured like the report
 DIFF_METRIC_COLUMNS = ("metric", "value_a", "value_b", "delta")
 # A flipped case predicate: each side's code, with its pass counts when a run has repeats, and
@@ -78,12 +84,17 @@ def print_history(
     output: OutputFormat,
     root: str | None,
     wide: bool,
+    metrics: bool = False,
 ) -> None:
-    """Metric values of every stored run, or the result of ``sql`` (the ``history`` command)."""
+    """One line per stored run; with ``metric`` or ``metrics`` its metric values; or the result
+    of ``sql`` (the ``history`` command)."""
     if sql is not None:
         with _bad_query_exits(), read_only_connection(root or history_root()) as con:
             rows = run_query(con, sql)
         emit(rows, output, title="history")
+        return
+    if metric is None and not metrics:
+        _print_runs(lane=lane, since=since, output=output, root=root, wide=wide)
         return
     with _bad_query_exits(), connect(root or history_root()) as con:
         since_day = _parse_day(since) if since else None
@@ -107,6 +118,32 @@ def print_history(
             ],
         )
     emit(rows, output, title="history", columns=HISTORY_TABLE_COLUMNS, wide=wide)
+
+
+def _print_runs(
+    *, lane: str | None, since: str | None, output: OutputFormat, root: str | None, wide: bool
+) -> None:
+    """Every committed lane run, oldest first: its series, its verdict (the worst of its checks')
+    and the checks that did not pass."""
+    with _bad_query_exits(), connect(root or history_root()) as con:
+        since_day = _parse_day(since) if since else None
+        rows = con.execute(
+            "SELECT r.date, r.started_at, r.lane, r.split, r.runtime, r.case_set, r.run_id, r.runtime_spec, "
+            "list(m.verdict) FILTER (WHERE m.verdict IS NOT NULL) AS verdicts, "
+            "list(m.metric ORDER BY m.metric) FILTER (WHERE m.verdict IN ('fail', 'warn', 'void')) AS failing "
+            f"FROM runs r LEFT JOIN metrics m USING (run_id, {SERIES_SQL}) "
+            "WHERE (? IS NULL OR r.lane = ?) AND (?::DATE IS NULL OR r.date >= ?::DATE) "
+            "GROUP BY ALL ORDER BY r.started_at, r.date, r.lane, r.split, r.runtime, r.case_set, r.run_id",
+            [lane, lane, since_day, since_day],
+        ).df()
+    rows = rows.assign(
+        runtime=[
+            runtime_label(str(n), s) for n, s in zip(rows["runtime"], rows["runtime_spec"], strict=True)
+        ],
+        verdict=[worst(words(v)) for v in rows["verdicts"]],
+        failing=[", ".join(words(f)) for f in rows["failing"]],
+    ).drop(columns=["verdicts", "runtime_spec"])
+    emit(rows, output, title="runs", columns=RUNS_TABLE_COLUMNS, wide=wide, empty=NO_RUNS)
 
 
 def print_compacted(*, month: str | None, root: str | None, output: OutputFormat, wide: bool) -> None:

@@ -51,9 +51,15 @@ def discover_lanes(root: Path | None = None) -> list[LaneSpec]:
 def _lane_problems(spec: LaneSpec, document: YamlDocument) -> list[CaseProblem]:
     """What is wrong with a lane beyond its file's types, each at its field's line."""
     # The contract is the lane in words: what its asset group shows and what a reader opens.
-    missing = [] if (spec.folder / spec.contract).is_file() else [
-        document.problem(("contract",), f"{spec.contract!r} does not exist in the lane folder {spec.folder}")
-    ]
+    missing = (
+        []
+        if (spec.folder / spec.contract).is_file()
+        else [
+            document.problem(
+                ("contract",), f"{spec.contract!r} does not exist in the lane folder {spec.folder}"
+            )
+        ]
+    )
     return missing + _scoring_problems(spec, document)
 
 

@@ -109,7 +109,7 @@ def _not_found(module_name: str, cause: str, paths: list[str]) -> RuntimeSpecErr
         ""
         if "." in paths or os.getcwd() in paths
         else "; a module in the working directory is imported with -o 'paths=[\".\"]' "
-        "(or paths: [\".\"] in the target's options)"
+        '(or paths: ["."] in the target\'s options)'
     )
     return RuntimeSpecError(f"python runtime: cannot import {module_name!r}: {cause}{hint}")
 
