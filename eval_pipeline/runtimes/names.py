@@ -41,10 +41,3 @@ def stands_for(spec: str, options: Mapping[str, Any] | None = None) -> str:
     if options:
         shown += " " + json.dumps(redacted_options(options), sort_keys=True)
     return shown
-
-
-def runtime_label(name: str, spec: object, options: Mapping[str, Any] | None = None) -> str:
-    """``name``, followed by what it stands for when it is a derived name:
-    ``reference-53347daa (reference:no-refusal)``."""
-    decoded = decoded_runtime(name, spec, options)
-    return name if decoded is None else f"{name} ({decoded})"
