@@ -54,11 +54,7 @@ def _lane_problems(spec: LaneSpec, document: YamlDocument) -> list[CaseProblem]:
     missing = (
         []
         if (spec.folder / spec.contract).is_file()
-        else [
-            document.problem(
-                ("contract",), f"{spec.contract!r} does not exist in the lane folder {spec.folder}"
-            )
-        ]
+        else [document.problem(("contract",), f"{spec.contract!r} does not exist in the lane folder")]
     )
     return missing + _scoring_problems(spec, document)
 

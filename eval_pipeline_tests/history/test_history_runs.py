@@ -51,7 +51,9 @@ def test_metrics_are_shown_on_request(history: str) -> None:
     assert {r["verdict"] for r in runs} == {"pass", "warn"}
 
 
-def test_a_derived_runtime_name_is_decoded_under_the_runs(history: str, lane_runs: dict[bool, LaneRun]) -> None:
+def test_a_derived_runtime_name_is_decoded_under_the_runs(
+    history: str, lane_runs: dict[bool, LaneRun]
+) -> None:
     derived = derived_name("reference:no-gloss", {})
     record_run(history, lane_runs[False], StoredRun("run-x1", derived, "2024-04-02", False))
     output = invoke("history")
