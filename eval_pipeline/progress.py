@@ -19,7 +19,15 @@ from typing import Any, Protocol
 from rich.cells import cell_len
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.text import Text
 
 
@@ -141,6 +149,19 @@ PROGRESS_FIGURES_WIDTH = 88
 BAR_WIDTH = 20
 
 
+def progress_columns() -> tuple[ProgressColumn, ...]:
+    """The bar's columns: description, bar, turns done / total, errors, retried, rate, elapsed."""
+    return (
+        TextColumn("[bold]{task.description}"),
+        BarColumn(bar_width=BAR_WIDTH),
+        MofNCompleteColumn(),
+        TextColumn("errors {task.fields[errors]}"),
+        TextColumn("retried {task.fields[retried]}"),
+        TextColumn("{task.fields[rate]:.1f} turns/s"),
+        TimeElapsedColumn(),
+    )
+
+
 @contextmanager
 def rich_progress(description: str = "turns", console: Console | None = None) -> Iterator[RichProgress]:
     """``with rich_progress("fluency/dev") as progress: drive(..., on_turn=progress, on_start=progress.start)``.
@@ -151,16 +172,7 @@ def rich_progress(description: str = "turns", console: Console | None = None) ->
     if cell_len(description) + PROGRESS_FIGURES_WIDTH > console.width:
         console.print(Text(description, style="bold"), highlight=False)
         description = ""
-    columns = (
-        TextColumn("[bold]{task.description}"),
-        BarColumn(bar_width=BAR_WIDTH),
-        MofNCompleteColumn(),
-        TextColumn("errors {task.fields[errors]}"),
-        TextColumn("retried {task.fields[retried]}"),
-        TextColumn("{task.fields[rate]:.1f} turns/s"),
-        TimeElapsedColumn(),
-    )
-    with Progress(*columns, console=console, transient=False) as progress:
+    with Progress(*progress_columns(), console=console, transient=False) as progress:
         yield RichProgress(progress, description)
 
 
