@@ -166,8 +166,8 @@ def _print_runs(
         for name, spec in zip(rows["runtime"], rows["runtime_spec"], strict=True)
         if (stands := decoded_runtime(str(name), spec)) is not None
     )
-    for line in decoded:  # a derived name says nothing of what it ran
-        console.print(Text(line), highlight=False, soft_wrap=True)
+    for stands_for in decoded:  # a derived name says nothing of what it ran
+        console.print(Text(stands_for), highlight=False, soft_wrap=True)
 
 
 def print_compacted(*, month: str | None, root: str | None, output: OutputFormat, wide: bool) -> None:
