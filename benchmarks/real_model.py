@@ -17,6 +17,7 @@ import json
 import os
 import sys
 import time
+from pathlib import Path
 
 import openai
 
@@ -24,7 +25,8 @@ from eval_pipeline.drive import drive
 from eval_pipeline.lanes.kind import Thread, TurnRequest
 from eval_pipeline.runtimes import build_runtime
 from eval_pipeline.runtimes.local_model import MODEL_ALIAS, served_model
-from eval_pipeline.settings import PROJECT_ROOT
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent  # this repository: its lanes
 
 # The packages a run needs (the local-model extra): the test suite skips its tiny run, saying
 # so, without them.

@@ -19,24 +19,35 @@ from typing import Any, Protocol
 from rich.cells import cell_len
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.text import Text
 
 
 @dataclass
 class TurnTally:
-    """Turns done and failed so far, thread-safe."""
+    """Turns done, failed and retried (answered or failed after more than one attempt) so far,
+    thread-safe."""
 
     total: int | None = None
     done: int = 0
     errors: int = 0
+    retried: int = 0
     started: float = field(default_factory=time.monotonic)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def add_turns(self, turns: int, errors: int) -> None:
+    def add_turns(self, turns: int, errors: int, retried: int = 0) -> None:
         with self._lock:
             self.done += turns
             self.errors += errors
+            self.retried += retried
 
     @property
     def rate(self) -> float:
@@ -47,7 +58,13 @@ class TurnTally:
     def summary(self) -> str:
         of_total = f"/{self.total}" if self.total is not None else ""
         share = f" ({100.0 * self.done / self.total:.0f}%)" if self.total else ""
-        return f"turns {self.done}{of_total}{share}, errors {self.errors}, {self.rate:.1f} turns/s"
+        return f"turns {self.done}{of_total}{share}, errors {self.errors}, retried {self.retried}, {self.rate:.1f} turns/s"
+
+
+def retried_turn(row: dict[str, Any]) -> int:
+    """1 when the turn took more than one attempt (a transient fault was retried), else 0."""
+    attempts = row.get("attempts")
+    return int(isinstance(attempts, int) and attempts > 1)
 
 
 class Throttle:
@@ -85,10 +102,10 @@ class LogProgress:
         self._logger.info(f"{self._label}driving {turns_to_drive} turns")
 
     def __call__(self, row: dict[str, Any]) -> None:
-        self.add_turns(1, int(row.get("error") is not None))
+        self.add_turns(1, int(row.get("error") is not None), retried_turn(row))
 
-    def add_turns(self, turns: int, errors: int) -> None:
-        self.tally.add_turns(turns, errors)
+    def add_turns(self, turns: int, errors: int, retried: int = 0) -> None:
+        self.tally.add_turns(turns, errors, retried)
         if self._throttle.due(self.tally):
             self._logger.info(self._label + self.tally.summary())
 
@@ -104,7 +121,7 @@ class RichProgress:
         self.tally = TurnTally()
         self._progress = progress
         # Shown as written: a lane's "[public]" is its split, not a style.
-        self._task: TaskID = progress.add_task(escape(description), total=None, errors=0, rate=0.0)
+        self._task: TaskID = progress.add_task(escape(description), total=None, errors=0, retried=0, rate=0.0)
         self._throttle = Throttle(every_s)
 
     def start(self, turns_to_drive: int) -> None:
@@ -112,20 +129,37 @@ class RichProgress:
         self._progress.update(self._task, total=turns_to_drive, completed=0)
 
     def __call__(self, row: dict[str, Any]) -> None:
-        self.add_turns(1, int(row.get("error") is not None))
+        self.add_turns(1, int(row.get("error") is not None), retried_turn(row))
 
-    def add_turns(self, turns: int, errors: int) -> None:
-        self.tally.add_turns(turns, errors)
+    def add_turns(self, turns: int, errors: int, retried: int = 0) -> None:
+        self.tally.add_turns(turns, errors, retried)
         if self._throttle.due(self.tally):
             self._progress.update(
-                self._task, completed=self.tally.done, errors=self.tally.errors, rate=self.tally.rate
+                self._task,
+                completed=self.tally.done,
+                errors=self.tally.errors,
+                retried=self.tally.retried,
+                rate=self.tally.rate,
             )
 
 
 # The bar and its figures at their widest (a million turns, thousands a second), so the
 # description is shown in full on the bar's line only when both fit the terminal.
-PROGRESS_FIGURES_WIDTH = 74
+PROGRESS_FIGURES_WIDTH = 88
 BAR_WIDTH = 20
+
+
+def progress_columns() -> tuple[ProgressColumn, ...]:
+    """The bar's columns: description, bar, turns done / total, errors, retried, rate, elapsed."""
+    return (
+        TextColumn("[bold]{task.description}"),
+        BarColumn(bar_width=BAR_WIDTH),
+        MofNCompleteColumn(),
+        TextColumn("errors {task.fields[errors]}"),
+        TextColumn("retried {task.fields[retried]}"),
+        TextColumn("{task.fields[rate]:.1f} turns/s"),
+        TimeElapsedColumn(),
+    )
 
 
 @contextmanager
@@ -138,15 +172,7 @@ def rich_progress(description: str = "turns", console: Console | None = None) ->
     if cell_len(description) + PROGRESS_FIGURES_WIDTH > console.width:
         console.print(Text(description, style="bold"), highlight=False)
         description = ""
-    columns = (
-        TextColumn("[bold]{task.description}"),
-        BarColumn(bar_width=BAR_WIDTH),
-        MofNCompleteColumn(),
-        TextColumn("errors {task.fields[errors]}"),
-        TextColumn("{task.fields[rate]:.1f} turns/s"),
-        TimeElapsedColumn(),
-    )
-    with Progress(*columns, console=console, transient=False) as progress:
+    with Progress(*progress_columns(), console=console, transient=False) as progress:
         yield RichProgress(progress, description)
 
 
@@ -155,9 +181,9 @@ class ProgressObserver(Protocol):
 
     def __call__(self, row: dict[str, Any]) -> None: ...
 
-    def add_turns(self, turns: int, errors: int) -> None:
-        """Many turns done at once, ``errors`` of them faulted (a recording answers every turn
-        in one call: a row each would cost more than the answers)."""
+    def add_turns(self, turns: int, errors: int, retried: int = 0) -> None:
+        """Many turns done at once, ``errors`` of them faulted and ``retried`` sent more than once
+        (a recording answers every turn in one call: a row each would cost more than the answers)."""
         ...
 
 
@@ -175,9 +201,9 @@ class FanOut:
         for observer in self._observers:
             observer(row)
 
-    def add_turns(self, turns: int, errors: int) -> None:
+    def add_turns(self, turns: int, errors: int, retried: int = 0) -> None:
         for observer in self._observers:
-            observer.add_turns(turns, errors)
+            observer.add_turns(turns, errors, retried)
 
 
 class NoProgress:
@@ -189,5 +215,5 @@ class NoProgress:
     def __call__(self, row: dict[str, Any]) -> None:
         pass
 
-    def add_turns(self, turns: int, errors: int) -> None:
+    def add_turns(self, turns: int, errors: int, retried: int = 0) -> None:
         pass

@@ -8,7 +8,10 @@ function in a new module there: no registration import to forget.
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import os
 import pkgutil
+import traceback
 from collections.abc import Callable, Iterator
 from typing import Generic, TypeVar
 
@@ -63,4 +66,34 @@ class Registry(Generic[T]):
         self._discovered = True
         package = importlib.import_module(self.package)
         for module in pkgutil.iter_modules(package.__path__):
-            importlib.import_module(f"{self.package}.{module.name}")
+            name = f"{self.package}.{module.name}"
+            try:
+                importlib.import_module(name)
+            except Exception as exc:
+                # A module someone added (a new predicate) that cannot be imported is a problem
+                # in that file, reported at its line like any bad input, not a traceback.
+                self._discovered = False
+                raise module_problem(name, exc) from None
+
+
+def module_problem(name: str, exc: BaseException) -> Exception:
+    """The bad-input error (:class:`~eval_pipeline.cases.loading.CaseFileError`, as for a lane
+    file) naming the file and line of module ``name`` where importing it raised ``exc``."""
+    from eval_pipeline.cases.loading import CaseFileError, CaseProblem
+
+    spec = importlib.util.find_spec(name)
+    origin = spec.origin if spec is not None and spec.origin else name
+    line = 1
+    if isinstance(exc, SyntaxError) and exc.lineno:
+        line = exc.lineno
+    else:
+        frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == origin]
+        if frames and frames[-1].lineno:
+            line = frames[-1].lineno
+    message = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    shown = os.path.relpath(origin) if os.path.isabs(origin) and _under_cwd(origin) else origin
+    return CaseFileError([CaseProblem(shown, line, "(import)", f"cannot import {name}: {message}")])
+
+
+def _under_cwd(path: str) -> bool:
+    return os.path.commonpath([os.path.abspath(path), os.getcwd()]) == os.getcwd()

@@ -12,9 +12,11 @@ from rich.progress import Progress
 
 from eval_pipeline.drive import drive
 from eval_pipeline.lanes.kind import Thread, TurnRequest
-from eval_pipeline.progress import RichProgress
+from eval_pipeline.progress import RichProgress, progress_columns
+from eval_pipeline.runtimes.faults import RetryPolicy
 from eval_pipeline.runtimes.registry import build_runtime
-from eval_pipeline_tests.runtimes.helpers import write_recording
+from eval_pipeline.runtimes.serve import ServeConfig
+from eval_pipeline_tests.runtimes.helpers import served_reference, write_recording
 
 
 def test_a_throttled_bar_still_shows_every_turn_once_the_last_is_in() -> None:
@@ -62,3 +64,28 @@ def test_a_recording_reports_its_turns_at_once_to_an_observer_and_row_by_row_to_
     transcripts = drive(runtime, threads, on_turn=rows.append)
     assert [row["case_id"] for row in rows] == ["c0", "c1", "c2"]
     assert transcripts["latency_ms"].isna().all() and transcripts["error"].notna().sum() == 1
+
+
+def test_turns_retried_after_a_transient_fault_are_counted_on_the_bar() -> None:
+    """A server failing half its requests: the turns that needed more than one attempt are
+    counted, and the finished bar says how many (it used to say only `errors 0`)."""
+    threads = [
+        Thread(case_id=f"c{i}", turns=(TurnRequest(turn_index=0, role="turn", prompt="What is truth?"),))
+        for i in range(12)
+    ]
+    shown = io.StringIO()
+    with served_reference(ServeConfig(fault_rate=0.5, retry_after_s=0.0, seed=3)) as server:
+        runtime = build_runtime(f"openai:{server.base_url}", {"model": "reference", "max_retries": 0})
+        with Progress(*progress_columns(), console=Console(file=shown, width=120)) as progress:
+            bar = RichProgress(progress, "lane", every_s=3600.0)
+            transcripts = drive(
+                runtime,
+                threads,
+                on_turn=bar,
+                on_start=bar.start,
+                retry=RetryPolicy(max_retries=20, backoff_s=0.0, max_backoff_s=0.0),
+            )
+    retried = int((transcripts["attempts"] > 1).sum())
+    assert retried > 0 and transcripts["error"].isna().all()
+    assert bar.tally.retried == retried
+    assert f"errors 0 retried {retried}" in shown.getvalue()

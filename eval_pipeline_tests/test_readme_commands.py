@@ -1,13 +1,14 @@
-"""What the README says is what happens: every command of every shell block of ``README.md`` and
-``benchmarks/README.md`` runs here, in a scratch folder, through the command line's own entry
-point (in this process, as ``eval-pipeline`` would run it), and exits 0.
+"""What the pages say is what happens: every command of every shell block of ``README.md``,
+``benchmarks/README.md`` and each page of the manual (``docs/``, in the order of its nav) runs
+here, in a scratch folder, through the command line's own entry point (in this process, as
+``eval-pipeline`` would run it), and exits 0, or with the code a trailing ``# exit N`` states.
 
-A command that cannot run in a test says so in the README, with why: a trailing
+A command that cannot run in a test says so on its page, with why: a trailing
 ``# not run in tests: <why>``, or ``<!-- not run in tests: <why> -->`` on the line before its
-block (for a whole block). The README's placeholders (run ids such as ``1a03cf48`` and ``7be2d019``, ``RUN_A
-RUN_B``, the ``serve-reference`` port) are the ones of the runs made before them, and of a
-server the test starts. Lanes run against a scratch ``evals/`` holding the lanes the README's
-commands name, so each ``run`` stays small.
+block (for a whole block). The pages' placeholders (run ids such as ``1a03cf48`` and
+``7be2d019``, ``RUN_A RUN_B``, the tour's red run ``a50f315c``, the ``serve-reference`` port)
+are the ones of the runs made before them, and of a server the test starts. Lanes run against
+a scratch ``evals/`` holding the lanes the commands name, so each ``run`` stays small.
 """
 
 from __future__ import annotations
@@ -25,11 +26,12 @@ from typer.testing import CliRunner
 
 from eval_pipeline.cli import app
 from eval_pipeline.history.views import connect
+from eval_pipeline_tests.docs_pages import doc_pages
 from eval_pipeline_tests.paths import PROJECT_ROOT
 from eval_pipeline_tests.runtimes.helpers import served_reference
 
-READMES = (PROJECT_ROOT / "README.md", PROJECT_ROOT / "benchmarks" / "README.md")
 NOT_RUN = re.compile(r"not run in tests: (.+?)\s*(?:-->)?\s*$")
+STATED_EXIT = re.compile(r"#\s*exit (\d)\b")  # the exit code a command's comment states (default 0)
 SHELL_FENCE = re.compile(r"\s*```(?:bash|sh|shell|console)\s*$")
 # The lanes the README's commands name, copied into the scratch evals folder (the EvalCase v1
 # schema is the package's own).
@@ -37,6 +39,7 @@ LANES = ("deterministic_fluency", "refusal_calibration")
 SHELL = re.compile(r"[;&|<>$`]|&&")  # a command the shell must run; the others run in-process
 RUN_ID = "1a03cf48"  # the README's example run id
 OTHER_RUN_ID = "7be2d019"  # … and the other run of a comparison
+RED_RUN_ID = "a50f315c"  # the tour's red run: refusal_calibration against reference-no-refusal
 SERVED = "http://127.0.0.1:8000/v1"  # the README's serve-reference address
 
 
@@ -46,6 +49,12 @@ class Command:
     line: int
     text: str
     not_run: str  # why it is not run in tests ('' when it runs)
+
+    @property
+    def exit_code(self) -> int:
+        """The exit code the page states for it (``# exit 1: …``), else 0."""
+        stated = STATED_EXIT.search(self.text)
+        return int(stated.group(1)) if stated else 0
 
 
 def shell_commands(path: Path) -> list[Command]:
@@ -76,15 +85,18 @@ def shell_commands(path: Path) -> list[Command]:
 
 
 def all_commands() -> list[Command]:
-    return [command for readme in READMES for command in shell_commands(readme)]
+    return [command for page in doc_pages() for command in shell_commands(page)]
 
 
-def test_every_command_the_readme_does_not_run_says_why() -> None:
+def test_every_command_the_pages_do_not_run_says_why() -> None:
     commands = all_commands()
     assert len(commands) > 30  # the parser finds the README's blocks
     for command in commands:
         assert command.not_run == "" or len(command.not_run.split()) >= 3, command
     ran = [c for c in commands if not c.not_run]
+    assert {c.readme for c in ran} > {"README.md", "docs/running.md", "docs/history.md"}
+    # The tour's red run is run, and fails an ERROR check under a declared name.
+    assert any(c.exit_code == 1 and "--runtime reference-no-refusal" in c.text for c in ran)
     assert any(c.text.startswith("eval-pipeline run") for c in ran)
     assert any(c.text.startswith("eval-pipeline compare") for c in ran)
 
@@ -119,7 +131,15 @@ def recorded_turns(path: Path) -> None:
 
 
 def with_placeholders(text: str, history: Path, served: str) -> str:
-    """The command with the README's placeholders replaced by this history's run ids."""
+    """The command with the pages' placeholders replaced by this history's run ids."""
+    if RED_RUN_ID in text:
+        with connect(str(history)) as con:
+            red = con.execute(
+                "SELECT run_id FROM runs WHERE lane = 'refusal_calibration' "
+                "AND runtime = 'reference-no-refusal' ORDER BY started_at DESC LIMIT 1"
+            ).fetchall()
+        assert red, "the tour makes its red run before it names it"
+        return text.replace(RED_RUN_ID, red[0][0][:8])
     if RUN_ID not in text and OTHER_RUN_ID not in text and "RUN_A RUN_B" not in text:
         return text.replace(SERVED, served)
     with connect(str(history)) as con:
@@ -136,7 +156,7 @@ def with_placeholders(text: str, history: Path, served: str) -> str:
 
 
 @pytest.mark.slow
-def test_every_readme_command_that_can_run_here_exits_0(
+def test_every_command_of_the_pages_that_can_run_here_exits_as_stated(
     scratch: Path, isolated_state: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     recorded_turns(scratch / "turns.jsonl")
@@ -152,25 +172,25 @@ def test_every_readme_command_that_can_run_here_exits_0(
             words = shlex.split(text, comments=True)
             assert words[0] == "eval-pipeline" and not SHELL.search(" ".join(words)), command
             result = CliRunner().invoke(app, words[1:], env=env)
-            if result.exit_code != 0:
+            if result.exit_code != command.exit_code:
                 failed.append(
-                    f"{command.readme}:{command.line}: {command.text}\n  exit {result.exit_code}\n"
-                    + result.output[-3000:]
+                    f"{command.readme}:{command.line}: {command.text}\n  exit {result.exit_code}, "
+                    f"the page says {command.exit_code}\n" + result.output[-3000:]
                 )
     skipped = [c for c in commands if c.not_run]
     with capsys.disabled():
-        print(f"\nREADME commands: {len(commands) - len(skipped)} ran, {len(skipped)} not run:")
+        print(f"\ncommands of the pages: {len(commands) - len(skipped)} ran, {len(skipped)} not run:")
         for reason in sorted({c.not_run for c in skipped}):
             print(f"  {sum(c.not_run == reason for c in skipped)} × {reason}")
     assert not failed, "\n".join(failed)
 
 
-def test_every_dagster_release_the_readme_names_is_the_one_the_project_pins() -> None:
+def test_every_dagster_release_the_pages_name_is_the_one_the_project_pins() -> None:
     pinned = re.search(r'"dagster==([0-9.]+)"', (PROJECT_ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     assert pinned is not None
     dg_tools = (PROJECT_ROOT / ".ci" / "dg-tools.txt").read_text(encoding="utf-8")
     assert f"dagster-dg-cli=={pinned.group(1)}" in dg_tools
-    for readme in READMES:
+    for readme in doc_pages():
         named = set(re.findall(r"\b1\.1[0-9]\.[0-9]+\b", readme.read_text(encoding="utf-8")))
         assert named <= {pinned.group(1)}, (
             f"{readme.name} names {sorted(named)}; the project pins {pinned.group(1)}"

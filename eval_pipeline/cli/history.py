@@ -30,7 +30,12 @@ WideOption = Annotated[
 def history(
     ctx: typer.Context,
     lane: LaneOption = None,
-    metric: Annotated[str | None, typer.Option("--metric", help="Only this metric.")] = None,
+    metric: Annotated[
+        str | None, typer.Option("--metric", help="This metric's value in every run (implies --metrics).")
+    ] = None,
+    metrics: Annotated[
+        bool, typer.Option("--metrics", help="Every metric of every run, a line each, not a line per run.")
+    ] = False,
     since: Annotated[
         str | None, typer.Option("--since", help="Only runs on or after this day (YYYY-MM-DD).")
     ] = None,
@@ -47,7 +52,8 @@ def history(
     root: HistoryOption = None,
     wide: WideOption = False,
 ) -> None:
-    """Metric values of every stored run, oldest first (or the result of --sql)."""
+    """Every stored run, oldest first: a line each with its series, verdict and failing checks
+    (--metric NAME or --metrics: their metric values; --sql: any read-only query)."""
     fail_dead_runs_of_existing_instance()
     if ctx.invoked_subcommand is not None:
         return

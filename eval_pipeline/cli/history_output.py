@@ -15,13 +15,14 @@ import duckdb
 import pandas as pd
 import typer
 from rich import box
+from rich.cells import cell_len
 from rich.markup import escape
 from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
 from eval_pipeline.cli.arguments import OutputFormat, local_folder
-from eval_pipeline.cli.common import EXIT_BAD_INPUT, bad_input_exits, err, out, short_id
+from eval_pipeline.cli.common import EXIT_BAD_INPUT, bad_input_exits, err, out, run_title, short_id
 from eval_pipeline.cli.terminal import FittedTable, fit, record_heading, terminal_view
 from eval_pipeline.history.compact import CompactedMonth, compact
 from eval_pipeline.history.compare import latest_pair
@@ -34,8 +35,11 @@ from eval_pipeline.history.runs import RunRef, is_missing
 from eval_pipeline.history.sql import read_only_connection, run_query
 from eval_pipeline.history.views import connect
 from eval_pipeline.palette import rich_style
+from eval_pipeline.runtimes.names import decoded_runtime
 from eval_pipeline.scoring import number_text, verdict_word
+from eval_pipeline.series import SERIES_SQL
 from eval_pipeline.settings import history_root
+from eval_pipeline.viewer.pages.common import words, worst
 
 _HISTORY_COLUMNS = (
     "date, started_at, lane, split, runtime, case_set, run_id, metric, value, threshold_op, threshold, "
@@ -53,6 +57,7 @@ HISTORY_TABLE_COLUMNS = (
     "threshold",
     "check",
 )
+NO_RUNS = "no runs yet (eval-pipeline run makes one)"
 VERDICT_COLUMNS = frozenset({"check", "verdict", "verdict_a", "verdict_b"})  # coloured like the report
 DIFF_METRIC_COLUMNS = ("metric", "value_a", "value_b", "delta")
 # A flipped case predicate: each side's code, with its pass counts when a run has repeats, and
@@ -75,12 +80,17 @@ def print_history(
     output: OutputFormat,
     root: str | None,
     wide: bool,
+    metrics: bool = False,
 ) -> None:
-    """Metric values of every stored run, or the result of ``sql`` (the ``history`` command)."""
+    """One line per stored run; with ``metric`` or ``metrics`` its metric values; or the result
+    of ``sql`` (the ``history`` command)."""
     if sql is not None:
         with _bad_query_exits(), read_only_connection(root or history_root()) as con:
             rows = run_query(con, sql)
         emit(rows, output, title="history")
+        return
+    if metric is None and not metrics:
+        _print_runs(lane=lane, since=since, output=output, root=root, wide=wide)
         return
     with _bad_query_exits(), connect(root or history_root()) as con:
         since_day = _parse_day(since) if since else None
@@ -104,6 +114,57 @@ def print_history(
             ],
         )
     emit(rows, output, title="history", columns=HISTORY_TABLE_COLUMNS, wide=wide)
+
+
+def _print_runs(
+    *, lane: str | None, since: str | None, output: OutputFormat, root: str | None, wide: bool
+) -> None:
+    """Every committed lane run, oldest first, a line each: its day, id, verdict (the worst of its
+    checks'), series and the checks that did not pass; then what each derived runtime name
+    stands for. CSV and JSON carry every column (the spec too) instead."""
+    with _bad_query_exits(), connect(root or history_root()) as con:
+        since_day = _parse_day(since) if since else None
+        rows = con.execute(
+            "SELECT r.date, r.started_at, r.lane, r.split, r.runtime, r.case_set, r.run_id, r.runtime_spec, "
+            "list(m.verdict) FILTER (WHERE m.verdict IS NOT NULL) AS verdicts, "
+            "list(m.metric ORDER BY m.metric) FILTER (WHERE m.verdict IN ('fail', 'warn', 'void')) AS failing "
+            f"FROM runs r LEFT JOIN metrics m USING (run_id, {SERIES_SQL}) "
+            "WHERE (? IS NULL OR r.lane = ?) AND (?::DATE IS NULL OR r.date >= ?::DATE) "
+            "GROUP BY ALL ORDER BY r.started_at, r.date, r.lane, r.split, r.runtime, r.case_set, r.run_id",
+            [lane, lane, since_day, since_day],
+        ).df()
+    rows = rows.assign(
+        verdict=[worst(words(v)) for v in rows["verdicts"]],
+        failing=[", ".join(words(f)) for f in rows["failing"]],
+    ).drop(columns=["verdicts"])
+    if output is not OutputFormat.table or rows.empty:
+        emit(rows, output, title="runs", empty=NO_RUNS)
+        return
+    console = out()
+    console.print(Text("runs, oldest first: day · run · verdict · series · failing checks", style="italic"))
+    for record in _records(rows):
+        verdict = str(record["verdict"])
+        series = run_title(
+            str(record["lane"]), str(record["split"]), str(record["runtime"]), str(record["case_set"])
+        )
+        run_id = str(record["run_id"]) if wide else short_id(str(record["run_id"]))
+        line = Text.assemble(
+            f"{record['date']}  {run_id}  ", (f"{verdict:<4}", rich_style(verdict)), f"  {series}"
+        )
+        failing = str(record["failing"] or "")
+        if failing and cell_len(f"{line.plain}  {failing}") <= console.width:
+            line.append(f"  {failing}")
+            failing = ""
+        console.print(line, highlight=False)
+        if failing:  # under its run, indented past the day and id, wrapped between names
+            console.print(Padding(Text(failing), (0, 0, 0, len(line.plain) - len(series))), highlight=False)
+    decoded = dict.fromkeys(
+        f"{name}: {stands}"
+        for name, spec in zip(rows["runtime"], rows["runtime_spec"], strict=True)
+        if (stands := decoded_runtime(str(name), spec)) is not None
+    )
+    for stands_for in decoded:  # a derived name says nothing of what it ran
+        console.print(Text(stands_for), highlight=False, soft_wrap=True)
 
 
 def print_compacted(*, month: str | None, root: str | None, output: OutputFormat, wide: bool) -> None:
@@ -439,12 +500,12 @@ def emit(
 def _print_fitted(fitted: FittedTable, title: str) -> None:
     """One fitted table: a table of names and values, or, when its rows carry prose, each row
     as a line of its names and values with its prose wrapped under it."""
-    heading = " · ".join([t for t in (title, *fitted.notes) if t])
+    parts = [t for t in (title, *fitted.notes) if t]
     if fitted.dropped:
-        heading += f" (without {', '.join(fitted.dropped)}: --wide shows them)"
+        parts.append(f"(without {', '.join(fitted.dropped)}: --wide shows them)")
     console = out()
-    if heading:  # above the table, wrapped at the terminal's width (a table title wraps at the table's)
-        console.print(Text(heading, style="italic"), highlight=False)
+    for line in title_lines(parts, console.width):  # above the table, at the terminal's width
+        console.print(Text(line, style="italic"), highlight=False)
     if fitted.texts.columns.empty:
         table = Table(show_lines=False, box=box.SIMPLE_HEAD)
         for column in fitted.cells.columns:
@@ -461,6 +522,20 @@ def _print_fitted(fitted: FittedTable, title: str) -> None:
         for name, text in prose.items():
             if text:  # wrapped under its row, indented
                 console.print(Padding(Text(f"{name}: {text}"), (0, 0, 0, 6)), highlight=False)
+
+
+def title_lines(parts: Sequence[str], width: int) -> list[str]:
+    """A title's parts (``lane deterministic_fluency``) joined by `` · `` into lines of at most
+    ``width`` cells, broken between parts, never inside one (a part wider than a line has one
+    to itself)."""
+    lines: list[str] = []
+    for part in parts:
+        joined = f"{lines[-1]} · {part}" if lines else part
+        if lines and cell_len(joined) <= width:
+            lines[-1] = joined
+        else:
+            lines.append(part)
+    return lines
 
 
 def _records(rows: pd.DataFrame) -> list[dict[str, object]]:

@@ -48,8 +48,8 @@ from eval_pipeline.palette import rich_style
 from eval_pipeline.progress import rich_progress
 from eval_pipeline.run_request import RunRequest
 from eval_pipeline.runtimes.base import RecordedRuntime, RuntimeSpecError
+from eval_pipeline.runtimes.names import stands_for
 from eval_pipeline.runtimes.options import parse_runtime_options
-from eval_pipeline.runtimes.redaction import redacted_options, redacted_spec
 from eval_pipeline.runtimes.registry import build_runtime, split_spec
 from eval_pipeline.runtimes.targets import TargetsFileError, find_target
 from eval_pipeline.runtimes.unsupplied import lane_telemetry, unsupplied_fields, unsupplied_note
@@ -464,9 +464,8 @@ def run_lanes(ctx: typer.Context, request: RunRequest) -> None:
                 f"--executor celery needs a broker: set {CELERY_BROKER_ENV} (e.g. redis://host:6379/0)"
             )
     if not target.declared and not request.as_json:  # a derived name says nothing of what it runs
-        options = f" {json.dumps(redacted_options(target.options), sort_keys=True)}" if target.options else ""
         err().print(
-            f"runtime {target.name}: {redacted_spec(target.spec)}{options} (not declared in evals/runtimes.yaml)",
+            f"runtime {target.name}: {stands_for(target.spec, target.options)} (not declared in evals/runtimes.yaml)",
             markup=False,
             highlight=False,
             soft_wrap=True,

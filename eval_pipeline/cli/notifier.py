@@ -56,7 +56,9 @@ def run_notifier(notify: bool) -> RunNotifier | None:
         return None
     config = configured()
     if config is None:
-        raise FileNotFoundError(f"--notify: no {notify_file()} (channels and routes; see the README)")
+        raise FileNotFoundError(
+            f"--notify: no {notify_file()} (channels and routes; see docs/notifications.md)"
+        )
     return RunNotifier(config)
 
 

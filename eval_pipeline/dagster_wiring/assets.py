@@ -161,8 +161,15 @@ def _run_started_at(context: dg.AssetExecutionContext) -> datetime:
 
 
 def _night(context: dg.AssetExecutionContext) -> str:
-    """The night a run belongs to: its ``eval_pipeline/date`` tag, else the day it started (UTC)."""
-    return context.run.tags.get(DATE_TAG) or _run_started_at(context).strftime("%Y-%m-%d")
+    """The night a run belongs to: its ``eval_pipeline/date`` tag, else the day it started (UTC),
+    which a run launched without the tag (from the UI's launchpad) is then tagged with, so every
+    run shows its night."""
+    tagged = context.run.tags.get(DATE_TAG)
+    if tagged:
+        return tagged
+    night = _run_started_at(context).strftime("%Y-%m-%d")
+    context.instance.add_run_tags(context.run_id, {DATE_TAG: night})
+    return night
 
 
 def _case_files(spec: LaneSpec, case_set: str, config: CasesConfig) -> tuple[str, str | None]:

@@ -51,6 +51,16 @@ def discover_lanes(root: Path | None = None) -> list[LaneSpec]:
 
 def _lane_problems(spec: LaneSpec, document: YamlDocument) -> list[CaseProblem]:
     """What is wrong with a lane beyond its file's types, each at its field's line."""
+    # The contract is the lane in words: what its asset group shows and what a reader opens.
+    missing = (
+        []
+        if (spec.folder / spec.contract).is_file()
+        else [document.problem(("contract",), f"{spec.contract!r} does not exist in the lane folder")]
+    )
+    return missing + _scoring_problems(spec, document)
+
+
+def _scoring_problems(spec: LaneSpec, document: YamlDocument) -> list[CaseProblem]:
     if spec.kind is not None and spec.kind not in LANE_KINDS:
         return [document.problem(("kind",), f"unknown lane kind {spec.kind!r}; known: {LANE_KINDS.names()}")]
     if spec.kind is None:

@@ -40,6 +40,7 @@ from eval_pipeline.budget import Budget
 from eval_pipeline.cases.loading import CaseProblem, FileProblemsError
 from eval_pipeline.limits import MAX_CONCURRENCY, MAX_REPEAT
 from eval_pipeline.runtimes.base import RuntimeSpecError
+from eval_pipeline.runtimes.names import derived_prefix
 from eval_pipeline.runtimes.registry import RUNTIME_ADAPTERS, spec_problems, spec_schemes, split_spec
 from eval_pipeline.strict_yaml import Location, location, read_yaml_file
 from eval_pipeline.usage import Price
@@ -240,12 +241,11 @@ def outside_project(spec: str, options: Mapping[str, Any], *, project: Path) -> 
 
 
 def derived_name(spec: str, options: Mapping[str, Any]) -> str:
-    """The stable name of an undeclared (spec, options) pair: ``<scheme>-<8 hex>``."""
-    scheme, _ = split_spec(spec)
+    """The stable name of an undeclared (spec, options) pair: ``<scheme>-<8 hex>`` (decoded
+    wherever it is shown by :mod:`eval_pipeline.runtimes.names`)."""
     canonical = json.dumps({"spec": spec.strip(), "options": dict(options)}, sort_keys=True, default=str)
     digest = hashlib.sha256(canonical.encode()).hexdigest()[:8]
-    prefix = re.sub(r"[^a-z0-9_-]", "-", scheme.lower())[:40] or "runtime"
-    return f"{prefix}-{digest}"
+    return f"{derived_prefix(spec)}-{digest}"
 
 
 def resolve_target(

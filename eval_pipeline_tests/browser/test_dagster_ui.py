@@ -207,3 +207,44 @@ def test_a_failed_check_reads_as_a_failed_check_with_its_cases(webserver: str, t
         body = ui.inner_text("body")
         assert "Failure" not in body
         ui.screenshot(path=str(shots / "dagster-runs.png"), full_page=True)
+
+
+def test_the_readme_tour_clicks_show_what_it_says(webserver: str, tmp_path: Path) -> None:
+    """The README's Dagster UI steps, click by click, on the tour's two runs."""
+    instance = ensure_instance()
+    for target in ("reference", "reference-no-refusal"):
+        materialize_lane(
+            find_lane("refusal_calibration"),
+            find_target(target),
+            instance=instance,
+            split="public",
+            date=NIGHTS[-1],
+        )
+    shots = Path(os.environ.get("EVAL_PIPELINE_SCREENSHOTS", tmp_path))
+    with browser_page() as page:
+        ui: Any = page
+        ui.goto(f"{webserver}/assets/refusal_calibration/metrics")  # step 1: the lane's metrics
+        ui.get_by_role("tab", name="Checks").click()  # step 2
+        ui.get_by_text("fabrication_rate", exact=True).first.click()
+        ui.get_by_text("fabrication_rate = 1, needs == 0 (ERROR).", exact=False).first.wait_for(
+            timeout=60_000
+        )
+        ui.get_by_text("[Show Markdown]").first.click()
+        ui.get_by_role("dialog").get_by_text("refusal_oog_brenvalt_004").first.wait_for(timeout=30_000)
+        ui.keyboard.press("Escape")
+        ui.get_by_role("tab", name="Partitions").last.click()  # step 3: the check's own partitions
+        # One series passed the check, the other failed it (a long name is shown cut in the middle).
+        ui.get_by_text("Failed (1)").first.wait_for(timeout=30_000)
+        ui.get_by_text("Passed (1)").first.wait_for(timeout=30_000)
+        ui.screenshot(path=str(shots / "dagster-check-partitions.png"))
+        ui.get_by_role("tab", name="Overview").first.click()  # step 4
+        ui.get_by_role("button", name="Plots").click()
+        ui.get_by_role("button", name="Events").click()
+        ui.get_by_text("fabrication_rate · public|reference-no-refusal", exact=True).first.wait_for(
+            timeout=60_000
+        )
+        ui.get_by_role("link", name="Runs").first.click()  # step 5
+        ui.get_by_text("eval_pipeline/verdict: fail").first.wait_for(timeout=60_000)
+        body = ui.inner_text("body")
+        assert "partition: public|reference-no-refusal" in body and "eval_pipeline/date:" in body
+        assert "Failure" not in body

@@ -74,7 +74,7 @@ def test_a_declared_target_is_observed_without_a_run_and_an_ad_hoc_one_not_at_al
     with dg.DagsterInstance.ephemeral() as instance:
         instance.add_dynamic_partitions(RUNTIME_TARGETS, ["reference"])
         assert observe_target(instance, find_target("reference"))
-        ad_hoc = find_target("reference:no-refusal")  # not declared: its derived name pins its spec
+        ad_hoc = find_target("reference:gloss")  # not declared: its derived name pins its spec
         assert not ad_hoc.declared and not observe_target(instance, ad_hoc)
         assert instance.get_runs() == []  # the Runs page gains nothing
         record = instance.fetch_observations(RUNTIME_TARGETS_KEY, limit=5).records

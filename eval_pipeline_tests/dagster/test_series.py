@@ -22,7 +22,7 @@ from eval_pipeline.dagster_wiring.launch import REPOSITORY_TAG, ensure_instance,
 from eval_pipeline.dagster_wiring.outcomes import LaneOutcome
 from eval_pipeline.dagster_wiring.partitions import partition_key, register_series
 from eval_pipeline.dagster_wiring.schedules import job_name
-from eval_pipeline.dagster_wiring.tags import LANE_TAG, PID_TAG, SERIES_TAG
+from eval_pipeline.dagster_wiring.tags import DATE_TAG, LANE_TAG, PID_TAG, SERIES_TAG
 from eval_pipeline.history import connect
 from eval_pipeline.lanes import find_lane
 from eval_pipeline.pipeline import evaluate_lane
@@ -246,3 +246,7 @@ def test_the_lane_job_runs_with_the_launchpad_defaults() -> None:
     assert result.success
     metrics = result.asset_value(dg.AssetKey([LANE, "metrics"]))
     assert set(metrics["runtime"]) == {"reference-no-gloss"} and set(metrics["case_set"]) == {"dev"}
+    # Launched without a night, the run is tagged with the one it was filed under.
+    run = instance.get_run_by_id(result.run_id)
+    assert run is not None
+    assert {run.tags[DATE_TAG]} == {str(d)[:10] for d in metrics["partition_date"]}

@@ -105,6 +105,7 @@ def test_a_threshold_on_a_metric_the_kind_does_not_emit_is_a_lane_file_problem(t
 
     lane = tmp_path / "typo_lane"
     lane.mkdir()
+    (lane / "contract.md").write_text("# typo_lane\n", encoding="utf-8")
     (lane / "lane.yaml").write_text(
         "name: typo_lane\nkind: i18n_prompt\nversion: v1\ntitle: Typo\n"
         "splits: {dev: [cases.jsonl]}\nnightly_splits: [dev]\n"

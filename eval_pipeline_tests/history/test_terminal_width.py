@@ -70,6 +70,7 @@ def invoke(*args: str) -> str:
 COMMANDS = [
     ("history",),
     ("history", "--lane", "deterministic_fluency", "--metric", "post_gloss_predicates_pass_rate"),
+    ("history", "--metrics"),
     ("diff",),
     ("diff", "run-c1", "run-c2"),
     ("flaky",),

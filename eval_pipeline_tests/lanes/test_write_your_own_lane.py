@@ -1,9 +1,13 @@
-"""The README's "Write your own lane" walk-through runs as written: its YAML and its one predicate."""
+"""The manual's "Write your own lane" runs as written: its four files pasted as they stand,
+then its commands with the exit codes it states; and the problems it says `validate` reports."""
 
 from __future__ import annotations
 
-import json
+import os
 import re
+import shutil
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,49 +18,45 @@ from eval_pipeline.lanes import discover_lanes
 from eval_pipeline.pipeline import evaluate_lane
 from eval_pipeline.predicates import PREDICATES
 from eval_pipeline.runtimes import build_runtime
+from eval_pipeline_tests.docs_pages import doc_pages, pasted_files
 from eval_pipeline_tests.metric_tables import lane_values
 from eval_pipeline_tests.paths import PROJECT_ROOT
 
+PAGE = PROJECT_ROOT / "docs" / "write-a-lane.md"
+LANE = "no_needless_apology"
+PREDICATE_FILE = "eval_pipeline/predicates/apology.py"
+STATED_EXIT = re.compile(r"#\s*exit (\d)")
 
-def readme_section() -> str:
-    text = (PROJECT_ROOT / "README.md").read_text("utf-8")
-    start = text.index("## Write your own lane")
-    return text[start : text.index("\n## ", start + 1)]
+
+def pasted() -> dict[str, str]:
+    files = pasted_files(PAGE)
+    assert set(files) == {
+        PREDICATE_FILE,
+        f"evals/{LANE}/lane.yaml",
+        f"evals/{LANE}/contract.md",
+        f"evals/{LANE}/dev/cases.jsonl",
+    }
+    return files
 
 
-def blocks(language: str) -> list[str]:
-    return re.findall(rf"```{language}\n(.*?)```", readme_section(), re.DOTALL)
+def test_every_page_that_says_paste_is_pasted_by_a_test() -> None:
+    """Pages with paste blocks are the ones this module (or another named here) pastes."""
+    pasting = {page.relative_to(PROJECT_ROOT).as_posix() for page in doc_pages() if pasted_files(page)}
+    assert pasting == {"docs/write-a-lane.md"}
 
 
 @pytest.fixture
 def lane_folder(tmp_path: Path) -> Path:
-    (yaml_text,) = blocks("yaml")
-    assert len(yaml_text.splitlines()) <= 40
+    """The page's lane under an evals folder (and its predicate registered in this process)."""
+    files = pasted()
+    assert len(files[f"evals/{LANE}/lane.yaml"].splitlines()) <= 40
     if "no_apology" not in PREDICATES:
-        (python_text,) = blocks("python")
-        namespace: dict[str, object] = {}
-        exec(
-            "import re\nfrom eval_pipeline.predicates import TurnView, Verdict, turn_predicate\n"
-            + python_text,
-            namespace,
-        )
-    folder = tmp_path / "no_needless_apology"
-    (folder / "dev").mkdir(parents=True)
-    (folder / "lane.yaml").write_text(yaml_text, encoding="utf-8")
-    (folder / "contract.md").write_text("# no_needless_apology\n", encoding="utf-8")
-    cases = [
-        {"id": "plain_truth", "kind": "plain", "prompt": "What is truth?"},
-        {"id": "plain_unknown", "kind": "plain", "prompt": "Who is Aldwyn Pellegrini-Hoff?"},
-        {
-            "id": "after_error",
-            "kind": "after_error",
-            "setup": ["What is a glimmerwort?"],
-            "prompt": "What is doubt?",
-        },
-    ]
-    (folder / "dev" / "cases.jsonl").write_text(
-        "".join(json.dumps(c) + "\n" for c in cases), encoding="utf-8"
-    )
+        exec(compile(files[PREDICATE_FILE], PREDICATE_FILE, "exec"), {"__name__": "apology"})
+    for path, text in files.items():
+        if path.startswith("evals/"):
+            target = tmp_path / path.removeprefix("evals/")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
     return tmp_path
 
 
@@ -68,16 +68,16 @@ def test_the_walk_through_lane_runs(lane_folder: Path) -> None:
         "no_apology_rate": 1.0,
         "punctuation_rate": 1.0,
         "both_hold": 1.0,
-        "cases": 3.0,
+        "cases": 2.0,
         "error_rate": 0.0,
     }
-    # Only the two plain cases' probes are scored; the setup turn is sent but never judged.
-    assert set(run.case_predicates["case_id"]) == {"plain_truth", "plain_unknown"}
+    # Only the plain case's probe is scored; the setup turn is sent but never judged.
+    assert set(run.case_predicates["case_id"]) == {"plain_truth"}
     assert set(run.transcripts["role"]) == {"setup", "probe"}
 
 
 def test_a_declaration_naming_an_unknown_predicate_is_a_lane_file_problem(lane_folder: Path) -> None:
-    path = lane_folder / "no_needless_apology" / "lane.yaml"
+    path = lane_folder / LANE / "lane.yaml"
     path.write_text(
         path.read_text("utf-8").replace("rate: no_apology}", "rate: no_apologee}"), encoding="utf-8"
     )
@@ -85,6 +85,14 @@ def test_a_declaration_naming_an_unknown_predicate_is_a_lane_file_problem(lane_f
         discover_lanes(lane_folder)
     (problem,) = caught.value.problems
     assert problem.field == "metrics.no_apology_rate" and "no_apologee" in problem.message
+
+
+def test_a_missing_contract_is_a_lane_file_problem(lane_folder: Path) -> None:
+    (lane_folder / LANE / "contract.md").unlink()
+    with pytest.raises(CaseFileError) as caught:
+        discover_lanes(lane_folder)
+    (problem,) = caught.value.problems
+    assert (problem.line, problem.field) == (4, "contract") and "does not exist" in problem.message
 
 
 def without_metrics(text: str) -> str:
@@ -149,7 +157,7 @@ def without_metrics(text: str) -> str:
 def test_a_declaration_that_cannot_work_is_one_problem_at_its_line(
     lane_folder: Path, change: Callable[[str], str], field: str, message: str
 ) -> None:
-    path = lane_folder / "no_needless_apology" / "lane.yaml"
+    path = lane_folder / LANE / "lane.yaml"
     text = change(path.read_text("utf-8"))
     assert text != path.read_text("utf-8")
     path.write_text(text, encoding="utf-8")
@@ -159,3 +167,86 @@ def test_a_declaration_that_cannot_work_is_one_problem_at_its_line(
     assert message in problem.message, problem
     first_word = field.split(".")[-1].split("[")[0]
     assert problem.line > 0 and first_word in text.splitlines()[problem.line - 1], problem
+
+
+def project_copy(root: Path) -> Path:
+    """The repository as a reader has it (the package, evals/runtimes.yaml), with the page's
+    files pasted in: a copy, so the predicate module is added to no package but the copy's."""
+    shutil.copytree(
+        PROJECT_ROOT / "eval_pipeline", root / "eval_pipeline", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    (root / "evals").mkdir()
+    shutil.copyfile(PROJECT_ROOT / "evals" / "runtimes.yaml", root / "evals" / "runtimes.yaml")
+    for path, text in pasted().items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text, encoding="utf-8")
+    return root
+
+
+def eval_pipeline(root: Path, state: Path, command: str) -> subprocess.CompletedProcess[str]:
+    """``eval-pipeline …`` as the reader runs it, in the copy, from its root."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(root),
+        "COLUMNS": "100",
+        "EVAL_PIPELINE_STATE": str(state),
+        "EVAL_PIPELINE_HISTORY": str(state / "history"),
+        "DAGSTER_HOME": str(state / "dagster_home"),
+    }
+    env.pop("EVAL_PIPELINE_EVALS", None)
+    words = command.split()
+    assert words[0] == "eval-pipeline"
+    return subprocess.run(
+        [sys.executable, "-c", "from eval_pipeline.cli import main; main()", *words[1:]],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+@pytest.mark.slow
+def test_the_page_pasted_as_written_runs_with_the_exit_codes_it_states(
+    tmp_path: Path, isolated_state: Path
+) -> None:
+    root = project_copy(tmp_path / "repository")
+    page = PAGE.read_text(encoding="utf-8")
+    block = page[page.index("## Run it") :].split("```bash\n", 1)[1].split("```", 1)[0]
+    commands = [line for line in block.splitlines() if line.strip()]
+    assert [c.split("#")[0].split()[:2] for c in commands] == [
+        ["eval-pipeline", "validate"],
+        ["eval-pipeline", "run"],
+    ]
+    for line in commands:
+        command, comment = line.split("#", 1)
+        stated = STATED_EXIT.search("#" + comment)
+        assert stated is not None, line
+        result = eval_pipeline(root, isolated_state, command.strip())
+        assert result.returncode == int(stated.group(1)), result.stdout[-3000:] + result.stderr[-3000:]
+    assert "no_apology_rate" in result.stdout and LANE in result.stdout
+
+    # The problems the page says validate reports, as it words them, with exit 2 and no traceback.
+    contract_problem = re.search(r"`(evals/no_needless_apology/lane\.yaml:\d+: contract: [^`]+)`", page)
+    import_problem = re.search(r"`(eval_pipeline/predicates/apology\.py:\d+: \(import\): [^`]+)`", page)
+    assert contract_problem is not None and import_problem is not None
+    contract = root / "evals" / LANE / "contract.md"
+    kept = contract.read_text(encoding="utf-8")
+    contract.unlink()
+    result = eval_pipeline(root, isolated_state, "eval-pipeline validate")
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert any(line.endswith(contract_problem.group(1)) for line in result.stderr.splitlines()), result.stderr
+    contract.write_text(kept, encoding="utf-8")
+
+    predicate = root / PREDICATE_FILE
+    predicate.write_text(
+        "".join(
+            line
+            for line in predicate.read_text(encoding="utf-8").splitlines(keepends=True)
+            if not line.startswith("from eval_pipeline.predicates import")
+        ),
+        encoding="utf-8",
+    )
+    result = eval_pipeline(root, isolated_state, "eval-pipeline validate")
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert import_problem.group(1) in result.stderr.splitlines(), result.stderr

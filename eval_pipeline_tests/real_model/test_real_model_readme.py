@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from eval_pipeline.runtimes.local_model import missing_parts, wait_until_serving
-from eval_pipeline.settings import PROJECT_ROOT
+from eval_pipeline_tests.paths import PROJECT_ROOT
 
 pytestmark = [pytest.mark.real_model, pytest.mark.slow, pytest.mark.xdist_group("real_model")]
 

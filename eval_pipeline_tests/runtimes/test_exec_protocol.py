@@ -300,18 +300,18 @@ def test_parse_reply_line_accepts_the_echoed_id() -> None:
     }
 
 
-def _readme_example_child() -> str:
-    readme = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("#### The `exec:` protocol", 1)[1]
+def _manual_example_child() -> str:
+    page = (PROJECT_ROOT / "docs" / "runtimes.md").read_text(encoding="utf-8")
+    section = page.split("## The `exec:` protocol", 1)[1]
     block = re.search(r"```python\n(.*?)```", section, re.DOTALL)
     assert block is not None, "the exec: protocol section has no example child"
     return block.group(1)
 
 
 @pytest.mark.slow
-def test_the_readme_example_child_speaks_the_protocol(tmp_path: Path) -> None:
+def test_the_manual_example_child_speaks_the_protocol(tmp_path: Path) -> None:
     child = tmp_path / "child.py"
-    child.write_text(_readme_example_child(), encoding="utf-8")
+    child.write_text(_manual_example_child(), encoding="utf-8")
     runtime = build_runtime(
         f"exec:{shlex.join([sys.executable, str(child)])}", {"workers": 2, "end_sessions": True}
     )

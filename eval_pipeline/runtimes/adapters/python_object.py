@@ -89,6 +89,8 @@ def resolve_target(target: str, paths: list[str]) -> Any:
     with _import_paths(paths):
         try:
             value: Any = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            raise _not_found(module_name, str(exc), paths) from None
         except ImportError as exc:
             raise RuntimeSpecError(f"python runtime: cannot import {module_name!r}: {exc}") from None
     for part in attr.split("."):
@@ -100,6 +102,18 @@ def resolve_target(target: str, paths: list[str]) -> Any:
     return value
 
 
+def _not_found(module_name: str, cause: str, paths: list[str]) -> RuntimeSpecError:
+    """A module that is not on the import path. The working directory is not on it (a console
+    script's path is its own folder), so a bot beside the user's files needs ``paths``: say so."""
+    hint = (
+        ""
+        if "." in paths or os.getcwd() in paths
+        else "; a module in the working directory is imported with -o 'paths=[\".\"]' "
+        '(or paths: ["."] in the target\'s options)'
+    )
+    return RuntimeSpecError(f"python runtime: cannot import {module_name!r}: {cause}{hint}")
+
+
 def check_target(target: str, paths: list[str]) -> None:
     """That ``package.module:attr`` names a module that exists and binds ``attr`` at its top level,
     read from its source without running it: a runtime's start-up (imports, model loading) is
@@ -108,12 +122,12 @@ def check_target(target: str, paths: list[str]) -> None:
     with _import_paths(paths):
         try:
             found = importlib.util.find_spec(module_name)  # imports the parent packages only
+        except ModuleNotFoundError as exc:
+            raise _not_found(module_name, str(exc), paths) from None
         except (ImportError, ValueError) as exc:
             raise RuntimeSpecError(f"python runtime: cannot import {module_name!r}: {exc}") from None
     if found is None:
-        raise RuntimeSpecError(
-            f"python runtime: cannot import {module_name!r}: no module named {module_name!r}"
-        )
+        raise _not_found(module_name, f"no module named {module_name!r}", paths)
     names = _top_level_names(found)
     if names is not None and attr.split(".")[0] not in names:
         raise RuntimeSpecError(f"python runtime: {module_name!r} has no attribute {attr!r}")
