@@ -31,8 +31,8 @@ TINY_RUNS = {"--sizes 200 --workers 1 --repeat 1": [r"workers=1 +write_cases +[0
 
 def child(cases: Path) -> None:
     """In the measured process: write the cases stage once; print seconds and CPU seconds."""
-    from eval_pipeline.cases_stage import write_cases
     from eval_pipeline.lanes import find_lane
+    from eval_pipeline.run.cases_stage import write_cases
 
     spec = find_lane(FLUENCY)
     started, cpu = time.perf_counter(), time.process_time()

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import yaml
 
-from eval_pipeline.settings import CELERY_BROKER_ENV, EVALS_ENV
+from eval_pipeline.core.settings import CELERY_BROKER_ENV, EVALS_ENV
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the test suite's server fixtures
 from eval_pipeline_tests.paths import PROJECT_ROOT  # start Redis and the workers

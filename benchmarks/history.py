@@ -26,16 +26,16 @@ import numpy as np
 import pandas as pd
 
 from eval_pipeline import __version__
+from eval_pipeline.core.series import Series
 from eval_pipeline.history.compact import compact
 from eval_pipeline.history.diff import diff_runs
 from eval_pipeline.history.runs import RunRef
 from eval_pipeline.history.store import append_run, commit_run
 from eval_pipeline.history.views import connect
 from eval_pipeline.lanes.spec import ThresholdSpec
-from eval_pipeline.pipeline import metric_rows
-from eval_pipeline.scoring import ERROR_RATE, MetricValue, count, judge
-from eval_pipeline.series import Series
-from eval_pipeline.tables import CASE_PREDICATES, METRICS, RUN_MANIFESTS, frame
+from eval_pipeline.metrics.scoring import ERROR_RATE, MetricValue, count, judge
+from eval_pipeline.run.pipeline import metric_rows
+from eval_pipeline.tables.columns import CASE_PREDICATES, METRICS, RUN_MANIFESTS, frame
 
 # Test-suite runs (eval_pipeline_tests/test_benchmarks_run.py): arguments → lines of figures.
 TINY_RUNS = {

@@ -37,18 +37,18 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from history import timed  # benchmarks/history.py: best of 3 wall times
 
+from eval_pipeline.core.series import Series
 from eval_pipeline.history.comparison import compare_runs
 from eval_pipeline.history.runs import RunRef
 from eval_pipeline.history.store import append_run, commit_run
 from eval_pipeline.history.views import connect
 from eval_pipeline.lanes import find_lane
 from eval_pipeline.lanes.metric_rows import MetricRows
-from eval_pipeline.paired import paired_figures
-from eval_pipeline.pipeline import evaluate_lane
+from eval_pipeline.metrics.paired import paired_figures
+from eval_pipeline.run.pipeline import evaluate_lane
 from eval_pipeline.runtimes import build_runtime
-from eval_pipeline.series import Series
-from eval_pipeline.stage_files import StageFile, StageWriter
-from eval_pipeline.tables import CASE_PREDICATES, SCHEMAS, TRANSCRIPTS, TURN_PREDICATES
+from eval_pipeline.tables.columns import CASE_PREDICATES, SCHEMAS, TRANSCRIPTS, TURN_PREDICATES
+from eval_pipeline.tables.stage_files import StageFile, StageWriter
 
 # Test-suite runs (eval_pipeline_tests/test_benchmarks_run.py): arguments → lines of figures.
 TINY_RUNS = {

@@ -4,7 +4,7 @@ Serves SmolLM2-135M-Instruct with llama.cpp's OpenAI-compatible server (the ``lo
 extra), then sends the same ``--turns`` prompts (the fluency lane's public cases, in turn) two
 ways, one request at a time, greedy (temperature 0) and at most ``--max-tokens`` each: a bare
 loop of the openai SDK's ``chat.completions.create``, and the pipeline's ``openai:`` adapter
-through :func:`eval_pipeline.drive.drive` (streamed or not, ``--stream``). Each way prints its
+through :func:`eval_pipeline.run.drive.drive` (streamed or not, ``--stream``). Each way prints its
 completion tokens, wall time and tokens per second; then the ratio pipeline / bare (1.0: the
 pipeline adds nothing). The two alternate for ``--rounds`` rounds after a warm-up request, so a
 busy machine slows both alike. Asserts nothing.
@@ -21,8 +21,8 @@ from pathlib import Path
 
 import openai
 
-from eval_pipeline.drive import drive
 from eval_pipeline.lanes.kind import Thread, TurnRequest
+from eval_pipeline.run.drive import drive
 from eval_pipeline.runtimes import build_runtime
 from eval_pipeline.runtimes.local_model import MODEL_ALIAS, served_model
 

@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from runtimes import single_turn_threads, start_server
 
-from eval_pipeline.drive import drive
+from eval_pipeline.run.drive import drive
 from eval_pipeline.runtimes import build_runtime
 
 # Test-suite runs (eval_pipeline_tests/test_benchmarks_run.py): arguments → lines of figures.

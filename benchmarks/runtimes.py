@@ -29,12 +29,12 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
-from eval_pipeline.budget import Budget
-from eval_pipeline.drive import drive
-from eval_pipeline.journal import JournalIdentity
 from eval_pipeline.lanes.kind import Thread, TurnRequest
-from eval_pipeline.ledger import open_ledger
+from eval_pipeline.run.drive import drive
+from eval_pipeline.run.journal import JournalIdentity
+from eval_pipeline.run.ledger import open_ledger
 from eval_pipeline.runtimes import build_runtime
+from eval_pipeline.runtimes.budget import Budget
 from eval_pipeline.runtimes.cache import ResponseCache
 from eval_pipeline.runtimes.reference import default_pack
 

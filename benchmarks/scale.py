@@ -389,7 +389,7 @@ def serial_loop() -> None:
     """The child side of the serial reference: import the bot, play every case of the four
     lanes' public splits in one process, one bot per case, turn after turn."""
     from eval_pipeline.lanes.registry import discover_lanes
-    from eval_pipeline.pipeline import lane_threads, load_split
+    from eval_pipeline.run.pipeline import lane_threads, load_split
     from eval_pipeline.runtimes.adapters.python_object import resolve_target
 
     bot_class = resolve_target(CPU_BOT, [])

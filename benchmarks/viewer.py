@@ -34,8 +34,8 @@ from history import metrics_table  # benchmarks/history.py: a metrics table as t
 
 from eval_pipeline.history.store import append_run, commit_run, run_file
 from eval_pipeline.lanes.spec import ThresholdSpec
-from eval_pipeline.scoring import ERROR_RATE, MetricValue
-from eval_pipeline.tables import JSON_TEXT, RUN_MANIFESTS, SCHEMAS, frame
+from eval_pipeline.metrics.scoring import ERROR_RATE, MetricValue
+from eval_pipeline.tables.columns import JSON_TEXT, RUN_MANIFESTS, SCHEMAS, frame
 
 # Test-suite runs (eval_pipeline_tests/test_benchmarks_run.py): arguments → lines of figures.
 TINY_RUNS = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dagster as dg
 
-from eval_pipeline.dagster_wiring.code_location import build_definitions
+from eval_pipeline.dagster_wiring import build_definitions
 
 defs = build_definitions()
 

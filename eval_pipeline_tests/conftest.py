@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from eval_pipeline.settings import PROJECT_ENV
+from eval_pipeline.core.settings import PROJECT_ENV
 from eval_pipeline_tests.paths import PROJECT_ROOT
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from eval_pipeline.run_request import DriveSettings, LaneRunRequest
-from eval_pipeline.settings import history_root
+from eval_pipeline.core.settings import history_root
+from eval_pipeline.run.request import DriveSettings, LaneRunRequest
 
 
 def lane_request(split: str, date: str, **settings: Any) -> LaneRunRequest:

@@ -6,8 +6,8 @@ from collections.abc import Iterable
 
 import pandas as pd
 
-from eval_pipeline.scoring import MetricValue
-from eval_pipeline.usage import TIMED_METRICS, USAGE_METRICS
+from eval_pipeline.metrics.scoring import MetricValue
+from eval_pipeline.metrics.usage import TIMED_METRICS, USAGE_METRICS
 
 
 def untimed(metrics: pd.DataFrame) -> pd.DataFrame:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from eval_pipeline.collector import each_without_collector, frozen_after
+from eval_pipeline.core.collector import each_without_collector, frozen_after
 
 
 def test_the_collector_is_paused_for_each_item_and_back_between_and_after() -> None:
@@ -58,7 +58,7 @@ def test_at_exit_the_heap_is_frozen_after_the_later_exit_handlers_ran(tmp_path: 
         import atexit, gc
         log = open({str(log)!r}, "a", encoding="utf-8")
         atexit.register(lambda: (log.write(f"last frozen={{gc.get_freeze_count() > 0}}\\n"), log.close()))
-        from eval_pipeline.collector import no_final_collection
+        from eval_pipeline.core.collector import no_final_collection
         no_final_collection()
         atexit.register(lambda: log.write(f"later frozen={{gc.get_freeze_count() > 0}}\\n"))
         """

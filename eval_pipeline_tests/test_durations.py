@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from eval_pipeline.durations import duration_text
-from eval_pipeline.usage import timing_text
+from eval_pipeline.core.durations import duration_text
+from eval_pipeline.metrics.usage import timing_text
 
 
 @pytest.mark.parametrize(

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from eval_pipeline import memo
-from eval_pipeline.memo import content_sha256
+from eval_pipeline.core import memo
+from eval_pipeline.core.memo import content_sha256
 
 
 def test_the_hash_is_of_the_files_bytes_in_order(tmp_path: Path) -> None:

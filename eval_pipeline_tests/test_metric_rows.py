@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pandas as pd
 
-from eval_pipeline.failures import failing_cases
+from eval_pipeline.core.series import Series
 from eval_pipeline.lanes import find_lane, lane_kind
 from eval_pipeline.lanes.metric_rows import MetricRows, higher_is_better, is_pinned
-from eval_pipeline.outcome import failing_items, judged_outcome
-from eval_pipeline.pipeline import evaluate_lane
+from eval_pipeline.metrics.scoring import judge, measurement
+from eval_pipeline.outcome.failures import failing_cases
+from eval_pipeline.outcome.run_outcome import failing_items, judged_outcome
+from eval_pipeline.run.pipeline import evaluate_lane
 from eval_pipeline.runtimes import build_runtime
-from eval_pipeline.scoring import judge, measurement
-from eval_pipeline.series import Series
 
 
 def test_the_refusal_rate_check_lists_refused_failures_only() -> None:

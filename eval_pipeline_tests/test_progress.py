@@ -10,9 +10,9 @@ from typing import Any
 from rich.console import Console
 from rich.progress import Progress
 
-from eval_pipeline.drive import drive
 from eval_pipeline.lanes.kind import Thread, TurnRequest
-from eval_pipeline.progress import RichProgress, progress_columns
+from eval_pipeline.run.drive import drive
+from eval_pipeline.run.progress import RichProgress, progress_columns
 from eval_pipeline.runtimes.faults import RetryPolicy
 from eval_pipeline.runtimes.registry import build_runtime
 from eval_pipeline.runtimes.serve import ServeConfig

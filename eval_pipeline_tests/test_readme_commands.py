@@ -120,7 +120,7 @@ def scratch(tmp_path: Path, isolated_state: Path, monkeypatch: pytest.MonkeyPatc
 def recorded_turns(path: Path) -> None:
     """The reference runtime's answers to the fluency lane's public split, as a replay file."""
     from eval_pipeline.lanes import find_lane
-    from eval_pipeline.pipeline import evaluate_lane
+    from eval_pipeline.run.pipeline import evaluate_lane
     from eval_pipeline.runtimes import build_runtime
 
     turns = evaluate_lane(

@@ -11,9 +11,9 @@ import pytest
 from typer.testing import CliRunner
 
 from eval_pipeline.cases.loading import FileProblemsError
+from eval_pipeline.cases.strict_yaml import MAX_DEPTH, parse_yaml
 from eval_pipeline.cli import app
 from eval_pipeline.runtimes.targets import TargetsFileError, load_targets
-from eval_pipeline.strict_yaml import MAX_DEPTH, parse_yaml
 from eval_pipeline_tests.fuzz.bounded_cli import run_bounded, run_cli
 from eval_pipeline_tests.paths import PROJECT_ROOT
 
@@ -83,7 +83,7 @@ from eval_pipeline.cases.loading import FileProblemsError
 from eval_pipeline.cli import app
 from eval_pipeline.lanes.spec import load_lane_spec
 from eval_pipeline.runtimes.targets import load_targets
-from eval_pipeline.strict_yaml import parse_yaml
+from eval_pipeline.cases.strict_yaml import parse_yaml
 for read, path in ((parse_yaml, None), (load_lane_spec, sys.argv[1]), (load_targets, sys.argv[2])):
     try:
         read("f.yaml", Path(sys.argv[3]).read_text()) if path is None else read(Path(path))

@@ -14,20 +14,26 @@ from hypothesis import strategies as st
 
 from eval_pipeline.cases.loading import CaseFileError
 from eval_pipeline.cli.terminal import terminal_view
+from eval_pipeline.core.series import Series
 from eval_pipeline.dagster_wiring.checks import gate_check_result
-from eval_pipeline.failures import FAILING_READS, evidence_object, failing_cases, fault_counts, fault_text
 from eval_pipeline.history.runs import resolve_run_id
 from eval_pipeline.history.svg import legend_layout
 from eval_pipeline.history.views import connect
 from eval_pipeline.lanes.spec import load_lane_spec
-from eval_pipeline.outcome import judged_outcome
+from eval_pipeline.metrics.scoring import MetricValue, judge, measurement, verdict_word
+from eval_pipeline.outcome.failures import (
+    FAILING_READS,
+    evidence_object,
+    failing_cases,
+    fault_counts,
+    fault_text,
+)
+from eval_pipeline.outcome.run_outcome import judged_outcome
 from eval_pipeline.predicates import TurnView, Verdict, get_turn_predicate
 from eval_pipeline.predicates.explain import _REASONS, excerpt, reason
 from eval_pipeline.runtimes.targets import load_targets, resolve_target
-from eval_pipeline.scoring import MetricValue, judge, measurement, verdict_word
-from eval_pipeline.series import Series
-from eval_pipeline.stage_files import StageWriter
-from eval_pipeline.tables import CASE_PREDICATES
+from eval_pipeline.tables.columns import CASE_PREDICATES
+from eval_pipeline.tables.stage_files import StageWriter
 from eval_pipeline_tests.paths import PROJECT_ROOT
 
 

@@ -13,12 +13,12 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from eval_pipeline import pipeline
 from eval_pipeline.lanes import find_lane
-from eval_pipeline.pipeline import drive_cases, measure, score_cases, score_turns, write_cases
+from eval_pipeline.run import pipeline
+from eval_pipeline.run.pipeline import drive_cases, measure, score_cases, score_turns, write_cases
+from eval_pipeline.run.workers import WORKERS_ENV, close_workers, in_order, worker_count
 from eval_pipeline.runtimes import build_runtime
-from eval_pipeline.stage_files import BATCH_TURNS_ENV
-from eval_pipeline.workers import WORKERS_ENV, close_workers, in_order, worker_count
+from eval_pipeline.tables.stage_files import BATCH_TURNS_ENV
 from eval_pipeline_tests import workers_calls
 
 
@@ -61,7 +61,9 @@ def test_stopping_early_leaves_no_call_running() -> None:
 def test_a_daemonic_process_works_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(WORKERS_ENV, "3")
     assert worker_count() == 3
-    monkeypatch.setattr("eval_pipeline.workers.current_process", lambda: type("P", (), {"daemon": True})())
+    monkeypatch.setattr(
+        "eval_pipeline.run.workers.current_process", lambda: type("P", (), {"daemon": True})()
+    )
     assert worker_count() == 1
 
 

@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pa_json
 from pydantic import BaseModel
 
-from eval_pipeline.memo import Recent
+from eval_pipeline.core import Recent
 
 # Case models by (model, digest of the stored JSON): the stages of a run of one or two
 # batches hydrate the same cases table, so its cases are validated once, not once per stage.

@@ -15,35 +15,9 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from eval_pipeline.cases.jsonl import JsonLine, LineRange, iter_jsonl
+from eval_pipeline.core import CaseProblem, FileProblemsError
 
 CaseT = TypeVar("CaseT", bound=BaseModel)
-
-
-@dataclass(frozen=True)
-class CaseProblem:
-    """One thing wrong with one line of a case file."""
-
-    file: str
-    line: int
-    field: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.file}:{self.line}: {self.field}: {self.message}"
-
-
-class FileProblemsError(ValueError):
-    """Files the project reads failed validation; ``problems`` lists every problem found.
-
-    A subclass names which files (``files``), so that a caller can tell a case file from a
-    targets file; the command line reports any of them as bad input."""
-
-    files = "files"
-
-    def __init__(self, problems: Sequence[CaseProblem]) -> None:
-        self.problems = list(problems)
-        shown = "\n".join(f"  {p}" for p in self.problems)
-        super().__init__(f"{len(self.problems)} problem(s) in {self.files}:\n{shown}")
 
 
 class CaseFileError(FileProblemsError):

@@ -14,8 +14,7 @@ import sys
 from typing import Any
 
 from eval_pipeline.cli import common
-from eval_pipeline.collector import frozen_after, no_final_collection
-from eval_pipeline.settings import SettingError
+from eval_pipeline.core import SettingError, frozen_after, no_final_collection
 
 COMMAND_MODULES = (
     "init",

@@ -9,13 +9,13 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from eval_pipeline.cases.loading import CaseFileError, CaseProblem, CaseStream, LoadedCase
+from eval_pipeline.cases import CaseFileError, CaseProblem, CaseStream, LoadedCase
+from eval_pipeline.core import targets_file
 from eval_pipeline.i18n.schema import evalcase_v1_schema_text
 from eval_pipeline.lanes import LaneSpec, discover_lanes, find_lane, lane_kind
 from eval_pipeline.notify.config import notify_file_problems
-from eval_pipeline.pipeline import lane_threads
+from eval_pipeline.run import lane_threads
 from eval_pipeline.runtimes.targets import TargetsFileError, load_targets
-from eval_pipeline.settings import targets_file
 
 EVALCASE_V1 = "evalcase-v1"  # the published schema's name in `schema`
 

@@ -41,7 +41,7 @@ def project_option(
     ] = None,
 ) -> None:
     """Deterministic evaluation lanes for chat runtimes, orchestrated by Dagster."""
-    from eval_pipeline.settings import PROJECT_ENV
+    from eval_pipeline.core.settings import PROJECT_ENV
 
     if project is not None:  # in the environment, so the processes a command starts see it too
         os.environ[PROJECT_ENV] = str(project.resolve())
@@ -84,9 +84,9 @@ def bad_input_exits() -> Iterator[None]:
     # Imported here, not with the module: every command module imports this one, and
     # `--help` must not pay for the case readers (pandas, the i18n lane) to list them.
     from eval_pipeline.cases.loading import FileProblemsError
+    from eval_pipeline.core.settings import SettingError
     from eval_pipeline.i18n.prompts import LockedSplitError
     from eval_pipeline.runtimes.base import RuntimeSpecError
-    from eval_pipeline.settings import SettingError
 
     try:
         yield

@@ -12,7 +12,7 @@ import typer
 
 from eval_pipeline.cli.arguments import OutputFormat
 from eval_pipeline.cli.common import app, history_app
-from eval_pipeline.dagster_wiring.dead_runs import fail_dead_runs_of_existing_instance
+from eval_pipeline.dagster_wiring import fail_dead_runs_of_existing_instance
 
 HistoryOption = Annotated[
     str | None,

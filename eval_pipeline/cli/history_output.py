@@ -24,6 +24,8 @@ from rich.text import Text
 from eval_pipeline.cli.arguments import OutputFormat, local_folder
 from eval_pipeline.cli.common import EXIT_BAD_INPUT, bad_input_exits, err, out, run_title, short_id
 from eval_pipeline.cli.terminal import FittedTable, fit, record_heading, terminal_view
+from eval_pipeline.core import SERIES_SQL, history_root
+from eval_pipeline.history import connect
 from eval_pipeline.history.compact import CompactedMonth, compact
 from eval_pipeline.history.compare import latest_pair
 from eval_pipeline.history.comparison import RunComparison, compare_as_declared
@@ -33,12 +35,9 @@ from eval_pipeline.history.first_failure import CaseScope, case_series, first_fa
 from eval_pipeline.history.flaky import case_flip_rates, rate_intervals
 from eval_pipeline.history.runs import RunRef, is_missing
 from eval_pipeline.history.sql import read_only_connection, run_query
-from eval_pipeline.history.views import connect
-from eval_pipeline.palette import rich_style
+from eval_pipeline.metrics import number_text, verdict_word
+from eval_pipeline.report import rich_style
 from eval_pipeline.runtimes.names import decoded_runtime
-from eval_pipeline.scoring import number_text, verdict_word
-from eval_pipeline.series import SERIES_SQL
-from eval_pipeline.settings import history_root
 from eval_pipeline.viewer.pages.common import words, worst
 
 _HISTORY_COLUMNS = (

@@ -1,4 +1,4 @@
-"""``eval-pipeline init [DIR]``: make a folder an eval-pipeline project (:mod:`eval_pipeline.scaffold`)."""
+"""``eval-pipeline init [DIR]``: make a folder an eval-pipeline project (:mod:`eval_pipeline.cli.scaffold`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from eval_pipeline.cli.common import app, bad_input_exits, out
-from eval_pipeline.settings import DEFAULT_LANES
+from eval_pipeline.core import DEFAULT_LANES
 
 
 @app.command()
@@ -24,7 +24,7 @@ def init(
     """Make DIR (default: here) a project: the tool.eval-pipeline table in pyproject.toml, an
     example lane, runtimes.yaml, the Dagster files, .gitignore. Overwrites nothing: what is there
     already is skipped, and said."""
-    from eval_pipeline.scaffold import carry_out, plan
+    from eval_pipeline.cli.scaffold import carry_out, plan
 
     root = folder.resolve()
     with bad_input_exits():

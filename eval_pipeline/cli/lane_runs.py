@@ -19,9 +19,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from eval_pipeline.budget import check_priced
-from eval_pipeline.cases.loading import CaseFileError
-from eval_pipeline.cases_stage import write_cases
+from eval_pipeline.cases import CaseFileError
 from eval_pipeline.cli.arguments import local_folder, run_night
 from eval_pipeline.cli.common import (
     EXIT_BAD_INPUT,
@@ -38,28 +36,22 @@ from eval_pipeline.cli.common import (
 from eval_pipeline.cli.notifier import RunNotifier, run_notifier
 from eval_pipeline.cli.rescore import recorded_lane_and_split, rescore_of, with_history_root
 from eval_pipeline.cli.summary import check_baseline, write_summary
-from eval_pipeline.collector import frozen_after
-from eval_pipeline.failures import evidence_object, fault_counts, fault_text
-from eval_pipeline.junit import SuiteRun, junit_xml
-from eval_pipeline.lanes.registry import discover_lanes
-from eval_pipeline.lanes.spec import LaneSpec
-from eval_pipeline.outcome import MEASUREMENT_CHECK
-from eval_pipeline.palette import rich_style
-from eval_pipeline.progress import rich_progress
-from eval_pipeline.run_request import RunRequest
+from eval_pipeline.core import CELERY_BROKER_ENV, celery_broker, frozen_after
+from eval_pipeline.core import runtime_spec as default_runtime_spec
+from eval_pipeline.lanes import LaneSpec, discover_lanes
+from eval_pipeline.metrics import USAGE_METRICS, number_text, summed_usage, timing_text, totals_text
+from eval_pipeline.outcome import MEASUREMENT_CHECK, evidence_object, fault_counts, fault_text
+from eval_pipeline.report import SuiteRun, junit_xml, rich_style
+from eval_pipeline.run import RunRequest, rich_progress, worker_count, write_cases
 from eval_pipeline.runtimes.base import RecordedRuntime, RuntimeSpecError
+from eval_pipeline.runtimes.budget import check_priced
 from eval_pipeline.runtimes.names import stands_for
 from eval_pipeline.runtimes.options import parse_runtime_options
 from eval_pipeline.runtimes.registry import build_runtime, split_spec
 from eval_pipeline.runtimes.targets import TargetsFileError, find_target
 from eval_pipeline.runtimes.unsupplied import lane_telemetry, unsupplied_fields, unsupplied_note
 from eval_pipeline.runtimes.warm import warm_runtimes
-from eval_pipeline.scoring import number_text
-from eval_pipeline.settings import CELERY_BROKER_ENV, celery_broker
-from eval_pipeline.settings import runtime_spec as default_runtime_spec
-from eval_pipeline.stage_files import StageFile, batch_turns
-from eval_pipeline.usage import USAGE_METRICS, summed_usage, timing_text, totals_text
-from eval_pipeline.workers import worker_count
+from eval_pipeline.tables import StageFile, batch_turns
 
 if TYPE_CHECKING:
     from eval_pipeline.dagster_wiring.outcomes import LaneOutcome

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from eval_pipeline.cli.common import print_plain
+from eval_pipeline.core import Series
 from eval_pipeline.notify import (
     Event,
     FailingCase,
@@ -19,7 +20,6 @@ from eval_pipeline.notify import (
     notify_lane_runs,
 )
 from eval_pipeline.notify.outcomes import lane_run
-from eval_pipeline.series import Series
 
 if TYPE_CHECKING:
     import dagster as dg
@@ -64,7 +64,7 @@ def run_notifier(notify: bool) -> RunNotifier | None:
 
 def sample_event() -> Event:
     """A made-up failing run: what a channel's messages look like."""
-    from eval_pipeline.outcome import CheckOutcome
+    from eval_pipeline.outcome.run_outcome import CheckOutcome
 
     run = LaneRun(
         series=Series("deterministic_fluency", "public", "reference", "public"),

@@ -10,10 +10,7 @@ import typer
 
 from eval_pipeline.cli.arguments import Executor, finite_amount
 from eval_pipeline.cli.common import app
-from eval_pipeline.collector import frozen_after
-from eval_pipeline.limits import MAX_CONCURRENCY, MAX_REPEAT
-from eval_pipeline.run_request import DriveSettings, RunRequest
-from eval_pipeline.settings import history_root
+from eval_pipeline.core import MAX_CONCURRENCY, MAX_REPEAT, frozen_after, history_root
 
 
 @app.command()
@@ -137,6 +134,7 @@ def run(
     """Evaluate lanes against a runtime through Dagster; exit 1 if a blocking check fails."""
     with frozen_after():  # what the command imports lives as long as the process
         from eval_pipeline.cli.lane_runs import run_lanes
+        from eval_pipeline.run import DriveSettings, RunRequest
 
     request = RunRequest(
         lanes=tuple(lane or ()),

@@ -12,16 +12,15 @@ import pandas as pd
 from rich.text import Text
 
 from eval_pipeline.cli.common import out, run_title, short_id
-from eval_pipeline.dagster_wiring.launch import ensure_instance
+from eval_pipeline.core import Series
+from eval_pipeline.dagster_wiring import ensure_instance
 from eval_pipeline.dagster_wiring.stored_runs import StoredRun, stored_runs
-from eval_pipeline.failures import evidence_object, fault_counts, fault_text
+from eval_pipeline.history import connect
 from eval_pipeline.history.runs import RUN_MATCH, RunRef, find_runs, is_missing
-from eval_pipeline.history.views import connect
-from eval_pipeline.outcome import RunOutcome, committed_outcome
-from eval_pipeline.palette import rich_style
-from eval_pipeline.samples import rows_of_sample, sample_frames
-from eval_pipeline.series import Series
-from eval_pipeline.stage_files import OUTCOME_ATTR
+from eval_pipeline.metrics import rows_of_sample, sample_frames
+from eval_pipeline.outcome import RunOutcome, committed_outcome, evidence_object, fault_counts, fault_text
+from eval_pipeline.report import rich_style
+from eval_pipeline.tables import OUTCOME_ATTR
 
 
 @dataclass(frozen=True)

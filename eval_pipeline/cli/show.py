@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from eval_pipeline.cli.common import app, bad_input_exits, short_id
-from eval_pipeline.settings import history_root
+from eval_pipeline.core import history_root
 
 
 @app.command("show")

@@ -1,5 +1,5 @@
 """What ``run --summary-md FILE`` writes: each lane run's outcome beside its baseline, as the
-CI summary (:mod:`eval_pipeline.ci_summary`)."""
+CI summary (:mod:`eval_pipeline.report.ci_summary`)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from eval_pipeline.ci_summary import FAILING_ROWS_SHOWN, LaneSummary, MetricLine, summary_markdown
+from eval_pipeline.history import connect
 from eval_pipeline.history.previous import (
     has_runtime,
     latest_run_id,
@@ -21,7 +21,7 @@ from eval_pipeline.history.previous import (
     previous_run_id,
 )
 from eval_pipeline.history.runs import resolve_run_id
-from eval_pipeline.history.views import connect
+from eval_pipeline.report import FAILING_ROWS_SHOWN, LaneSummary, MetricLine, summary_markdown
 
 if TYPE_CHECKING:
     import duckdb

@@ -21,7 +21,7 @@ from typing import Annotated
 import typer
 
 from eval_pipeline.cli.common import EXIT_BAD_INPUT, app, bad_input_exits, out, print_plain
-from eval_pipeline.settings import pin_project
+from eval_pipeline.core import pin_project
 
 STOP_S = 20.0  # how long the webserver and daemon get to stop on their own
 

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from eval_pipeline.cli.common import app, bad_input_exits, out
-from eval_pipeline.dagster_wiring.dead_runs import fail_dead_runs_of_existing_instance
+from eval_pipeline.dagster_wiring import fail_dead_runs_of_existing_instance
 
 
 @app.command()
@@ -25,7 +25,7 @@ def validate(
     """Validate case files (and evals/runtimes.yaml); print every problem as file:line: field: message
     and exit 2 if any."""
     from eval_pipeline.cli.checked_files import checked_cases
-    from eval_pipeline.workers import worker_count
+    from eval_pipeline.run.workers import worker_count
 
     fail_dead_runs_of_existing_instance()
     with bad_input_exits():

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from eval_pipeline.cli.common import EXIT_BAD_INPUT, app, out, print_plain
-from eval_pipeline.settings import history_root
+from eval_pipeline.core import history_root
 
 
 @app.command("view")

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from eval_pipeline.cli.common import EXIT_BAD_INPUT, app, bad_input_exits, err
-from eval_pipeline.settings import CELERY_BROKER_ENV, celery_broker, evals_dir
+from eval_pipeline.core import CELERY_BROKER_ENV, celery_broker, evals_dir
 
 
 @app.command()

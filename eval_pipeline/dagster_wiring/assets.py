@@ -2,7 +2,7 @@
 turn_predicates → case_predicates → metrics → history, with the lane's threshold checks on
 metrics and its regression check on history.
 
-Every asset body is a few lines that call :mod:`eval_pipeline.pipeline` and
+Every asset body is a few lines that call :mod:`eval_pipeline.run.pipeline` and
 :mod:`eval_pipeline.history`; the logic lives there and in the lane's kind, where it is
 tested without Dagster. A partition is one series (case set × runtime target, see
 :mod:`eval_pipeline.dagster_wiring.partitions`).
@@ -22,8 +22,7 @@ import pandas as pd
 import pyarrow as pa
 
 from eval_pipeline import __version__
-from eval_pipeline.budget import check_priced
-from eval_pipeline.cases_stage import write_cases
+from eval_pipeline.core import Series, content_sha256
 from eval_pipeline.dagster_wiring.checks import (
     gate_check_result,
     gate_check_spec,
@@ -36,49 +35,52 @@ from eval_pipeline.dagster_wiring.checks import (
     threshold_check_results,
     threshold_check_specs,
 )
-from eval_pipeline.dagster_wiring.markdown import markdown_table
 from eval_pipeline.dagster_wiring.partitions import CUSTOM_PREFIX, custom_case_set, lane_partitions, series_of
 from eval_pipeline.dagster_wiring.resources import HistoryResource, PreparedCases, RunRuntime
 from eval_pipeline.dagster_wiring.runtime_targets import runtime_pool_slot, transcripts_runtime_dep
 from eval_pipeline.dagster_wiring.tags import DATE_TAG, VERDICT_TAG
-from eval_pipeline.drive import samples_to_drive
-from eval_pipeline.failures import FAILING_READS, FirstFailing, failing_cases
 from eval_pipeline.history import append_run, commit_run, find_regressions, lane_chart_markdown
 from eval_pipeline.history.store import is_committed
 from eval_pipeline.history.views import connect, refresh
-from eval_pipeline.journal import JournalIdentity, remove_journals
-from eval_pipeline.lanes.registry import lane_kind
-from eval_pipeline.lanes.spec import LaneSpec
-from eval_pipeline.ledger import cases_sha256, transcripts_ledger
-from eval_pipeline.memo import content_sha256
-from eval_pipeline.outcome import RunOutcome, judge_run, rounded
-from eval_pipeline.pipeline import (
+from eval_pipeline.lanes import LaneSpec, lane_kind
+from eval_pipeline.metrics import FLAKY_READS, flaky_within_run, judge, measurement, samples_in
+from eval_pipeline.outcome import FAILING_READS, FirstFailing, RunOutcome, failing_cases, judge_run, rounded
+from eval_pipeline.report import markdown_table
+from eval_pipeline.run import (
+    FanOut,
+    JournalIdentity,
+    LogProgress,
+    ProgressObserver,
+    cases_sha256,
     drive_cases,
     measure,
     metric_rows,
+    remove_journals,
+    samples_to_drive,
     score_cases,
     score_turns,
+    transcripts_ledger,
+    write_cases,
 )
-from eval_pipeline.progress import FanOut, LogProgress, ProgressObserver
-from eval_pipeline.runtimes.base import RuntimeSpecError
+from eval_pipeline.runtimes import RuntimeSpecError
+from eval_pipeline.runtimes.budget import check_priced
 from eval_pipeline.runtimes.cache import ResponseCache, target_cache
 from eval_pipeline.runtimes.redaction import redacted_spec
-from eval_pipeline.samples import FLAKY_READS, flaky_within_run, samples_in
-from eval_pipeline.scoring import judge, measurement
-from eval_pipeline.series import Series
-from eval_pipeline.stage_files import OUTCOME_ATTR, StageFile, faulted
 from eval_pipeline.tables import (
     CASE_PREDICATES,
     CASES,
     COLUMN_DESCRIPTIONS,
     JSON_TEXT,
     METRICS,
+    OUTCOME_ATTR,
     RUN_MANIFESTS,
     TRANSCRIPTS,
     TURN_PREDICATES,
+    StageFile,
+    faulted,
     frame,
 )
-from eval_pipeline.viewer.links import run_page_url
+from eval_pipeline.viewer import run_page_url
 
 STAGES = ("cases", "transcripts", "turn_predicates", "case_predicates", "metrics", "history")
 MAX_FAILING_ROWS = 50

@@ -29,8 +29,8 @@ from dagster_celery.executor import CELERY_CONFIG, CeleryExecutor, _submit_task
 from dagster_celery.make_app import make_app
 from dagster_celery.tags import DAGSTER_CELERY_QUEUE_TAG
 
+from eval_pipeline.core import CELERY_BROKER_ENV, celery_backend, celery_broker, targets_file
 from eval_pipeline.runtimes.targets import load_targets
-from eval_pipeline.settings import CELERY_BROKER_ENV, celery_backend, celery_broker, targets_file
 
 QUEUE_TAG = DAGSTER_CELERY_QUEUE_TAG
 # The run's orchestrating loop polls its steps' results every TICK_SECONDS, so each of a lane's

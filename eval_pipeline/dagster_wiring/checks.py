@@ -15,10 +15,10 @@ from contextlib import contextmanager
 import dagster as dg
 import pandas as pd
 
-from eval_pipeline.dagster_wiring.markdown import markdown_table
 from eval_pipeline.history.regression import MetricFinding, findings_frame, regression_sentence
+from eval_pipeline.lanes import LaneSpec
 from eval_pipeline.lanes.metric_rows import MetricRows
-from eval_pipeline.lanes.spec import LaneSpec
+from eval_pipeline.metrics import number_text
 from eval_pipeline.outcome import (
     GATE_CHECK,
     MEASUREMENT_CHECK,
@@ -29,7 +29,7 @@ from eval_pipeline.outcome import (
     regression_check,
     rounded,
 )
-from eval_pipeline.scoring import number_text
+from eval_pipeline.report import markdown_table
 
 MAX_CASES_SHOWN = 25
 
@@ -180,7 +180,7 @@ def threshold_check_results(
     """The threshold checks' results, rendered from the run's outcome: the verdict word, rounded
     values and, for a check with failing cases, a markdown table of their failing items (case,
     turn, predicate, code, reason: the rows its rate counts). ``flaky`` holds the run's case
-    predicates whose samples disagree (:func:`eval_pipeline.samples.flaky_within_run`),
+    predicates whose samples disagree (:func:`eval_pipeline.metrics.samples.flaky_within_run`),
     ``metric_rows`` the lane's rates' predicate rows. ``series`` is the partition key: the one
     number a check plots (its observed value) is labelled with it, so a check's plot of one
     series never zigzags through another's values; counts are text. ``links`` (the run's page in

@@ -14,9 +14,8 @@ from eval_pipeline.dagster_wiring.resources import HistoryResource, PreparedCase
 from eval_pipeline.dagster_wiring.runtime_targets import observe_job, observe_schedule, runtime_targets_asset
 from eval_pipeline.dagster_wiring.schedules import lane_job, nightly_schedule
 from eval_pipeline.dagster_wiring.sensors import notify_sensor, series_keys_sensor
-from eval_pipeline.lanes.registry import discover_lanes
-from eval_pipeline.lanes.spec import LaneSpec
-from eval_pipeline.progress import NoProgress
+from eval_pipeline.lanes import LaneSpec, discover_lanes
+from eval_pipeline.run import NoProgress
 
 EXECUTOR_ENV = "EVAL_PIPELINE_EXECUTOR"
 # The code location's name in workspace.yaml and [tool.dagster]; one Definitions object is

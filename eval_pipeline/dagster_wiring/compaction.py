@@ -8,7 +8,7 @@ import dagster as dg
 
 from eval_pipeline.dagster_wiring.resources import HistoryResource
 from eval_pipeline.dagster_wiring.schedules import NIGHTLY_TIMEZONE
-from eval_pipeline.history.compact import compact
+from eval_pipeline.history import compact
 
 COMPACTION_CRON = "0 3 1 * *"  # 03:00 UTC on the 1st: every closed month becomes one file per lane
 

@@ -72,7 +72,7 @@ def fail_dead_runs(instance: dg.DagsterInstance) -> list[str]:
 def fail_dead_runs_of_existing_instance() -> list[str]:
     """:func:`fail_dead_runs` on the local instance, if one exists (none is created for it) and a
     process that marked itself live there is gone."""
-    from eval_pipeline.settings import dagster_home
+    from eval_pipeline.core.settings import dagster_home
 
     home = dagster_home()
     if not (home / "dagster.yaml").is_file() or not gone_processes(home):

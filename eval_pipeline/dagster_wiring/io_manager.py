@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 from pydantic import PrivateAttr
 
 from eval_pipeline.dagster_wiring.partitions import series_of
-from eval_pipeline.stage_files import OUTCOME_ATTR, StageFile, read_table
+from eval_pipeline.tables import OUTCOME_ATTR, StageFile, read_table
 
 PATH_METADATA = "path"
 

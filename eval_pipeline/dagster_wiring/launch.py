@@ -26,6 +26,7 @@ import dagster as dg
 from dagster._core.definitions.reconstruct import ReconstructableRepository
 from dagster._core.storage.defs_state.base import set_defs_state_storage
 
+from eval_pipeline.core import Series, dagster_home, instance_template
 from eval_pipeline.dagster_wiring.code_location import REPOSITORY_LABEL, build_definitions
 from eval_pipeline.dagster_wiring.dead_runs import fail_dead_runs, mark_live
 from eval_pipeline.dagster_wiring.io_manager import ParquetIOManager
@@ -41,15 +42,12 @@ from eval_pipeline.dagster_wiring.runtime_targets import observe_target
 from eval_pipeline.dagster_wiring.schedules import job_name, series_tags
 from eval_pipeline.dagster_wiring.sqlite_files import prepare_run_file, sqlite_files_kept_open
 from eval_pipeline.dagster_wiring.tags import DATE_TAG, HOST_TAG, PID_TAG
-from eval_pipeline.lanes.spec import LaneSpec
-from eval_pipeline.progress import NoProgress, ProgressObserver
-from eval_pipeline.run_request import LaneRunRequest
-from eval_pipeline.runtimes.base import ChatRuntime, RuntimeSpecError
+from eval_pipeline.lanes import LaneSpec
+from eval_pipeline.run import LaneRunRequest, NoProgress, ProgressObserver
+from eval_pipeline.runtimes import ChatRuntime, RuntimeSpecError
 from eval_pipeline.runtimes.redaction import redacted_spec
 from eval_pipeline.runtimes.targets import RuntimeTarget
-from eval_pipeline.series import Series
-from eval_pipeline.settings import dagster_home, instance_template
-from eval_pipeline.stage_files import StageFile
+from eval_pipeline.tables import StageFile
 
 # Runs launched by the UI or the daemon carry their code location in this tag, and the UI
 # lists a job's runs by it; an in-process run gets it here so it shows under its lane's job.

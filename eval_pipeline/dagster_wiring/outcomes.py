@@ -13,15 +13,15 @@ from typing import Any
 import dagster as dg
 import pandas as pd
 
-from eval_pipeline.budget import BudgetReached
+from eval_pipeline.core import OfSeries, Series
 from eval_pipeline.dagster_wiring.assets import JOURNAL_METADATA, OUTCOME_METADATA
 from eval_pipeline.dagster_wiring.io_manager import PATH_METADATA
 from eval_pipeline.dagster_wiring.tags import SERIES_TAG
-from eval_pipeline.lanes.spec import LaneSpec
+from eval_pipeline.lanes import LaneSpec
+from eval_pipeline.metrics import FLAKY_READS, flaky_within_run, samples_in
 from eval_pipeline.outcome import MEASUREMENT_CHECK, CheckOutcome, RunOutcome
-from eval_pipeline.samples import FLAKY_READS, flaky_within_run, samples_in
-from eval_pipeline.series import OfSeries, Series
-from eval_pipeline.stage_files import StageFile, faulted, read_table
+from eval_pipeline.runtimes.budget import BudgetReached
+from eval_pipeline.tables import StageFile, faulted, read_table
 
 
 @dataclass

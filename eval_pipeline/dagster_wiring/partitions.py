@@ -22,8 +22,8 @@ from pathlib import Path
 
 import dagster as dg
 
-from eval_pipeline.lanes.spec import LaneSpec
-from eval_pipeline.memo import content_sha256
+from eval_pipeline.core import content_sha256
+from eval_pipeline.lanes import LaneSpec
 
 CASE_SET = "case_set"
 RUNTIME = "runtime"

@@ -22,14 +22,13 @@ from typing import Any
 import dagster as dg
 from pydantic import Field
 
-from eval_pipeline.run_request import DriveSettings
-from eval_pipeline.runtimes.base import ChatRuntime, RuntimeSpecError
+from eval_pipeline.core import history_root, targets_file
+from eval_pipeline.run import DriveSettings
+from eval_pipeline.runtimes import ChatRuntime, RuntimeSpecError, build_runtime
 from eval_pipeline.runtimes.redaction import redacted_spec
-from eval_pipeline.runtimes.registry import build_runtime
 from eval_pipeline.runtimes.targets import RuntimeTarget, load_targets, rescore_target, resolve_target
 from eval_pipeline.runtimes.warm import warm_runtimes
-from eval_pipeline.settings import history_root, targets_file
-from eval_pipeline.stage_files import StageFile
+from eval_pipeline.tables import StageFile
 
 
 class RunRuntime:

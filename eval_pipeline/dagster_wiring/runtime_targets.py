@@ -31,12 +31,12 @@ from contextlib import contextmanager
 
 import dagster as dg
 
+from eval_pipeline.core import targets_file
 from eval_pipeline.dagster_wiring.partitions import RUNTIME, RUNTIME_TARGETS, runtime_targets
-from eval_pipeline.runtimes.base import RuntimeSpecError
+from eval_pipeline.runtimes import RuntimeSpecError
 from eval_pipeline.runtimes.redaction import redacted_spec
 from eval_pipeline.runtimes.targets import RuntimeTarget, load_targets
 from eval_pipeline.runtimes.versions import runtime_version
-from eval_pipeline.settings import targets_file
 
 RUNTIME_TARGETS_KEY = dg.AssetKey([RUNTIME_TARGETS])
 OBSERVE_JOB = "runtime_targets_observe_job"

@@ -13,12 +13,11 @@ from collections.abc import Iterator
 
 import dagster as dg
 
+from eval_pipeline.core import Series, targets_file
 from eval_pipeline.dagster_wiring.partitions import partition_key, register_series
 from eval_pipeline.dagster_wiring.tags import DATE_TAG, LANE_TAG, SERIES_TAG
-from eval_pipeline.lanes.spec import LaneSpec
+from eval_pipeline.lanes import LaneSpec
 from eval_pipeline.runtimes.targets import load_targets, nightly_targets
-from eval_pipeline.series import Series
-from eval_pipeline.settings import targets_file
 
 NIGHTLY_CRON = "0 2 * * *"
 NIGHTLY_TIMEZONE = "UTC"

@@ -16,18 +16,17 @@ from datetime import UTC, datetime, timedelta
 
 import dagster as dg
 
-from eval_pipeline.cases.loading import CaseFileError
+from eval_pipeline.cases import CaseFileError
+from eval_pipeline.core import Series, targets_file
 from eval_pipeline.dagster_wiring.assets import METRICS_FRESHNESS
 from eval_pipeline.dagster_wiring.partitions import RUNTIME_TARGETS, case_sets_name
 from eval_pipeline.dagster_wiring.resources import HistoryResource
 from eval_pipeline.dagster_wiring.tags import DATE_TAG, HIDDEN_TAG_PREFIX, LANE_TAG, SERIES_TAG
-from eval_pipeline.lanes.spec import LaneSpec
+from eval_pipeline.lanes import LaneSpec
 from eval_pipeline.notify import configured, dispatch, instance_ledger, notify_file, notify_lane_runs
 from eval_pipeline.notify.outcomes import lane_run
 from eval_pipeline.notify.staleness import stale_series_events
 from eval_pipeline.runtimes.targets import load_targets
-from eval_pipeline.series import Series
-from eval_pipeline.settings import targets_file
 
 SENSOR_NAME = "register_series_keys"
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from eval_pipeline.stage_files import read_table
+from eval_pipeline.tables import read_table
 
 
 @dataclass(frozen=True)

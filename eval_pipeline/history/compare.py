@@ -19,7 +19,7 @@ import pandas as pd
 from eval_pipeline.history.comparison import RunComparison, compare_runs
 from eval_pipeline.history.runs import RunRef, latest_runs, ref_from_row
 from eval_pipeline.lanes.metric_rows import MetricRows
-from eval_pipeline.paired import ALPHA
+from eval_pipeline.metrics import ALPHA
 
 
 def compare_runtimes(

@@ -12,7 +12,7 @@ each case holds one verdict per side, the 2×2 counts and the exact McNemar p-va
 over turns (and ``error_rate``) pairs the turns both runs judged (:mod:`eval_pipeline.history.pairs`:
 same case, sample and turn). With several verdicts per case (repeats, turns) they are
 clustered and McNemar does not apply: the bootstrap resamples whole cases and gives the
-p-value too (:func:`eval_pipeline.paired.bootstrap_p_value`). Across the lane's metrics
+p-value too (:func:`eval_pipeline.metrics.paired.bootstrap_p_value`). Across the lane's metrics
 the p-values are Holm-adjusted and the verdict reads the adjusted one. A run whose history
 holds no turn verdicts (written before they were kept) or no transcripts leaves its rates
 over turns not tested, and says which run. Counts and derived metrics are shown, not tested.
@@ -38,9 +38,9 @@ from eval_pipeline.history.pairs import (
 )
 from eval_pipeline.history.runs import RunRef, is_missing
 from eval_pipeline.history.verdicts import flip_rows, side_by_side
+from eval_pipeline.lanes import declared_lane, lane_kind
 from eval_pipeline.lanes.metric_rows import MetricRows, higher_is_better, rows_of_metric
-from eval_pipeline.lanes.registry import declared_lane, lane_kind
-from eval_pipeline.paired import ALPHA, RESAMPLES, SEED, PairedFigures, holm, paired_figures, verdict_words
+from eval_pipeline.metrics import ALPHA, RESAMPLES, SEED, PairedFigures, holm, paired_figures, verdict_words
 
 # Why a metric is not tested (its verdict and method say so).
 NOT_A_RATE = "not tested: not a rate"

@@ -15,9 +15,9 @@ from itertools import pairwise
 import duckdb
 import pandas as pd
 
+from eval_pipeline.core import Series
 from eval_pipeline.history.runs import RUN_MATCH, RunRef, find_runs, latest_runs, ref_from_row
 from eval_pipeline.history.verdicts import flip_rows, side_by_side
-from eval_pipeline.series import Series
 
 METRIC_SIDE_COLUMNS = [
     "metric",

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 import duckdb
 import pandas as pd
 
+from eval_pipeline.core import SERIES_COLUMN_NAMES, SERIES_SQL, Series
 from eval_pipeline.history.verdicts import CASE_VERDICTS
-from eval_pipeline.series import SERIES_COLUMN_NAMES, SERIES_SQL, Series
 
 FIRST_FAILURE_COLUMNS = [
     "lane",

@@ -2,7 +2,7 @@
 
 A *flip* is a change of a case predicate's verdict between two consecutive runs of the same
 series in which it had a verdict (null verdicts, not applicable, are skipped): the one
-definition in :mod:`eval_pipeline.flips`, which also counts flips between a run's samples.
+definition in :mod:`eval_pipeline.metrics.flips`, which also counts flips between a run's samples.
 Across runs, each run's verdict of the case predicate (:mod:`eval_pipeline.history.verdicts`:
 pass when every sample passed) stands for it. A case predicate's flip rate is flips /
 transitions, null when it had fewer than two verdicts. **Flaky** is alternation: a flip that
@@ -18,10 +18,9 @@ from __future__ import annotations
 import duckdb
 import pandas as pd
 
-from eval_pipeline.flips import count_flips
+from eval_pipeline.core import SERIES_SQL
 from eval_pipeline.history.verdicts import CASE_VERDICTS
-from eval_pipeline.intervals import Z_95, wilson_interval
-from eval_pipeline.series import SERIES_SQL
+from eval_pipeline.metrics import Z_95, count_flips, wilson_interval
 
 SERIES = ["lane", "split", "runtime", "case_set"]
 
@@ -82,7 +81,7 @@ def case_flip_rates(
         """,
         [lane, lane, last],
     ).df()
-    # One definition of a flip (eval_pipeline.flips), the same as within a run's samples.
+    # One definition of a flip (eval_pipeline.metrics.flips), the same as within a run's samples.
     counted = [count_flips(sequence) for sequence in rows["sequence"]]
     rows["verdicts"] = [c.verdicts for c in counted]
     rows["transitions"] = [c.transitions for c in counted]

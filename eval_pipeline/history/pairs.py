@@ -5,7 +5,7 @@ A rate over cases pairs each case's verdicts (:func:`per_case_counts`, from the 
 :func:`paired_turns` joins both runs' turn verdicts on ``(case_id, sample_index, turn_index,
 predicate)``, so only a turn both runs judged counts, and adds them up per case, because the
 turns of one case (and its samples) are not independent: the bootstrap resamples whole cases.
-A run's turn verdicts are history's ``turn_verdicts`` (:data:`eval_pipeline.tables.TURN_VERDICTS`);
+A run's turn verdicts are history's ``turn_verdicts`` (:data:`eval_pipeline.tables.columns.TURN_VERDICTS`);
 ``error_rate``'s are its transcripts' ``error`` column (a fault fails the turn).
 """
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import duckdb
 
+from eval_pipeline.core import SERIES_MATCH, Series
 from eval_pipeline.history.runs import find_runs
-from eval_pipeline.series import SERIES_MATCH, Series
 
 
 def previous_run_id(con: duckdb.DuckDBPyConnection, series: Series, run_id: str) -> str | None:

@@ -14,7 +14,7 @@ A rate **regressed** when
   verdict per case a side, the one-sided exact McNemar p-value (the cases that went the bad
   way against those that went the good way); with several (repeats, turns: clustered), McNemar
   does not apply and the one-sided clustered bootstrap p-value decides (whole cases resampled,
-  :func:`eval_pipeline.paired.bootstrap_worse_p_value`); or
+  :func:`eval_pipeline.metrics.paired.bootstrap_worse_p_value`); or
 - its threshold is pinned (``== 1``, ``== 0``) and any case (for a rate over turns, any
   paired turn) went the bad way.
 
@@ -40,6 +40,7 @@ from functools import partial
 import duckdb
 import pandas as pd
 
+from eval_pipeline.core import SERIES_MATCH, Series
 from eval_pipeline.history.pairs import (
     TRANSCRIPTS,
     TURN_VERDICTS,
@@ -54,9 +55,8 @@ from eval_pipeline.history.runs import RUN_MATCH, RunRef, is_missing, ref_from_r
 from eval_pipeline.history.verdicts import RUN_KEYS, flipped, side_by_side
 from eval_pipeline.history.views import connect
 from eval_pipeline.lanes.metric_rows import MetricRows, higher_is_better, is_pinned, rows_of_metric
-from eval_pipeline.paired import ALPHA, bootstrap_deltas, bootstrap_worse_p_value, mcnemar_one_sided
-from eval_pipeline.series import SERIES_MATCH, Series
-from eval_pipeline.stage_files import StageFile
+from eval_pipeline.metrics import ALPHA, bootstrap_deltas, bootstrap_worse_p_value, mcnemar_one_sided
+from eval_pipeline.tables import StageFile
 
 FINDING_COLUMNS = [
     "metric",

@@ -1,4 +1,4 @@
-"""Naming runs: a run of a lane split is its ``run_id`` and its series (:mod:`eval_pipeline.series`:
+"""Naming runs: a run of a lane split is its ``run_id`` and its series (:mod:`eval_pipeline.core.series`:
 what it is compared with).
 
 One Dagster run can materialize several lanes, so a ``run_id`` alone may name several
@@ -14,7 +14,7 @@ from typing import Any
 import duckdb
 import pandas as pd
 
-from eval_pipeline.series import SERIES_MATCH, SERIES_SQL, OfSeries, Series
+from eval_pipeline.core import SERIES_MATCH, SERIES_SQL, OfSeries, Series
 
 
 @dataclass(frozen=True)

@@ -35,9 +35,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from eval_pipeline.series import SERIES_COLUMN_NAMES
-from eval_pipeline.stage_files import StageFile
-from eval_pipeline.tables import SCHEMAS, to_arrow
+from eval_pipeline.core import SERIES_COLUMN_NAMES
+from eval_pipeline.tables import SCHEMAS, StageFile, to_arrow
 
 # turn_verdicts: the turn predicates' verdicts without code and evidence (tables.TURN_VERDICTS).
 DATA_TABLES: tuple[str, ...] = ("metrics", "case_predicates", "turn_verdicts", "transcripts")
@@ -77,7 +76,7 @@ def append_run(
 ) -> str | None:
     """Write one run's rows of ``table`` atomically; return the path, or None if already stored.
 
-    ``df`` must carry the table's contract columns (see :mod:`eval_pipeline.tables`); the
+    ``df`` must carry the table's contract columns (see :mod:`eval_pipeline.tables.columns`); the
     partition columns ``lane`` and ``date`` live in the path, ``lane`` also in the rows. A
     stage file (a big run's table) in the contract's schema is copied as it is; one holding
     more columns (the turn predicates, stored as ``turn_verdicts``) is written a row group at
@@ -103,7 +102,7 @@ def append_run(
 def commit_run(root: str, manifest: pd.DataFrame, *, lane: str, date: str, run_id: str) -> str | None:
     """Make a run visible: write its ``run_manifests`` row(s), after every data table is stored.
 
-    ``manifest`` follows :data:`eval_pipeline.tables.RUN_MANIFESTS`, one row per lane run
+    ``manifest`` follows :data:`eval_pipeline.tables.columns.RUN_MANIFESTS`, one row per lane run
     (``run_id``, ``lane`` and the series columns set). A null ``committed_at`` becomes now; a
     null ``tables`` becomes the data tables stored for the run. Tables it names that are not
     stored are an error: committing them would publish a partial run. Returns the path, or

@@ -14,7 +14,7 @@ Every question that compares runs (``diff``, ``compare``, ``no_regression``, ``f
 
 A **flip** between two runs is a case predicate whose run verdict differs (pass→fail,
 fail→pass, or to/from n/a); within a series, consecutive runs' verdicts make the sequence that
-:mod:`eval_pipeline.flips` counts. A case predicate is therefore listed once however many
+:mod:`eval_pipeline.metrics.flips` counts. A case predicate is therefore listed once however many
 samples either run holds, with both runs' pass counts.
 """
 
@@ -27,8 +27,8 @@ from contextlib import contextmanager
 import duckdb
 import pandas as pd
 
+from eval_pipeline.core import SERIES_COLUMN_NAMES
 from eval_pipeline.history.runs import RUN_MATCH, RunRef, is_missing
-from eval_pipeline.series import SERIES_COLUMN_NAMES
 
 RUN_KEYS = ", ".join(("run_id", *SERIES_COLUMN_NAMES))
 

@@ -5,7 +5,7 @@ Each table's files, per-run and compacted alike, are read as::
 
     read_parquet('<root>/<table>/**/*.parquet', hive_partitioning = true, union_by_name = true)
 
-with the table contract's columns (see :mod:`eval_pipeline.tables`) plus ``date`` (DATE, the
+with the table contract's columns (see :mod:`eval_pipeline.tables.columns`) plus ``date`` (DATE, the
 day of the run). Per-run files carry the day in their hive key (``date=YYYY-MM-DD``);
 compacted files (see :mod:`eval_pipeline.history.compact`) sit under ``date=YYYY-MM`` and
 carry the day of each row in an in-row ``run_date`` column, so the views take
@@ -30,9 +30,9 @@ import duckdb
 import fsspec
 import pyarrow as pa
 
+from eval_pipeline.core import SERIES_SQL
 from eval_pipeline.history.store import DATA_TABLES, HISTORY_TABLES, MANIFESTS, table_glob
-from eval_pipeline.scoring import verdict_sql
-from eval_pipeline.series import SERIES_SQL
+from eval_pipeline.metrics import verdict_sql
 from eval_pipeline.tables import SCHEMAS
 
 COMPACTED_DATE_COLUMN = "run_date"

@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from eval_pipeline.scoring import CaseSeverity as Severity
+from eval_pipeline.metrics import CaseSeverity as Severity
 
 PlaceholderSyntax = Literal["auto", "printf", "python", "icu", "custom"]
 

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from eval_pipeline.cases.loading import LoadedCase
+from eval_pipeline.cases import LoadedCase
 from eval_pipeline.i18n.case import EvalCase, required_token_list
 from eval_pipeline.i18n.params import RequiredTokens
 from eval_pipeline.i18n.placeholder_integrity import effective_syntax

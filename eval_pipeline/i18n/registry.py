@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from eval_pipeline.core import Registry
 from eval_pipeline.i18n.results import Candidate, Finding
-from eval_pipeline.registry import Registry
 
 if TYPE_CHECKING:
     from eval_pipeline.i18n.case import EvalCase

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from eval_pipeline.scoring import CaseSeverity
+from eval_pipeline.metrics import CaseSeverity
 
 _NAME = r"^[a-z][a-z0-9_]*$"
 

@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 from pydantic import BaseModel
 
 from eval_pipeline.cases.batch import CaseBatch, case_ids, field_values
-from eval_pipeline.finish_reasons import TOKEN_LIMIT
+from eval_pipeline.core import TOKEN_LIMIT, Recent
 from eval_pipeline.lanes.case_rows import (
     TEXT,
     CaseRowBlocks,
@@ -47,12 +47,11 @@ from eval_pipeline.lanes.kind import TURN_REQUESTS, Scored, Thread, TurnRequest
 from eval_pipeline.lanes.metric_rows import MetricRows, rows_of_declared
 from eval_pipeline.lanes.schema import case_model, pascal_case
 from eval_pipeline.lanes.spec import LaneSpec
-from eval_pipeline.memo import Recent
+from eval_pipeline.metrics import MetricValue, PredicateRates, compare, count
 from eval_pipeline.predicates import PREDICATES, TurnView, Verdict, reason
 from eval_pipeline.predicates.base import TURN_VIEW_COLUMNS
 from eval_pipeline.predicates.columns import VECTORISED, TurnColumns, VerdictColumns, verdict_columns
 from eval_pipeline.predicates.rows import RowColumns, case_row, decoded_evidence, evidence_json
-from eval_pipeline.scoring import MetricValue, PredicateRates, compare, count
 from eval_pipeline.tables import CASE_PREDICATES, column_values, kind_columns
 
 MISSING_TURN = "turn missing from transcripts"
@@ -426,7 +425,7 @@ class DeclaredLane:
 
     def derive_metrics(self, values: Sequence[MetricValue]) -> list[MetricValue]:
         """``values`` with every ``all_of`` metric derived again from its parts (after case
-        batches' counts were added up, see :func:`eval_pipeline.pipeline.merge_batches`)."""
+        batches' counts were added up, see :func:`eval_pipeline.run.pipeline.merge_batches`)."""
         thresholds = {t.metric: t for t in self.spec.effective_thresholds}
         by_name = {v.metric: v for v in values}
         for name, metric in self.declaration.metrics.items():

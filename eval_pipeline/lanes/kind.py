@@ -18,9 +18,8 @@ import pandas as pd
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field
 
-from eval_pipeline.registry import Registry
-from eval_pipeline.scoring import MetricValue
-from eval_pipeline.usage import USAGE_METRICS
+from eval_pipeline.core import Registry
+from eval_pipeline.metrics import USAGE_METRICS, MetricValue
 
 if TYPE_CHECKING:
     from eval_pipeline.lanes.metric_rows import MetricRows
@@ -103,7 +102,7 @@ class LaneKind(Protocol):
     """The contract every lane kind implements.
 
     DataFrames passed in carry at least the lane columns of the matching table in
-    :mod:`eval_pipeline.tables` (to :meth:`metrics`, at least :data:`SCORED_COLUMNS`);
+    :mod:`eval_pipeline.tables.columns` (to :meth:`metrics`, at least :data:`SCORED_COLUMNS`);
     returned DataFrames carry exactly those lane columns (the wiring adds run_id, lane,
     split, runtime).
     """

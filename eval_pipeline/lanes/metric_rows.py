@@ -18,7 +18,7 @@ from typing import Literal
 import pandas as pd
 
 from eval_pipeline.lanes.declaration import MetricSpec
-from eval_pipeline.scoring import ERROR_RATE
+from eval_pipeline.metrics import ERROR_RATE
 
 
 @dataclass(frozen=True)

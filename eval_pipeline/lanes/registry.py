@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from eval_pipeline.cases.loading import CaseFileError, CaseProblem
+from eval_pipeline.cases import CaseFileError, CaseProblem
+from eval_pipeline.cases.strict_yaml import YamlDocument, location
+from eval_pipeline.core import EVALS_ENV, NoProjectError, evals_dir
 from eval_pipeline.lanes.declared import DeclaredLane
 from eval_pipeline.lanes.kind import LANE_KINDS, LaneKind, emitted_metrics
 from eval_pipeline.lanes.spec import LaneSpec, lane_file, load_lane_document
 from eval_pipeline.lanes.validation import declaration_problems
-from eval_pipeline.settings import EVALS_ENV, NoProjectError, evals_dir
-from eval_pipeline.strict_yaml import YamlDocument, location
 
 
 def lane_kind(spec: LaneSpec) -> LaneKind:

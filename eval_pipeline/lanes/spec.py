@@ -14,12 +14,11 @@ from pathlib import Path, PurePosixPath
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from eval_pipeline.cases.loading import CaseFileError, CaseProblem
+from eval_pipeline.cases import CaseFileError, CaseProblem
+from eval_pipeline.cases.strict_yaml import YamlDocument, read_yaml_file
+from eval_pipeline.core import MAX_REPEAT
 from eval_pipeline.lanes.declaration import CaseRule, CaseSchema, Declaration, MetricSpec, Threads, TurnRule
-from eval_pipeline.limits import MAX_REPEAT
-from eval_pipeline.paired import ALPHA
-from eval_pipeline.scoring import DEFAULT_MAX_ERROR_RATE, Severity, Statistic, ThresholdOp
-from eval_pipeline.strict_yaml import YamlDocument, read_yaml_file
+from eval_pipeline.metrics import ALPHA, DEFAULT_MAX_ERROR_RATE, Severity, Statistic, ThresholdOp
 
 LANE_FILES: tuple[str, ...] = ("lane.yaml", "manifest.yaml")
 _NAME = r"^[a-z][a-z0-9_]*$"

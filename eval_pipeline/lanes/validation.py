@@ -12,8 +12,8 @@ from eval_pipeline.lanes.declaration import Declaration
 from eval_pipeline.lanes.kind import COMMON_METRICS
 from eval_pipeline.lanes.schema import case_model, default_problems
 from eval_pipeline.lanes.spec import LaneSpec
+from eval_pipeline.metrics import USAGE_METRICS
 from eval_pipeline.predicates import CASE_CHECKS, PREDICATES
-from eval_pipeline.usage import USAGE_METRICS
 
 
 def declaration_problems(spec: LaneSpec) -> list[tuple[str, str]]:

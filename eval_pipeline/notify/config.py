@@ -25,10 +25,10 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from eval_pipeline.cases.loading import CaseFileError, CaseProblem
+from eval_pipeline.cases import CaseFileError, CaseProblem
+from eval_pipeline.cases.strict_yaml import read_yaml_file
+from eval_pipeline.core import evals_dir
 from eval_pipeline.notify.delivery import webhook_url_problem
-from eval_pipeline.settings import evals_dir
-from eval_pipeline.strict_yaml import read_yaml_file
 
 NOTIFY_FILE = "notify.yaml"
 EventKind = Literal["check_failed", "regression", "void", "recovered", "stale"]

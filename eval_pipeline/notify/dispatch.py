@@ -7,13 +7,13 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from eval_pipeline.history import connect
 from eval_pipeline.history.previous import previous_run_id, run_failed
-from eval_pipeline.history.views import connect
 from eval_pipeline.notify.config import NotifyConfig, channel_url, channel_url_problem
 from eval_pipeline.notify.delivery import Delivery, Ledger, post_json
 from eval_pipeline.notify.events import Event, LaneRun, lane_run_events
 from eval_pipeline.notify.render import Links, payload
-from eval_pipeline.viewer.links import run_page_url
+from eval_pipeline.viewer import run_page_url
 
 DAGSTER_URL_ENV = "EVAL_PIPELINE_DAGSTER_URL"  # the webserver's base URL: links to <base>/runs/<run_id>
 

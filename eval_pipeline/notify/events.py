@@ -18,9 +18,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
+from eval_pipeline.core import OfSeries, Series
 from eval_pipeline.notify.config import EventKind, Severity
 from eval_pipeline.outcome import MEASUREMENT_CHECK, REGRESSION_CHECK, CheckOutcome, FailingItem
-from eval_pipeline.series import OfSeries, Series
 
 FAILING_CASES_SHOWN = 5
 

@@ -7,10 +7,10 @@ from datetime import datetime, timedelta
 
 import pandas as pd
 
+from eval_pipeline.core import Series
+from eval_pipeline.history import connect
 from eval_pipeline.history.runs import latest_runs
-from eval_pipeline.history.views import connect
 from eval_pipeline.notify.events import Event, LaneRun, stale_events
-from eval_pipeline.series import Series
 
 
 def stale_series_events(

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
-from eval_pipeline.registry import Registry
+from eval_pipeline.core import Registry
 
 PASS = "ok"
 TURN_ERROR = "turn_error"

@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from eval_pipeline.core import Registry
 from eval_pipeline.predicates.base import PREDICATES, TurnView, Verdict
 from eval_pipeline.predicates.rows import evidence_json
-from eval_pipeline.registry import Registry
 
 Flags = np.ndarray[Any, np.dtype[np.bool_]]  # one per turn
 Numbers = np.ndarray[Any, np.dtype[np.int64]]

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from eval_pipeline.finish_reasons import with_truncation
+from eval_pipeline.core import with_truncation
 from eval_pipeline.predicates.base import PASS, TURN_ERROR, Verdict
 
 EXCERPT_CHARS = 70

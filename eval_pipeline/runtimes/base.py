@@ -73,7 +73,7 @@ class Capabilities:
     """What a runtime declares it can do: all the driver reads of it besides its sessions.
 
     ``retry``: how a transient turn fault is retried (default: never). ``concurrency``: the
-    sessions in flight it is built for, what :func:`eval_pipeline.drive.drive` keeps in flight
+    sessions in flight it is built for, what :func:`eval_pipeline.run.drive.drive` keeps in flight
     when not told (default 1). ``seeded``: whether ``open_session`` takes a per-session
     ``seed``; a runtime that does not is never passed one (default). A malformed declaration
     cannot be made (TypeError); that a runtime has one is checked when it is built

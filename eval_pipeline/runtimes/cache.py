@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from eval_pipeline.settings import state_dir
+from eval_pipeline.core import state_dir
 from eval_pipeline.tables import TRANSCRIPTS, row_shape
 
 LOG = logging.getLogger(__name__)

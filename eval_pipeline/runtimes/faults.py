@@ -3,7 +3,7 @@
 An adapter raises :class:`TurnFault` when a turn fails in a way it understands (an HTTP
 429, a malformed reply, a child process that died). ``transient`` says whether sending the
 same turn again may succeed; ``retry_after`` carries a wait the runtime asked for. The
-driver owns the one retry loop (:mod:`eval_pipeline.drive`); a runtime says how it wants to
+driver owns the one retry loop (:mod:`eval_pipeline.run.drive`); a runtime says how it wants to
 be retried in its declared capabilities (``Capabilities.retry``, see
 :mod:`eval_pipeline.runtimes.base`). ``kind``, when an adapter sets it, is a stable code for
 the fault (e.g. ``timeout``, ``protocol_mismatch``); adapters start the message with it, so

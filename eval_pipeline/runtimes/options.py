@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from eval_pipeline.limits import MAX_CONCURRENCY
+from eval_pipeline.core import MAX_CONCURRENCY
 from eval_pipeline.runtimes.base import RuntimeSpecError
 
 ModelT = TypeVar("ModelT", bound=BaseModel)

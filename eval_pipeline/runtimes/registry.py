@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from eval_pipeline.registry import Registry
+from eval_pipeline.core import Registry
 from eval_pipeline.runtimes.base import Capabilities, ChatRuntime, RuntimeSpecError
 from eval_pipeline.runtimes.options import option_problems
 from eval_pipeline.runtimes.redaction import redacted_spec

@@ -13,7 +13,7 @@ stable while the spec behind it may change. ::
         options: {model: gpt-4.1, api_key_env: STAGING_KEY}   # secrets only by env var name
         nightly: true
         pool_limit: 2          # at most two lane runs drive it at once (Dagster pool runtime-staging-gpt)
-        budget: {max_turns: 20000}   # what one run may send (see eval_pipeline.budget)
+        budget: {max_turns: 20000}   # what one run may send (see eval_pipeline.runtimes.budget)
         cache: true            # answer a session asked before from the response cache
         price: {input: 2.0, output: 8.0}   # per million prompt / completion tokens: each turn's cost
 
@@ -36,14 +36,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from eval_pipeline.budget import Budget
-from eval_pipeline.cases.loading import CaseProblem, FileProblemsError
-from eval_pipeline.limits import MAX_CONCURRENCY, MAX_REPEAT
+from eval_pipeline.cases import CaseProblem, FileProblemsError
+from eval_pipeline.cases.strict_yaml import Location, location, read_yaml_file
+from eval_pipeline.core import MAX_CONCURRENCY, MAX_REPEAT
+from eval_pipeline.metrics import Price
 from eval_pipeline.runtimes.base import RuntimeSpecError
+from eval_pipeline.runtimes.budget import Budget
 from eval_pipeline.runtimes.names import derived_prefix
 from eval_pipeline.runtimes.registry import RUNTIME_ADAPTERS, spec_problems, spec_schemes, split_spec
-from eval_pipeline.strict_yaml import Location, location, read_yaml_file
-from eval_pipeline.usage import Price
 
 TARGETS_FILE = "runtimes.yaml"
 TARGET_NAME = r"^[a-z0-9][a-z0-9_-]{0,62}$"
@@ -58,7 +58,7 @@ class TargetsFileError(FileProblemsError):
 
 
 class BudgetDeclaration(BaseModel):
-    """A target's ``budget:``: the most one run may spend (see :mod:`eval_pipeline.budget`)."""
+    """A target's ``budget:``: the most one run may spend (see :mod:`eval_pipeline.runtimes.budget`)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
@@ -319,6 +319,6 @@ def nightly_targets(targets: Mapping[str, RuntimeTarget]) -> list[RuntimeTarget]
 
 def find_target(name_or_spec: str, options: Mapping[str, Any] | None = None) -> RuntimeTarget:
     """:func:`resolve_target` against the project's targets file (``evals/runtimes.yaml``)."""
-    from eval_pipeline.settings import targets_file
+    from eval_pipeline.core.settings import targets_file
 
     return resolve_target(name_or_spec, options or {}, load_targets(targets_file()))

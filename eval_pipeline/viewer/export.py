@@ -5,7 +5,7 @@ script, no CDN) and reads like ``eval-pipeline view``.
 ``index.html`` is every lane's overview, leading with what failed: per lane, the latest run of
 each series side by side, then per series its checks and its failing cases (reason and
 surface), then every metric's trend with its threshold (a line per series,
-:mod:`eval_pipeline.history.report`), then the cases that flipped in each series' latest run.
+:mod:`eval_pipeline.history.charts`), then the cases that flipped in each series' latest run.
 Each series' latest run has its page (``runs/<run_id>/index.html``) and each of its cases its
 transcript (``runs/<run_id>/cases/<case_id>.html``).
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from eval_pipeline.history.views import connect
+from eval_pipeline.history import connect
 from eval_pipeline.viewer import pages
 from eval_pipeline.viewer.links import STATIC, case_file, run_file
 from eval_pipeline.viewer.render import render

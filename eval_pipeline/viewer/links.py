@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import quote, urlencode
 
-from eval_pipeline.series import Series
+from eval_pipeline.core import Series
 
 VIEWER_URL_ENV = "EVAL_PIPELINE_VIEWER_URL"
 

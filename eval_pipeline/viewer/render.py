@@ -18,11 +18,11 @@ import jinja2
 import pandas as pd
 from markupsafe import Markup
 
-from eval_pipeline.history.report import series_name
+from eval_pipeline.history.charts import series_name
 from eval_pipeline.history.runs import RunRef, is_missing
 from eval_pipeline.history.svg import sparkline_svg
-from eval_pipeline.palette import css_class, css_rules
-from eval_pipeline.scoring import number_text
+from eval_pipeline.metrics import number_text
+from eval_pipeline.report import css_class, css_rules
 from eval_pipeline.viewer.links import Site
 from eval_pipeline.viewer.pages import GRID_FILTERS, day_text
 

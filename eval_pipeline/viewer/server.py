@@ -26,8 +26,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 from starlette.routing import Route
 
+from eval_pipeline.core import SERIES_COLUMN_NAMES, Series
 from eval_pipeline.history.views import connect, reading_error
-from eval_pipeline.series import SERIES_COLUMN_NAMES, Series
 from eval_pipeline.viewer import pages
 from eval_pipeline.viewer.links import SERVED, viewer_base
 from eval_pipeline.viewer.render import render

@@ -9,8 +9,8 @@ from __future__ import annotations
 from typer.testing import CliRunner
 
 from eval_pipeline.cli import app
-from eval_pipeline.drive import drive
 from eval_pipeline.lanes.kind import Thread, TurnRequest
+from eval_pipeline.run.drive import drive
 from eval_pipeline.runtimes import build_runtime
 from eval_pipeline_tests.runtimes.scripted_server import completion, json_reply, scripted
 

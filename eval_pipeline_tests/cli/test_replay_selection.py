@@ -13,7 +13,7 @@ from eval_pipeline.cli import app
 from eval_pipeline.cli.common import EXIT_BAD_INPUT, EXIT_OK
 from eval_pipeline.history.views import connect
 from eval_pipeline.lanes import find_lane
-from eval_pipeline.pipeline import evaluate_lane
+from eval_pipeline.run.pipeline import evaluate_lane
 from eval_pipeline.runtimes import build_runtime
 
 LANE, SPLIT = "deterministic_fluency", "public"

@@ -117,7 +117,7 @@ def test_bad_arguments_exit_2_with_a_message(args: list[str], message: str) -> N
 
 
 def test_metric_values_print_counts_whole_and_rates_to_four_figures() -> None:
-    from eval_pipeline.scoring import number_text
+    from eval_pipeline.metrics.scoring import number_text
 
     assert [number_text(v) for v in (1_000_000.0, 950_000.0, 0.95, 1.0, 1 / 3)] == [
         "1000000",

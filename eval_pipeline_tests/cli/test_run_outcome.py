@@ -15,7 +15,7 @@ import pytest
 from eval_pipeline.cli.common import EXIT_CHECK_FAILED, EXIT_VOID
 from eval_pipeline.history.runs import find_runs
 from eval_pipeline.history.views import connect
-from eval_pipeline.outcome import committed_outcome
+from eval_pipeline.outcome.run_outcome import committed_outcome
 from eval_pipeline_tests.cli.test_what_failed import _closed_port, cli
 from eval_pipeline_tests.history.viewer_server import get, serving
 

@@ -13,9 +13,9 @@ from typer.testing import CliRunner
 from eval_pipeline.cli import app
 from eval_pipeline.cli.common import EXIT_OK
 from eval_pipeline.lanes.spec import ThresholdSpec
-from eval_pipeline.pipeline import SampleMetrics, merge_batches
-from eval_pipeline.samples import pool
-from eval_pipeline.scoring import MetricValue, PredicateRates, judge
+from eval_pipeline.metrics.samples import pool
+from eval_pipeline.metrics.scoring import MetricValue, PredicateRates, judge
+from eval_pipeline.run.pipeline import SampleMetrics, merge_batches
 from eval_pipeline_tests.runtimes.helpers import served_reference
 
 TELEMETRY = ThresholdSpec(metric="telemetry_rate", op="==", value=1.0, severity="ERROR", reason="r")

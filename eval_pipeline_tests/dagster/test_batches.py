@@ -13,12 +13,12 @@ import pytest
 from eval_pipeline.cases import CaseFileError
 from eval_pipeline.dagster_wiring.launch import ensure_instance, materialize_lane
 from eval_pipeline.lanes import discover_lanes, find_lane
-from eval_pipeline.pipeline import evaluate_lane, write_cases
+from eval_pipeline.metrics.usage import TIMED_METRICS
+from eval_pipeline.run.pipeline import evaluate_lane, write_cases
 from eval_pipeline.runtimes import build_runtime
 from eval_pipeline.runtimes.targets import find_target
-from eval_pipeline.stage_files import BATCH_TURNS_ENV, StageWriter, aligned_count, batch_turns, failed
-from eval_pipeline.tables import CASE_PREDICATES, TURN_PREDICATES, lane_columns
-from eval_pipeline.usage import TIMED_METRICS
+from eval_pipeline.tables.columns import CASE_PREDICATES, TURN_PREDICATES, lane_columns
+from eval_pipeline.tables.stage_files import BATCH_TURNS_ENV, StageWriter, aligned_count, batch_turns, failed
 from eval_pipeline_tests.lane_requests import lane_request
 
 SEED = 11

@@ -153,7 +153,7 @@ def test_every_lane_emits_exactly_the_metrics_its_kind_declares(spec: object) ->
     from eval_pipeline.lanes import lane_kind
     from eval_pipeline.lanes.kind import emitted_metrics
     from eval_pipeline.lanes.spec import LaneSpec
-    from eval_pipeline.pipeline import evaluate_lane
+    from eval_pipeline.run.pipeline import evaluate_lane
     from eval_pipeline.runtimes import build_runtime
 
     assert isinstance(spec, LaneSpec)

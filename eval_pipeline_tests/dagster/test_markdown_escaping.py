@@ -6,8 +6,8 @@ from __future__ import annotations
 import pandas as pd
 
 from eval_pipeline.dagster_wiring.assets import failing_cases_markdown
-from eval_pipeline.dagster_wiring.markdown import escape_markdown, markdown_table
-from eval_pipeline.failures import FirstFailing, failing_cases
+from eval_pipeline.outcome.failures import FirstFailing, failing_cases
+from eval_pipeline.report.markdown import escape_markdown, markdown_table
 
 HOSTILE = "<img src=x onerror=alert(1)> [click](javascript:alert(1)) a|b **bold** `code` <javascript:x>\nnext"
 

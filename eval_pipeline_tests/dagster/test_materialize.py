@@ -9,16 +9,16 @@ import dagster as dg
 import duckdb
 import pytest
 
-from eval_pipeline.cases_stage import write_cases
+from eval_pipeline.core.settings import history_root
 from eval_pipeline.dagster_wiring.launch import ensure_instance, materialize_lane
 from eval_pipeline.dagster_wiring.outcomes import LaneOutcome
 from eval_pipeline.history import table_glob
 from eval_pipeline.lanes import find_lane
-from eval_pipeline.pipeline import evaluate_lane
+from eval_pipeline.run.cases_stage import write_cases
+from eval_pipeline.run.pipeline import evaluate_lane
 from eval_pipeline.runtimes import build_runtime
 from eval_pipeline.runtimes.targets import find_target
-from eval_pipeline.settings import history_root
-from eval_pipeline.stage_files import StageFile
+from eval_pipeline.tables.stage_files import StageFile
 from eval_pipeline_tests.lane_requests import lane_request
 from eval_pipeline_tests.runtimes.helpers import write_recording
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import dagster as dg
 
+from eval_pipeline.core.settings import targets_file
 from eval_pipeline.dagster_wiring.partitions import RUNTIME_TARGETS, case_sets_name, partitions_remembered
 from eval_pipeline.dagster_wiring.runtime_targets import DATA_VERSION_TAG, RUNTIME_TARGETS_KEY, observe_target
 from eval_pipeline.dagster_wiring.sensors import series_keys_sensor
 from eval_pipeline.lanes import find_lane
 from eval_pipeline.runtimes.targets import find_target, load_targets
 from eval_pipeline.runtimes.versions import runtime_version
-from eval_pipeline.settings import targets_file
 
 
 def test_a_yes_is_remembered_in_the_block_and_a_no_is_asked_again() -> None:

@@ -16,6 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from eval_pipeline.cli import app
+from eval_pipeline.core.settings import targets_file
 from eval_pipeline.dagster_wiring.code_location import build_definitions
 from eval_pipeline.dagster_wiring.launch import ensure_instance
 from eval_pipeline.dagster_wiring.partitions import partition_key, register_series
@@ -23,7 +24,6 @@ from eval_pipeline.dagster_wiring.schedules import job_name
 from eval_pipeline.lanes.registry import find_lane
 from eval_pipeline.runtimes.base import ChatRuntime
 from eval_pipeline.runtimes.registry import RUNTIME_ADAPTERS
-from eval_pipeline.settings import targets_file
 
 LANE = "deterministic_fluency"
 

@@ -70,8 +70,8 @@ def pack_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def surfaces(instance: dg.DagsterInstance, run_id: str) -> list[str]:
+    from eval_pipeline.core.settings import history_root
     from eval_pipeline.history import connect
-    from eval_pipeline.settings import history_root
 
     with connect(history_root()) as con:
         rows = con.execute("select surface from transcripts where run_id = ?", [run_id]).fetchall()

@@ -17,6 +17,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from eval_pipeline.core.settings import history_root
 from eval_pipeline.dagster_wiring.code_location import REPOSITORY_LABEL, build_definitions
 from eval_pipeline.dagster_wiring.launch import REPOSITORY_TAG, ensure_instance, materialize_lane
 from eval_pipeline.dagster_wiring.outcomes import LaneOutcome
@@ -25,10 +26,9 @@ from eval_pipeline.dagster_wiring.schedules import job_name
 from eval_pipeline.dagster_wiring.tags import DATE_TAG, LANE_TAG, PID_TAG, SERIES_TAG
 from eval_pipeline.history import connect
 from eval_pipeline.lanes import find_lane
-from eval_pipeline.pipeline import evaluate_lane
+from eval_pipeline.run.pipeline import evaluate_lane
 from eval_pipeline.runtimes import build_runtime
 from eval_pipeline.runtimes.targets import find_target
-from eval_pipeline.settings import history_root
 from eval_pipeline_tests.lane_requests import lane_request
 
 pytestmark = pytest.mark.slow

@@ -12,13 +12,13 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from eval_pipeline.core.settings import history_root
 from eval_pipeline.dagster_wiring.checks import rounded, series_label
 from eval_pipeline.dagster_wiring.launch import ensure_instance, materialize_lane
 from eval_pipeline.history import connect
 from eval_pipeline.lanes import find_lane
 from eval_pipeline.runtimes.serve import ReferenceServer
 from eval_pipeline.runtimes.targets import find_target
-from eval_pipeline.settings import history_root
 from eval_pipeline_tests.lane_requests import lane_request
 from eval_pipeline_tests.paths import PROJECT_ROOT
 from eval_pipeline_tests.runtimes.helpers import served_reference

@@ -9,7 +9,7 @@ import pytest
 
 from eval_pipeline.cases import CaseFileError, load_cases
 from eval_pipeline.lanes import discover_lanes, find_lane, lane_kind
-from eval_pipeline.pipeline import load_split
+from eval_pipeline.run.pipeline import load_split
 
 FluencyCase = lane_kind(find_lane("deterministic_fluency")).case_model
 

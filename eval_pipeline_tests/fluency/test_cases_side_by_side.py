@@ -12,13 +12,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from eval_pipeline import cases_stage
 from eval_pipeline.cases import CaseFileError, JsonLine, LineRange, line_ranges
 from eval_pipeline.cases.jsonl import iter_jsonl
-from eval_pipeline.cases_stage import write_cases
 from eval_pipeline.lanes import LaneSpec, find_lane
-from eval_pipeline.stage_files import BATCH_TURNS_ENV
-from eval_pipeline.workers import WORKERS_ENV
+from eval_pipeline.run import cases_stage
+from eval_pipeline.run.cases_stage import write_cases
+from eval_pipeline.run.workers import WORKERS_ENV
+from eval_pipeline.tables.stage_files import BATCH_TURNS_ENV
 
 FLUENCY = find_lane("deterministic_fluency")
 GOOD = [json.loads(line) for line in FLUENCY.case_files("public")[0].read_text().splitlines() if line]

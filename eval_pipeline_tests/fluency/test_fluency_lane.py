@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 
 from eval_pipeline.lanes import LaneSpec, find_lane
-from eval_pipeline.pipeline import LaneRun, evaluate_lane
+from eval_pipeline.metrics.scoring import rate
+from eval_pipeline.run.pipeline import LaneRun, evaluate_lane
 from eval_pipeline.runtimes import RuntimeSpecError, build_runtime
-from eval_pipeline.scoring import rate
 from eval_pipeline_tests.metric_tables import untimed
 from eval_pipeline_tests.runtimes.helpers import write_recording
 

@@ -132,7 +132,7 @@ def test_faulted_turn_fails_every_predicate() -> None:
 def test_provenance_match_is_binary_and_counts_every_case() -> None:
     """Untagged surfaces that claim nothing pass (code no_provenance_claim); the rate's denominator is every case."""
     from eval_pipeline.lanes import find_lane
-    from eval_pipeline.pipeline import evaluate_lane
+    from eval_pipeline.run.pipeline import evaluate_lane
     from eval_pipeline.runtimes import build_runtime
 
     run = evaluate_lane(

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from eval_pipeline.metrics.scoring import PredicateRates, rate
 from eval_pipeline.predicates.columns import VECTORISED, TurnColumns, scalar_columns, verdict_columns
-from eval_pipeline.scoring import PredicateRates, rate
 
 TESTS = Path(__file__).resolve().parent.parent
 FIXTURES = TESTS / "fixtures" / "lane_outputs"

@@ -1,7 +1,7 @@
 """Checks a mutated case file against its known verdicts, through what ``validate`` and ``run`` do.
 
 ``validate`` is :func:`eval_pipeline.cli.checked_files.validate_files`. ``run`` is its loading path
-without Dagster: :func:`eval_pipeline.pipeline.load_split` with the file as ``--cases``, then
+without Dagster: :func:`eval_pipeline.run.pipeline.load_split` with the file as ``--cases``, then
 what the cases and transcripts assets do before any runtime is called (the cases table as
 Parquet, the cases read back from it, the lane's threads). Any other exception is a traceback.
 """
@@ -18,10 +18,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from eval_pipeline.cases import CaseFileError, CaseProblem
-from eval_pipeline.cases_stage import cases_frame
 from eval_pipeline.cli.checked_files import validate_files
 from eval_pipeline.lanes import LaneSpec, lane_kind
-from eval_pipeline.pipeline import cases_from_frame, lane_threads, load_split
+from eval_pipeline.run.cases_stage import cases_frame
+from eval_pipeline.run.pipeline import cases_from_frame, lane_threads, load_split
 from eval_pipeline_tests.fuzz.mutations import Mutated, base_cases, case_model, mutated_file, write_corpus
 
 SPLIT = "fuzz"

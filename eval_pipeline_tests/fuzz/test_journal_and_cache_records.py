@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from eval_pipeline.journal import JournalIdentity, open_journal, read_journal
+from eval_pipeline.run.journal import JournalIdentity, open_journal, read_journal
 from eval_pipeline.runtimes.cache import ANSWER_FIELDS, REQUEST_FIELDS, ResponseCache, entry_payload
-from eval_pipeline.tables import TRANSCRIPTS, frame, lane_columns, to_arrow
+from eval_pipeline.tables.columns import TRANSCRIPTS, frame, lane_columns, to_arrow
 
 IDENTITY = JournalIdentity("lane_a", "dev", "dev", "c" * 64, "reference", "0123456789abcdef", 1, None)
 RUN_COLUMNS = {"run_id": "r", "lane": "lane_a", "split": "dev", "runtime": "reference", "case_set": "dev"}

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from eval_pipeline.cases.jsonl import MAX_LINE_BYTES
-from eval_pipeline.drive import drive
 from eval_pipeline.lanes.kind import Thread, TurnRequest
+from eval_pipeline.run.drive import drive
 from eval_pipeline.runtimes.registry import build_runtime
 from eval_pipeline_tests.fuzz.bounded_cli import run_cli
 from eval_pipeline_tests.runtimes.scripted_server import Scripted, completion, scripted

@@ -16,11 +16,11 @@ import yaml
 from typer.testing import CliRunner
 
 from eval_pipeline.cli import app
-from eval_pipeline.drive import drive
+from eval_pipeline.core.settings import EVALS_ENV
 from eval_pipeline.lanes.kind import Thread, TurnRequest
+from eval_pipeline.metrics.usage import MAX_TOKEN_COUNT, Price, UsageFault, token_counts, whole_sum
+from eval_pipeline.run.drive import drive
 from eval_pipeline.runtimes import build_runtime
-from eval_pipeline.settings import EVALS_ENV
-from eval_pipeline.usage import MAX_TOKEN_COUNT, Price, UsageFault, token_counts, whole_sum
 from eval_pipeline_tests.paths import PROJECT_ROOT
 from eval_pipeline_tests.resume.helpers import LANE, TURNS_PER_THREAD, write_threads
 from eval_pipeline_tests.runtimes.helpers import served_reference

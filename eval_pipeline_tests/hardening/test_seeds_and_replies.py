@@ -15,12 +15,12 @@ import pytest
 from typer.testing import CliRunner
 
 from eval_pipeline.cli import app
-from eval_pipeline.drive import drive
+from eval_pipeline.core.settings import history_root
 from eval_pipeline.history import connect
 from eval_pipeline.lanes.kind import Thread, TurnRequest
+from eval_pipeline.run.drive import drive
 from eval_pipeline.runtimes.registry import build_runtime
 from eval_pipeline.runtimes.warm import warm_runtimes
-from eval_pipeline.settings import history_root
 from eval_pipeline_tests.paths import PROJECT_ROOT
 
 BOTS = "python:eval_pipeline_tests.runtimes.bots"

@@ -20,9 +20,10 @@ import pytest
 
 from eval_pipeline.history.store import append_run, commit_run
 from eval_pipeline.lanes import find_lane
-from eval_pipeline.pipeline import LaneRun, evaluate_lane
+from eval_pipeline.metrics.usage import USAGE_METRICS
+from eval_pipeline.run.pipeline import LaneRun, evaluate_lane
 from eval_pipeline.runtimes import build_runtime
-from eval_pipeline.tables import (
+from eval_pipeline.tables.columns import (
     CASE_PREDICATES,
     METRICS,
     RUN_MANIFESTS,
@@ -32,7 +33,6 @@ from eval_pipeline.tables import (
     nullable_types,
     to_arrow,
 )
-from eval_pipeline.usage import USAGE_METRICS
 
 LANE = "deterministic_fluency"
 SPLIT = "public"

@@ -16,13 +16,13 @@ import pytest
 from typer.testing import CliRunner
 
 from eval_pipeline.cli import app
+from eval_pipeline.core.series import Series
 from eval_pipeline.history.compact import compact
 from eval_pipeline.history.regression import find_regressions
 from eval_pipeline.history.store import DATA_TABLES, append_run, commit_run
 from eval_pipeline.history.views import connect, refresh
 from eval_pipeline.lanes import find_lane, lane_kind
-from eval_pipeline.pipeline import LaneRun
-from eval_pipeline.series import Series
+from eval_pipeline.run.pipeline import LaneRun
 
 from .conftest import (
     CANDIDATE_RUNS,

@@ -13,7 +13,7 @@ from eval_pipeline.history.diff import diff_pairs, pairs_to_diff
 from eval_pipeline.history.flaky import case_flip_rates, rate_intervals
 from eval_pipeline.history.store import compacted_runs, is_committed
 from eval_pipeline.history.views import connect
-from eval_pipeline.pipeline import LaneRun
+from eval_pipeline.run.pipeline import LaneRun
 
 from .conftest import CANDIDATE_RUNS, LANE, METRICS_PER_RUN, REFERENCE_RUNS, record_run
 

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from eval_pipeline.cli import app
-from eval_pipeline.pipeline import LaneRun
+from eval_pipeline.run.pipeline import LaneRun
 
 from .conftest import FLIPPING_CASES, FLIPPING_PREDICATES, LANE, SPLIT, StoredRun, record_run
 
@@ -147,7 +147,7 @@ def test_a_five_sample_run_against_a_one_sample_run_lists_each_flip_once(history
     """Today's defect: 135 rows (each case × predicate five times, no sample index). Each flipped
     case predicate is listed once, with both runs' pass counts, and the rates are clustered."""
     from eval_pipeline.lanes import find_lane
-    from eval_pipeline.pipeline import evaluate_lane
+    from eval_pipeline.run.pipeline import evaluate_lane
     from eval_pipeline.runtimes import build_runtime
 
     root = str(history_root)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from eval_pipeline.cli import app
-from eval_pipeline.pipeline import LaneRun
+from eval_pipeline.run.pipeline import LaneRun
 
 from .conftest import LANE, StoredRun, record_run
 

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from eval_pipeline.cli import app
 from eval_pipeline.cli.history_output import title_lines
-from eval_pipeline.pipeline import LaneRun
+from eval_pipeline.run.pipeline import LaneRun
 from eval_pipeline.runtimes.names import decoded_runtime
 from eval_pipeline.runtimes.targets import derived_name
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from scipy.stats import binomtest
 from statsmodels.stats.contingency_tables import mcnemar
 
-from eval_pipeline.paired import (
+from eval_pipeline.metrics.paired import (
     binomial_lower_tail,
     bootstrap_deltas,
     bootstrap_p_value,

@@ -20,17 +20,16 @@ import pytest
 from typer.testing import CliRunner
 
 from eval_pipeline.cli import app
+from eval_pipeline.core.series import Series
 from eval_pipeline.dagster_wiring.launch import ensure_instance, materialize_lane
 from eval_pipeline.history.regression import MetricFinding, find_regressions, regression_sentence
 from eval_pipeline.history.store import append_run, run_file
 from eval_pipeline.lanes import find_lane, lane_kind
-from eval_pipeline.paired import paired_figures
-from eval_pipeline.pipeline import LaneRun, error_rate, evaluate_lane
+from eval_pipeline.metrics.paired import paired_figures
+from eval_pipeline.run.pipeline import LaneRun, error_rate, evaluate_lane
 from eval_pipeline.runtimes import build_runtime
 from eval_pipeline.runtimes.targets import find_target
-from eval_pipeline.series import Series
-from eval_pipeline.stage_files import StageFile, StageWriter
-from eval_pipeline.tables import (
+from eval_pipeline.tables.columns import (
     CASE_PREDICATES,
     TRANSCRIPTS,
     TURN_PREDICATES,
@@ -38,6 +37,7 @@ from eval_pipeline.tables import (
     nullable_types,
     to_arrow,
 )
+from eval_pipeline.tables.stage_files import StageFile, StageWriter
 from eval_pipeline.viewer.export import export_report
 from eval_pipeline_tests.lane_requests import lane_request
 

@@ -9,11 +9,11 @@ import pytest
 from typer.testing import CliRunner
 
 from eval_pipeline.cli import app
+from eval_pipeline.core.series import Series
 from eval_pipeline.history.regression import MetricFinding, find_regressions
-from eval_pipeline.intervals import wilson_interval
 from eval_pipeline.lanes import find_lane, lane_kind
-from eval_pipeline.pipeline import LaneRun
-from eval_pipeline.series import Series
+from eval_pipeline.metrics.intervals import wilson_interval
+from eval_pipeline.run.pipeline import LaneRun
 
 from .conftest import FLIPPING_CASES, FLIPPING_PREDICATES, LANE, SPLIT
 

@@ -16,10 +16,10 @@ import pytest
 from typer.testing import CliRunner
 
 from eval_pipeline.cli import app
-from eval_pipeline.history.report import lane_chart_markdown, lane_chart_svg
+from eval_pipeline.history.charts import lane_chart_markdown, lane_chart_svg
 from eval_pipeline.history.store import run_file
 from eval_pipeline.history.views import connect
-from eval_pipeline.pipeline import LaneRun
+from eval_pipeline.run.pipeline import LaneRun
 
 from .conftest import (
     CANDIDATE_RUNS,

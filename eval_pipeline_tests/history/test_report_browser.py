@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from eval_pipeline.cli import app
-from eval_pipeline.pipeline import LaneRun
+from eval_pipeline.run.pipeline import LaneRun
 
 from ..browser.chromium import browser_page, needs_chromium
 from .conftest import CANDIDATE_RUNS, METRICS_PER_RUN, REFERENCE_RUNS, StoredRun, record_run

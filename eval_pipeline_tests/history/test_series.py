@@ -9,12 +9,12 @@ import pytest
 from typer.testing import CliRunner
 
 from eval_pipeline.cli import app
+from eval_pipeline.core.series import Series
+from eval_pipeline.history.charts import lane_charts
 from eval_pipeline.history.regression import MetricFinding, find_regressions
-from eval_pipeline.history.report import lane_charts
 from eval_pipeline.history.views import connect
 from eval_pipeline.lanes import find_lane, lane_kind
-from eval_pipeline.pipeline import LaneRun
-from eval_pipeline.series import Series
+from eval_pipeline.run.pipeline import LaneRun
 
 from .conftest import FLIPPING_CASES, FLIPPING_PREDICATES, LANE, SPLIT, StoredRun, record_run
 

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from eval_pipeline.cli import app
 from eval_pipeline.history.views import connect
-from eval_pipeline.pipeline import LaneRun
+from eval_pipeline.run.pipeline import LaneRun
 
 from .conftest import CANDIDATE_RUNS, REFERENCE_RUNS, StoredRun, record_run
 

@@ -9,8 +9,8 @@ import html
 import pandas as pd
 
 from eval_pipeline.history.views import connect
-from eval_pipeline.pipeline import LaneRun
-from eval_pipeline.usage import USAGE_METRICS
+from eval_pipeline.metrics.usage import USAGE_METRICS
+from eval_pipeline.run.pipeline import LaneRun
 from eval_pipeline.viewer.pages import runs as runs_page
 
 from .conftest import StoredRun, record_run

@@ -15,13 +15,13 @@ import pytest
 from typer.testing import CliRunner
 
 from eval_pipeline.cli import app
-from eval_pipeline.failures import failing_cases
+from eval_pipeline.core.series import Series
 from eval_pipeline.history.runs import find_runs
 from eval_pipeline.history.store import run_file
 from eval_pipeline.history.views import connect
-from eval_pipeline.pipeline import LaneRun
-from eval_pipeline.samples import sample_count
-from eval_pipeline.series import Series
+from eval_pipeline.metrics.samples import sample_count
+from eval_pipeline.outcome.failures import failing_cases
+from eval_pipeline.run.pipeline import LaneRun
 from eval_pipeline.viewer import case_page_url, pages, run_page_url
 from eval_pipeline.viewer.links import SERVED
 from eval_pipeline.viewer.pages import runs as runs_page

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from eval_pipeline.cli import app
 from eval_pipeline.history.views import connect
-from eval_pipeline.pipeline import LaneRun
+from eval_pipeline.run.pipeline import LaneRun
 
 from ..browser.chromium import browser_page, needs_chromium
 from .conftest import LANE, REFERENCE_RUNS, SPLIT, StoredRun, record_run

@@ -18,9 +18,9 @@ from typer.testing import CliRunner
 from eval_pipeline.cli import app
 from eval_pipeline.history.views import connect
 from eval_pipeline.lanes import find_lane
-from eval_pipeline.pipeline import LaneRun, evaluate_lane
+from eval_pipeline.metrics.usage import USAGE_METRICS
+from eval_pipeline.run.pipeline import LaneRun, evaluate_lane
 from eval_pipeline.runtimes import build_runtime
-from eval_pipeline.usage import USAGE_METRICS
 from eval_pipeline.viewer.pages import word_diff
 
 from .conftest import FLIPPING_CASES, LANE, SPLIT, StoredRun, record_run

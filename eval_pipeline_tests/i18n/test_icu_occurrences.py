@@ -15,7 +15,7 @@ from eval_pipeline.i18n import AssertionResult, EvalCase
 from eval_pipeline.i18n.params import PlaceholderIntegrity
 from eval_pipeline.i18n.placeholder_integrity import effective_syntax
 from eval_pipeline.lanes import find_lane
-from eval_pipeline.pipeline import load_split
+from eval_pipeline.run.pipeline import load_split
 from eval_pipeline_tests.i18n.helpers import assertion, make_case, placeholder_codes, results
 
 

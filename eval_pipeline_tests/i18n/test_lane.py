@@ -12,9 +12,9 @@ from eval_pipeline.i18n import ASSERTION_NAMES, EvalCase
 from eval_pipeline.i18n.prompts import LockedSplitError, compose_prompt, parse_request
 from eval_pipeline.lanes import LaneSpec, find_lane, lane_kind
 from eval_pipeline.lanes.kinds.i18n_prompt import few_shot_pool
-from eval_pipeline.pipeline import evaluate_lane, load_split
+from eval_pipeline.run.pipeline import evaluate_lane, load_split
 from eval_pipeline.runtimes import build_runtime
-from eval_pipeline.tables import CASE_PREDICATES, lane_columns
+from eval_pipeline.tables.columns import CASE_PREDICATES, lane_columns
 
 
 @pytest.fixture(scope="module")

@@ -144,7 +144,7 @@ def test_default_validate_covers_every_lane() -> None:
 
 def test_lane_cases_follow_the_recommended_id_shape_and_provenance() -> None:
     spec = find_lane("i18n_prompt")
-    from eval_pipeline.pipeline import load_split
+    from eval_pipeline.run.pipeline import load_split
 
     dev = load_split(spec, "dev")
     assert len(dev) >= 40

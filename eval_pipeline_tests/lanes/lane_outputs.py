@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 
 from eval_pipeline.lanes import find_lane
-from eval_pipeline.pipeline import evaluate_lane
+from eval_pipeline.run.pipeline import evaluate_lane
 from eval_pipeline.runtimes import build_runtime
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "lane_outputs"

@@ -10,17 +10,17 @@ import pandas as pd
 import pytest
 
 from eval_pipeline.cases.batch import CaseBatch, _arrow_distinct_lists, case_ids, distinct_lists, field_values
-from eval_pipeline.cases_stage import cases_frame
 from eval_pipeline.lanes import find_lane
 from eval_pipeline.lanes.registry import lane_kind
-from eval_pipeline.pipeline import (
+from eval_pipeline.run.cases_stage import cases_frame
+from eval_pipeline.run.pipeline import (
     case_predicate_table,
     cases_from_frame,
     load_split,
     sample_metrics,
     turn_predicate_table,
 )
-from eval_pipeline.tables import TRANSCRIPTS, column_values, frame, lane_columns
+from eval_pipeline.tables.columns import TRANSCRIPTS, column_values, frame, lane_columns
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "lane_outputs"
 RECORDED = sorted(FIXTURES.glob("*.reference.json"))

@@ -10,12 +10,12 @@ import pandas as pd
 import pytest
 
 from eval_pipeline.cases.loading import LoadedCase
-from eval_pipeline.cases_stage import cases_frame
 from eval_pipeline.lanes import find_lane
 from eval_pipeline.lanes.declared import DeclaredLane
-from eval_pipeline.pipeline import cases_from_frame
 from eval_pipeline.predicates import Verdict, reason
-from eval_pipeline.tables import (
+from eval_pipeline.run.cases_stage import cases_frame
+from eval_pipeline.run.pipeline import cases_from_frame
+from eval_pipeline.tables.columns import (
     CASE_PREDICATES,
     TRANSCRIPTS,
     TURN_PREDICATES,

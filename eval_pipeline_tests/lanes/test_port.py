@@ -37,7 +37,7 @@ from typing import Any
 
 import pytest
 
-from eval_pipeline.usage import USAGE_METRICS
+from eval_pipeline.metrics.usage import USAGE_METRICS
 from eval_pipeline_tests.lanes.lane_outputs import RUNTIMES, fixture_path, lane_outputs
 
 PORTED: dict[str, tuple[str, ...]] = {

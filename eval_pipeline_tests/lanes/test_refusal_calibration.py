@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from eval_pipeline.lanes import find_lane
-from eval_pipeline.pipeline import LaneRun, evaluate_lane
 from eval_pipeline.predicates import TurnView, get_turn_predicate
+from eval_pipeline.run.pipeline import LaneRun, evaluate_lane
 from eval_pipeline.runtimes import build_runtime
 from eval_pipeline_tests.metric_tables import lane_values
 

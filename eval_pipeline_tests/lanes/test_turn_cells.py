@@ -11,16 +11,16 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from eval_pipeline.cases_stage import cases_frame
-from eval_pipeline.drive import drive
 from eval_pipeline.lanes import find_lane
 from eval_pipeline.lanes.declared import DeclaredLane
-from eval_pipeline.pipeline import cases_from_frame, load_split
 from eval_pipeline.predicates import PREDICATES, TurnView, Verdict
 from eval_pipeline.predicates.base import TURN_VIEW_COLUMNS
 from eval_pipeline.predicates.rows import evidence_json
+from eval_pipeline.run.cases_stage import cases_frame
+from eval_pipeline.run.drive import drive
+from eval_pipeline.run.pipeline import cases_from_frame, load_split
 from eval_pipeline.runtimes import build_runtime
-from eval_pipeline.tables import column_values
+from eval_pipeline.tables.columns import column_values
 
 LANES = ["deterministic_fluency", "conversational_thread_coherence"]
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from eval_pipeline.drive import drive
 from eval_pipeline.lanes import Thread, TurnRequest, find_lane
-from eval_pipeline.pipeline import LaneRun, evaluate_lane
 from eval_pipeline.predicates import PREDICATES, TurnView
+from eval_pipeline.run.drive import drive
+from eval_pipeline.run.pipeline import LaneRun, evaluate_lane
 from eval_pipeline.runtimes import build_runtime
 from eval_pipeline.runtimes.reference import ReferenceRuntime
 

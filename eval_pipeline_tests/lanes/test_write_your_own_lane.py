@@ -15,8 +15,8 @@ import pytest
 
 from eval_pipeline.cases import CaseFileError
 from eval_pipeline.lanes import discover_lanes
-from eval_pipeline.pipeline import evaluate_lane
 from eval_pipeline.predicates import PREDICATES
+from eval_pipeline.run.pipeline import evaluate_lane
 from eval_pipeline.runtimes import build_runtime
 from eval_pipeline_tests.docs_pages import doc_pages, pasted_files
 from eval_pipeline_tests.metric_tables import lane_values

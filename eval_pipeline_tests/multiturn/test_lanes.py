@@ -11,8 +11,8 @@ import pytest
 
 from eval_pipeline.cases.loading import CaseFileError
 from eval_pipeline.lanes import find_lane
-from eval_pipeline.pipeline import LaneRun, evaluate_lane, load_split
 from eval_pipeline.predicates.status import SPECULATIVE_KINDS
+from eval_pipeline.run.pipeline import LaneRun, evaluate_lane, load_split
 from eval_pipeline.runtimes.base import RuntimeSpecError
 from eval_pipeline.runtimes.reference import ReferenceRuntime
 from eval_pipeline.runtimes.registry import build_runtime

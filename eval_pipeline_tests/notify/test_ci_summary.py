@@ -11,9 +11,9 @@ import pytest
 from markdown_it import MarkdownIt
 from typer.testing import CliRunner
 
-from eval_pipeline.ci_summary import GITHUB_COMMENT_LIMIT, LaneSummary, MetricLine, summary_markdown
 from eval_pipeline.cli import app
 from eval_pipeline.cli.common import EXIT_BAD_INPUT
+from eval_pipeline.report.ci_summary import GITHUB_COMMENT_LIMIT, LaneSummary, MetricLine, summary_markdown
 
 GOLDEN = Path(__file__).parent / "golden"
 HOSTILE = "a|b `code` <script>alert(1)</script>\nsecond line"

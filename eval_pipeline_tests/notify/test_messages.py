@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from eval_pipeline.core.series import Series
 from eval_pipeline.notify import (
     FailingCase,
     LaneRun,
@@ -15,8 +16,7 @@ from eval_pipeline.notify import (
 )
 from eval_pipeline.notify.dispatch import links_for
 from eval_pipeline.notify.render import SLACK_BLOCK_LIMIT, SLACK_HEADER_LIMIT, SLACK_TEXT_LIMIT
-from eval_pipeline.outcome import CheckOutcome
-from eval_pipeline.series import Series
+from eval_pipeline.outcome.run_outcome import CheckOutcome
 
 FAILED = CheckOutcome("fabrication_rate", False, "ERROR", 0.5, "== 0", "fail")
 WARNED = CheckOutcome("no_dotted_inventory_rate", False, "WARN", 0.25, ">= 0.85", "warn")

@@ -10,6 +10,8 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from eval_pipeline.core.series import Series
+from eval_pipeline.core.settings import targets_file
 from eval_pipeline.dagster_wiring.code_location import build_definitions
 from eval_pipeline.dagster_wiring.launch import ensure_instance, materialize_lane
 from eval_pipeline.dagster_wiring.resources import HistoryResource
@@ -17,8 +19,6 @@ from eval_pipeline.dagster_wiring.sensors import CLI_SOURCE_TAG, NOTIFY_SENSOR_N
 from eval_pipeline.lanes.registry import discover_lanes
 from eval_pipeline.notify.staleness import stale_series_events
 from eval_pipeline.runtimes.targets import load_targets
-from eval_pipeline.series import Series
-from eval_pipeline.settings import targets_file
 from eval_pipeline_tests.lane_requests import lane_request
 from eval_pipeline_tests.notify.conftest import Receiver
 from eval_pipeline_tests.notify.test_run_notify import NOTIFY, staging

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from eval_pipeline.builtin import BUILTIN_LANES
 from eval_pipeline.cli import app
-from eval_pipeline.settings import (
+from eval_pipeline.core.settings import (
     EVALS_ENV,
     PROJECT_ENV,
     STATE_ENV,

@@ -12,10 +12,10 @@ import pandas as pd
 import pytest
 
 from eval_pipeline.lanes import find_lane
-from eval_pipeline.pipeline import LaneRun, evaluate_lane
+from eval_pipeline.metrics.usage import TRUNCATED_TURNS
+from eval_pipeline.run.pipeline import LaneRun, evaluate_lane
 from eval_pipeline.runtimes import build_runtime
 from eval_pipeline.runtimes.base import ChatRuntime
-from eval_pipeline.usage import TRUNCATED_TURNS
 from eval_pipeline_tests.paths import PROJECT_ROOT
 
 pytestmark = [pytest.mark.real_model, pytest.mark.slow, pytest.mark.xdist_group("real_model")]

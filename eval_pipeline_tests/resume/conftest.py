@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from eval_pipeline.pipeline import LaneRun
+from eval_pipeline.run.pipeline import LaneRun
 from eval_pipeline_tests.resume.helpers import (
     KILLED_CONCURRENCY,
     KILLED_THREADS,

@@ -15,9 +15,9 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.dataset as ds
 
-from eval_pipeline.journal import read_journal
 from eval_pipeline.lanes.registry import discover_lanes
-from eval_pipeline.pipeline import LaneRun, evaluate_lane
+from eval_pipeline.run.journal import read_journal
+from eval_pipeline.run.pipeline import LaneRun, evaluate_lane
 from eval_pipeline.runtimes.registry import build_runtime
 from eval_pipeline.runtimes.serve import ReferenceServer
 from eval_pipeline_tests.metric_tables import untimed

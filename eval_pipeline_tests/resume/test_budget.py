@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from eval_pipeline.budget import Budget, BudgetMeter, BudgetReached, check_priced
-from eval_pipeline.drive import drive
-from eval_pipeline.journal import JournalIdentity, read_journal
 from eval_pipeline.lanes.kind import Thread, TurnRequest
-from eval_pipeline.ledger import open_ledger
+from eval_pipeline.run.drive import drive
+from eval_pipeline.run.journal import JournalIdentity, read_journal
+from eval_pipeline.run.ledger import open_ledger
 from eval_pipeline.runtimes.base import Capabilities, RuntimeSpecError, TurnResponse
+from eval_pipeline.runtimes.budget import Budget, BudgetMeter, BudgetReached, check_priced
 from eval_pipeline.runtimes.targets import TargetsFileError, load_targets, resolve_target
 
 TURN_COST = 0.25

@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from eval_pipeline.cli import app
-from eval_pipeline.journal import encode_record, read_journal
+from eval_pipeline.run.journal import encode_record, read_journal
 from eval_pipeline.runtimes.serve import ReferenceServer
 from eval_pipeline_tests.resume.helpers import (
     LANE,

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from eval_pipeline.journal import (
+from eval_pipeline.run.journal import (
     CorruptRecord,
     JournalIdentity,
     decode_record,

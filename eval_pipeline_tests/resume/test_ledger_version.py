@@ -7,10 +7,10 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from eval_pipeline.budget import Budget
-from eval_pipeline.journal import JournalIdentity, nothing_committed, read_journal
-from eval_pipeline.ledger import transcripts_ledger
+from eval_pipeline.run.journal import JournalIdentity, nothing_committed, read_journal
+from eval_pipeline.run.ledger import transcripts_ledger
 from eval_pipeline.runtimes import build_runtime
+from eval_pipeline.runtimes.budget import Budget
 from eval_pipeline.runtimes.cache import target_cache
 from eval_pipeline.runtimes.serve import MODELS_PATH, ReferenceServer, _Handler
 from eval_pipeline.runtimes.targets import RuntimeTarget

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from eval_pipeline.pipeline import LaneRun
+from eval_pipeline.run.pipeline import LaneRun
 from eval_pipeline.runtimes.serve import ServeConfig
 from eval_pipeline_tests.resume.helpers import (
     KILLED_CONCURRENCY,

@@ -15,10 +15,10 @@ import pandas as pd
 import pytest
 import yaml
 
+from eval_pipeline.core.settings import EVALS_ENV
 from eval_pipeline.dagster_wiring.launch import ensure_instance
-from eval_pipeline.pipeline import LaneRun
+from eval_pipeline.run.pipeline import LaneRun
 from eval_pipeline.runtimes.serve import ServeConfig
-from eval_pipeline.settings import EVALS_ENV
 from eval_pipeline_tests.paths import PROJECT_ROOT
 from eval_pipeline_tests.resume.helpers import (
     KILLED_CONCURRENCY,

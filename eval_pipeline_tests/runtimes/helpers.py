@@ -12,9 +12,9 @@ import pandas as pd
 
 from eval_pipeline.lanes.registry import discover_lanes
 from eval_pipeline.lanes.spec import LaneSpec
-from eval_pipeline.pipeline import LaneRun
+from eval_pipeline.metrics.usage import USAGE_METRICS
+from eval_pipeline.run.pipeline import LaneRun
 from eval_pipeline.runtimes.serve import ReferenceServer, ServeConfig
-from eval_pipeline.usage import USAGE_METRICS
 
 # What a runtime decides; latency, attempts and raw legitimately differ between adapters.
 ANSWER_COLUMNS = [

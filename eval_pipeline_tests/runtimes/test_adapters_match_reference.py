@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from eval_pipeline.lanes.spec import LaneSpec
-from eval_pipeline.pipeline import LaneRun, evaluate_lane
+from eval_pipeline.run.pipeline import LaneRun, evaluate_lane
 from eval_pipeline.runtimes import build_runtime
 from eval_pipeline_tests.runtimes.bots import CoreStyleRuntime
 from eval_pipeline_tests.runtimes.helpers import assert_same_tables, lanes, served_reference, split_of

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from eval_pipeline.drive import drive
 from eval_pipeline.lanes.kind import Thread, TurnRequest
+from eval_pipeline.run.drive import drive
 from eval_pipeline.runtimes import build_runtime
 from eval_pipeline.runtimes.adapters.openai_http import OpenAIRuntime
 from eval_pipeline.runtimes.faults import AdaptiveLimit

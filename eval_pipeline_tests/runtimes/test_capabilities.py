@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from eval_pipeline.drive import drive
 from eval_pipeline.lanes.kind import Thread, TurnRequest
+from eval_pipeline.run.drive import drive
 from eval_pipeline.runtimes import RuntimeSpecError, build_runtime, register_runtime
 from eval_pipeline.runtimes.adapters.exec_process import ExecOptions, ExecRuntime
 from eval_pipeline.runtimes.base import Capabilities, ChatSession, TurnResponse

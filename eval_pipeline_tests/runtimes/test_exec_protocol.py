@@ -14,8 +14,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from eval_pipeline.drive import drive
 from eval_pipeline.lanes.kind import Thread, TurnRequest
+from eval_pipeline.run.drive import drive
 from eval_pipeline.runtimes import RuntimeSpecError, build_runtime
 from eval_pipeline.runtimes.adapters.exec_process import StreamFault, parse_reply_line, take_line
 from eval_pipeline.runtimes.reference import ReferenceRuntime

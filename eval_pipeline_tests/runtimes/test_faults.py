@@ -9,17 +9,17 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from eval_pipeline.drive import drive
 from eval_pipeline.lanes.kind import Thread, TurnRequest
 from eval_pipeline.lanes.registry import find_lane
-from eval_pipeline.pipeline import evaluate_lane
-from eval_pipeline.progress import LogProgress
+from eval_pipeline.run.drive import drive
+from eval_pipeline.run.pipeline import evaluate_lane
+from eval_pipeline.run.progress import LogProgress
 from eval_pipeline.runtimes import RuntimeSpecError, build_runtime
 from eval_pipeline.runtimes.adapters.openai_http import retry_after_s
 from eval_pipeline.runtimes.adapters.python_object import check_target
 from eval_pipeline.runtimes.options import parse_runtime_options
 from eval_pipeline.runtimes.serve import ServeConfig
-from eval_pipeline.tables import METRICS, TRANSCRIPTS, nullable_types, to_arrow
+from eval_pipeline.tables.columns import METRICS, TRANSCRIPTS, nullable_types, to_arrow
 from eval_pipeline_tests.runtimes.helpers import served_reference
 
 EXEC_BOT = Path(__file__).with_name("exec_bot.py")
@@ -110,7 +110,7 @@ def test_flaky_server_run_completes_recovers_records_and_leaks_no_secret(
 
 def _lane_threads(spec):  # type: ignore[no-untyped-def]
     from eval_pipeline.lanes import lane_kind
-    from eval_pipeline.pipeline import load_split
+    from eval_pipeline.run.pipeline import load_split
 
     kind = lane_kind(spec)
     return kind.threads([c.case for c in load_split(spec, "public")], spec, "public")

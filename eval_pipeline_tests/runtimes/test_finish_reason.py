@@ -12,9 +12,9 @@ from typer.testing import CliRunner
 
 from eval_pipeline.cli import app
 from eval_pipeline.lanes import find_lane
-from eval_pipeline.pipeline import evaluate_lane
+from eval_pipeline.metrics.usage import TRUNCATED_TURNS, totals_text
+from eval_pipeline.run.pipeline import evaluate_lane
 from eval_pipeline.runtimes import build_runtime
-from eval_pipeline.usage import TRUNCATED_TURNS, totals_text
 from eval_pipeline_tests.paths import PROJECT_ROOT
 from eval_pipeline_tests.runtimes.scripted_server import (
     Scripted,

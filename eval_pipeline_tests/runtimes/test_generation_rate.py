@@ -6,10 +6,10 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from eval_pipeline.drive import drive
 from eval_pipeline.lanes.kind import Thread, TurnRequest
+from eval_pipeline.metrics.usage import GENERATION_RATE, generation_rates, timing_text, usage_metrics
+from eval_pipeline.run.drive import drive
 from eval_pipeline.runtimes import build_runtime
-from eval_pipeline.usage import GENERATION_RATE, generation_rates, timing_text, usage_metrics
 from eval_pipeline_tests.runtimes.scripted_server import chunk, event_stream, scripted
 
 QUEUED_S = 1.0  # the server holds the request this long before its first token: a queue

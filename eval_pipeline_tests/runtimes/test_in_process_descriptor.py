@@ -18,7 +18,7 @@ from eval_pipeline_tests.paths import PROJECT_ROOT
 CHILD = textwrap.dedent(
     """
     import json, sys, threading, time
-    from eval_pipeline.drive import drive
+    from eval_pipeline.run.drive import drive
     from eval_pipeline.lanes.kind import Thread, TurnRequest
     from eval_pipeline.runtimes.registry import build_runtime
 

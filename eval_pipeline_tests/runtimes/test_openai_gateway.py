@@ -15,9 +15,9 @@ from typing import Any
 import openai
 import pytest
 
-from eval_pipeline.drive import drive
-from eval_pipeline.failures import fault_counts, fault_text
 from eval_pipeline.lanes.kind import Thread, TurnRequest
+from eval_pipeline.outcome.failures import fault_counts, fault_text
+from eval_pipeline.run.drive import drive
 from eval_pipeline.runtimes import RuntimeSpecError, TurnResponse, build_runtime
 from eval_pipeline.runtimes.adapters.openai_http import OpenAIRuntime
 from eval_pipeline.runtimes.faults import TurnFault, split_call_ids

@@ -3,8 +3,8 @@ a clear message, never "the last one wins", whole or streamed, over real HTTP.""
 
 from __future__ import annotations
 
-from eval_pipeline.drive import drive
 from eval_pipeline.lanes.kind import Thread, TurnRequest
+from eval_pipeline.run.drive import drive
 from eval_pipeline.runtimes import build_runtime
 from eval_pipeline_tests.runtimes.scripted_server import Scripted, chunk, event_stream, scripted
 

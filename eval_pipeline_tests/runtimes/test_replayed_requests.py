@@ -13,16 +13,16 @@ import pyarrow as pa
 import pytest
 from pydantic import ValidationError
 
-from eval_pipeline.cases_stage import cases_frame
-from eval_pipeline.drive import replayed, sessions_of
 from eval_pipeline.lanes.declaration import FieldSpec
 from eval_pipeline.lanes.declared import DeclaredLane, _stored_type
 from eval_pipeline.lanes.kind import Thread, TurnRequest, requests_of_threads, turn_requests
 from eval_pipeline.lanes.registry import discover_lanes, lane_kind
 from eval_pipeline.lanes.spec import LaneSpec
-from eval_pipeline.pipeline import cases_from_frame, load_split
+from eval_pipeline.metrics.samples import derive_seed
+from eval_pipeline.run.cases_stage import cases_frame
+from eval_pipeline.run.drive import replayed, sessions_of
+from eval_pipeline.run.pipeline import cases_from_frame, load_split
 from eval_pipeline.runtimes.adapters.replay import ANSWERS
-from eval_pipeline.samples import derive_seed
 
 
 @pytest.mark.parametrize("spec", discover_lanes(), ids=lambda s: s.name)

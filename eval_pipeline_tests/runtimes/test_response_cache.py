@@ -21,12 +21,12 @@ import pytest
 from typer.testing import CliRunner
 
 from eval_pipeline.cli import app
-from eval_pipeline.drive import drive
 from eval_pipeline.lanes.kind import Thread, TurnRequest
+from eval_pipeline.metrics.usage import CACHED_TURNS, LATENCY_PERCENTILES, TTFT_PERCENTILES
+from eval_pipeline.run.drive import drive
 from eval_pipeline.runtimes import build_runtime
 from eval_pipeline.runtimes.cache import ANSWER_FIELDS, ResponseCache, cache_root, cache_usage, target_cache
 from eval_pipeline.runtimes.serve import MODELS_PATH, ReferenceServer, _Handler, model_card
-from eval_pipeline.usage import CACHED_TURNS, LATENCY_PERCENTILES, TTFT_PERCENTILES
 from eval_pipeline_tests.runtimes.scripted_server import completion, json_reply, scripted
 
 PROMPTS = ("What is a river?", "What is a mountain?")

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from eval_pipeline.cli import app
 from eval_pipeline.cli.common import EXIT_BAD_INPUT, EXIT_OK
 from eval_pipeline.lanes.registry import discover_lanes
-from eval_pipeline.pipeline import evaluate_lane
+from eval_pipeline.run.pipeline import evaluate_lane
 from eval_pipeline.runtimes import build_runtime
 from eval_pipeline.runtimes.targets import TargetsFileError, load_targets
 from eval_pipeline_tests.paths import PROJECT_ROOT

@@ -11,16 +11,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from eval_pipeline.drive import drive
 from eval_pipeline.history import connect
 from eval_pipeline.history.views import files_sql
 from eval_pipeline.lanes.kind import Thread, TurnRequest
-from eval_pipeline.runtimes import build_runtime
-from eval_pipeline.runtimes.serve import usage as served_usage
-from eval_pipeline.runtimes.targets import TargetsFileError, load_targets
-from eval_pipeline.scoring import MetricValue
-from eval_pipeline.tables import TRANSCRIPTS
-from eval_pipeline.usage import (
+from eval_pipeline.metrics.scoring import MetricValue
+from eval_pipeline.metrics.usage import (
     USAGE_METRICS,
     Price,
     percentile,
@@ -29,6 +24,11 @@ from eval_pipeline.usage import (
     totals_text,
     usage_metrics,
 )
+from eval_pipeline.run.drive import drive
+from eval_pipeline.runtimes import build_runtime
+from eval_pipeline.runtimes.serve import usage as served_usage
+from eval_pipeline.runtimes.targets import TargetsFileError, load_targets
+from eval_pipeline.tables.columns import TRANSCRIPTS
 from eval_pipeline_tests.runtimes.helpers import served_reference
 
 PROMPTS = ("What is a river?", "What is a mountain?", "And a lake?")
@@ -219,6 +219,6 @@ USAGE_COLUMNS_ADDED = ("prompt_tokens", "completion_tokens", "cost", "cached", "
 
 def test_usage_metric_values_are_informational() -> None:
     """Usage carries no threshold: judging a lane's thresholds never reads it."""
-    from eval_pipeline.scoring import judge
+    from eval_pipeline.metrics.scoring import judge
 
     assert judge([], [MetricValue("latency_p99_ms", 1e9), MetricValue("error_rate", 0.0, 0.0, 1.0)]) == []

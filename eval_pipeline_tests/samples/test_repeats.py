@@ -14,13 +14,13 @@ import pandas as pd
 import pytest
 
 from eval_pipeline.cli.run_tables import RunTables, print_case
-from eval_pipeline.intervals import wilson_interval
 from eval_pipeline.lanes import discover_lanes
 from eval_pipeline.lanes.spec import LaneSpec, ThresholdSpec
-from eval_pipeline.pipeline import LaneRun, evaluate_lane
+from eval_pipeline.metrics.intervals import wilson_interval
+from eval_pipeline.metrics.samples import case_samples, derive_seed
+from eval_pipeline.metrics.scoring import judge
+from eval_pipeline.run.pipeline import LaneRun, evaluate_lane
 from eval_pipeline.runtimes import build_runtime
-from eval_pipeline.samples import case_samples, derive_seed
-from eval_pipeline.scoring import judge
 from eval_pipeline_tests.samples.conftest import CASES
 
 TRUTH = 0.7

@@ -10,7 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from eval_pipeline.flips import count_flips, flips_by_group
+from eval_pipeline.metrics.flips import count_flips, flips_by_group
+from eval_pipeline.metrics.samples import all_samples, case_samples, derive_seed, pass_at_k, pass_hat_k, pool
+from eval_pipeline.metrics.scoring import MetricValue, gated_statistic
 from eval_pipeline.runtimes.targets import (
     TargetsFileError,
     load_targets,
@@ -18,8 +20,6 @@ from eval_pipeline.runtimes.targets import (
     rescore_target,
     resolve_target,
 )
-from eval_pipeline.samples import all_samples, case_samples, derive_seed, pass_at_k, pass_hat_k, pool
-from eval_pipeline.scoring import MetricValue, gated_statistic
 
 
 def test_seeds_are_stable_and_differ_per_case_and_sample() -> None:

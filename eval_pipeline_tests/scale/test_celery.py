@@ -18,6 +18,7 @@ import dagster as dg
 import pandas as pd
 import pytest
 
+from eval_pipeline.core.settings import CELERY_BROKER_ENV, EVALS_ENV, history_root
 from eval_pipeline.dagster_wiring.launch import ensure_instance, materialize_lane
 from eval_pipeline.dagster_wiring.outcomes import LaneOutcome
 from eval_pipeline.dagster_wiring.tags import LANE_TAG
@@ -25,7 +26,6 @@ from eval_pipeline.history.views import connect
 from eval_pipeline.lanes import find_lane
 from eval_pipeline.lanes.registry import discover_lanes
 from eval_pipeline.runtimes.targets import find_target
-from eval_pipeline.settings import CELERY_BROKER_ENV, EVALS_ENV, history_root
 from eval_pipeline_tests.lane_requests import lane_request
 from eval_pipeline_tests.metric_tables import untimed
 from eval_pipeline_tests.paths import PROJECT_ROOT

@@ -16,7 +16,7 @@ from eval_pipeline.cli import app
 from eval_pipeline.dagster_wiring.launch import ensure_instance, materialize_lane
 from eval_pipeline.history.store import is_stored
 from eval_pipeline.lanes import find_lane
-from eval_pipeline.pipeline import LaneRun
+from eval_pipeline.run.pipeline import LaneRun
 from eval_pipeline.runtimes.targets import find_target
 from eval_pipeline_tests.history.conftest import (
     CANDIDATE_RUNS,

@@ -17,8 +17,8 @@ import pandas as pd
 import pyarrow as pa
 from pydantic import BaseModel
 
-from eval_pipeline.cases.loading import load_cases
-from eval_pipeline.finish_reasons import TOKEN_LIMIT, with_truncation
+from eval_pipeline.cases import load_cases
+from eval_pipeline.core import TOKEN_LIMIT, with_truncation
 from eval_pipeline.i18n import (
     ASSERTION_NAMES,
     AssertionResult,
@@ -32,8 +32,8 @@ from eval_pipeline.i18n.protocol import decode_batch, expected_item_count
 from eval_pipeline.lanes.kind import LANE_KINDS, Scored, Thread, TurnRequest, turns_of_threads
 from eval_pipeline.lanes.metric_rows import MetricRows
 from eval_pipeline.lanes.spec import LaneSpec
+from eval_pipeline.metrics import MetricValue, count, rate
 from eval_pipeline.predicates.rows import evidence_json
-from eval_pipeline.scoring import MetricValue, count, rate
 from eval_pipeline.tables import CASE_PREDICATES, TURN_PREDICATES, kind_columns
 
 EXAMPLE_SPLIT = "dev"  # few-shot examples come from this split only (never a locked one)

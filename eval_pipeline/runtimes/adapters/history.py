@@ -72,6 +72,6 @@ def history_runtime(argument: str, options: Mapping[str, Any]) -> ReplayRuntime:
             "history needs a run: history:RUN_ID (any unique prefix of a committed run id)"
         )
     config = validate_options("history", HistoryOptions, options)
-    from eval_pipeline.settings import history_root
+    from eval_pipeline.core.settings import history_root
 
     return read_recorded_run(config.root or history_root(), argument.strip())

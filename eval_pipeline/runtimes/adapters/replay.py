@@ -26,9 +26,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
+from eval_pipeline.cases import CaseFileError, CaseProblem, CaseStream, validate_record
 from eval_pipeline.cases.flat_jsonl import read_flat_jsonl
-from eval_pipeline.cases.loading import CaseFileError, CaseProblem, CaseStream, validate_record
-from eval_pipeline.collector import collector_paused
+from eval_pipeline.core import collector_paused
 from eval_pipeline.runtimes.base import (
     ChatSession,
     CommittedRun,
@@ -188,7 +188,7 @@ def _raw_and_turn_keys(turns: pa.Table, answered: pa.ChunkedArray) -> tuple[pa.A
 
 class ReplaySession:
     """One case's recorded turns, in order, through the session protocol (a caller that sends
-    turn by turn; :func:`eval_pipeline.drive.drive` asks :meth:`ReplayRuntime.answers`)."""
+    turn by turn; :func:`eval_pipeline.run.drive.drive` asks :meth:`ReplayRuntime.answers`)."""
 
     def __init__(self, runtime: ReplayRuntime, case_id: str) -> None:
         self._runtime = runtime

@@ -7,9 +7,8 @@ from typing import Any
 
 import duckdb
 
-from eval_pipeline.failures import BLOCKING_SEVERITIES, evidence_object
 from eval_pipeline.history.runs import RUN_MATCH, RunRef
-from eval_pipeline.outcome import HARD, FailingItem, committed_outcome
+from eval_pipeline.outcome import BLOCKING_SEVERITIES, HARD, FailingItem, committed_outcome, evidence_object
 from eval_pipeline.viewer.pages.common import (
     NotFound,
     lane_runs,

@@ -7,7 +7,7 @@ from datetime import date
 import duckdb
 
 from eval_pipeline.history.runs import RunRef, find_runs, is_missing
-from eval_pipeline.scoring import VERDICT_ORDER, worst_verdict
+from eval_pipeline.metrics import VERDICT_ORDER, worst_verdict
 
 
 class NotFound(LookupError):
@@ -23,7 +23,7 @@ def lane_runs(con: duckdb.DuckDBPyConnection, run_id: str) -> list[RunRef]:
 
 
 def worst(verdicts: list[str]) -> str:
-    """The verdict of several (:func:`eval_pipeline.outcome.worst_verdict`); n/a when none says one."""
+    """The verdict of several (:func:`eval_pipeline.outcome.run_outcome.worst_verdict`); n/a when none says one."""
     return worst_verdict(verdicts) if set(verdicts) & set(VERDICT_ORDER) else "n/a"
 
 

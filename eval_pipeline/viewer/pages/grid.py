@@ -7,8 +7,8 @@ from typing import Literal
 
 import duckdb
 
-from eval_pipeline.failures import BLOCKING_SEVERITIES
 from eval_pipeline.history.runs import RunRef, latest_runs, ref_from_row
+from eval_pipeline.outcome import BLOCKING_SEVERITIES
 from eval_pipeline.viewer.pages.common import (
     NotFound,
     page_count,

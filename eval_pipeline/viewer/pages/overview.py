@@ -8,12 +8,12 @@ from dataclasses import dataclass
 
 import duckdb
 
+from eval_pipeline.history.charts import lane_charts
 from eval_pipeline.history.diff import RunDiff, latest_diff
 from eval_pipeline.history.regression import MetricFinding, find_regressions, regression_sentence
-from eval_pipeline.history.report import lane_charts
 from eval_pipeline.history.runs import RUN_MATCH, RunRef, latest_runs, ref_from_row
 from eval_pipeline.lanes import declared_lane, lane_kind
-from eval_pipeline.paired import ALPHA
+from eval_pipeline.metrics import ALPHA
 from eval_pipeline.viewer.pages.common import (
     NotFound,
 )

@@ -6,12 +6,15 @@ from dataclasses import dataclass
 
 import duckdb
 
-from eval_pipeline.failures import BLOCKING_SEVERITIES, REPORT_SEVERITIES
 from eval_pipeline.history.runs import RUN_MATCH, RunRef
-from eval_pipeline.outcome import LANE_CHECKS, CheckOutcome, committed_outcome
-from eval_pipeline.samples import FLAKY_READS, flaky_within_run
-from eval_pipeline.scoring import verdict_word
-from eval_pipeline.usage import USAGE_METRICS
+from eval_pipeline.metrics import FLAKY_READS, USAGE_METRICS, flaky_within_run, verdict_word
+from eval_pipeline.outcome import (
+    BLOCKING_SEVERITIES,
+    LANE_CHECKS,
+    REPORT_SEVERITIES,
+    CheckOutcome,
+    committed_outcome,
+)
 from eval_pipeline.viewer.pages.common import (
     float_or_none,
     lane_runs,
@@ -114,7 +117,7 @@ def checks_of(con: duckdb.DuckDBPyConnection, ref: RunRef) -> list[Check]:
 
 @dataclass(frozen=True)
 class Failing:
-    """Some of a run's failing case predicates, in :func:`eval_pipeline.failures.failing_cases`
+    """Some of a run's failing case predicates, in :func:`eval_pipeline.outcome.failures.failing_cases`
     order, and how many there are in all."""
 
     rows: list[FailingRow]
@@ -170,7 +173,7 @@ def _failing_case_rows(
     con: duckdb.DuckDBPyConnection, ref: RunRef, *, samples: int, limit: int, offset: int = 0
 ) -> Failing:
     """Rows ``offset`` to ``offset + limit`` of the run's failing case predicates, as
-    :func:`eval_pipeline.failures.failing_cases` lists them (hard first, then by case and
+    :func:`eval_pipeline.outcome.failures.failing_cases` lists them (hard first, then by case and
     predicate; a case predicate failing in several samples once, from its first failing
     sample, its reason saying in how many), ordered and cut in the query; then the last
     surfaces of the cases shown."""
@@ -235,7 +238,7 @@ class Flaky:
 
 
 def flaky_of(con: duckdb.DuckDBPyConnection, ref: RunRef, *, samples: int, limit: int) -> Flaky:
-    """:func:`eval_pipeline.samples.flaky_within_run` of the run, its first ``limit`` rows; the
+    """:func:`eval_pipeline.metrics.samples.flaky_within_run` of the run, its first ``limit`` rows; the
     verdict columns are read only when the run has several samples."""
     if samples <= 1:
         return Flaky([], 0, 0)

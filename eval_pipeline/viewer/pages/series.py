@@ -8,9 +8,9 @@ from datetime import datetime
 import duckdb
 import pandas as pd
 
+from eval_pipeline.core import SERIES_COLUMN_NAMES, SERIES_MATCH, SERIES_SQL, Series
 from eval_pipeline.history.runs import RunRef, is_missing, ref_from_row
 from eval_pipeline.history.svg import Chart, Point, trend_svg
-from eval_pipeline.series import SERIES_COLUMN_NAMES, SERIES_MATCH, SERIES_SQL, Series
 from eval_pipeline.viewer.pages.common import (
     NotFound,
 )

@@ -48,7 +48,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eval_pipeline.runtimes.base import RuntimeSpecError
+from eval_pipeline.runtimes import RuntimeSpecError
 from eval_pipeline.tables import TRANSCRIPTS, lane_columns, row_shape
 
 FORMAT_VERSION = 1

@@ -20,17 +20,28 @@ from typing import Any, cast
 import duckdb
 import pandas as pd
 
-from eval_pipeline.failures import FAILING_READS, FirstFailing, evidence_object, failing_cases, fault_counts
+from eval_pipeline.core import OfSeries, Series
 from eval_pipeline.history.runs import RUN_MATCH, RunRef, is_missing
+from eval_pipeline.lanes import LaneSpec, lane_kind
 from eval_pipeline.lanes.metric_rows import MetricRows
-from eval_pipeline.lanes.registry import lane_kind
-from eval_pipeline.lanes.spec import LaneSpec
-from eval_pipeline.predicates.base import Verdict
-from eval_pipeline.predicates.explain import reason as verdict_reason
-from eval_pipeline.samples import samples_in
-from eval_pipeline.scoring import Measurement, Threshold, ThresholdVerdict, VerdictWord, worst_verdict
-from eval_pipeline.series import OfSeries, Series
-from eval_pipeline.stage_files import StageFile, failed, faulted
+from eval_pipeline.metrics import (
+    Measurement,
+    Threshold,
+    ThresholdVerdict,
+    VerdictWord,
+    samples_in,
+    worst_verdict,
+)
+from eval_pipeline.outcome.failures import (
+    FAILING_READS,
+    FirstFailing,
+    evidence_object,
+    failing_cases,
+    fault_counts,
+)
+from eval_pipeline.predicates import Verdict
+from eval_pipeline.predicates import reason as verdict_reason
+from eval_pipeline.tables import StageFile, failed, faulted
 
 # The lane-level checks, by the names their Dagster asset checks carry.
 MEASUREMENT_CHECK = "measurement"

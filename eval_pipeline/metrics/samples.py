@@ -16,9 +16,9 @@ from math import comb
 
 import pandas as pd
 
-from eval_pipeline.flips import flips_by_group
-from eval_pipeline.scoring import MetricValue, counts_added, failing_cases_of
-from eval_pipeline.stage_files import StageFile
+from eval_pipeline.metrics.flips import flips_by_group
+from eval_pipeline.metrics.scoring import MetricValue, counts_added, failing_cases_of
+from eval_pipeline.tables import StageFile
 
 SAMPLE_INDEX = "sample_index"
 SEED_BITS = 31  # fits every runtime's seed parameter (OpenAI's is a signed 64-bit, some take 32)
@@ -153,7 +153,7 @@ def _check_k(n: int, c: int, k: int) -> None:
 def case_samples(case_predicates: pd.DataFrame, k: int | None = None) -> pd.DataFrame:
     """Per case predicate over the run's samples: how many applied and passed, the pass rate,
     pass@k and pass^k (k: the samples that applied, unless given) and the flips between
-    consecutive samples (:func:`eval_pipeline.flips.flips_by_group`, the one definition)."""
+    consecutive samples (:func:`eval_pipeline.metrics.flips.flips_by_group`, the one definition)."""
     table = case_predicates
     if SAMPLE_INDEX not in table.columns:
         table = table.assign(**{SAMPLE_INDEX: 0})

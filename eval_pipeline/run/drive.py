@@ -14,7 +14,7 @@ run ``seed``, sample i of a session is sent with the seed derived from (run seed
 session, i) to a runtime that takes one (its capabilities say ``seeded``), and the seed is
 recorded per turn.
 
-A ``ledger`` (:class:`SessionLedger`, see :mod:`eval_pipeline.ledger`) is asked about each
+A ``ledger`` (:class:`SessionLedger`, see :mod:`eval_pipeline.run.ledger`) is asked about each
 session before it is sent: a session it already holds answers (the journal of an interrupted
 run) is not sent, one its budget no longer allows is not started (its rows are left out), and
 every session sent is handed to it once it ends.
@@ -26,7 +26,7 @@ and since no call is made no latency is measured (``latency_ms`` is null).
 With a response ``cache`` (:mod:`eval_pipeline.runtimes.cache`) a sample of a session whose
 request was answered before is recorded from it (``cached``, no latency, no attempt) and a
 sample answered in full is stored. A turn's tokens come from its reply's ``usage`` and its
-``cost`` from the target's ``price`` (:mod:`eval_pipeline.usage`).
+``cost`` from the target's ``price`` (:mod:`eval_pipeline.metrics.usage`).
 """
 
 from __future__ import annotations
@@ -43,8 +43,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from eval_pipeline.finish_reasons import finish_reason
+from eval_pipeline.core import finish_reason
 from eval_pipeline.lanes.kind import Thread, TurnRequest, requests_of_threads
+from eval_pipeline.metrics import Price, TurnUsage, UsageFault, derive_seed, turn_usage
 from eval_pipeline.runtimes.base import (
     ChatRuntime,
     ChatSession,
@@ -61,9 +62,7 @@ from eval_pipeline.runtimes.faults import (
     split_call_ids,
     with_call_ids,
 )
-from eval_pipeline.samples import derive_seed
 from eval_pipeline.tables import TRANSCRIPTS, frame, lane_columns, nullable_types
-from eval_pipeline.usage import Price, TurnUsage, UsageFault, turn_usage
 
 TurnCallback = Callable[[dict[str, Any]], None]
 StartCallback = Callable[[int], None]

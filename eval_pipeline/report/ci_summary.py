@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from eval_pipeline.dagster_wiring.markdown import escape_markdown, markdown_table
-from eval_pipeline.scoring import VERDICT_ORDER, number_text, worst_verdict
+from eval_pipeline.metrics import VERDICT_ORDER, number_text, worst_verdict
+from eval_pipeline.report.markdown import escape_markdown, markdown_table
 
 GITHUB_COMMENT_LIMIT = 65_536
 FAILING_ROWS_SHOWN = 50  # per lane run

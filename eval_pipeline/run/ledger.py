@@ -1,6 +1,6 @@
 """A run's ledger: the journal it appends to and resumes from, and the budget it spends.
 
-:class:`RunLedger` is the :class:`eval_pipeline.drive.SessionLedger` the transcripts stage
+:class:`RunLedger` is the :class:`eval_pipeline.run.drive.SessionLedger` the transcripts stage
 hands the driver: a session the resumed journal holds (and whose turns are this run's turns)
 is answered from it, a session the budget no longer allows is not started, and every session
 sent is journaled and counted.
@@ -16,8 +16,8 @@ from logging import Logger
 from pathlib import Path
 from typing import Any
 
-from eval_pipeline.budget import Budget, BudgetMeter, BudgetReached, RowCost, row_cost
-from eval_pipeline.journal import (
+from eval_pipeline.lanes import Thread
+from eval_pipeline.run.journal import (
     CorruptRecord,
     JournalIdentity,
     OpenedJournal,
@@ -25,12 +25,11 @@ from eval_pipeline.journal import (
     open_journal,
     session_turns,
 )
-from eval_pipeline.lanes.kind import Thread
 from eval_pipeline.runtimes.base import ChatRuntime, RecordedRuntime, RuntimeSpecError
+from eval_pipeline.runtimes.budget import Budget, BudgetMeter, BudgetReached, RowCost, row_cost
 from eval_pipeline.runtimes.targets import RuntimeTarget
 from eval_pipeline.runtimes.versions import runtime_version
-from eval_pipeline.stage_files import StageFile
-from eval_pipeline.tables import column_values
+from eval_pipeline.tables import StageFile, column_values
 
 Warn = Callable[[str], None]
 
@@ -132,7 +131,7 @@ def open_ledger(
     is_committed: Callable[[str], bool] = nothing_committed,
 ) -> RunLedger:
     """The ledger of run ``run_id``: its journal (taken over from the series' last one with
-    ``resume``, see :func:`eval_pipeline.journal.open_journal`) and its budget's meter."""
+    ``resume``, see :func:`eval_pipeline.run.journal.open_journal`) and its budget's meter."""
     journal = open_journal(
         root, identity, run_id, resume=resume, parent_run_id=parent_run_id, is_committed=is_committed
     )

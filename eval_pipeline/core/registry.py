@@ -15,6 +15,8 @@ import traceback
 from collections.abc import Callable, Iterator
 from typing import Generic, TypeVar
 
+from eval_pipeline.core.problems import CaseProblem, ModuleProblemError
+
 T = TypeVar("T")
 
 
@@ -77,9 +79,8 @@ class Registry(Generic[T]):
 
 
 def module_problem(name: str, exc: BaseException) -> Exception:
-    """The bad-input error (:class:`~eval_pipeline.cases.loading.CaseFileError`, as for a lane
-    file) naming the file and line of module ``name`` where importing it raised ``exc``."""
-    from eval_pipeline.cases.loading import CaseFileError, CaseProblem
+    """The bad-input error (:class:`~eval_pipeline.core.problems.ModuleProblemError`, reported
+    as a lane file's problems are) naming the file and line of module ``name`` where importing it raised ``exc``."""
 
     spec = importlib.util.find_spec(name)
     origin = spec.origin if spec is not None and spec.origin else name
@@ -92,7 +93,7 @@ def module_problem(name: str, exc: BaseException) -> Exception:
             line = frames[-1].lineno
     message = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
     shown = os.path.relpath(origin) if os.path.isabs(origin) and _under_cwd(origin) else origin
-    return CaseFileError([CaseProblem(shown, line, "(import)", f"cannot import {name}: {message}")])
+    return ModuleProblemError([CaseProblem(shown, line, "(import)", f"cannot import {name}: {message}")])
 
 
 def _under_cwd(path: str) -> bool:

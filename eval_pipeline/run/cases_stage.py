@@ -1,7 +1,7 @@
 """Stage 1, the cases: a split's case files validated and written as the cases table.
 
 A big file (:data:`PARALLEL_MIN_LINES` lines or more) is cut into line ranges validated side
-by side by the worker processes (:mod:`eval_pipeline.workers`), each writing its ranges' cases
+by side by the worker processes (:mod:`eval_pipeline.run.workers`), each writing its ranges' cases
 to a file of its own. This process takes those files
 in file order, checks ids across ranges and files, cuts the batches the way one process
 would, and writes the stage file: the table, and every problem, are the same either way.
@@ -21,16 +21,20 @@ from typing import Any, Protocol, Self, TypeVar
 import pandas as pd
 import pyarrow as pa
 
+from eval_pipeline.cases import (
+    CaseFileError,
+    CaseProblem,
+    CaseStream,
+    FirstUses,
+    LineRange,
+    LoadedCase,
+    line_ranges,
+)
 from eval_pipeline.cases.batch import remember_models
-from eval_pipeline.cases.jsonl import LineRange, line_ranges
-from eval_pipeline.cases.loading import CaseFileError, CaseProblem, CaseStream, FirstUses, LoadedCase
-from eval_pipeline.collector import each_without_collector
-from eval_pipeline.lanes.kind import LaneKind
-from eval_pipeline.lanes.registry import lane_kind
-from eval_pipeline.lanes.spec import LaneSpec
-from eval_pipeline.stage_files import StageFile, StageWriter, batch_turns
-from eval_pipeline.tables import CASES
-from eval_pipeline.workers import in_order, worker_count
+from eval_pipeline.core import each_without_collector
+from eval_pipeline.lanes import LaneKind, LaneSpec, lane_kind
+from eval_pipeline.run.workers import in_order, worker_count
+from eval_pipeline.tables import CASES, StageFile, StageWriter, batch_turns
 
 # Cases whose turns are counted together while the cases stage cuts its batches.
 THREAD_CHUNK = 1_000
@@ -98,7 +102,7 @@ def write_cases(
         else:
             kind = lane_kind(spec)
             stream = CaseStream(paths, kind.case_model)
-            # The collector runs between batches, not within one (see eval_pipeline.collector).
+            # The collector runs between batches, not within one (see eval_pipeline.core.collector).
             for loaded, turns in each_without_collector(_case_batches(kind, stream, spec, split, budget)):
                 writer.write_table(_case_table(loaded, split, turns, remember=True))
             problems = stream.problems

@@ -7,7 +7,7 @@ from typing import Any
 
 import pandas as pd
 
-from eval_pipeline.scoring import number_text
+from eval_pipeline.metrics import number_text
 
 # Every ASCII punctuation character CommonMark lets a backslash escape and that could start
 # markup: emphasis, code, links and images, tables, headings, lists, strikethrough.

@@ -20,8 +20,7 @@ from datetime import datetime
 
 import pandas as pd
 
-from eval_pipeline.failures import case_faults, last_surfaces
-from eval_pipeline.outcome import HARD, FailingItem
+from eval_pipeline.outcome import HARD, FailingItem, case_faults, last_surfaces
 
 # What XML 1.0 forbids (most C0 controls, U+FFFE, U+FFFF, surrogates); a surface may hold it.
 _XML_ILLEGAL = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")

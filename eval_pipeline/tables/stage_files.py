@@ -7,7 +7,7 @@ empty row group), so the stages of a run stream side by side: a stage reads batc
 input, scores it, writes it, and lets it go. Memory is bounded by a batch, not by the run.
 
 Every stage scores a case from that case's rows alone (turn and case predicates), and a
-lane's metrics add up over batches (see :func:`eval_pipeline.pipeline.merge_batches`), so a
+lane's metrics add up over batches (see :func:`eval_pipeline.run.pipeline.merge_batches`), so a
 run scored in batches has the tables and metrics of the same run scored in one piece.
 """
 
@@ -26,8 +26,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from eval_pipeline.settings import whole_number_env
-from eval_pipeline.tables import filled, nullable_types, to_arrow
+from eval_pipeline.core import whole_number_env
+from eval_pipeline.tables.columns import filled, nullable_types, to_arrow
 
 BATCH_TURNS_ENV = "EVAL_PIPELINE_BATCH_TURNS"
 DEFAULT_BATCH_TURNS = 20_000
@@ -226,7 +226,7 @@ def in_cases(case_ids: Sequence[str]) -> pc.Expression:
 
 # A table's run-level facts (DataFrame.attrs: the metrics table's judged outcome), kept as the
 # Parquet file's key-value metadata and handed back with the table to whoever reads it.
-OUTCOME_ATTR = "eval_pipeline.outcome"
+OUTCOME_ATTR = "eval_pipeline.outcome.run_outcome"
 
 
 def read_table(path: Path) -> pd.DataFrame:

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from eval_pipeline.budget import Budget
-from eval_pipeline.limits import MAX_CONCURRENCY, MAX_REPEAT
+from eval_pipeline.core import MAX_CONCURRENCY, MAX_REPEAT
+from eval_pipeline.runtimes.budget import Budget
 from eval_pipeline.runtimes.targets import RuntimeTarget
 
 

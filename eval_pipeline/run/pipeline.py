@@ -19,45 +19,47 @@ import pandas as pd
 import pyarrow as pa
 from pydantic import BaseModel
 
+from eval_pipeline.cases import LoadedCase, load_cases
 from eval_pipeline.cases.batch import CaseBatch
-from eval_pipeline.cases.loading import LoadedCase, load_cases
-from eval_pipeline.cases_stage import case_paths, write_cases
-from eval_pipeline.collector import collector_paused, each_without_collector
-from eval_pipeline.drive import SessionLedger, StartCallback, TurnCallback, drive, replayed
+from eval_pipeline.core import collector_paused, each_without_collector
+from eval_pipeline.lanes import LaneSpec, lane_kind
 from eval_pipeline.lanes.kind import SCORED_COLUMNS, LaneKind, Scored, Thread, turn_requests, turns_of_threads
-from eval_pipeline.lanes.registry import lane_kind
-from eval_pipeline.lanes.spec import LaneSpec
-from eval_pipeline.runtimes.base import ChatRuntime, RecordedRuntime
-from eval_pipeline.runtimes.cache import ResponseCache
-from eval_pipeline.samples import (
+from eval_pipeline.metrics import (
     SAMPLE_INDEX,
+    USAGE_COLUMNS,
+    MetricValue,
+    Price,
+    ThresholdVerdict,
     all_samples,
+    counts_added,
+    failing_cases_of,
+    judge,
     per_sample,
     pool,
     rows_of_sample,
     sample_frames,
+    usage_metrics,
 )
-from eval_pipeline.scoring import (
-    MetricValue,
-    ThresholdVerdict,
-    counts_added,
-    failing_cases_of,
-    judge,
-)
-from eval_pipeline.stage_files import StageFile, StageWriter, aligned_batch, aligned_count
+from eval_pipeline.run.cases_stage import case_paths, write_cases
+from eval_pipeline.run.drive import SessionLedger, StartCallback, TurnCallback, drive, replayed
+from eval_pipeline.run.workers import in_order, worker_count
+from eval_pipeline.runtimes.base import ChatRuntime, RecordedRuntime
+from eval_pipeline.runtimes.cache import ResponseCache
 from eval_pipeline.tables import (
     CASE_PREDICATES,
     METRICS,
     RUN_COLUMN_NAMES,
     TRANSCRIPTS,
     TURN_PREDICATES,
+    StageFile,
+    StageWriter,
+    aligned_batch,
+    aligned_count,
     column_values,
     frame,
     lane_columns,
     to_arrow,
 )
-from eval_pipeline.usage import USAGE_COLUMNS, Price, usage_metrics
-from eval_pipeline.workers import in_order, worker_count
 
 T = TypeVar("T")
 
@@ -187,7 +189,7 @@ def sample_metrics(
 
 
 def pooled(kind: LaneKind, measured: SampleMetrics) -> list[MetricValue]:
-    """The metrics of a run: each sample's values pooled (:func:`eval_pipeline.samples.pool`)."""
+    """The metrics of a run: each sample's values pooled (:func:`eval_pipeline.metrics.samples.pool`)."""
     every = kind.derive_metrics(measured.all_samples) if measured.all_samples is not None else []
     return pool([kind.derive_metrics(values) for values in measured.per_sample], every)
 
@@ -256,14 +258,14 @@ def drive_cases(
 ) -> StageFile:
     """Stage 2: the transcripts of every case batch, driven and written batch by batch.
 
-    ``ledger`` answers, limits and keeps sessions (:func:`eval_pipeline.drive.drive`);
+    ``ledger`` answers, limits and keeps sessions (:func:`eval_pipeline.run.drive.drive`);
     ``stopped`` is called before the file is finished and raises when the run must not go on
     (a budget left sessions unsent), so no partial transcripts file is left.
 
     A lane whose threads share a session (a warm session plays every case) is driven in one
     piece, its rows then written in the cases' batches: the session cannot be cut. A recording
-    answers each batch's turns at once (:func:`eval_pipeline.drive.replayed`), session or not.
-    ``cache`` and ``price`` are :func:`eval_pipeline.drive.drive`'s."""
+    answers each batch's turns at once (:func:`eval_pipeline.run.drive.replayed`), session or not.
+    ``cache`` and ``price`` are :func:`eval_pipeline.run.drive.drive`'s."""
     if on_start:
         on_start(repeat * int(cases.read(["turns"])["turns"].fillna(0).sum()))
     with StageWriter(TRANSCRIPTS, folder) as writer:

@@ -1,7 +1,7 @@
 """Column contracts of the tables that flow between stages and into history.
 
 Stage functions produce the *lane columns*; the Dagster wiring adds the *run columns*
-(run_id and the columns of the run's series, :mod:`eval_pipeline.series`) that every stored
+(run_id and the columns of the run's series, :mod:`eval_pipeline.core.series`) that every stored
 table carries. One pyarrow schema per table keeps Parquet files of different runs and lanes
 union-compatible.
 """
@@ -280,7 +280,7 @@ def lane_columns(schema: pa.Schema) -> list[str]:
 
 def kind_columns(schema: pa.Schema) -> list[str]:
     """The columns a lane kind produces, scoring one sample: the stage's lane columns but
-    ``sample_index``, which per-sample scoring adds (eval_pipeline.samples.per_sample)."""
+    ``sample_index``, which per-sample scoring adds (eval_pipeline.metrics.samples.per_sample)."""
     return [name for name in lane_columns(schema) if name != "sample_index"]
 
 

@@ -12,7 +12,7 @@ from typing import Literal, Protocol
 import numpy as np
 import pandas as pd
 
-from eval_pipeline.intervals import wilson_interval
+from eval_pipeline.metrics.intervals import wilson_interval
 from eval_pipeline.predicates.explain import not_applicable_why
 
 ThresholdOp = Literal[">=", "<=", "==", ">", "<"]

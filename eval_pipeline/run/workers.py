@@ -21,8 +21,7 @@ from concurrent.futures.process import BrokenProcessPool
 from multiprocessing import current_process, get_context
 from typing import TypeVar
 
-from eval_pipeline.collector import return_arrow_memory
-from eval_pipeline.settings import whole_number_env
+from eval_pipeline.core import return_arrow_memory, whole_number_env
 
 T = TypeVar("T")
 

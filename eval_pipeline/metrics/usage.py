@@ -30,10 +30,8 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
-from eval_pipeline.durations import duration_text
-from eval_pipeline.finish_reasons import TOKEN_LIMIT
-from eval_pipeline.runtimes.faults import TurnFault
-from eval_pipeline.scoring import MetricValue
+from eval_pipeline.core import TOKEN_LIMIT, duration_text
+from eval_pipeline.metrics.scoring import MetricValue
 
 TURNS_DRIVEN = "turns_driven"
 PROMPT_TOKENS = "prompt_tokens"
@@ -90,12 +88,13 @@ TOKENS_PER_PRICE_UNIT = 1_000_000
 MAX_TOKEN_COUNT = 2**53 - 1
 
 
-class UsageFault(TurnFault):
+class UsageFault(ValueError):
     """A reply's usage that cannot be a turn's: a token count that is not a whole number in
-    range, or tokens whose cost at the target's price is not finite."""
+    range, or tokens whose cost at the target's price is not finite. The driver records it as
+    the turn's fault (its ``error``), the answer kept."""
 
     def __init__(self, message: str) -> None:
-        super().__init__(f"usage_fault: {message}", kind="usage_fault")
+        super().__init__(f"usage_fault: {message}")
 
 
 class Price(BaseModel):

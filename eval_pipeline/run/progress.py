@@ -1,6 +1,6 @@
 """Progress of a long run: a rich progress bar for the CLI, periodic log lines for Dagster.
 
-Both are ``on_turn`` callbacks for :func:`eval_pipeline.drive.drive` (called from worker
+Both are ``on_turn`` callbacks for :func:`eval_pipeline.run.drive.drive` (called from worker
 threads, hence the lock) with a ``start(turns_to_drive)`` for its ``on_start``, and take many
 turns at once through ``add_turns`` (a recording answers all of its turns in one call). They
 share one tally, :class:`TurnTally`.

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from eval_pipeline.scoring import VerdictWord
+from eval_pipeline.metrics import VerdictWord
 
 VERDICT_COLOURS: Mapping[VerdictWord, str] = {
     "pass": "#1b7f3b",

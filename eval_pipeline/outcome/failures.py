@@ -15,9 +15,9 @@ from typing import Any
 
 import pandas as pd
 
-from eval_pipeline.collector import each_without_collector
+from eval_pipeline.core import each_without_collector
+from eval_pipeline.metrics import SAMPLE_INDEX
 from eval_pipeline.runtimes.faults import split_call_ids
-from eval_pipeline.samples import SAMPLE_INDEX
 
 # Hard (blocking) results first: they are what a reader acts on first.
 _SEVERITY_ORDER = {"hard": 0, "error": 0, "ERROR": 0, "report": 1, "warn": 1, "WARN": 1}
@@ -68,8 +68,8 @@ def failing_cases(
     first failing sample, its reason saying in how many samples it failed.
 
     The batches hold :data:`FAILING_READS` and the long columns (``message``, ``evidence``);
-    with ``read_long`` (a stage file's :meth:`~eval_pipeline.stage_files.StageFile.batch`),
-    :data:`FAILING_READS` alone, as :meth:`~eval_pipeline.stage_files.StageFile.batches` gives
+    with ``read_long`` (a stage file's :meth:`~eval_pipeline.tables.stage_files.StageFile.batch`),
+    :data:`FAILING_READS` alone, as :meth:`~eval_pipeline.tables.stage_files.StageFile.batches` gives
     them (a row's index is its place in its batch): the long columns are then read only of
     the batches that hold a row shown."""
     heads: list[pd.DataFrame] = []  # each batch's first rows, in order

@@ -16,7 +16,7 @@ from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from eval_pipeline.builtin import BUILTIN_LANES, DAGSTER_YAML, EXAMPLE_LANE, WORKSPACE_YAML
-from eval_pipeline.settings import (
+from eval_pipeline.core import (
     DEFAULT_LANES,
     DEFAULT_STATE,
     MARKER_FILE,

@@ -1,0 +1,81 @@
+"""One lane evaluation, stage by stage, as plain functions (pipeline, cases_stage): the
+driver that sends the turns (drive), the journal and ledger a run resumes from and spends
+its budget through, the progress it reports and the worker processes it shares work with.
+
+What other rooms use is exported here and loaded on first use."""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from eval_pipeline.run.cases_stage import write_cases
+    from eval_pipeline.run.drive import samples_to_drive
+    from eval_pipeline.run.journal import JournalIdentity, remove_journals
+    from eval_pipeline.run.ledger import cases_sha256, transcripts_ledger
+    from eval_pipeline.run.pipeline import (
+        drive_cases,
+        lane_threads,
+        measure,
+        metric_rows,
+        score_cases,
+        score_turns,
+    )
+    from eval_pipeline.run.progress import FanOut, LogProgress, NoProgress, ProgressObserver, rich_progress
+    from eval_pipeline.run.request import DriveSettings, LaneRunRequest, RunRequest
+    from eval_pipeline.run.workers import worker_count
+
+_EXPORTS: dict[str, str] = {
+    "DriveSettings": "request",
+    "FanOut": "progress",
+    "JournalIdentity": "journal",
+    "LaneRunRequest": "request",
+    "LogProgress": "progress",
+    "NoProgress": "progress",
+    "ProgressObserver": "progress",
+    "RunRequest": "request",
+    "cases_sha256": "ledger",
+    "drive_cases": "pipeline",
+    "lane_threads": "pipeline",
+    "measure": "pipeline",
+    "metric_rows": "pipeline",
+    "remove_journals": "journal",
+    "rich_progress": "progress",
+    "samples_to_drive": "drive",
+    "score_cases": "pipeline",
+    "score_turns": "pipeline",
+    "transcripts_ledger": "ledger",
+    "worker_count": "workers",
+    "write_cases": "cases_stage",
+}
+__all__ = [
+    "DriveSettings",
+    "FanOut",
+    "JournalIdentity",
+    "LaneRunRequest",
+    "LogProgress",
+    "NoProgress",
+    "ProgressObserver",
+    "RunRequest",
+    "cases_sha256",
+    "drive_cases",
+    "lane_threads",
+    "measure",
+    "metric_rows",
+    "remove_journals",
+    "rich_progress",
+    "samples_to_drive",
+    "score_cases",
+    "score_turns",
+    "transcripts_ledger",
+    "worker_count",
+    "write_cases",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
