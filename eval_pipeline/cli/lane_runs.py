@@ -48,7 +48,7 @@ from eval_pipeline.runtimes.budget import check_priced
 from eval_pipeline.runtimes.names import stands_for
 from eval_pipeline.runtimes.options import parse_runtime_options
 from eval_pipeline.runtimes.registry import build_runtime, split_spec
-from eval_pipeline.runtimes.targets import TargetsFileError, find_target
+from eval_pipeline.runtimes.targets import RuntimeTarget, TargetsFileError, find_target
 from eval_pipeline.runtimes.unsupplied import lane_telemetry, unsupplied_fields, unsupplied_note
 from eval_pipeline.runtimes.warm import warm_runtimes
 from eval_pipeline.tables import StageFile, batch_turns
@@ -419,12 +419,7 @@ def run_lanes(ctx: typer.Context, request: RunRequest) -> None:
         check_priced(request.drive.budget_for(target), target.name, target.price)
         # Dagster loads only now, while a worker pool the runtime started loads its runtime.
         with frozen_after():
-            from eval_pipeline.dagster_wiring.code_location import EXECUTOR_ENV
-            from eval_pipeline.dagster_wiring.launch import (
-                check_celery_spec,
-                ensure_instance,
-                materialize_lane,
-            )
+            from eval_pipeline.dagster_wiring.launch import ensure_instance, materialize_lane
             from eval_pipeline.dagster_wiring.tags import HIDDEN_TAG_PREFIX
 
         lane, split = list(request.lanes) or None, request.split
@@ -446,15 +441,7 @@ def run_lanes(ctx: typer.Context, request: RunRequest) -> None:
             pairs = _recorded_pairs(recording, pairs, prepared, named=bool(lane))
         tomorrow = datetime.now(UTC).date() + timedelta(days=1)  # east of UTC it may already be tomorrow
         day = run_night(request.date or datetime.now(UTC).date().isoformat(), latest=tomorrow)
-        executor = request.executor or (
-            "celery" if os.environ.get(EXECUTOR_ENV) == "celery" else "in_process"
-        )
-        if executor == "celery":
-            check_celery_spec(target)
-        if executor == "celery" and not celery_broker():
-            raise KeyError(
-                f"--executor celery needs a broker: set {CELERY_BROKER_ENV} (e.g. redis://host:6379/0)"
-            )
+        executor = _executor(request, target)
     if not target.declared and not request.as_json:  # a derived name says nothing of what it runs
         err().print(
             f"runtime {target.name}: {stands_for(target.spec, target.options)} (not declared in evals/runtimes.yaml)",
@@ -484,6 +471,22 @@ def run_lanes(ctx: typer.Context, request: RunRequest) -> None:
             _print(outcome, split_spec(target.spec)[0])
     _write_outputs(request, batch_id, outcomes, notifier, night=day, instance=instance)
     raise typer.Exit(_exit_code(outcomes, summary=not request.as_json))
+
+
+def _executor(request: RunRequest, target: RuntimeTarget) -> str:
+    """Where the steps run: ``--executor``, else celery when EVAL_PIPELINE_EXECUTOR says so, else
+    in process. Celery needs a broker, and a spec without secrets (its run config is stored)."""
+    from eval_pipeline.dagster_wiring.code_location import EXECUTOR_ENV
+    from eval_pipeline.dagster_wiring.launch import check_celery_spec
+
+    executor = request.executor or ("celery" if os.environ.get(EXECUTOR_ENV) == "celery" else "in_process")
+    if executor == "celery":
+        check_celery_spec(target)
+        if not celery_broker():
+            raise KeyError(
+                f"--executor celery needs a broker: set {CELERY_BROKER_ENV} (e.g. redis://host:6379/0)"
+            )
+    return executor
 
 
 def _write_outputs(

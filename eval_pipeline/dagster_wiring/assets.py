@@ -11,7 +11,8 @@ tested without Dagster. A partition is one series (case set × runtime target, s
 # No `from __future__ import annotations` here: Dagster reads these annotations (config and
 # resource parameters) at definition time and cannot resolve them from strings.
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
@@ -43,7 +44,7 @@ from eval_pipeline.history import append_run, commit_run, find_regressions, lane
 from eval_pipeline.history.store import is_committed
 from eval_pipeline.history.views import connect, refresh
 from eval_pipeline.lanes import LaneSpec, lane_kind
-from eval_pipeline.metrics import FLAKY_READS, flaky_within_run, judge, measurement, samples_in
+from eval_pipeline.metrics import FLAKY_READS, MetricValue, flaky_within_run, samples_in
 from eval_pipeline.outcome import FAILING_READS, FirstFailing, RunOutcome, failing_cases, judge_run, rounded
 from eval_pipeline.report import markdown_table
 from eval_pipeline.run import (
@@ -51,6 +52,7 @@ from eval_pipeline.run import (
     JournalIdentity,
     LogProgress,
     ProgressObserver,
+    RunLedger,
     cases_sha256,
     drive_cases,
     measure,
@@ -62,10 +64,11 @@ from eval_pipeline.run import (
     transcripts_ledger,
     write_cases,
 )
-from eval_pipeline.runtimes import RuntimeSpecError
+from eval_pipeline.runtimes import ChatRuntime, RuntimeSpecError
 from eval_pipeline.runtimes.budget import check_priced
 from eval_pipeline.runtimes.cache import ResponseCache, target_cache
 from eval_pipeline.runtimes.redaction import redacted_spec
+from eval_pipeline.runtimes.targets import RuntimeTarget
 from eval_pipeline.tables import (
     CASE_PREDICATES,
     CASES,
@@ -200,20 +203,53 @@ def _case_files(spec: LaneSpec, case_set: str, config: CasesConfig) -> tuple[str
 
 def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
     """The asset group of one lane (key prefix and group name = the lane's name)."""
-    partitions = lane_partitions(spec)
-    prefix = [spec.name]
-    keys = {stage: dg.AssetKey([*prefix, stage]) for stage in STAGES}
+    lane = _Lane.of(spec)
+    return [
+        _cases_asset(lane),
+        _transcripts_asset(lane),
+        _turn_predicates_asset(lane),
+        _case_predicates_asset(lane),
+        _metrics_asset(lane),
+        _history_asset(lane),
+    ]
 
-    def ins(*stages: str) -> dict[str, dg.AssetIn]:
+
+@dataclass(frozen=True)
+class _Lane:
+    """What every asset of a lane's group shares: the lane, its stages' keys, its partitions,
+    and the arguments every stage asset is declared with."""
+
+    spec: LaneSpec
+    keys: dict[str, dg.AssetKey]
+    partitions: dg.PartitionsDefinition
+    prefix: list[str]
+    common: dict[str, Any]
+
+    @classmethod
+    def of(cls, spec: LaneSpec) -> "_Lane":
+        partitions = lane_partitions(spec)
+        prefix = [spec.name]
+        return cls(
+            spec,
+            {stage: dg.AssetKey([*prefix, stage]) for stage in STAGES},
+            partitions,
+            prefix,
+            {
+                "key_prefix": prefix,
+                "group_name": spec.name,
+                "partitions_def": partitions,
+                "io_manager_key": "tables_io_manager",
+            },
+        )
+
+    def ins(self, *stages: str) -> dict[str, dg.AssetIn]:
         """The lane's upstream stages an asset reads, by their parameter names."""
-        return {stage: dg.AssetIn(keys[stage]) for stage in stages}
+        return {stage: dg.AssetIn(self.keys[stage]) for stage in stages}
 
-    common: dict[str, Any] = {
-        "key_prefix": prefix,
-        "group_name": spec.name,
-        "partitions_def": partitions,
-        "io_manager_key": "tables_io_manager",
-    }
+
+def _cases_asset(lane: _Lane) -> dg.AssetsDefinition:
+    spec = lane.spec
+    common = lane.common
 
     @dg.asset(
         name="cases",
@@ -240,6 +276,14 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
             },
         )
 
+    return cases
+
+
+def _transcripts_asset(lane: _Lane) -> dg.AssetsDefinition:
+    spec = lane.spec
+    common = lane.common
+    ins = lane.ins
+
     @dg.asset(
         name="transcripts",
         description="Every turn sent to the runtime and what it answered (faults recorded per turn).",
@@ -259,8 +303,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
         run_columns = _run_columns(context, spec, cases)
         target = runtime.target(run_columns["runtime"])
         settings = runtime.settings
-        budget = settings.budget_for(target)
-        check_priced(budget, target.name, target.price)
+        check_priced(settings.budget_for(target), target.name, target.price)
         # The slot first: a runtime may start processes or open connections when it is built.
         step_key = context.get_step_execution_context().step.key
         with (
@@ -269,28 +312,18 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
         ):
             cache = target_cache(target.spec, target.options) if settings.caches(target) else None
             samples = samples_to_drive(chat_runtime, settings.samples_for(target, spec.repeat))
-            ledger = transcripts_ledger(
-                chat_runtime,
-                settings.journal_root(context.instance),
-                JournalIdentity(
-                    lane=spec.name,
-                    split=run_columns["split"],
-                    case_set=run_columns["case_set"],
-                    cases_sha256=cases_sha256(cases, spec.name, spec.version),
-                    runtime=target.name,
-                    # The cache's, when it has one (asked once); else told by the ledger.
-                    runtime_version=None if cache is None else cache.runtime_version,
-                    samples=samples,
-                    seed=settings.seed,
-                ),
-                target,
-                context.run.run_id,
-                resume=settings.resume or context.run.parent_run_id is not None,  # a re-execution resumes
-                parent_run_id=context.run.parent_run_id,
-                budget=budget,
-                log=context.log,
-                is_committed=partial(is_committed, history.resolved_root(), spec.name),
+            identity = JournalIdentity(
+                lane=spec.name,
+                split=run_columns["split"],
+                case_set=run_columns["case_set"],
+                cases_sha256=cases_sha256(cases, spec.name, spec.version),
+                runtime=target.name,
+                # The cache's, when it has one (asked once); else told by the ledger.
+                runtime_version=None if cache is None else cache.runtime_version,
+                samples=samples,
+                seed=settings.seed,
             )
+            ledger = _ledger(context, runtime, history.resolved_root(), chat_runtime, identity, target)
             try:
                 context.log.info(
                     f"driving {target.name} ({redacted_spec(chat_runtime.spec)}) over {cases.row_count} cases"
@@ -319,22 +352,81 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
                     ledger.close()
                 if cache is not None:
                     cache.close()
-        note = ledger.note if ledger is not None else ""
-        if note:
+        if note := ledger.note if ledger is not None else "":
             context.log.info(note)
-        errors = table.read(["case_id", "error"], where=faulted())
         return dg.Output(
-            table,
-            metadata={
-                "dagster/row_count": table.row_count,
-                "turns": table.row_count,
-                "errors": len(errors),
-                "runtime": target.name,
-                "runtime_spec": redacted_spec(chat_runtime.spec),
-                **({JOURNAL_METADATA: note} if note else {}),
-                **({} if cache is None else cache_metadata(cache)),
-            },
+            table, metadata=_transcripts_metadata(table, target.name, chat_runtime.spec, note, cache)
         )
+
+    return transcripts
+
+
+def _metrics_metadata(
+    values: Sequence[MetricValue], series: str, outcome: RunOutcome, rows: int
+) -> dict[str, Any]:
+    """The metrics materialization's metadata: each metric's value, plotted per series (the
+    asset's plots draw every materialization of a label as one line, so a label shared by two
+    runtime targets would zigzag between them), the metrics that could not be computed, and
+    whether the run measured its runtime."""
+    return {
+        **{
+            series_label(m.metric, series): dg.MetadataValue.float(rounded(m.value))
+            for m in values
+            if m.value is not None
+        },
+        "missing_metrics": dg.MetadataValue.json([m.metric for m in values if m.value is None]),
+        "runtime": outcome.runtime,
+        "measurement": "void" if outcome.void else "measured",
+        "dagster/row_count": rows,
+        **viewer_link(outcome.run_id),
+    }
+
+
+def _ledger(
+    context: dg.AssetExecutionContext,
+    runtime: RunRuntime,
+    history_root: str,
+    chat_runtime: ChatRuntime,
+    identity: JournalIdentity,
+    target: RuntimeTarget,
+) -> RunLedger | None:
+    """The transcripts step's ledger (journal, budget): resumed from the series' interrupted
+    run when asked, or when the run re-executes a failed one; refusing a committed run's journal."""
+    settings = runtime.settings
+    return transcripts_ledger(
+        chat_runtime,
+        settings.journal_root(context.instance),
+        identity,
+        target,
+        context.run.run_id,
+        resume=settings.resume or context.run.parent_run_id is not None,  # a re-execution resumes
+        parent_run_id=context.run.parent_run_id,
+        budget=settings.budget_for(target),
+        log=context.log,
+        is_committed=partial(is_committed, history_root, identity.lane),
+    )
+
+
+def _transcripts_metadata(
+    table: StageFile, runtime: str, spec: str, journal_note: str, cache: ResponseCache | None
+) -> dict[str, Any]:
+    """What the transcripts step says of its run: turns and faults, the runtime it drove (its
+    spec redacted), its journal and its response cache."""
+    return {
+        "dagster/row_count": table.row_count,
+        "turns": table.row_count,
+        "errors": len(table.read(["case_id", "error"], where=faulted())),
+        "runtime": runtime,
+        "runtime_spec": redacted_spec(spec),
+        **({JOURNAL_METADATA: journal_note} if journal_note else {}),
+        **({} if cache is None else cache_metadata(cache)),
+    }
+
+
+def _turn_predicates_asset(lane: _Lane) -> dg.AssetsDefinition:
+    spec = lane.spec
+    common = lane.common
+    ins = lane.ins
 
     @dg.asset(
         name="turn_predicates",
@@ -349,6 +441,14 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
     ) -> dg.Output[StageFile]:
         table = score_turns(spec, cases, transcripts, _run_columns(context, spec, cases))
         return dg.Output(table, metadata={"dagster/row_count": table.row_count})
+
+    return turn_predicates
+
+
+def _case_predicates_asset(lane: _Lane) -> dg.AssetsDefinition:
+    spec = lane.spec
+    common = lane.common
+    ins = lane.ins
 
     @dg.asset(
         name="case_predicates",
@@ -376,6 +476,16 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
             },
         )
 
+    return case_predicates
+
+
+def _metrics_asset(lane: _Lane) -> dg.AssetsDefinition:
+    spec = lane.spec
+    keys = lane.keys
+    partitions = lane.partitions
+    common = lane.common
+    ins = lane.ins
+
     @dg.asset(
         name="metrics",
         description=spec.contract_text() or spec.description,
@@ -399,15 +509,12 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
     ) -> Iterator[dg.Output[pd.DataFrame] | dg.AssetCheckResult]:
         values = measure(spec, cases, transcripts, turn_predicates, case_predicates)
         run_columns = _run_columns(context, spec, cases)
-        budget = runtime.target(run_columns["runtime"]).error_budget(spec.max_error_rate)
-        measured = measurement(values, budget)
-        verdicts = judge(spec.effective_thresholds, values, max_error_rate=budget)
-        outcome = judge_run(
+        verdicts, outcome = judge_run(
             spec,
             Series.from_row(run_columns),
             run_columns["run_id"],
-            verdicts,
-            measured,
+            values,
+            runtime.target(run_columns["runtime"]).error_budget(spec.max_error_rate),
             (case_predicates, turn_predicates, transcripts),
         )
         table = frame(
@@ -419,27 +526,9 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
             cases_sha256=content_sha256([Path(f) for f in cases.distinct("file")]),
             pipeline_version=__version__,
         )
-        # One plot per metric *and series*: the asset's plots draw every materialization of a
-        # label as one line, so a label shared by two runtime targets would zigzag between them.
-        series = context.partition_key
-        numeric = {
-            series_label(m.metric, series): dg.MetadataValue.float(rounded(m.value))
-            for m in values
-            if m.value is not None
-        }
-        missing = [m.metric for m in values if m.value is None]
         table.attrs[OUTCOME_ATTR] = outcome.to_json()  # the history step completes and stores it
-        yield dg.Output(
-            table,
-            metadata={
-                **numeric,
-                "missing_metrics": dg.MetadataValue.json(missing),
-                "runtime": run_columns["runtime"],
-                "measurement": "void" if measured.void else "measured",
-                "dagster/row_count": len(table),
-                **viewer_link(run_columns["run_id"]),
-            },
-        )
+        series = context.partition_key
+        yield dg.Output(table, metadata=_metrics_metadata(values, series, outcome, len(table)))
         yield measurement_check_result(outcome, series=series)
         yield from threshold_check_results(
             outcome,
@@ -448,6 +537,16 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
             links=viewer_link(run_columns["run_id"]),
             metric_rows=lane_kind(spec).metric_rows,
         )
+
+    return metrics
+
+
+def _history_asset(lane: _Lane) -> dg.AssetsDefinition:
+    spec = lane.spec
+    keys = lane.keys
+    partitions = lane.partitions
+    prefix = lane.prefix
+    ins = lane.ins
 
     @dg.asset(
         name="history",
@@ -490,14 +589,9 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
                 alpha=spec.regression_alpha,
                 run_id=run_id,
             )
-            # turn_verdicts: the turn predicates without code and evidence (tables.TURN_VERDICTS).
-            stored: dict[str, pd.DataFrame | StageFile] = {
-                "metrics": metrics,
-                "case_predicates": case_predicates,
-                "turn_verdicts": turn_predicates,
-            }
-            if history.keep_transcripts:
-                stored["transcripts"] = transcripts
+            stored = _history_tables(
+                metrics, case_predicates, turn_predicates, transcripts if history.keep_transcripts else None
+            )
             judged = RunOutcome.from_json(metrics.attrs[OUTCOME_ATTR])
             regression = regression_outcome(findings, void=judged.void)
             outcome = judged.with_check(regression)
@@ -526,7 +620,23 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
             check_results=[regression_check_result(regression, findings), gate_check_result(outcome)],
         )
 
-    return [cases, transcripts, turn_predicates, case_predicates, metrics, history_asset]
+    return history_asset
+
+
+def _history_tables(
+    metrics: pd.DataFrame,
+    case_predicates: StageFile,
+    turn_predicates: StageFile,
+    transcripts: StageFile | None,
+) -> dict[str, pd.DataFrame | StageFile]:
+    """The run's tables history keeps, by history table: ``turn_verdicts`` are the turn
+    predicates without code and evidence (tables.TURN_VERDICTS); transcripts when kept."""
+    stored: dict[str, pd.DataFrame | StageFile] = {
+        "metrics": metrics,
+        "case_predicates": case_predicates,
+        "turn_verdicts": turn_predicates,
+    }
+    return stored if transcripts is None else {**stored, "transcripts": transcripts}
 
 
 def _commit_to_history(

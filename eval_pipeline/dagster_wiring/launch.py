@@ -138,23 +138,8 @@ def materialize_lane(
                 register_series(instance, spec.name, [case_set], [target.name])
             if observe:
                 observe_target(instance, target)
-        run_config: dict[str, Any] = {
-            "ops": {
-                f"{spec.name}__cases": {
-                    "config": {"cases_path": cases_path, "split": split if cases_path else ""}
-                }
-            },
-            "loggers": {"console": {"config": {"log_level": request.log_level}}},
-        }
-        run_tags = {
-            **series_tags(series),
-            DATE_TAG: request.date,
-            REPOSITORY_TAG: REPOSITORY_LABEL,
-            HOST_TAG: socket.gethostname(),
-            PID_TAG: str(os.getpid()),
-            **({QUEUE_TAG: target.queue} if target.queue else {}),
-            **request.tags,
-        }
+        run_config = _run_config(spec.name, request)
+        run_tags = _run_tags(series, target, request)
         key = partition_key(case_set, target.name)
         # Definitions loaded now read their state from *this* instance, whatever instance an
         # earlier run in this process left as the current one.
@@ -177,29 +162,67 @@ def materialize_lane(
                     job, run_on, run_config=run_config, tags={**run_tags, **partition_tags}
                 ) as result:
                     return read_outcome(spec, result, series)
-            definitions = build_definitions(
-                [spec],
-                resources={
-                    "runtime": RunRuntime(RuntimeResource(**runtime_config), target, chat_runtime),
-                    "history": HistoryResource(root=request.history_root),
-                    "progress": progress or NoProgress(),
-                    "prepared_cases": PreparedCases(prepared_cases),
-                    "tables_io_manager": ParquetIOManager(base_dir=tables_dir),
-                },
-                executor_name="in_process",
-            )
-            run_id = str(uuid.uuid4())
-            prepare_run_file(run_on.root_directory, run_id)
-            with partitions_remembered(run_on):
-                in_process = definitions.resolve_job_def(job_name(spec)).execute_in_process(
-                    instance=run_on,
-                    partition_key=key,
-                    run_config=run_config,
-                    raise_on_error=False,
-                    run_id=run_id,
-                    tags=run_tags,
-                )
+            resources = {
+                "runtime": RunRuntime(RuntimeResource(**runtime_config), target, chat_runtime),
+                "history": HistoryResource(root=request.history_root),
+                "progress": progress or NoProgress(),
+                "prepared_cases": PreparedCases(prepared_cases),
+                "tables_io_manager": ParquetIOManager(base_dir=tables_dir),
+            }
+            in_process = _execute_in_process(spec, run_on, resources, key, run_config, run_tags)
             return read_outcome(spec, in_process, series)
+
+
+def _execute_in_process(
+    spec: LaneSpec,
+    instance: dg.DagsterInstance,
+    resources: dict[str, Any],
+    partition: str,
+    run_config: dict[str, Any],
+    tags: dict[str, str],
+) -> dg.ExecuteInProcessResult:
+    """The lane's job, run in this process on ``instance`` for one partition, with ``resources``
+    (a run that fails is a result, not an exception)."""
+    definitions = build_definitions([spec], resources=resources, executor_name="in_process")
+    run_id = str(uuid.uuid4())
+    prepare_run_file(instance.root_directory, run_id)
+    with partitions_remembered(instance):
+        return definitions.resolve_job_def(job_name(spec)).execute_in_process(
+            instance=instance,
+            partition_key=partition,
+            run_config=run_config,
+            raise_on_error=False,
+            run_id=run_id,
+            tags=tags,
+        )
+
+
+def _run_config(lane: str, request: LaneRunRequest) -> dict[str, Any]:
+    """The run config of a lane run: its cases step's custom case file (and the split whose rules
+    it runs under), and the console log level."""
+    cases_path = request.cases_path
+    return {
+        "ops": {
+            f"{lane}__cases": {
+                "config": {"cases_path": cases_path, "split": request.split if cases_path else ""}
+            }
+        },
+        "loggers": {"console": {"config": {"log_level": request.log_level}}},
+    }
+
+
+def _run_tags(series: Series, target: RuntimeTarget, request: LaneRunRequest) -> dict[str, str]:
+    """A lane run's tags: its series and night, the code location the UI lists it under, the host
+    and process that run it (dead runs are told by them), its Celery queue, and the caller's."""
+    return {
+        **series_tags(series),
+        DATE_TAG: request.date,
+        REPOSITORY_TAG: REPOSITORY_LABEL,
+        HOST_TAG: socket.gethostname(),
+        PID_TAG: str(os.getpid()),
+        **({QUEUE_TAG: target.queue} if target.queue else {}),
+        **request.tags,
+    }
 
 
 def check_celery_spec(target: RuntimeTarget) -> None:

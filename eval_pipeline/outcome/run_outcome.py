@@ -26,9 +26,12 @@ from eval_pipeline.lanes import LaneSpec, lane_kind
 from eval_pipeline.lanes.metric_rows import MetricRows
 from eval_pipeline.metrics import (
     Measurement,
+    MetricValue,
     Threshold,
     ThresholdVerdict,
     VerdictWord,
+    judge,
+    measurement,
     samples_in,
     worst_verdict,
 )
@@ -376,12 +379,15 @@ def judge_run(
     spec: LaneSpec,
     series: Series,
     run_id: str,
-    verdicts: Sequence[ThresholdVerdict],
-    measured: Measurement,
+    values: Sequence[MetricValue],
+    max_error_rate: float,
     tables: JudgedTables,
-) -> RunOutcome:
-    """The run's outcome, decided once: its checks, its failing items (case rows, and the turn
-    rows of cases judged per turn), its faults and whether it is void."""
+) -> tuple[list[ThresholdVerdict], RunOutcome]:
+    """Judge a run once: its thresholds' verdicts (the metrics table's columns) and its outcome:
+    its checks, its failing items (case rows, and the turn rows of cases judged per turn), its
+    faults and whether it is void (more turns faulted than ``max_error_rate`` allows)."""
+    verdicts = judge(spec.effective_thresholds, values, max_error_rate=max_error_rate)
+    measured = measurement(values, max_error_rate)
     case_predicates, turn_predicates, transcripts = tables
     case_rows = failing_cases(
         case_predicates.batches(FAILING_READS),
@@ -393,7 +399,7 @@ def judge_run(
         ["case_id", "turn_index", "predicate", "passed", "code", "evidence"], where=failed()
     )
     severities = turn_severities(spec.effective_thresholds, lane_kind(spec).metric_rows)
-    return judged_outcome(
+    return verdicts, judged_outcome(
         series,
         run_id,
         verdicts,

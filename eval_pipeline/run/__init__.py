@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from eval_pipeline.run.cases_stage import write_cases
     from eval_pipeline.run.drive import samples_to_drive
     from eval_pipeline.run.journal import JournalIdentity, remove_journals
-    from eval_pipeline.run.ledger import cases_sha256, transcripts_ledger
+    from eval_pipeline.run.ledger import RunLedger, cases_sha256, transcripts_ledger
     from eval_pipeline.run.pipeline import (
         drive_cases,
         lane_threads,
@@ -34,6 +34,7 @@ _EXPORTS: dict[str, str] = {
     "LogProgress": "progress",
     "NoProgress": "progress",
     "ProgressObserver": "progress",
+    "RunLedger": "ledger",
     "RunRequest": "request",
     "cases_sha256": "ledger",
     "drive_cases": "pipeline",
@@ -57,6 +58,7 @@ __all__ = [
     "LogProgress",
     "NoProgress",
     "ProgressObserver",
+    "RunLedger",
     "RunRequest",
     "cases_sha256",
     "drive_cases",

@@ -60,6 +60,73 @@ def served_hosts(
     return list(dict.fromkeys(host.lower() for host in hosts if host))
 
 
+class _Pages:
+    """The viewer's pages over the history at ``root``: each renders one template from one page
+    function of :mod:`eval_pipeline.viewer.pages`."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+
+    def shown(self, con: duckdb.DuckDBPyConnection, template: str, **page: Any) -> str:
+        return render(template, SERVED, runtime_specs=pages.runtime_specs(con), **page)
+
+    def home(self, con: duckdb.DuckDBPyConnection, request: Request) -> str:
+        return self.shown(
+            con,
+            "index.html",
+            title="eval-pipeline view",
+            home=pages.home(con),
+            root=self.root,
+            spark_runs=pages.SPARK_RUNS,
+        )
+
+    def lane(self, con: duckdb.DuckDBPyConnection, request: Request) -> str:
+        name = request.path_params["lane"]
+        reports = pages.lane_reports(con, name)
+        return self.shown(con, "lanes.html", title=f"{name} · eval-pipeline", lanes=reports, root=self.root)
+
+    def series(self, con: duckdb.DuckDBPyConnection, request: Request) -> str:
+        asked = Series(*(_required(request, name) for name in SERIES_COLUMN_NAMES))
+        page = pages.series_page(con, asked)
+        return self.shown(
+            con, "series.html", title=f"{asked.lane} · {asked.split} · {asked.runtime}", page=page
+        )
+
+    def run(self, con: duckdb.DuckDBPyConnection, request: Request) -> str:
+        page = pages.run_page(con, request.path_params["run_id"], _page_number(request))
+        return self.shown(con, "run.html", title=f"run {page.run_id}", page=page, path=request.url.path)
+
+    def case(self, con: duckdb.DuckDBPyConnection, request: Request) -> str:
+        run_id, case_id = request.path_params["run_id"], request.path_params["case_id"]
+        cases = pages.case_pages(con, run_id, case_id)
+        return self.shown(
+            con,
+            "case.html",
+            title=f"{case_id} · run {run_id}",
+            cases=cases,
+            case_id=case_id,
+            run_id=cases[0].ref.run_id,
+        )
+
+    def grid(self, con: duckdb.DuckDBPyConnection, request: Request) -> str:
+        page = pages.grid_page(
+            con,
+            request.path_params["lane"],
+            request.query_params.get("split") or None,
+            filter=request.query_params.get("filter", ""),
+            query=request.query_params.get("q", ""),
+            predicate=request.query_params.get("predicate", ""),
+            page=_page_number(request),
+        )
+        return self.shown(
+            con, "grid.html", title=f"{page.lane} · {page.split} grid", page=page, path=request.url.path
+        )
+
+    def compare(self, con: duckdb.DuckDBPyConnection, request: Request) -> str:
+        page = pages.compare_page(con, _required(request, "a"), _required(request, "b"))
+        return self.shown(con, "compare.html", title=f"{page.run_a} against {page.run_b}", page=page)
+
+
 def make_app(root: str, hosts: Sequence[str] = LOOPBACK_HOSTS) -> Starlette:
     """The viewer over the history at ``root`` (a folder or any fsspec URL), answering requests
     whose ``Host`` is one of ``hosts`` (see :func:`served_hosts`)."""
@@ -80,72 +147,16 @@ def make_app(root: str, hosts: Sequence[str] = LOOPBACK_HOSTS) -> Starlette:
 
         return Route(path, endpoint)
 
-    def shown(con: duckdb.DuckDBPyConnection, template: str, **page: Any) -> str:
-        return render(template, SERVED, runtime_specs=pages.runtime_specs(con), **page)
-
-    def home(con: duckdb.DuckDBPyConnection, request: Request) -> str:
-        return shown(
-            con,
-            "index.html",
-            title="eval-pipeline view",
-            home=pages.home(con),
-            root=root,
-            spark_runs=pages.SPARK_RUNS,
-        )
-
-    def lane(con: duckdb.DuckDBPyConnection, request: Request) -> str:
-        name = request.path_params["lane"]
-        reports = pages.lane_reports(con, name)
-        return shown(con, "lanes.html", title=f"{name} · eval-pipeline", lanes=reports, root=root)
-
-    def series(con: duckdb.DuckDBPyConnection, request: Request) -> str:
-        asked = Series(*(_required(request, name) for name in SERIES_COLUMN_NAMES))
-        page = pages.series_page(con, asked)
-        return shown(con, "series.html", title=f"{asked.lane} · {asked.split} · {asked.runtime}", page=page)
-
-    def run(con: duckdb.DuckDBPyConnection, request: Request) -> str:
-        page = pages.run_page(con, request.path_params["run_id"], _page_number(request))
-        return shown(con, "run.html", title=f"run {page.run_id}", page=page, path=request.url.path)
-
-    def case(con: duckdb.DuckDBPyConnection, request: Request) -> str:
-        run_id, case_id = request.path_params["run_id"], request.path_params["case_id"]
-        cases = pages.case_pages(con, run_id, case_id)
-        return shown(
-            con,
-            "case.html",
-            title=f"{case_id} · run {run_id}",
-            cases=cases,
-            case_id=case_id,
-            run_id=cases[0].ref.run_id,
-        )
-
-    def grid(con: duckdb.DuckDBPyConnection, request: Request) -> str:
-        page = pages.grid_page(
-            con,
-            request.path_params["lane"],
-            request.query_params.get("split") or None,
-            filter=request.query_params.get("filter", ""),
-            query=request.query_params.get("q", ""),
-            predicate=request.query_params.get("predicate", ""),
-            page=_page_number(request),
-        )
-        return shown(
-            con, "grid.html", title=f"{page.lane} · {page.split} grid", page=page, path=request.url.path
-        )
-
-    def compare(con: duckdb.DuckDBPyConnection, request: Request) -> str:
-        page = pages.compare_page(con, _required(request, "a"), _required(request, "b"))
-        return shown(con, "compare.html", title=f"{page.run_a} against {page.run_b}", page=page)
-
+    site = _Pages(root)
     return Starlette(
         routes=[
-            route("/", home),
-            route("/lanes/{lane}", lane),
-            route("/lanes/{lane}/grid", grid),
-            route("/series", series),
-            route("/runs/{run_id}", run),
-            route("/runs/{run_id}/cases/{case_id:path}", case),
-            route("/compare", compare),
+            route("/", site.home),
+            route("/lanes/{lane}", site.lane),
+            route("/lanes/{lane}/grid", site.grid),
+            route("/series", site.series),
+            route("/runs/{run_id}", site.run),
+            route("/runs/{run_id}/cases/{case_id:path}", site.case),
+            route("/compare", site.compare),
         ],
         exception_handlers={404: _no_such_page},
         middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=list(hosts), www_redirect=False)],

@@ -150,6 +150,45 @@ class _GridRows:
     predicates: list[str]
 
 
+def _verdicts_sql(runs_where: str, column: str) -> str:
+    """The grid's verdicts as SQL common table expressions: ``cp``, each case's predicate rows in
+    each run's column (case rows; for a case judged per turn, each predicate over its turns, its
+    severity as the run's outcome lists it), ``by_predicate`` (whether the runs disagree on the
+    case) and ``by_run`` (the case's verdict in each column)."""
+    return f"""
+case_rows AS (
+        SELECT case_id, predicate, passed, severity, {column} AS col FROM case_predicates
+        WHERE {runs_where} AND lane = $lane AND split = $split AND case_set = $split
+          AND coalesce(sample_index, 0) = 0
+    ),
+    turn_severity AS (  -- a predicate judged per turn: its severity, as the run's outcome lists it
+        SELECT DISTINCT {column} AS col, item.predicate AS predicate, item.severity AS severity
+        FROM (SELECT run_id, runtime, unnest(from_json(json_extract(outcome, '$.failing'), '{_ITEM_JSON}')) AS item
+              FROM run_manifests WHERE {runs_where} AND lane = $lane)
+        WHERE item.turn_index IS NOT NULL
+    ),
+    turn_rows AS (  -- a case judged per turn (no case rows): each predicate over its turns
+        SELECT t.case_id, t.predicate, bool_and(t.passed) AS passed,
+               coalesce(any_value(s.severity), 'report') AS severity, t.col
+        FROM (SELECT case_id, predicate, passed, {column} AS col FROM turn_verdicts
+              WHERE {runs_where} AND lane = $lane AND split = $split AND case_set = $split
+                AND coalesce(sample_index, 0) = 0) t
+        LEFT JOIN turn_severity s USING (col, predicate)
+        WHERE (t.case_id, t.col) NOT IN (SELECT case_id, col FROM case_rows)
+        GROUP BY t.case_id, t.predicate, t.col
+    ),
+    cp AS (SELECT * FROM case_rows UNION ALL SELECT * FROM turn_rows),
+    by_predicate AS (
+        SELECT case_id,
+               bool_or(min(coalesce(passed::INT, 2)) <> max(coalesce(passed::INT, 2)) OR count(*) < $runs)
+                   OVER (PARTITION BY case_id) AS disagrees
+        FROM cp GROUP BY case_id, predicate
+        QUALIFY row_number() OVER (PARTITION BY case_id) = 1
+    ),
+    by_run AS (SELECT case_id, col, {_CASE_VERDICT_SQL} AS verdict FROM cp GROUP BY case_id, col),
+    """
+
+
 def _grid_rows(
     con: duckdb.DuckDBPyConnection, runs: list[RunRef], filter: str, query: str, predicate: str, page: int
 ) -> _GridRows:
@@ -175,36 +214,7 @@ def _grid_rows(
     )
     result = con.execute(
         f"""
-        WITH case_rows AS (
-            SELECT case_id, predicate, passed, severity, {column} AS col FROM case_predicates
-            WHERE {runs_where} AND lane = $lane AND split = $split AND case_set = $split
-              AND coalesce(sample_index, 0) = 0
-        ),
-        turn_severity AS (  -- a predicate judged per turn: its severity, as the run's outcome lists it
-            SELECT DISTINCT {column} AS col, item.predicate AS predicate, item.severity AS severity
-            FROM (SELECT run_id, runtime, unnest(from_json(json_extract(outcome, '$.failing'), '{_ITEM_JSON}')) AS item
-                  FROM run_manifests WHERE {runs_where} AND lane = $lane)
-            WHERE item.turn_index IS NOT NULL
-        ),
-        turn_rows AS (  -- a case judged per turn (no case rows): each predicate over its turns
-            SELECT t.case_id, t.predicate, bool_and(t.passed) AS passed,
-                   coalesce(any_value(s.severity), 'report') AS severity, t.col
-            FROM (SELECT case_id, predicate, passed, {column} AS col FROM turn_verdicts
-                  WHERE {runs_where} AND lane = $lane AND split = $split AND case_set = $split
-                    AND coalesce(sample_index, 0) = 0) t
-            LEFT JOIN turn_severity s USING (col, predicate)
-            WHERE (t.case_id, t.col) NOT IN (SELECT case_id, col FROM case_rows)
-            GROUP BY t.case_id, t.predicate, t.col
-        ),
-        cp AS (SELECT * FROM case_rows UNION ALL SELECT * FROM turn_rows),
-        by_predicate AS (
-            SELECT case_id,
-                   bool_or(min(coalesce(passed::INT, 2)) <> max(coalesce(passed::INT, 2)) OR count(*) < $runs)
-                       OVER (PARTITION BY case_id) AS disagrees
-            FROM cp GROUP BY case_id, predicate
-            QUALIFY row_number() OVER (PARTITION BY case_id) = 1
-        ),
-        by_run AS (SELECT case_id, col, {_CASE_VERDICT_SQL} AS verdict FROM cp GROUP BY case_id, col),
+        WITH {_verdicts_sql(runs_where, column)}
         rates AS (  -- each run's pass rate over every case of the grid, whatever the page shows
             SELECT list({{'col': col, 'passing': passing, 'cases': cases}}) AS rates
             FROM (SELECT col, count(*) FILTER (WHERE verdict = 'pass') AS passing, count(*) AS cases
