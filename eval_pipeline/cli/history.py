@@ -27,7 +27,7 @@ WideOption = Annotated[
 
 
 @history_app.callback()
-def history(
+def history(  # noqa: PLR0913
     ctx: typer.Context,
     lane: LaneOption = None,
     metric: Annotated[
@@ -113,7 +113,7 @@ def flaky(
 
 
 @app.command("first-failure")
-def first_failure(
+def first_failure(  # noqa: PLR0913
     ctx: typer.Context,
     case_id: Annotated[str, typer.Argument(help="The case id.")],
     predicate: Annotated[str | None, typer.Option("--predicate", help="Only this predicate.")] = None,
@@ -131,7 +131,7 @@ def first_failure(
 
 
 @app.command("compare")
-def compare(
+def compare(  # noqa: PLR0913
     ctx: typer.Context,
     runtimes: Annotated[
         list[str] | None,

@@ -14,7 +14,7 @@ from eval_pipeline.core import MAX_CONCURRENCY, MAX_REPEAT, frozen_after, histor
 
 
 @app.command()
-def run(
+def run(  # noqa: PLR0913
     ctx: typer.Context,
     lane: Annotated[
         list[str] | None, typer.Option("--lane", "-l", help="Lane to run (repeatable); default: all.")

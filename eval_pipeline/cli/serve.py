@@ -11,7 +11,7 @@ from eval_pipeline.cli.common import EXIT_BAD_INPUT, app, err, out
 
 
 @app.command("serve-reference")
-def serve_reference(
+def serve_reference(  # noqa: PLR0913
     port: Annotated[int, typer.Option(help="Port on 127.0.0.1 (0 picks a free one).")] = 8000,
     latency_ms: Annotated[float, typer.Option(help="Added to every answer, in milliseconds.")] = 0.0,
     fault_rate: Annotated[float, typer.Option(help="Fraction of requests answered 500 or 429.")] = 0.0,

@@ -103,7 +103,7 @@ class MetricFinding:
     flipped_case_ids: tuple[str, ...] = ()  # the cases that went the bad way
 
 
-def find_regressions(
+def find_regressions(  # noqa: PLR0913
     history: str | duckdb.DuckDBPyConnection,
     *,
     series: Series,

@@ -279,7 +279,7 @@ def sessions_of(threads: Sequence[Thread]) -> list[list[Thread]]:
     return list(groups.values())
 
 
-def drive(
+def drive(  # noqa: PLR0913
     runtime: ChatRuntime,
     threads: Sequence[Thread],
     *,
@@ -442,7 +442,7 @@ _ASKED = ("case_id", "sample_index", "turn_index", "role", "prompt")
 _TRANSCRIPT_LANE = pa.schema([TRANSCRIPTS.field(name) for name in TRANSCRIPT_COLUMNS])
 
 
-def _row(
+def _row(  # noqa: PLR0913
     case_id: str,
     turn: TurnRequest,
     *,

@@ -118,7 +118,7 @@ class RunLedger:
         self.journal.writer.close()
 
 
-def open_ledger(
+def open_ledger(  # noqa: PLR0913
     root: Path,
     identity: JournalIdentity,
     run_id: str,
@@ -138,7 +138,7 @@ def open_ledger(
     return RunLedger(journal, BudgetMeter(budget, cost_of) if budget.limited else None, warn)
 
 
-def transcripts_ledger(
+def transcripts_ledger(  # noqa: PLR0913
     runtime: ChatRuntime,
     root: Path,
     identity: JournalIdentity,

@@ -238,7 +238,7 @@ def error_rate(transcripts: pd.DataFrame) -> MetricValue:
 # --- the stages over stage files, one case batch at a time (what the Dagster assets run) ------
 
 
-def drive_cases(
+def drive_cases(  # noqa: PLR0913
     spec: LaneSpec,
     split: str,
     cases: StageFile,
