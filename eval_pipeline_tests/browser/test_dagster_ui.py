@@ -147,7 +147,7 @@ def test_each_series_reads_its_own_checks_and_ad_hoc_runs_stay_out_of_the_launch
     )["assetNodes"][0]
     # The launchpad offers the declared series only: the ad-hoc case set was never registered.
     keys = {d["name"]: d["partitionKeys"] for d in node["partitionKeysByDimension"]}
-    assert keys == {"case_set": ["public"], "runtime": ["reference", "reference-no-gloss", "smollm2"]}
+    assert keys == {"case_set": ["public"], "runtime": ["reference", "reference-no-gloss"]}
     assert ad_hoc_case_set not in keys["case_set"]
     checks = node["assetChecksOrError"]["checks"]
     assert len(checks) == len(find_lane(LANE).effective_thresholds) + 1  # + measurement
@@ -216,9 +216,8 @@ def test_the_readme_tour_clicks_show_what_it_says(webserver: str, tmp_path: Path
         materialize_lane(
             find_lane("refusal_calibration"),
             find_target(target),
+            lane_request("public", NIGHTS[-1]),
             instance=instance,
-            split="public",
-            date=NIGHTS[-1],
         )
     shots = Path(os.environ.get("EVAL_PIPELINE_SCREENSHOTS", tmp_path))
     with browser_page() as page:

@@ -35,5 +35,5 @@ def test_the_readme_picture_is_the_tours_red_run(tmp_path: Path) -> None:
     picture = tmp_path / "picture.png"
     shown = screenshot_tool().take(picture)
     assert picture.read_bytes().startswith(PNG) and picture.stat().st_size > 10_000
-    assert "refusal_calibration · public · reference-no-refusal · fail" in shown
+    assert "refusal_calibration · public · reference-no-refusal spec reference:no-refusal · fail" in shown
     assert "fabrication_rate" in shown and "ERROR" in shown

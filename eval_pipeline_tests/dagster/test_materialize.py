@@ -227,6 +227,14 @@ def test_with_a_viewer_url_the_materialization_and_each_failed_check_link_to_the
     )
     assert event is not None and event.asset_materialization is not None
     assert event.asset_materialization.metadata["viewer"] == dg.MetadataValue.url(page)
-    failed = [c for c in outcome.checks if not c.passed]
-    assert failed and all(c.metadata.get("viewer") == page for c in failed)
-    assert all("viewer" not in c.metadata for c in outcome.checks if c.passed and c.name != "measurement")
+    # The checks as Dagster stored them: a failed one links to the run's page, a passing one not.
+    evaluations = [
+        record.dagster_event.event_specific_data
+        for record in ensure_instance().all_logs(
+            outcome.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION
+        )
+        if record.dagster_event is not None
+    ]
+    failed = [e for e in evaluations if not e.passed]
+    assert failed and all(e.metadata["viewer"] == dg.MetadataValue.url(page) for e in failed)
+    assert all("viewer" not in e.metadata for e in evaluations if e.passed and e.check_name != "measurement")
