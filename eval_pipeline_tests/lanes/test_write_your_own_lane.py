@@ -177,6 +177,7 @@ def project_copy(root: Path) -> Path:
     )
     (root / "evals").mkdir()
     shutil.copyfile(PROJECT_ROOT / "evals" / "runtimes.yaml", root / "evals" / "runtimes.yaml")
+    shutil.copyfile(PROJECT_ROOT / "pyproject.toml", root / "pyproject.toml")  # the project's marker
     for path, text in pasted().items():
         (root / path).parent.mkdir(parents=True, exist_ok=True)
         (root / path).write_text(text, encoding="utf-8")
@@ -194,6 +195,7 @@ def eval_pipeline(root: Path, state: Path, command: str) -> subprocess.Completed
         "DAGSTER_HOME": str(state / "dagster_home"),
     }
     env.pop("EVAL_PIPELINE_EVALS", None)
+    env.pop("EVAL_PIPELINE_PROJECT", None)  # the copy is found from where the command runs
     words = command.split()
     assert words[0] == "eval-pipeline"
     return subprocess.run(
