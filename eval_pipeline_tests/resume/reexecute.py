@@ -5,13 +5,15 @@ re-execution succeeded."""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import dagster as dg
 from dagster._core.definitions.reconstruct import ReconstructableRepository
 
 from eval_pipeline.dagster_wiring.launch import CODE_LOCATION_MODULE, ensure_instance
-from eval_pipeline_tests.paths import PROJECT_ROOT
 
+# The repository this script is in (run as a script, the test package is not importable).
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 REEXECUTION_TAGS = {"dagster/parent_run_id", "dagster/root_run_id", "dagster/is_resume_retry"}
 
 
