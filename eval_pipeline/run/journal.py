@@ -117,8 +117,10 @@ def decode_record(line: bytes) -> dict[str, Any]:
     return record
 
 
-# What a journaled turn holds: a transcript row's lane columns, and no other.
-TRANSCRIPT_ROW = row_shape(TRANSCRIPTS, lane_columns(TRANSCRIPTS), only=True)
+# What a journaled turn holds: a transcript row's lane columns, and no other; a journal written
+# before a column existed lacks it (read as null).
+ADDED_COLUMNS = ("finish_reason",)
+TRANSCRIPT_ROW = row_shape(TRANSCRIPTS, lane_columns(TRANSCRIPTS), only=True, optional=ADDED_COLUMNS)
 
 
 def session_misfit(record: Mapping[str, Any]) -> str | None:

@@ -227,6 +227,7 @@ class RowShape:
 
     columns: tuple[tuple[str, Callable[[Any], bool], str], ...]  # (name, takes a value, what it takes)
     only: bool  # no other key allowed
+    optional: frozenset[str] = frozenset()  # columns a row written before they existed lacks (null)
 
     def misfit(self, row: Any) -> str | None:
         """Why ``row`` is not such a row (None: it is)."""
@@ -234,20 +235,28 @@ class RowShape:
             return f"a row is {_shown(row)}, expected an object"
         for name, takes, expected in self.columns:
             if name not in row:
-                return f"a row has no {', '.join(n for n, _, _ in self.columns if n not in row)}"
+                if name in self.optional:
+                    continue
+                missing = [n for n, _, _ in self.columns if n not in row and n not in self.optional]
+                return f"a row has no {', '.join(missing)}"
             value = row[name]
             if value is not None and not takes(value):
                 return f"{name} is {_shown(value)}, expected {expected}"
-        if self.only and len(row) != len(self.columns):
-            known = {name for name, _, _ in self.columns}
+        known = {name for name, _, _ in self.columns}
+        if self.only and any(name not in known for name in row):
             extra = [_shown(name) for name in row if name not in known][:3]
             return f"a row has unknown field(s) {', '.join(extra)}"
         return None
 
 
-def row_shape(schema: pa.Schema, names: Iterable[str], *, only: bool = False) -> RowShape:
-    """The :class:`RowShape` of ``schema``'s columns ``names`` (with ``only``, no other key)."""
-    return RowShape(tuple((name, *_takes(schema.field(name).type)) for name in names), only)
+def row_shape(
+    schema: pa.Schema, names: Iterable[str], *, only: bool = False, optional: Iterable[str] = ()
+) -> RowShape:
+    """The :class:`RowShape` of ``schema``'s columns ``names`` (with ``only``, no other key;
+    ``optional`` ones may be absent: a row written before they existed)."""
+    return RowShape(
+        tuple((name, *_takes(schema.field(name).type)) for name in names), only, frozenset(optional)
+    )
 
 
 def _takes(kind: pa.DataType) -> tuple[Callable[[Any], bool], str]:

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from eval_pipeline.run.journal import JournalIdentity, open_journal, read_journal
+from eval_pipeline.run.journal import ADDED_COLUMNS, JournalIdentity, open_journal, read_journal
 from eval_pipeline.runtimes.cache import ANSWER_FIELDS, REQUEST_FIELDS, ResponseCache, entry_payload
 from eval_pipeline.tables.columns import TRANSCRIPTS, frame, lane_columns, to_arrow
 
@@ -55,6 +55,7 @@ def row(case_id: str, turn: int) -> dict[str, Any]:
         "cost": 0.001,
         "cached": False,
         "ttft_ms": None,
+        "finish_reason": "stop",
     }
 
 
@@ -74,7 +75,9 @@ def _cell(change: Callable[[str, random.Random], tuple[str, Any]]) -> Mutation:
 
 
 def _without(record: dict[str, Any], rng: random.Random) -> dict[str, Any]:
-    del rng.choice(record["rows"])[rng.choice(COLUMNS)]
+    """A row missing a column it cannot lack (one a journal written before it existed may lack
+    reads as null)."""
+    del rng.choice(record["rows"])[rng.choice([c for c in COLUMNS if c not in ADDED_COLUMNS])]
     return record
 
 
