@@ -88,7 +88,14 @@ def _lane_lines(lane: LaneSummary) -> list[str]:
         lines += [f"**Failing cases** ({lane.failing_total} result(s)):", ""]
         table = markdown_table(
             lane.failing_rows,
-            ("case_id", "turn", "predicate", "severity", "reason"),
+            # the turn, when a case judged per turn failed at one
+            (
+                "case_id",
+                *(["turn"] if any(row.get("turn") for row in lane.failing_rows) else []),
+                "predicate",
+                "severity",
+                "reason",
+            ),
             limit=FAILING_ROWS_SHOWN,
             more="failing results (eval-pipeline show RUN lists them all)",
             total=lane.failing_total,

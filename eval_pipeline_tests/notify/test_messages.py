@@ -25,7 +25,11 @@ MEASURED = CheckOutcome("measurement", True, "ERROR", None, None, "pass", "2 of 
 
 
 def lane_run(
-    checks: tuple[CheckOutcome, ...], *, cases: int = 0, reason: str = "a confident definition"
+    checks: tuple[CheckOutcome, ...],
+    *,
+    cases: int = 0,
+    reason: str = "a confident definition",
+    void: bool = False,
 ) -> LaneRun:
     failing = tuple(FailingCase(f"case_{i:05d}", "no_fabrication", f"{reason} #{i}") for i in range(cases))
     return LaneRun(
@@ -35,6 +39,7 @@ def lane_run(
         checks=checks,
         failing_cases=failing[:5],
         failing_total=cases,
+        void=void,  # the run's outcome says it (notify derives nothing)
     )
 
 
@@ -89,7 +94,8 @@ def test_events_of_a_run_follow_its_checks_and_the_previous_run() -> None:
         (
             CheckOutcome("measurement", False, "ERROR", None, None, "void", "40 of 40 turns faulted"),
             CheckOutcome("refusal_rate", False, "ERROR", None, ">= 0.95", "void"),
-        )
+        ),
+        void=True,
     )
     assert [e.kind for e in lane_run_events(void_run, previous_failed=False)] == ["void"]
 
