@@ -125,7 +125,9 @@ def test_show_prints_each_samples_turns_and_verdicts_under_its_number(
     case_id = str(run.case_predicates["case_id"].iloc[0])
     turns = run.transcripts[run.transcripts["case_id"] == case_id]
     verdicts = run.case_predicates[run.case_predicates["case_id"] == case_id]
-    print_case(RunTables("r", "sampled", run.case_predicates, run.transcripts, run.turn_predicates), case_id)
+    print_case(
+        RunTables("r", "sampled", run.case_predicates, run.transcripts, run.turn_predicates, None), case_id
+    )
     printed = capsys.readouterr().out
     for sample in range(REPEAT):
         assert f"· sample {sample}\n" in printed
