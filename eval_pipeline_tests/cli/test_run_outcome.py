@@ -112,7 +112,7 @@ def test_a_lane_judged_per_turn_shows_its_failing_turns_on_every_surface(
 
 
 def test_a_declared_lane_judged_per_turn_without_case_rows_names_its_failing_turns(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, history_root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A lane whose probe is judged per turn with no ``case_rows``: its failing case is listed
     and `show --case` finds it."""
@@ -154,12 +154,35 @@ metrics:
         encoding="utf-8",
     )
     monkeypatch.setenv("EVAL_PIPELINE_EVALS", str(evals))
-    result = cli("run", "--lane", "per_turn_inventory", "--runtime", "bare")
+    junit = tmp_path / "junit.xml"
+    result = cli("run", "--lane", "per_turn_inventory", "--runtime", "bare", "--junit", str(junit))
     assert result.returncode == EXIT_CHECK_FAILED, result.stdout + result.stderr
     assert "belief_probe · turn 0 · no_dotted_inventory · hard · dotted_inventory" in result.stdout
-    case = cli("show", _run_id(result.stdout), "--case", "belief_probe")
+    run = _run_id(result.stdout)
+    shown = cli("show", run)
+    assert "belief_probe · turn 0 · no_dotted_inventory · hard · dotted_inventory" in shown.stdout
+    case = cli("show", run, "--case", "belief_probe")
     assert case.returncode == 0, case.stderr
     assert "fail no_dotted_inventory [dotted_inventory]" in case.stdout
+    (suite,) = junitparser.JUnitXml.fromfile(str(junit))
+    failed = {tc.name: tc.result[0] for tc in suite if tc.result}
+    assert "belief_probe" in failed and "turn 0: " in str(failed["belief_probe"].message)
+
+    with connect(str(history_root)) as con:
+        (ref,) = find_runs(con, run)
+    evaluations = {
+        e.dagster_event.event_specific_data.check_name: e.dagster_event.event_specific_data
+        for e in dg.DagsterInstance.get().all_logs(
+            ref.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION
+        )
+        if e.dagster_event is not None
+    }
+    assert "belief\\_probe | turn 0 |" in str(
+        evaluations["inventory_free_rate"].metadata["failing_case_table"].value
+    )
+    with serving(str(history_root)) as url:
+        status, page = get(f"{url}/runs/{ref.run_id}")
+    assert status == 200 and "No failing case." not in page and "belief_probe" in page
 
 
 def test_no_regression_reads_n_a_on_a_void_run(history_root: Path) -> None:
