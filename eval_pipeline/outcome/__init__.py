@@ -6,9 +6,8 @@ What other rooms use is exported here and loaded on first use."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from eval_pipeline.core.faces import lazy_exports
+import importlib
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from eval_pipeline.outcome.failures import (
@@ -88,4 +87,8 @@ __all__ = [
 ]
 
 
-__getattr__ = lazy_exports(__name__, _EXPORTS)
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
