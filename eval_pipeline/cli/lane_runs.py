@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
+from collections.abc import Mapping, Sequence
 from contextlib import closing
 from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
@@ -49,7 +50,7 @@ from eval_pipeline.runtimes.names import stands_for
 from eval_pipeline.runtimes.options import parse_runtime_options
 from eval_pipeline.runtimes.registry import build_runtime, split_spec
 from eval_pipeline.runtimes.targets import RuntimeTarget, TargetsFileError, find_target
-from eval_pipeline.runtimes.unsupplied import lane_telemetry, unsupplied_fields, unsupplied_note
+from eval_pipeline.runtimes.unsupplied import unsupplied_note
 from eval_pipeline.runtimes.warm import warm_runtimes
 from eval_pipeline.tables import StageFile, batch_turns
 
@@ -170,7 +171,14 @@ def _document(batch_id: str, outcomes: list[LaneOutcome]) -> dict[str, Any]:
                 "failing_results": 0 if o.outcome is None else o.outcome.failing_results,
                 "failing_cases": 0 if o.outcome is None else o.outcome.failing_cases,
                 "faults": fault_counts(o.transcripts) if o.transcripts is not None else [],
-                "unsupplied_fields": _unsupplied(o)[0],
+                "telemetry_not_supplied": _lists(o.outcome.telemetry_not_supplied if o.outcome else {}),
+                "unsupplied_fields": list(
+                    dict.fromkeys(
+                        f
+                        for read in (o.outcome.telemetry_not_supplied if o.outcome else {}).values()
+                        for f in read
+                    )
+                ),
                 "turn_predicates": _with_evidence(_records(o.turn_predicates)),
                 "case_predicates": _with_evidence(_records(o.case_predicates)),
             }
@@ -182,21 +190,14 @@ def _verdict(word: str) -> str:
     return f"[{rich_style(word)}]{word}[/]"
 
 
-def _unsupplied(outcome: LaneOutcome) -> tuple[list[str], int]:
-    """The answer fields the lane's predicates read that the runtime supplied on no answered
-    turn, and how many turns were answered."""
-    stored = outcome.files.get("transcripts")
-    read = list(lane_telemetry(outcome.lane))
-    if stored is None or not read:
-        return [], 0
-    turns = stored.read(["error", *read])
-    return unsupplied_fields(turns, read), int(turns["error"].isna().sum())
+def _lists(mapping: Mapping[str, Sequence[str]]) -> dict[str, list[str]]:
+    return {name: list(values) for name, values in mapping.items()}
 
 
 def _print_unsupplied(outcome: LaneOutcome, scheme: str) -> None:
-    fields, answered = _unsupplied(outcome)
-    if fields:
-        note = unsupplied_note(fields, answered, scheme, lane_telemetry(outcome.lane))
+    """The one line naming the predicates that read n/a without the runtime's telemetry."""
+    if outcome.outcome is not None and outcome.outcome.telemetry_not_supplied:
+        note = unsupplied_note(outcome.outcome.telemetry_not_supplied, scheme)
         out().print(Text(f"  {note}"), highlight=False)
 
 

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from eval_pipeline.metrics.intervals import wilson_interval
+from eval_pipeline.predicates.base import TELEMETRY_NOT_SUPPLIED
 from eval_pipeline.predicates.explain import not_applicable_why
 
 ThresholdOp = Literal[">=", "<=", "==", ">", "<"]
@@ -310,6 +311,9 @@ class ThresholdVerdict:
     void: bool = False
     statistic: Statistic = "mean"
     void_reason: str = ""
+    # Its metric's every row was not applicable because the runtime supplied none of the
+    # telemetry the predicate reads: the check says nothing of the runtime (n/a, not void).
+    not_applicable: bool = False
 
     @property
     def gated_value(self) -> float | None:
@@ -322,6 +326,8 @@ class ThresholdVerdict:
 
     @property
     def word(self) -> VerdictWord:
+        if self.not_applicable:
+            return "n/a"
         return verdict_word(self.passed, self.threshold.severity, void=self.void)
 
 
@@ -346,12 +352,26 @@ def judge(
         statistic = gated_statistic(t.statistic, t.op, metric.samples)
         gated = metric.statistic(statistic)
         reason = measured.explain() if measured.void else "" if gated is not None else not_measured(metric)
+        unsupplied = bool(reason) and not measured.void and without_telemetry(metric)
         verdicts.append(
             ThresholdVerdict(
-                t, metric, compare(gated, t.op, t.value) and not reason, bool(reason), statistic, reason
+                t,
+                metric,
+                compare(gated, t.op, t.value) and not reason,
+                bool(reason) and not unsupplied,
+                statistic,
+                reason,
+                unsupplied,
             )
         )
     return verdicts
+
+
+def without_telemetry(metric: MetricValue) -> bool:
+    """Whether ``metric`` measured nothing only because the runtime supplied none of the
+    telemetry its predicate reads (every row of it coded ``telemetry_not_supplied``)."""
+    codes = {code for code, _ in metric.not_applicable}
+    return metric.value is None and codes == {TELEMETRY_NOT_SUPPLIED}
 
 
 def not_measured(metric: MetricValue) -> str:

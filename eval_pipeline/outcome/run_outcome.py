@@ -19,6 +19,8 @@ from typing import Any, cast
 
 import duckdb
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from eval_pipeline.core import OfSeries, Series
 from eval_pipeline.history.runs import RUN_MATCH, RunRef, is_missing
@@ -44,6 +46,7 @@ from eval_pipeline.outcome.failures import (
 )
 from eval_pipeline.predicates import Verdict
 from eval_pipeline.predicates import reason as verdict_reason
+from eval_pipeline.predicates.base import TELEMETRY_NOT_SUPPLIED
 from eval_pipeline.tables import StageFile, failed, faulted
 
 # The lane-level checks, by the names their Dagster asset checks carry.
@@ -112,6 +115,9 @@ class RunOutcome(OfSeries):
     failing_cases: int = 0  # distinct cases among them
     faults: tuple[Mapping[str, Any], ...] = ()  # failures.fault_counts entries
     void_reason: str = ""  # set when the run did not measure its runtime (the void rule: Measurement)
+    # The predicates whose rows read n/a because the runtime supplied none of the telemetry
+    # they read → those fields (decided where the rows were built: predicates.telemetry).
+    telemetry_not_supplied: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def void(self) -> bool:
@@ -184,6 +190,10 @@ class RunOutcome(OfSeries):
             failing_cases=int(document["failing_cases"]),
             faults=tuple(document["faults"]),
             void_reason=str(document.get("void_reason") or ""),
+            telemetry_not_supplied={
+                str(name): tuple(fields)
+                for name, fields in (document.get("telemetry_not_supplied") or {}).items()
+            },
         )
 
 
@@ -216,10 +226,11 @@ def failed_sentence(verdict: ThresholdVerdict) -> str:
 def threshold_check(verdict: ThresholdVerdict) -> CheckOutcome:
     """A threshold's verdict as a check: what failed first, then which cases, then why it exists."""
     m, t = verdict.metric, verdict.threshold
-    sentences = [f"void: {verdict.void_reason}" if verdict.void else t.reason]
+    said = {"void": f"void: {verdict.void_reason}", "n/a": f"n/a: {verdict.void_reason}"}
+    sentences = [said.get(verdict.word, t.reason)]
     if m.failing_case_ids and not verdict.passed:
         sentences.insert(0, failing_sentence(m.failing_case_ids))
-    if not verdict.passed and not verdict.void:
+    if not verdict.passed and verdict.word not in said:
         sentences.insert(0, failed_sentence(verdict))
     return CheckOutcome(
         name=t.metric,
@@ -356,8 +367,10 @@ def judged_outcome(
     measured: Measurement,
     failing: tuple[list[FailingItem], int, int],
     faulted_turns: pd.DataFrame,
+    not_supplied: pd.DataFrame | None = None,
 ) -> RunOutcome:
-    """The outcome of a judged run (before history adds its regression check)."""
+    """The outcome of a judged run (before history adds its regression check); ``not_supplied``:
+    rows (predicate, evidence) coded ``telemetry_not_supplied``."""
     items, results, cases = failing
     return RunOutcome(
         series=series,
@@ -368,7 +381,19 @@ def judged_outcome(
         failing_cases=cases,
         faults=tuple(fault_counts(faulted_turns)),
         void_reason=measured.explain() if measured.void else "",
+        telemetry_not_supplied=_not_supplied(not_supplied),
     )
+
+
+def _not_supplied(rows: pd.DataFrame | None) -> dict[str, tuple[str, ...]]:
+    """Each predicate of ``rows`` (coded ``telemetry_not_supplied``) → the fields its evidence
+    names, in predicate order."""
+    if rows is None or rows.empty:
+        return {}
+    found: dict[str, tuple[str, ...]] = {}
+    for row in rows.drop_duplicates("predicate").sort_values("predicate").to_dict("records"):
+        found[str(row["predicate"])] = tuple(evidence_object(row["evidence"]).get("unsupplied") or ())
+    return found
 
 
 # A judged run's stage files: case predicates, turn predicates, transcripts.
@@ -399,6 +424,13 @@ def judge_run(
         ["case_id", "turn_index", "predicate", "passed", "code", "evidence"], where=failed()
     )
     severities = turn_severities(spec.effective_thresholds, lane_kind(spec).metric_rows)
+    unsupplied = pc.field("code") == pa.scalar(TELEMETRY_NOT_SUPPLIED)
+    not_supplied = pd.concat(
+        [
+            table.read(["predicate", "code", "evidence"], where=unsupplied)
+            for table in (turn_predicates, case_predicates)
+        ]
+    )
     return verdicts, judged_outcome(
         series,
         run_id,
@@ -406,6 +438,7 @@ def judge_run(
         measured,
         failing_items(case_rows, turn_rows, severities),
         transcripts.read(["case_id", "error"], where=faulted()),
+        not_supplied,
     )
 
 

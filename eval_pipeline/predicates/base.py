@@ -20,6 +20,8 @@ from eval_pipeline.core import Registry
 
 PASS = "ok"
 TURN_ERROR = "turn_error"
+# The code of a row whose predicate reads telemetry the runtime never supplied (see telemetry.py).
+TELEMETRY_NOT_SUPPLIED = "telemetry_not_supplied"
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from eval_pipeline.core import with_truncation
-from eval_pipeline.predicates.base import PASS, TURN_ERROR, Verdict
+from eval_pipeline.predicates.base import PASS, PREDICATES, TELEMETRY_NOT_SUPPLIED, TURN_ERROR, Verdict
 
 EXCERPT_CHARS = 70
 
@@ -134,6 +134,7 @@ _REASONS: dict[str, _Template] = {
 # check's reason); a code missing here says so in general words.
 _NOT_APPLICABLE_WHY: dict[str, str] = {
     "no_telemetry": "no {row} carried telemetry",
+    TELEMETRY_NOT_SUPPLIED: "the runtime supplied none of the telemetry it reads",
     "first_ask": "every {row} was a prompt's first ask",
     "first_ask_not_grounded": "no prompt asked again was grounded at its first ask",
     "repeat": "every {row} repeated an earlier prompt",
@@ -154,6 +155,9 @@ def reason(predicate: str, verdict: Verdict) -> str:
     """The sentence stored as ``message``: why ``predicate`` passed, failed or did not apply.
     A failure on a turn the runtime cut at its token limit says so (evidence ``finish_reason``):
     the answer may fail only because it was never finished."""
+    if verdict.passed is None and verdict.code == TELEMETRY_NOT_SUPPLIED:
+        fields = ", ".join(PREDICATES.get(predicate).reads)
+        return f"{predicate} does not apply: the runtime supplied none of the telemetry it reads ({fields})."
     if verdict.passed is None:
         return f"{predicate} does not apply here ({verdict.code.replace('_', ' ')})."
     if verdict.passed or verdict.code == PASS:

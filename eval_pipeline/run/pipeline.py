@@ -9,7 +9,7 @@ same way wherever it runs.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -40,11 +40,13 @@ from eval_pipeline.metrics import (
     sample_frames,
     usage_metrics,
 )
+from eval_pipeline.predicates.telemetry import without_telemetry
 from eval_pipeline.run.cases_stage import case_paths, write_cases
 from eval_pipeline.run.drive import SessionLedger, StartCallback, TurnCallback, drive, replayed
 from eval_pipeline.run.workers import in_order, worker_count
 from eval_pipeline.runtimes.base import ChatRuntime, RecordedRuntime
 from eval_pipeline.runtimes.cache import ResponseCache
+from eval_pipeline.runtimes.unsupplied import kind_telemetry, unsupplied_predicates
 from eval_pipeline.tables import (
     CASE_PREDICATES,
     METRICS,
@@ -106,7 +108,7 @@ def metric_rows(metrics: Sequence[MetricValue], verdicts: Sequence[ThresholdVerd
                 "threshold_op": verdict.threshold.op if verdict else None,
                 "threshold": verdict.threshold.value if verdict else None,
                 "severity": verdict.threshold.severity if verdict else None,
-                "passed": verdict.passed if verdict else None,
+                "passed": verdict.passed if verdict and verdict.word != "n/a" else None,
                 "verdict": verdict.word if verdict else "n/a",
                 "samples": m.samples,
                 "ci_low": m.interval[0] if m.interval else None,
@@ -133,23 +135,48 @@ class LaneRun:
 
 
 def turn_predicate_table(
-    kind: LaneKind, cases: Sequence[BaseModel], transcripts: pd.DataFrame
+    kind: LaneKind,
+    cases: Sequence[BaseModel],
+    transcripts: pd.DataFrame,
+    *,
+    unsupplied: Mapping[str, Sequence[str]] | None = None,
 ) -> pd.DataFrame:
-    """Stage 3: per-turn verdicts (lane columns of TURN_PREDICATES), each sample scored on its own."""
-    return per_sample(
+    """Stage 3: per-turn verdicts (lane columns of TURN_PREDICATES), each sample scored on its
+    own; the rows of the ``unsupplied`` predicates (the run's :func:`telemetry_unsupplied`)
+    not applicable."""
+    table = per_sample(
         transcripts, lambda rows, _: kind.turn_predicates(cases, rows), lane_columns(TURN_PREDICATES)
     )
+    return without_telemetry(table, unsupplied or {})
 
 
 def case_predicate_table(
-    kind: LaneKind, cases: Sequence[BaseModel], transcripts: pd.DataFrame, turn_predicates: pd.DataFrame
+    kind: LaneKind,
+    cases: Sequence[BaseModel],
+    transcripts: pd.DataFrame,
+    turn_predicates: pd.DataFrame,
+    *,
+    unsupplied: Mapping[str, Sequence[str]] | None = None,
 ) -> pd.DataFrame:
-    """Stage 4: per-case verdicts and assertion results (lane columns of CASE_PREDICATES), per sample."""
-    return per_sample(
+    """Stage 4: per-case verdicts and assertion results (lane columns of CASE_PREDICATES), per
+    sample; the rows of the ``unsupplied`` predicates not applicable."""
+    table = per_sample(
         transcripts,
         lambda rows, index: kind.case_predicates(cases, rows, rows_of_sample(turn_predicates, index)),
         lane_columns(CASE_PREDICATES),
     )
+    return without_telemetry(table, unsupplied or {})
+
+
+def telemetry_unsupplied(spec: LaneSpec, transcripts: StageFile) -> dict[str, tuple[str, ...]]:
+    """The lane's predicates that read only telemetry the runtime supplied on no answered turn
+    of the run (:func:`eval_pipeline.runtimes.unsupplied.unsupplied_predicates`), over every
+    turn of the run at once: both scoring stages apply this one decision to every batch."""
+    kind = lane_kind(spec)
+    fields = list(kind_telemetry(kind))
+    if not fields:
+        return {}
+    return unsupplied_predicates(kind, transcripts.read(["error", *fields]))
 
 
 @dataclass(frozen=True)
@@ -320,9 +347,8 @@ def score_turns(
     folder: str | Path | None = None,
 ) -> StageFile:
     """Stage 3 over stage files: each batch's turn predicates."""
-    return _score_batches(
-        spec, TURN_PREDICATES, turn_predicate_table, [cases, transcripts], run_columns, folder
-    )
+    score = partial(turn_predicate_table, unsupplied=telemetry_unsupplied(spec, transcripts))
+    return _score_batches(spec, TURN_PREDICATES, score, [cases, transcripts], run_columns, folder)
 
 
 def score_cases(
@@ -335,7 +361,8 @@ def score_cases(
 ) -> StageFile:
     """Stage 4 over stage files: each batch's case predicates."""
     inputs = [cases, transcripts, turn_predicates]
-    return _score_batches(spec, CASE_PREDICATES, case_predicate_table, inputs, run_columns, folder)
+    score = partial(case_predicate_table, unsupplied=telemetry_unsupplied(spec, transcripts))
+    return _score_batches(spec, CASE_PREDICATES, score, inputs, run_columns, folder)
 
 
 # A stage of this many case batches or more is worked on by the worker processes, a batch

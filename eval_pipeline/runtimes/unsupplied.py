@@ -2,11 +2,11 @@
 
 A runtime may answer with a surface only (an OpenAI-compatible server that sends no
 ``grounding_source``, a bot returning a plain string). Its turns then record those fields as
-null, and predicates that read them count each as missing (``grounding_source`` as ``none``),
-so a lane can fail for what the adapter was never told to read. The run says so: the fields
-the lane's predicates read (each predicate declares the telemetry it reads, ``reads=``) that no
-answered turn carried, which of its predicates read them, and, per adapter, how to supply them.
-A lane none of whose predicates reads a field says nothing of it.
+null. A predicate that reads only fields no answered turn of the run carried (each predicate
+declares the telemetry it reads, ``reads=``) says nothing of such a runtime: the run decides
+so once (:func:`unsupplied_predicates`), its rows read not applicable and metrics over it are
+missing, and the run names those predicates in one line, with how to supply the fields per
+adapter. A lane none of whose predicates reads a field says nothing of it.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 
 from eval_pipeline.predicates.base import TURN_VIEW_COLUMNS
+from eval_pipeline.predicates.telemetry import not_supplied
 
 # The TurnResponse fields besides the surface that a predicate can read (what a TurnView holds).
 PREDICATE_READ_FIELDS: tuple[str, ...] = tuple(
@@ -45,22 +46,27 @@ def telemetry_readers(predicates: Sequence[str]) -> dict[str, list[str]]:
     return {field: readers[field] for field in PREDICATE_READ_FIELDS if field in readers}
 
 
-def lane_telemetry(lane: str) -> dict[str, list[str]]:
-    """:func:`telemetry_readers` of the predicates lane ``lane`` declares (none for a lane kind
-    that declares none, such as i18n_prompt's assertions; every field, read by unnamed
-    predicates, for a lane not found)."""
-    from eval_pipeline.lanes.registry import find_lane, lane_kind
-
-    try:
-        kind = lane_kind(find_lane(lane))
-    except (KeyError, ValueError, LookupError):
-        return {field: [] for field in PREDICATE_READ_FIELDS}
+def kind_telemetry(kind: object) -> dict[str, list[str]]:
+    """:func:`telemetry_readers` of the predicates a lane kind declares (none for a kind that
+    declares none, such as i18n_prompt's assertions)."""
     declaration = getattr(kind, "declaration", None)
     if declaration is None:
         return {}
     names = [name for rule in declaration.turn_predicates for name in rule.predicates]
     names += [name for rule in declaration.case_predicates for name in rule.predicates]
     return telemetry_readers(names)
+
+
+def unsupplied_predicates(kind: object, transcripts: pd.DataFrame) -> dict[str, tuple[str, ...]]:
+    """The decision, made once per run: which of the kind's predicates read only telemetry the
+    runtime supplied on no answered turn of ``transcripts`` (every sample of the run; columns
+    ``error`` and the fields), each with the fields it reads. Their rows read not applicable
+    (:func:`eval_pipeline.predicates.telemetry.without_telemetry`). None when no turn was answered."""
+    readers = kind_telemetry(kind)
+    if not readers:
+        return {}
+    absent = unsupplied_fields(transcripts, list(readers))
+    return not_supplied([name for field in absent for name in readers[field]], absent)
 
 
 def unsupplied_fields(transcripts: pd.DataFrame, fields: Sequence[str] = PREDICATE_READ_FIELDS) -> list[str]:
@@ -72,22 +78,13 @@ def unsupplied_fields(transcripts: pd.DataFrame, fields: Sequence[str] = PREDICA
     return [name for name in fields if answered[name].isna().all()]
 
 
-def unsupplied_note(
-    fields: Sequence[str],
-    answered_turns: int,
-    scheme: str,
-    readers: Mapping[str, Sequence[str]] | None = None,
-) -> str:
-    """One sentence: which fields were never supplied, which predicates (``readers``) read them
-    and what that does, how to supply them."""
+def unsupplied_note(not_supplied: Mapping[str, Sequence[str]], scheme: str) -> str:
+    """One sentence: which predicates read n/a because the runtime never supplied the telemetry
+    they read (``not_supplied``: predicate → fields, the run's decision), and how to supply it."""
     how = _HOW_TO_SUPPLY.get(scheme, "have the runtime supply them")
-    named = list(dict.fromkeys(p for field in fields for p in (readers or {}).get(field, ())))
-    who = (
-        f"{', '.join(named)} read {'it' if len(fields) == 1 else 'them'}"
-        if named
-        else "predicates that read them"
-    )
+    fields = list(dict.fromkeys(name for read in not_supplied.values() for name in read))
+    who = "it reads" if len(not_supplied) == 1 else "they read"
     return (
-        f"the runtime never supplied {', '.join(fields)} (null on all {answered_turns} answered turns): "
-        f"{who} and count each as missing; {how.format(field=fields[0])}"
+        f"n/a without runtime telemetry: {', '.join(not_supplied)} ({who} {', '.join(fields)}, "
+        f"which the runtime never supplied); {how.format(field=fields[0])}"
     )
