@@ -30,7 +30,7 @@ def test_a_server_that_sends_no_such_field_is_recorded_as_not_supplying_it() -> 
     assert (turn["grounding_source"], turn["surface_tag"], turn["epistemic_status"]) == (None, None, None)
 
 
-def test_the_run_says_which_fields_the_runtime_never_supplied_and_how_to_map_them() -> None:
+def test_the_run_names_in_one_line_the_predicates_that_read_na_and_how_to_map_their_fields() -> None:
     with scripted(PLAIN) as server:
         result = CliRunner().invoke(
             app,
@@ -43,11 +43,12 @@ def test_the_run_says_which_fields_the_runtime_never_supplied_and_how_to_map_the
     assert result.exit_code in (0, 1), result.output
     text = " ".join(result.stdout.split())
     assert (
-        "the runtime never supplied grounding_source, surface_tag (null on all 2 answered turns): "
-        "surface_provenance_match read them and count each as missing; map them to the response with "
+        "n/a without runtime telemetry: surface_provenance_match (it reads grounding_source, surface_tag, "
+        "which the runtime never supplied); map them to the response with "
         """-o 'response_fields={"grounding_source": "<dotted path>"}' """
         "(default path: choices.0.message.grounding_source)"
     ) in text, result.stdout
+    assert text.count("without runtime telemetry") == 1, result.stdout
 
 
 def test_a_lane_none_of_whose_predicates_reads_a_field_says_nothing_of_it() -> None:
@@ -73,7 +74,7 @@ def test_a_lane_none_of_whose_predicates_reads_a_field_says_nothing_of_it() -> N
     assert "never supplied" not in said["refusal_calibration"]
     assert "never supplied" not in said["i18n_prompt"]
     assert (
-        "the runtime never supplied grounding_source (null on all 8 answered turns): is_grounded, "
-        "no_topic_drift_to_none read it and count each as missing"
+        "n/a without runtime telemetry: is_grounded, no_topic_drift_to_none (they read grounding_source, "
+        "which the runtime never supplied)"
     ) in said["conversational_thread_coherence"]
     assert "surface_tag" not in said["conversational_thread_coherence"]
