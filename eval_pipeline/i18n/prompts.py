@@ -6,9 +6,11 @@ i18n lane kind builds it only from a split that is not locked and whose files no
 lists). A case
 under evaluation (locked or not) appears only in its own request.
 
-A request is a marker line, one JSON header line (locales, placeholder syntax, tokens to keep,
-batch size and terminator), instructions for people and models, optional examples, and the
-text in a ``<source>`` block; a batch's block holds its numbered items.
+A request is a marker line and one JSON header line (locales, placeholder syntax, tokens to
+keep, batch size and terminator: what a runtime reads back), then what a chat model follows:
+plain instructions naming both languages, what to copy unchanged and to reply with only the
+translation; optional examples; the text in a ``<source>`` block (a batch's holds its numbered
+items); and a last line ``Translation:`` to answer after.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import json
 import unicodedata
 from collections.abc import Sequence
 
+from babel import Locale, UnknownLocaleError
 from pydantic import BaseModel, ConfigDict
 
 from eval_pipeline.cases import LoadedCase
@@ -29,6 +32,7 @@ from eval_pipeline.i18n.protocol import parse_batch, render_batch
 
 REQUEST_MARK = "### translation request (EvalCase v1)"
 _OPEN, _CLOSE = "<source>", "</source>"
+EXAMPLE_MARK = "Example:"  # the line that opens a few-shot example
 
 
 class LockedSplitError(ValueError):
@@ -127,7 +131,41 @@ def translation_request(case: EvalCase, examples: Sequence[FewShotExample] = ())
     )
 
 
+def _language(tag: str) -> str:
+    """A locale's name in English with its tag (``German (Germany) [de-DE]``); the tag alone when
+    CLDR does not know it."""
+    try:
+        name = Locale.parse(tag, sep="-").english_name
+    except (ValueError, UnknownLocaleError):
+        return tag
+    return f"{name} [{tag}]" if name else tag
+
+
+def _instructions(request: TranslationRequest) -> list[str]:
+    """What a chat model is asked, in plain words: the language pair, what to keep, how to reply."""
+    source, target = _language(request.source_locale), _language(request.target_locale)
+    lines = [f"Translate the text between <source> and </source> from {source} into {target}."]
+    if request.keep:
+        lines.append(f"Copy these exactly as written, unchanged: {', '.join(request.keep)}.")
+    lines.append(
+        "Keep every number's digits (write it without thousands separators if unsure); "
+        "translate nothing inside placeholders such as {name} or %s."
+    )
+    if request.batch:
+        end = f', then the line "{request.terminator}" alone' if request.terminator else ""
+        lines.append(
+            f"The text has {len(request.items)} numbered lines. Reply with one line per item, "
+            f"'[n] translation', numbered as given and in order{end}. Nothing else."
+        )
+    else:
+        lines.append("Reply with only the translation: no quotes, no notes, no explanation.")
+    return lines
+
+
 def render_request(request: TranslationRequest) -> str:
+    """The prompt: a marker line with the request's JSON header (what a runtime reads back with
+    :func:`parse_request`), plain instructions, examples, the text in a ``<source>`` block, and a
+    cue naming the target language."""
     header = {
         "source_locale": request.source_locale,
         "target_locale": request.target_locale,
@@ -136,32 +174,11 @@ def render_request(request: TranslationRequest) -> str:
         "items": len(request.items) if request.batch else None,
         "terminator": request.terminator,
     }
-    lines = [REQUEST_MARK, json.dumps(header, ensure_ascii=False)]
-    lines.append(
-        f"Translate from {request.source_locale} to {request.target_locale}. Keep every placeholder, "
-        "markup and listed token exactly as written; write numbers the target locale's way."
-    )
-    if request.batch:
-        end = f', then the line "{request.terminator}" alone' if request.terminator else ""
-        lines.append(
-            f"Translate each numbered item. Reply with one line per item, '[n] translation', "
-            f"numbered as given and in order{end}. Nothing else."
-        )
-    else:
-        lines.append("Reply with the translation only.")
+    lines = [REQUEST_MARK, json.dumps(header, ensure_ascii=False), "", *_instructions(request)]
     for example in request.examples:
-        lines += [
-            "<example>",
-            _OPEN,
-            example.source,
-            _CLOSE,
-            "<translation>",
-            example.translation,
-            "</translation>",
-            "</example>",
-        ]
+        lines += ["", EXAMPLE_MARK, _OPEN, example.source, _CLOSE, f"Translation: {example.translation}"]
     body = render_batch(request.items) if request.batch else request.items[0]
-    lines += [_OPEN, body, _CLOSE]
+    lines += ["", _OPEN, body, _CLOSE, "Translation:"]
     return "\n".join(lines)
 
 

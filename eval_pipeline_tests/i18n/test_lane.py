@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from eval_pipeline.i18n import ASSERTION_NAMES, EvalCase
-from eval_pipeline.i18n.prompts import LockedSplitError, compose_prompt, parse_request
+from eval_pipeline.i18n.prompts import EXAMPLE_MARK, LockedSplitError, compose_prompt, parse_request
 from eval_pipeline.lanes import LaneSpec, find_lane, lane_kind
 from eval_pipeline.lanes.kinds.i18n_prompt import few_shot_pool
 from eval_pipeline.run.pipeline import evaluate_lane, load_split
@@ -38,7 +38,7 @@ def test_no_locked_case_text_reaches_another_cases_prompt(spec: LaneSpec) -> Non
     kind = lane_kind(find_lane("i18n_prompt"))
     locked = _cases(spec, "locked")
     threads = [t for split in ("dev", "locked") for t in kind.threads(_cases(spec, split), spec, split)]
-    assert any("<example>" in t.turns[0].prompt for t in threads), "few-shot examples are in use"
+    assert any(EXAMPLE_MARK in t.turns[0].prompt for t in threads), "few-shot examples are in use"
     for case in locked:
         secrets = [case.source, *case.references]
         for thread in threads:
