@@ -82,14 +82,29 @@ def _delegate(module: ast.Module, evals: Path) -> Path | None:
 
 
 def _metric_keys(module: ast.Module) -> list[str]:
-    """The text keys of the dicts a runner builds as its ``metrics`` (assigned to, or passed as)."""
+    """The text keys of the dicts a runner builds as its ``metrics``: a dict assigned to
+    ``metrics`` or passed as ``metrics=``, or (``metrics=name``) every dict assigned to that
+    name and every text key set on it (``name["key"] = ...``)."""
     keys: list[str] = []
+    names = {"metrics"}
+    for node in ast.walk(module):
+        if isinstance(node, ast.keyword) and node.arg == "metrics" and isinstance(node.value, ast.Name):
+            names.add(node.value.id)
     for node in ast.walk(module):
         found: ast.AST | None = None
         if isinstance(node, ast.Assign | ast.AnnAssign):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            if any(isinstance(t, ast.Name) and t.id == "metrics" for t in targets):
+            if any(isinstance(t, ast.Name) and t.id in names for t in targets):
                 found = node.value
+            keys += [
+                t.slice.value
+                for t in targets
+                if isinstance(t, ast.Subscript)
+                and isinstance(t.value, ast.Name)
+                and t.value.id in names
+                and isinstance(t.slice, ast.Constant)
+                and isinstance(t.slice.value, str)
+            ]
         elif isinstance(node, ast.keyword) and node.arg == "metrics":
             found = node.value
         if isinstance(found, ast.Dict):
@@ -121,17 +136,33 @@ def _records(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def _id_field(splits: Mapping[str, list[dict[str, Any]]]) -> str | None:
-    """The case field holding a unique text id in every case of every split, or None."""
+def _id_field(splits: Mapping[str, list[dict[str, Any]]], *, across: bool) -> str | None:
+    """The case field holding a unique text id in every case of every split (unique across
+    the splits too with ``across``: a lane's case ids are), or None."""
     for candidate in ("id", "case_id"):
-        ok = True
-        for cases in splits.values():
-            ids = [case.get(candidate) for case in cases]
-            if not all(isinstance(i, str) and i for i in ids) or len(set(ids)) != len(ids):
-                ok = False
-        if ok:
+        ids = [[case.get(candidate) for case in cases] for cases in splits.values()]
+        every = [i for of_split in ids for i in of_split]
+        texts = all(isinstance(i, str) and i for i in every)
+        unique = all(len(set(of_split)) == len(of_split) for of_split in ids)
+        if texts and unique and (not across or len(set(every)) == len(every)):
             return candidate
     return None
+
+
+def _with_ids(splits: dict[str, list[dict[str, Any]]]) -> tuple[str, bool, dict[str, list[dict[str, Any]]]]:
+    """(id field, whether it was added, the cases): the cases' own ids when unique across the
+    lane; else an added field, ``<split>.<own id>`` where each split's ids are unique, or
+    ``<split>-<line>``."""
+    own = _id_field(splits, across=True)
+    if own is not None:
+        return own, False, splits
+    upstream = _id_field(splits, across=False)
+    added = "id" if not any("id" in c for cases in splits.values() for c in cases) else "eval_case_id"
+
+    def ident(split: str, n: int, case: dict[str, Any]) -> str:
+        return f"{split}.{case[upstream]}" if upstream else f"{split}-{n:04d}"
+
+    return added, True, {s: [{added: ident(s, n, c), **c} for n, c in enumerate(cases, 1)] for s, cases in splits.items()}
 
 
 def import_lane(lane: Path, options: ImportOptions) -> ImportedLane:
@@ -162,12 +193,7 @@ def import_lane(lane: Path, options: ImportOptions) -> ImportedLane:
     if not metrics:
         imported.skipped = "no metric found in runner.py (no metrics dict, no passed field)"
         return imported
-    id_field = _id_field(splits)
-    added = id_field is None
-    if added:
-        id_field = "id" if not any("id" in c for cases in splits.values() for c in cases) else "eval_case_id"
-        splits = {s: [{id_field: f"{s}-{n:04d}", **c} for n, c in enumerate(cases, 1)] for s, cases in splits.items()}
-    assert id_field is not None
+    id_field, added, splits = _with_ids(splits)
     for split, cases in splits.items():
         imported.files[f"{split}/cases.jsonl"] = "".join(json.dumps(c, ensure_ascii=False) + "\n" for c in cases)
     imported.files["contract.md"] = _contract(lane, options)
