@@ -12,10 +12,11 @@ from eval_pipeline.cli.common import app, bad_input_exits, out
 
 
 @app.command("import-lanes")
-def import_lanes(  # noqa: PLR0913
+def import_lanes(
     checkout: Annotated[Path, typer.Argument(help="The framework checkout (its evals/<lane>/runner.py).")],
     into: Annotated[
-        Path | None, typer.Option("--into", help="Folder the lane folders go in; default: the project's lanes.")
+        Path | None,
+        typer.Option("--into", help="Folder the lane folders go in; default: the project's lanes."),
     ] = None,
     name: Annotated[
         str, typer.Option("--name", help="The checkout's short name: lane folders are <name>_<lane>.")
@@ -23,7 +24,8 @@ def import_lanes(  # noqa: PLR0913
     checkout_ref: Annotated[
         str | None,
         typer.Option(
-            "--checkout-ref", help="How lane.yaml names the checkout, e.g. '${CORE_CHECKOUT}'; default: its path."
+            "--checkout-ref",
+            help="How lane.yaml names the checkout, e.g. '${CORE_CHECKOUT}'; default: its path.",
         ),
     ] = None,
     python: Annotated[
@@ -42,7 +44,13 @@ def import_lanes(  # noqa: PLR0913
     """Write a framework_runner lane folder for every framework lane of a checkout (cases copied,
     thresholds left to state); list the lanes skipped and why; on a re-run, what changed."""
     from eval_pipeline.core import evals_dir
-    from eval_pipeline.frameworks.importer import ImportOptions, changes, import_checkout, kept_thresholds, write_lane
+    from eval_pipeline.frameworks.importer import (
+        ImportOptions,
+        changes,
+        import_checkout,
+        kept_thresholds,
+        write_lane,
+    )
 
     with bad_input_exits():
         root = checkout.resolve()
@@ -61,7 +69,11 @@ def import_lanes(  # noqa: PLR0913
     for lane in imported:
         state = "unchanged" if not lane.changes else ("new" if "+ lane.yaml" in lane.changes else "changed")
         splits = sorted({path.split("/")[0] for path in lane.files if path.endswith("cases.jsonl")})
-        out().print(f"  {lane.folder} ({lane.upstream}): {state}; splits {', '.join(splits)}", markup=False, highlight=False)
+        out().print(
+            f"  {lane.folder} ({lane.upstream}): {state}; splits {', '.join(splits)}",
+            markup=False,
+            highlight=False,
+        )
         if state == "changed":
             for change in lane.changes:
                 out().print(f"      {change}", markup=False, highlight=False)

@@ -478,7 +478,9 @@ def run_lanes(ctx: typer.Context, request: RunRequest) -> None:
     raise typer.Exit(_exit_code(outcomes, summary=not request.as_json))
 
 
-def _framework_selection(pairs: list[tuple[LaneSpec, str]], request: RunRequest) -> list[tuple[LaneSpec, str]]:
+def _framework_selection(
+    pairs: list[tuple[LaneSpec, str]], request: RunRequest
+) -> list[tuple[LaneSpec, str]]:
     """The lane runs to start: a framework lane runs its own checkout, so with ``--runtime``
     (or a custom case file, or Celery) it is bad input when named and left out otherwise."""
     if request.runtime is None and request.cases is None and request.executor != "celery":

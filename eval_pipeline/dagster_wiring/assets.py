@@ -210,7 +210,7 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
         # A framework lane's transcripts are one run of its upstream runner (no chat runtime).
         _transcripts_asset(lane)
         if spec.runner is None
-        else framework_transcripts_asset(spec, lane.ins("cases"), lane.common),
+        else framework_transcripts_asset(spec, lane.ins("cases"), lane.common, column_schema(TRANSCRIPTS)),
         _turn_predicates_asset(lane),
         _case_predicates_asset(lane),
         _metrics_asset(lane),

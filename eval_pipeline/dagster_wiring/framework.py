@@ -51,10 +51,11 @@ def lane_target(spec: LaneSpec, runtime: RunRuntime, name: str) -> RuntimeTarget
     return target
 
 
-def framework_transcripts_asset(spec: LaneSpec, ins: dict[str, dg.AssetIn], common: dict[str, Any]) -> Any:
-    """The transcripts asset of a framework lane: one run of its runner over the cases."""
-    from eval_pipeline.dagster_wiring.assets import column_schema
-    from eval_pipeline.tables import TRANSCRIPTS
+def framework_transcripts_asset(
+    spec: LaneSpec, ins: dict[str, dg.AssetIn], common: dict[str, Any], columns: dg.TableSchema
+) -> Any:
+    """The transcripts asset of a framework lane: one run of its runner over the cases
+    (``columns``: the transcripts' column schema, shown in the UI)."""
 
     @dg.asset(
         name="transcripts",
@@ -62,7 +63,7 @@ def framework_transcripts_asset(spec: LaneSpec, ins: dict[str, dg.AssetIn], comm
         "a row per turn of a detail's turn list; a failed runner's reason on every case.",
         ins=ins,
         kinds={"python", "parquet"},
-        metadata={"dagster/column_schema": column_schema(TRANSCRIPTS)},
+        metadata={"dagster/column_schema": columns},
         **common,
     )
     def transcripts(
@@ -91,10 +92,10 @@ def framework_transcripts_asset(spec: LaneSpec, ins: dict[str, dg.AssetIn], comm
                 "errors": len(table.read(["case_id", "error"], where=faulted())),
                 "runtime": key,
                 "runtime_spec": target.spec,
-                "runner_seconds": metadata["runner_seconds"],
-                "runner_failure": metadata["runner_failure"],
-                "runner_metrics": dg.MetadataValue.json(metadata["runner_metrics"]),
-                "runner_scalars": dg.MetadataValue.json(metadata["runner_scalars"]),
+                "runner_seconds": metadata.seconds,
+                "runner_failure": metadata.failure,
+                "runner_metrics": dg.MetadataValue.json(metadata.other),
+                "runner_scalars": dg.MetadataValue.json(metadata.scalars),
             },
         )
 

@@ -31,7 +31,9 @@ def checkout_version(checkout: Path) -> str:
     except (OSError, subprocess.CalledProcessError):
         pass
     digest = hashlib.sha256()
-    for path in sorted(p for p in checkout.rglob("*.py") if not _SKIPPED & set(p.relative_to(checkout).parts)):
+    for path in sorted(
+        p for p in checkout.rglob("*.py") if not _SKIPPED & set(p.relative_to(checkout).parts)
+    ):
         digest.update(str(path.relative_to(checkout)).encode() + b"\0" + path.read_bytes() + b"\0")
     return f"tree:{digest.hexdigest()}"
 
@@ -39,7 +41,7 @@ def checkout_version(checkout: Path) -> str:
 def runtime_key(runner: RunnerSpec, version: str) -> str:
     """The runtime a run of ``runner`` at ``version`` is filed under: ``<name>-<12 hex>``
     (``-dirty`` appended for a git checkout with uncommitted changes)."""
-    kind, _, ident = version.partition(":")
+    _kind, _, ident = version.partition(":")
     commit, _, dirty = ident.partition("+")
     return f"{runner.name}-{commit[:SHORT]}{'-dirty' if dirty else ''}"
 

@@ -162,7 +162,11 @@ def _with_ids(splits: dict[str, list[dict[str, Any]]]) -> tuple[str, bool, dict[
     def ident(split: str, n: int, case: dict[str, Any]) -> str:
         return f"{split}.{case[upstream]}" if upstream else f"{split}-{n:04d}"
 
-    return added, True, {s: [{added: ident(s, n, c), **c} for n, c in enumerate(cases, 1)] for s, cases in splits.items()}
+    return (
+        added,
+        True,
+        {s: [{added: ident(s, n, c), **c} for n, c in enumerate(cases, 1)] for s, cases in splits.items()},
+    )
 
 
 def import_lane(lane: Path, options: ImportOptions) -> ImportedLane:
@@ -195,9 +199,13 @@ def import_lane(lane: Path, options: ImportOptions) -> ImportedLane:
         return imported
     id_field, added, splits = _with_ids(splits)
     for split, cases in splits.items():
-        imported.files[f"{split}/cases.jsonl"] = "".join(json.dumps(c, ensure_ascii=False) + "\n" for c in cases)
+        imported.files[f"{split}/cases.jsonl"] = "".join(
+            json.dumps(c, ensure_ascii=False) + "\n" for c in cases
+        )
     imported.files["contract.md"] = _contract(lane, options)
-    imported.files["lane.yaml"] = _lane_yaml(imported.folder, lane, sorted(splits), metrics, id_field, added, options)
+    imported.files["lane.yaml"] = _lane_yaml(
+        imported.folder, lane, sorted(splits), metrics, id_field, added, options
+    )
     return imported
 
 
@@ -223,7 +231,7 @@ def _contract(lane: Path, options: ImportOptions) -> str:
     )
 
 
-def _lane_yaml(  # noqa: PLR0913
+def _lane_yaml(
     folder: str,
     lane: Path,
     splits: list[str],

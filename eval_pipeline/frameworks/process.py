@@ -8,6 +8,7 @@ something that is not a report, or a detail per case) is a :class:`RunnerOutcome
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -59,7 +60,13 @@ def run_runner(
         request, output = Path(scratch, "request.json"), Path(scratch, "report.json")
         request.write_text(
             json.dumps(
-                {"checkout": str(checkout), "lane": runner.lane, "cases": list(cases), "kwargs": runner.kwargs, "drop": drop}
+                {
+                    "checkout": str(checkout),
+                    "lane": runner.lane,
+                    "cases": list(cases),
+                    "kwargs": runner.kwargs,
+                    "drop": drop,
+                }
             ),
             encoding="utf-8",
         )
@@ -80,7 +87,12 @@ def _run_child(command: list[str], cwd: Path, env: dict[str, str], deadline_s: f
     deadline the whole group (the runner's own worker processes too) is killed."""
     with tempfile.TemporaryFile() as stderr:
         process = subprocess.Popen(
-            command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
+            command,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
             start_new_session=True,
         )
         try:
@@ -101,10 +113,8 @@ def _run_child(command: list[str], cwd: Path, env: dict[str, str], deadline_s: f
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
     process.wait()
 
 

@@ -83,7 +83,9 @@ class RunnerSpec(_Block):
         description="The framework checkout's folder: absolute, relative to the lane folder, or "
         "${ENV_VAR} (a variable naming it).",
     )
-    lane: str = Field(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$", description="The upstream lane: evals/<lane>/runner.py.")
+    lane: str = Field(
+        pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$", description="The upstream lane: evals/<lane>/runner.py."
+    )
     name: str = Field(
         default="framework",
         pattern=r"^[a-z0-9][a-z0-9_-]{0,30}$",
@@ -94,7 +96,9 @@ class RunnerSpec(_Block):
         description="The checkout's interpreter (relative to the checkout, or absolute, or ${ENV_VAR}); "
         "default: .venv/bin/python in the checkout.",
     )
-    id_field: str = Field(default="id", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", description="The case field holding its id.")
+    id_field: str = Field(
+        default="id", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", description="The case field holding its id."
+    )
     added_id: bool = Field(
         default=False,
         description="The id field was added to cases that had none (import-lanes does): it is removed "
@@ -106,7 +110,9 @@ class RunnerSpec(_Block):
         description="An environment variable the runner reads its engine-state folder from: a fresh "
         "empty folder is given each run.",
     )
-    deadline_s: float = Field(default=3600.0, gt=0, le=86400, description="The runner is stopped after this long.")
+    deadline_s: float = Field(
+        default=3600.0, gt=0, le=86400, description="The runner is stopped after this long."
+    )
     kwargs: dict[str, JsonValue] = Field(default_factory=dict, description="Keyword arguments of run_lane.")
     case_rows: CaseRowSeverities = Field(default_factory=CaseRowSeverities)
     pass_when: dict[str, list[JsonValue]] = Field(

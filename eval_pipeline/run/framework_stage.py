@@ -6,12 +6,24 @@ The runner's report metrics are kept in the file as a note (what ``value`` metri
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from eval_pipeline.frameworks.process import RunnerOutcome, run_runner
 from eval_pipeline.lanes import LaneSpec
 from eval_pipeline.lanes.kinds.framework_runner import REPORT_NOTE, transcript_rows
 from eval_pipeline.tables import TRANSCRIPTS, StageFile, StageWriter, column_values, frame, lane_columns
+
+
+@dataclass(frozen=True)
+class RunnerMetadata:
+    """A runner run as its transcripts step shows it."""
+
+    seconds: float
+    failure: str
+    other: dict[str, Any]
+    scalars: dict[str, Any]
 
 
 def run_framework(
@@ -38,19 +50,13 @@ def run_framework(
         return writer.finish(), outcome
 
 
-def runner_metadata(outcome: RunnerOutcome) -> dict[str, object]:
-    """What the transcripts step says of a runner run: its wall time, failure, and the metrics
-    it reported that are not numbers (lists, objects: kept as the step's metadata)."""
-    kept = {
-        name: value
-        for name, value in outcome.metrics.items()
-        if not (value is None or isinstance(value, bool | int | float | str))
-    }
-    return {
-        "runner_seconds": round(outcome.seconds, 3),
-        "runner_failure": outcome.failure or "",
-        "runner_metrics": kept,
-        "runner_scalars": {k: v for k, v in outcome.metrics.items() if k not in kept},
-    }
-
-
+def runner_metadata(outcome: RunnerOutcome) -> RunnerMetadata:
+    """What the transcripts step says of a runner run: its wall time, failure, and its metrics,
+    the numbers and texts apart from the rest (lists, objects: shown only as the step's metadata)."""
+    scalar = (bool, int, float, str)
+    return RunnerMetadata(
+        seconds=round(outcome.seconds, 3),
+        failure=outcome.failure or "",
+        other={k: v for k, v in outcome.metrics.items() if not (v is None or isinstance(v, scalar))},
+        scalars={k: v for k, v in outcome.metrics.items() if v is None or isinstance(v, scalar)},
+    )

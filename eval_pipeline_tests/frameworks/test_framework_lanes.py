@@ -64,7 +64,9 @@ def lane_yaml(project: Path, lane: str) -> dict:
 
 
 def write_lane_yaml(project: Path, lane: str, document: dict) -> None:
-    (project / "evals" / lane / "lane.yaml").write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
+    (project / "evals" / lane / "lane.yaml").write_text(
+        yaml.safe_dump(document, sort_keys=False), encoding="utf-8"
+    )
 
 
 def history_transcripts(root: Path) -> pd.DataFrame:
@@ -110,7 +112,9 @@ def test_import_lanes_writes_every_compliant_lane_and_says_why_the_others_are_sk
 def test_a_rerun_shows_what_changed_upstream_and_keeps_the_stated_thresholds(project: Path) -> None:
     import_lanes()
     chat = lane_yaml(project, "fix_greeting_chat")
-    chat["thresholds"] = [{"metric": "greet_rate", "op": ">=", "value": 0.5, "severity": "ERROR", "reason": "c"}]
+    chat["thresholds"] = [
+        {"metric": "greet_rate", "op": ">=", "value": 0.5, "severity": "ERROR", "reason": "c"}
+    ]
     write_lane_yaml(project, "fix_greeting_chat", chat)
     assert "fix_greeting_chat (greeting_chat): unchanged" in import_lanes()
     upstream = Path(os.environ["FIXTURE_CHECKOUT"]) / "evals/greeting_chat/dev/cases.jsonl"
@@ -133,7 +137,11 @@ def test_a_detail_becomes_rows_nested_fields_dotted_none_not_applicable_enums_by
             "metrics": {"m": {"rate_of": "checks.parsed"}},
         }
     )
-    detail = {"outcome": "wrong", "checks": {"parsed": True, "in_range": None, "deep": {"ok": False}}, "reason": "r"}
+    detail = {
+        "outcome": "wrong",
+        "checks": {"parsed": True, "in_range": None, "deep": {"ok": False}},
+        "reason": "r",
+    }
     assert flattened(detail)["checks.deep.ok"] is False
     assert detail_rows(runner, detail) == [
         ("checks.parsed", True, "ok"),
@@ -161,7 +169,9 @@ def test_a_chat_like_lane_runs_through_dagster_with_rows_turns_rates_and_values(
             "core_overall_pass": {"value": "overall_pass"},
         },
     )
-    chat["thresholds"] = [{"metric": "greet_rate", "op": ">=", "value": 0.9, "severity": "ERROR", "reason": "c"}]
+    chat["thresholds"] = [
+        {"metric": "greet_rate", "op": ">=", "value": 0.9, "severity": "ERROR", "reason": "c"}
+    ]
     write_lane_yaml(project, "fix_greeting_chat", chat)
     code, document = run("--lane", "fix_greeting_chat", "--split", "dev")
     assert code == EXIT_CHECK_FAILED
@@ -195,7 +205,10 @@ def test_nested_and_enum_fields_are_rows_and_pass_when_gives_a_rate(project: Pat
     import_lanes()
     verdicts = lane_yaml(project, "fix_verdicts")
     verdicts["runner"]["pass_when"] = {"outcome": ["correct"]}
-    verdicts["runner"]["metrics"] = {"correct_rate": {"rate_of": "outcome"}, "accuracy": {"value": "accuracy"}}
+    verdicts["runner"]["metrics"] = {
+        "correct_rate": {"rate_of": "outcome"},
+        "accuracy": {"value": "accuracy"},
+    }
     write_lane_yaml(project, "fix_verdicts", verdicts)
     _, document = run("--lane", "fix_verdicts", "--split", "dev")
     (lane,) = document["lanes"]

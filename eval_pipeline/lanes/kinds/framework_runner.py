@@ -134,7 +134,9 @@ def transcript_rows(
         case_id = str(case[runner.id_field])
         prompt = json.dumps(case, ensure_ascii=False, sort_keys=True)
         if details is None:
-            rows.append(_row(case_id, 0, CASE_ROLE, prompt, "", None, failure or "the runner gave no details"))
+            rows.append(
+                _row(case_id, 0, CASE_ROLE, prompt, "", None, failure or "the runner gave no details")
+            )
             continue
         detail = dict(details[position])
         turns = detail.pop(runner.turns.field, None) if runner.turns is not None else None
@@ -155,7 +157,8 @@ def _text(value: Any) -> str:
 def _summary(runner: RunnerSpec, detail: Mapping[str, Any]) -> str:
     """What the viewer shows as the runner's answer for a case: its rows' verdicts, and its message."""
     verdicts = ", ".join(
-        f"{name}={'n/a' if passed is None else str(passed).lower()}" for name, passed, _ in detail_rows(runner, detail)
+        f"{name}={'n/a' if passed is None else str(passed).lower()}"
+        for name, passed, _ in detail_rows(runner, detail)
     )
     message = _message_of(runner, flattened(detail))
     return f"{verdicts}{f' — {message}' if message else ''}"
@@ -241,12 +244,22 @@ class FrameworkRunnerLane:
             ]
         return matches
 
-    def _rows_of(self, case_id: str, detail: Mapping[str, Any], counted_by: Iterable[str]) -> list[dict[str, Any]]:
+    def _rows_of(
+        self, case_id: str, detail: Mapping[str, Any], counted_by: Iterable[str]
+    ) -> list[dict[str, Any]]:
         flat = flattened(detail)
         message = _message_of(self.runner, flat)
         verdicts = {name: (passed, code) for name, passed, code in detail_rows(self.runner, detail)}
         rows = [
-            _case_row(case_id, name, passed, self.runner.severity(name), code, _words(name, passed, code, message), flat.get(name))
+            _case_row(
+                case_id,
+                name,
+                passed,
+                self.runner.severity(name),
+                code,
+                _words(name, passed, code, message),
+                flat.get(name),
+            )
             for name, (passed, code) in verdicts.items()
         ]
         for metric in counted_by:
@@ -254,7 +267,11 @@ class FrameworkRunnerLane:
             assert source is not None
             passed, code = verdicts.get(source, (None, NOT_APPLICABLE))
             words = _words(source, passed, code, message)
-            rows.append(_case_row(case_id, metric, passed, self.runner.severity(source), code, words, flat.get(source)))
+            rows.append(
+                _case_row(
+                    case_id, metric, passed, self.runner.severity(source), code, words, flat.get(source)
+                )
+            )
         return rows
 
     def metrics(self, scored: Scored) -> list[MetricValue]:

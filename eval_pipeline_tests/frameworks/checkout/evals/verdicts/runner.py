@@ -22,11 +22,18 @@ def run_lane(cases: list[dict[str, Any]], *, config: Any = None) -> Report:
     details = []
     for case in cases:
         answer = case["a"] + case["b"]
-        outcome = Outcome.ABSTAINED if case.get("skip") else (Outcome.CORRECT if answer == case["expect"] else Outcome.WRONG)
+        outcome = (
+            Outcome.ABSTAINED
+            if case.get("skip")
+            else (Outcome.CORRECT if answer == case["expect"] else Outcome.WRONG)
+        )
         details.append(
             {
                 "outcome": outcome,
-                "checks": {"parsed": not case.get("skip"), "in_range": None if case.get("skip") else answer < 100},
+                "checks": {
+                    "parsed": not case.get("skip"),
+                    "in_range": None if case.get("skip") else answer < 100,
+                },
                 "reason": "" if outcome is Outcome.CORRECT else f"got {answer}, expected {case['expect']}",
             }
         )
