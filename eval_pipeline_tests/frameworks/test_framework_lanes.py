@@ -18,24 +18,10 @@ from typer.testing import CliRunner
 
 from eval_pipeline.cli import app
 from eval_pipeline.cli.common import EXIT_CHECK_FAILED, EXIT_VOID
-from eval_pipeline.core.settings import PROJECT_ENV
 from eval_pipeline.history import table_glob
 from eval_pipeline.lanes.kinds.framework_runner import detail_rows, flattened
 from eval_pipeline.lanes.runner_spec import RunnerSpec
-
-CHECKOUT = Path(__file__).with_name("checkout")
-
-
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A project whose lanes are the checkout's, imported; the checkout is a copy (tests change it)."""
-    root = tmp_path / "project"
-    (root / "evals").mkdir(parents=True)
-    (root / "pyproject.toml").write_text('[tool.eval-pipeline]\nlanes = "evals"\n', encoding="utf-8")
-    shutil.copytree(CHECKOUT, tmp_path / "checkout")
-    monkeypatch.setenv(PROJECT_ENV, str(root))
-    monkeypatch.setenv("FIXTURE_CHECKOUT", str(tmp_path / "checkout"))
-    return root
+from eval_pipeline_tests.frameworks.conftest import CHECKOUT
 
 
 def import_lanes(*extra: str) -> str:

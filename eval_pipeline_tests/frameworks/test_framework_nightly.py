@@ -1,0 +1,130 @@
+"""What a framework lane gets for free, through the real parts: the nightly schedule runs the
+checkout's current commit on a real Dagster instance, a runner that crashes is announced (its
+traceback's last lines in the message) by ``run --notify`` and by the sensor to a webhook on
+127.0.0.1, and two runs of one commit are history that ``flaky`` reads."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from datetime import UTC, datetime
+from pathlib import Path
+
+import dagster as dg
+import pytest
+from typer.testing import CliRunner
+
+from eval_pipeline.cli import app
+from eval_pipeline.cli.common import EXIT_VOID
+from eval_pipeline.dagster_wiring.code_location import build_definitions
+from eval_pipeline.dagster_wiring.launch import ensure_instance
+from eval_pipeline.dagster_wiring.resources import HistoryResource
+from eval_pipeline.dagster_wiring.schedules import job_name
+from eval_pipeline.dagster_wiring.sensors import notify_sensor
+from eval_pipeline.lanes import discover_lanes
+from eval_pipeline_tests.frameworks.test_framework_lanes import import_lanes, run, write_failing_lane
+from eval_pipeline_tests.notify.conftest import Receiver
+
+pytestmark = pytest.mark.slow
+
+CRASH = "RuntimeError: the engine lost its pack after 2 cases"
+NOTIFY = """\
+channels:
+  team: {format: json, url_env: TEAM_HOOK}
+  chat: {format: slack, url_env: TEAM_HOOK}
+routes:
+  - {channel: team, events: [void], lanes: [fix_crashing]}
+  - {channel: chat, events: [void], lanes: [fix_crashing]}
+"""
+
+
+def git(checkout: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(checkout), "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+
+
+def committed(checkout: Path, message: str) -> str:
+    """The checkout with everything in it committed: its commit."""
+    if not (checkout / ".git").exists():
+        git(checkout, "init", "-q")
+    git(checkout, "add", "-A")
+    git(checkout, "commit", "-q", "--allow-empty", "-m", message)
+    return git(checkout, "rev-parse", "HEAD")
+
+
+def assert_says_why(receiver: Receiver) -> None:
+    """One JSON and one Slack message, both void, both quoting the runner's traceback."""
+    (document,) = [b for b in receiver.bodies if "event" in b]
+    assert document["event"] == "void" and document["lane"] == "fix_crashing"
+    (fault,) = document["faults"]
+    assert fault.startswith("2 turn(s): ") and CRASH in fault and "_explode" in fault
+    (slack,) = [b for b in receiver.bodies if "blocks" in b]
+    said = "\n".join(block["text"]["text"] for block in slack["blocks"] if block["type"] == "section")
+    assert CRASH in said and "_explode" in said
+
+
+def test_run_notify_announces_a_crashed_runner_with_its_tracebacks_last_lines(
+    project: Path, receiver: Receiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_failing_lane(project, "crashing", 60)
+    (project / "evals" / "notify.yaml").write_text(NOTIFY, encoding="utf-8")
+    monkeypatch.setenv("TEAM_HOOK", receiver.url)
+    code, document = run("--lane", "fix_crashing", "--notify")
+    assert code == EXIT_VOID and document["lanes"][0]["void"]
+    assert_says_why(receiver)
+
+
+def nightly(defs: dg.Definitions, instance: dg.DagsterInstance, lane: str, night: int) -> list[str]:
+    """Tick the lane's nightly schedule for the night of November ``night`` and run what it
+    requests, as the daemon would: the partitions it ran."""
+    schedule = next(s for s in defs.schedules or [] if s.name == f"{lane}_nightly")
+    with dg.build_schedule_context(
+        instance=instance,
+        scheduled_execution_time=datetime(2026, 11, night, 2, tzinfo=UTC),
+        repository_def=defs.get_repository_def(),
+    ) as context:
+        requests = list(schedule.evaluate_tick(context).run_requests or [])
+    job = defs.resolve_job_def(job_name(next(s for s in discover_lanes() if s.name == lane)))
+    for request in requests:
+        job.execute_in_process(
+            instance=instance, partition_key=request.partition_key, tags=request.tags, raise_on_error=False
+        )
+    return [str(r.partition_key) for r in requests]
+
+
+def history_runs(lane: str) -> list[dict]:
+    result = CliRunner().invoke(app, ["history", "--lane", lane, "--format", "json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_the_nightly_runs_the_checkouts_current_commit_and_the_sensor_announces_a_crash(
+    project: Path, receiver: Receiver, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import_lanes()
+    write_failing_lane(project, "crashing", 60)
+    (project / "evals" / "notify.yaml").write_text(NOTIFY, encoding="utf-8")
+    monkeypatch.setenv("TEAM_HOOK", receiver.url)
+    checkout = tmp_path / "checkout"
+    first = committed(checkout, "first")
+    defs = build_definitions()
+    instance = ensure_instance()
+
+    assert nightly(defs, instance, "fix_greeting_chat", 27) == [f"public_v1|fix-{first[:12]}"]
+    assert nightly(defs, instance, "fix_crashing", 27) == [f"dev|fix-{first[:12]}"]
+    (checkout / "evals/greeting_chat/NOTES").write_text("a later commit\n", encoding="utf-8")
+    second = committed(checkout, "second")
+    assert nightly(defs, instance, "fix_greeting_chat", 28) == [f"public_v1|fix-{second[:12]}"]
+
+    runs = history_runs("fix_greeting_chat")
+    assert sorted((r["date"][:10], r["runtime"]) for r in runs) == [
+        ("2026-11-27", f"fix-{first[:12]}"),
+        ("2026-11-28", f"fix-{second[:12]}"),
+    ]
+    context = dg.build_sensor_context(instance=instance, resources={"history": HistoryResource()})
+    notify_sensor(discover_lanes())(context)
+    assert_says_why(receiver)
