@@ -5,13 +5,16 @@ traceback's last lines in the message) by ``run --notify`` and by the sensor to 
 
 from __future__ import annotations
 
+import html
 import json
+import re
 import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
 
 import dagster as dg
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from eval_pipeline.cli import app
@@ -23,6 +26,7 @@ from eval_pipeline.dagster_wiring.schedules import job_name
 from eval_pipeline.dagster_wiring.sensors import notify_sensor
 from eval_pipeline.lanes import discover_lanes
 from eval_pipeline_tests.frameworks.test_framework_lanes import import_lanes, run, write_failing_lane
+from eval_pipeline_tests.history.viewer_server import get, serving
 from eval_pipeline_tests.notify.conftest import Receiver
 
 pytestmark = pytest.mark.slow
@@ -128,3 +132,75 @@ def test_the_nightly_runs_the_checkouts_current_commit_and_the_sensor_announces_
     context = dg.build_sensor_context(instance=instance, resources={"history": HistoryResource()})
     notify_sensor(discover_lanes())(context)
     assert_says_why(receiver)
+
+
+def failing_rows(page: str) -> list[tuple[str, ...]]:
+    """The run page's failing case rows: (case, predicate, severity, reason)."""
+    return re.findall(
+        r'<tr><td class="\w+"><a href="[^"]+">([^<]+)</a></td><td></td><td>([^<]+)</td><td>(\w+)</td>'
+        r'<td><code>\w+</code></td><td class="reason">([^<]*)</td>',
+        page,
+    )
+
+
+def turns(page: str) -> list[tuple[str, ...]]:
+    """The case page's transcript: (turn, role, prompt, surface) of each turn."""
+    return [
+        tuple(html.unescape(part) for part in found)
+        for found in re.findall(
+            r'<div class="meta">turn (\d+) · (\w+) ·[^<]*</div>\s*'
+            r'<div class="prompt"><strong>prompt</strong> ([^<]*)</div>\s*<div class="surface">([^<]*)</div>',
+            page,
+        )
+    ]
+
+
+def verdicts(page: str) -> list[tuple[str, ...]]:
+    """The case page's case rows: (predicate, verdict, severity, reason)."""
+    return re.findall(
+        r'<tr><td>([\w.]+)</td><td class="[\w/-]+">([^<]+)</td><td>(\w+)</td><td><code>\w+</code></td>'
+        r'<td class="reason">([^<]*)</td>',
+        page,
+    )
+
+
+def test_the_viewer_shows_a_framework_runs_case_rows_and_per_turn_transcripts(
+    project: Path, history_root: Path
+) -> None:
+    import_lanes()
+    chat = yaml.safe_load((project / "evals/fix_greeting_chat/lane.yaml").read_text(encoding="utf-8"))
+    chat["runner"].update(case_rows={"hard": ["greeted"], "report": ["polite"]}, turns={"field": "turns"})
+    chat["runner"]["metrics"] = {"greet_rate": {"rate_of": "greeted"}}
+    (project / "evals/fix_greeting_chat/lane.yaml").write_text(yaml.safe_dump(chat), encoding="utf-8")
+    _, document = run("--lane", "fix_greeting_chat", "--split", "dev")
+    run_id = document["lanes"][0]["run_id"]
+    with serving(str(history_root)) as url:
+        status, page = get(f"{url}/runs/{run_id}")
+        pages = {case: get(f"{url}/runs/{run_id}/cases/{case}") for case in ("g2", "g3")}
+    assert status == 200 and {status for status, _ in pages.values()} == {200}
+    # the failing case rows: each a field of g2's detail, with the detail's own reason
+    assert failing_rows(page) == [
+        ("g2", "greeted", "hard", "greeted failed: a reply did not greet"),
+        ("g2", "polite", "report", "polite failed: a reply did not greet"),
+    ]
+    g2, g3 = pages["g2"][1], pages["g3"][1]
+    assert turns(g2) == [
+        (
+            "0",
+            "case",
+            '{"id": "g2", "kind": "warm", "prompts": ["Cy", "!no"]}',
+            "greeted=false, polite=false — a reply did not greet",
+        ),
+        ("1", "turn", "Cy", "hello, Cy"),
+        ("2", "turn", "!no", "no"),
+    ]
+    assert verdicts(g2) == [
+        ("greeted", "fail", "hard", "greeted failed: a reply did not greet"),
+        ("polite", "warn", "report", "polite failed: a reply did not greet"),
+    ]
+    # a passing case: its rows pass or do not apply (a terse case is not judged for politeness)
+    assert turns(g3)[1:] == [("1", "turn", "Di", "hello, Di")]
+    assert verdicts(g3) == [
+        ("greeted", "pass", "hard", "greeted holds"),
+        ("polite", "n/a", "report", "polite does not apply to this case"),
+    ]
