@@ -204,3 +204,26 @@ def test_the_viewer_shows_a_framework_runs_case_rows_and_per_turn_transcripts(
         ("greeted", "pass", "hard", "greeted holds"),
         ("polite", "n/a", "report", "polite does not apply to this case"),
     ]
+
+
+def test_runs_of_one_commit_are_one_series_in_history_and_flaky_finds_the_case_that_flipped(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import_lanes()
+    chat = yaml.safe_load((project / "evals/fix_greeting_chat/lane.yaml").read_text(encoding="utf-8"))
+    chat["runner"]["metrics"] = {"greet_rate": {"rate_of": "greeted"}}
+    (project / "evals/fix_greeting_chat/lane.yaml").write_text(yaml.safe_dump(chat), encoding="utf-8")
+    commit = committed(tmp_path / "checkout", "one commit")
+    for night, gruff in (("2026-11-27", ""), ("2026-11-28", "g1"), ("2026-11-29", "")):
+        monkeypatch.setenv("FIXTURE_GRUFF", gruff)  # g1's replies do not greet on the second night
+        run("--lane", "fix_greeting_chat", "--split", "dev", "--date", night)
+    runs = history_runs("fix_greeting_chat")
+    assert {r["runtime"] for r in runs} == {f"fix-{commit[:12]}"} and len(runs) == 3
+    result = CliRunner().invoke(app, ["flaky", "--lane", "fix_greeting_chat", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    found = json.loads(result.stdout)
+    flipped = {(c["case_id"], c["predicate"], c["verdicts"], c["flips"]) for c in found["cases"]}
+    assert flipped == {("g1", "greeted", 3, 2), ("g1", "polite", 3, 2)}  # g2 fails every night: steady
+    (rate,) = [r for r in found["rates"] if r["metric"] == "greet_rate"]
+    assert (rate["runs"], rate["value"], rate["previous_value"]) == (3, 0.75, 0.5)
+    assert rate["runtime"] == f"fix-{commit[:12]}"

@@ -14,17 +14,22 @@ class LaneReport:
     case_details: list[dict[str, Any]] = field(default_factory=list)
 
 
-def _reply(prompt: str) -> str:
-    return f"hello, {prompt}" if not prompt.startswith("!") else prompt[1:]
+def _reply(prompt: str, gruff: bool) -> str:
+    return f"hello, {prompt}" if not (gruff or prompt.startswith("!")) else prompt.lstrip("!")
 
 
 def run_lane(cases: list[dict[str, Any]], *, config: Any = None, workers: int | None = None) -> LaneReport:
     state = Path(os.environ["FIXTURE_STATE_DIR"])
     left = sorted(p.name for p in state.iterdir())
     (state / "touched").write_text("x")  # a fresh folder each run: nothing is left from the last
+    gruff = set(os.environ.get("FIXTURE_GRUFF", "").split(","))  # cases whose replies do not greet
     details = []
     for case in cases:
-        turns = [{"prompt": p, "surface": _reply(p), "index": i} for i, p in enumerate(case["prompts"])]
+        replies = [_reply(p, case["id"] in gruff) for p in case["prompts"]]
+        turns = [
+            {"prompt": p, "surface": r, "index": i}
+            for i, (p, r) in enumerate(zip(case["prompts"], replies, strict=True))
+        ]
         greeted = all(t["surface"].startswith("hello") for t in turns)
         details.append(
             {
