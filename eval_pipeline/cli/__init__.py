@@ -28,6 +28,7 @@ COMMAND_MODULES = (
     "ui",
     "worker",
     "cache",
+    "import_lanes",
 )
 
 

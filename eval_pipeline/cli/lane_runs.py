@@ -420,6 +420,7 @@ def run_lanes(ctx: typer.Context, request: RunRequest) -> None:
         check_priced(request.drive.budget_for(target), target.name, target.price)
         # Dagster loads only now, while a worker pool the runtime started loads its runtime.
         with frozen_after():
+            from eval_pipeline.dagster_wiring.framework import framework_target
             from eval_pipeline.dagster_wiring.launch import ensure_instance, materialize_lane
             from eval_pipeline.dagster_wiring.tags import HIDDEN_TAG_PREFIX
 
@@ -431,7 +432,9 @@ def run_lanes(ctx: typer.Context, request: RunRequest) -> None:
             lane, split = recorded_lane_and_split(
                 committed, lane, split, request.drive.repeat, samples_per_case=recording.samples_per_case
             )
-        pairs = _select(lane, split, custom=request.cases is not None)
+        pairs = _framework_selection(_select(lane, split, custom=request.cases is not None), request)
+        # A framework lane's runtime is its checkout's version: found now, before anything runs.
+        own = {spec.name: framework_target(spec) for spec, _ in pairs if spec.runner is not None}
         notifier = run_notifier(request.notify)
         check_baseline(root, request.baseline)
         if request.cases is not None and len({spec.name for spec, _ in pairs}) != 1:
@@ -456,15 +459,17 @@ def run_lanes(ctx: typer.Context, request: RunRequest) -> None:
     tags = {f"{HIDDEN_TAG_PREFIX}batch_id": batch_id, f"{HIDDEN_TAG_PREFIX}source": "cli"}
     outcomes: list[LaneOutcome] = []
     for spec, s in pairs:
-        with rich_progress(f"{spec.name} [{s}] · {target.name}", console=err()) as bar:
+        framework = spec.name in own  # a framework lane runs its checkout, no chat runtime
+        lane_target = own.get(spec.name, target)
+        with rich_progress(f"{spec.name} [{s}] · {lane_target.name}", console=err()) as bar:
             outcome = materialize_lane(
                 spec,
-                target,
+                lane_target,
                 request.for_lane(s, day, executor, tags),
                 instance=instance,
                 progress=bar,
-                observe=not outcomes,  # the target's version, once for the whole invocation
-                chat_runtime=built,
+                observe=not outcomes and not framework,  # the target's version, once per invocation
+                chat_runtime=None if framework else built,
                 prepared_cases=prepared[(spec.name, s)],
             )
         outcomes.append(outcome)
@@ -472,6 +477,22 @@ def run_lanes(ctx: typer.Context, request: RunRequest) -> None:
             _print(outcome, split_spec(target.spec)[0])
     _write_outputs(request, batch_id, outcomes, notifier, night=day, instance=instance)
     raise typer.Exit(_exit_code(outcomes, summary=not request.as_json))
+
+
+def _framework_selection(
+    pairs: list[tuple[LaneSpec, str]], request: RunRequest
+) -> list[tuple[LaneSpec, str]]:
+    """The lane runs to start: a framework lane runs its own checkout, so with ``--runtime``
+    (or a custom case file, or Celery) it is bad input when named and left out otherwise."""
+    if request.runtime is None and request.cases is None and request.executor != "celery":
+        return pairs
+    framework = [spec.name for spec, _ in pairs if spec.runner is not None]
+    if framework and request.lanes:
+        raise KeyError(
+            f"lane(s) {sorted(set(framework))} run their framework checkout: run them without --runtime, "
+            "--cases or --executor celery"
+        )
+    return [(spec, split) for spec, split in pairs if spec.runner is None]
 
 
 def _executor(request: RunRequest, target: RuntimeTarget) -> str:

@@ -36,6 +36,7 @@ from eval_pipeline.dagster_wiring.checks import (
     threshold_check_results,
     threshold_check_specs,
 )
+from eval_pipeline.dagster_wiring.framework import framework_transcripts_asset, lane_target
 from eval_pipeline.dagster_wiring.partitions import CUSTOM_PREFIX, custom_case_set, lane_partitions, series_of
 from eval_pipeline.dagster_wiring.resources import HistoryResource, PreparedCases, RunRuntime
 from eval_pipeline.dagster_wiring.runtime_targets import runtime_pool_slot, transcripts_runtime_dep
@@ -206,7 +207,10 @@ def lane_assets(spec: LaneSpec) -> list[dg.AssetsDefinition]:
     lane = _Lane.of(spec)
     return [
         _cases_asset(lane),
-        _transcripts_asset(lane),
+        # A framework lane's transcripts are one run of its upstream runner (no chat runtime).
+        _transcripts_asset(lane)
+        if spec.runner is None
+        else framework_transcripts_asset(spec, lane.ins("cases"), lane.common, column_schema(TRANSCRIPTS)),
         _turn_predicates_asset(lane),
         _case_predicates_asset(lane),
         _metrics_asset(lane),
@@ -514,7 +518,7 @@ def _metrics_asset(lane: _Lane) -> dg.AssetsDefinition:
             Series.from_row(run_columns),
             run_columns["run_id"],
             values,
-            runtime.target(run_columns["runtime"]).error_budget(spec.max_error_rate),
+            lane_target(spec, runtime, run_columns["runtime"]).error_budget(spec.max_error_rate),
             (case_predicates, turn_predicates, transcripts),
         )
         table = frame(
@@ -596,7 +600,7 @@ def _history_asset(lane: _Lane) -> dg.AssetsDefinition:
             regression = regression_outcome(findings, void=judged.void)
             outcome = judged.with_check(regression)
             manifest = {
-                "runtime_spec": redacted_spec(runtime.target(series.runtime).spec),
+                "runtime_spec": redacted_spec(lane_target(spec, runtime, series.runtime).spec),
                 "dagster_job": context.run.job_name,
                 "outcome": outcome.to_json(),
             }

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 import dagster as dg
 
 from eval_pipeline.core import Series, targets_file
+from eval_pipeline.dagster_wiring.framework import framework_target
 from eval_pipeline.dagster_wiring.partitions import partition_key, register_series
 from eval_pipeline.dagster_wiring.tags import DATE_TAG, LANE_TAG, SERIES_TAG
 from eval_pipeline.lanes import LaneSpec
@@ -57,7 +58,12 @@ def nightly_schedule(spec: LaneSpec, job: dg.UnresolvedAssetJobDefinition) -> dg
     )
     def _nightly(context: dg.ScheduleEvaluationContext) -> Iterator[dg.RunRequest]:
         date = context.scheduled_execution_time.strftime("%Y-%m-%d")
-        targets = [t.name for t in nightly_targets(load_targets(targets_file()))]
+        # A framework lane runs its checkout as it is tonight; a chat lane every nightly target.
+        targets = (
+            [framework_target(spec).name]
+            if spec.runner is not None
+            else [t.name for t in nightly_targets(load_targets(targets_file()))]
+        )
         register_series(context.instance, spec.name, spec.nightly_splits, targets)
         for split in spec.nightly_splits:
             for target in targets:

@@ -9,6 +9,7 @@ from eval_pipeline.cases.strict_yaml import YamlDocument, location
 from eval_pipeline.core import EVALS_ENV, NoProjectError, evals_dir
 from eval_pipeline.lanes.declared import DeclaredLane
 from eval_pipeline.lanes.kind import LANE_KINDS, LaneKind, emitted_metrics
+from eval_pipeline.lanes.kinds.framework_runner import FrameworkRunnerLane
 from eval_pipeline.lanes.spec import LaneSpec, lane_file, load_lane_document
 from eval_pipeline.lanes.validation import declaration_problems
 
@@ -17,6 +18,8 @@ def lane_kind(spec: LaneSpec) -> LaneKind:
     """What scores ``spec``: its declaration, or the kind module it names."""
     if spec.kind is None:
         return DeclaredLane(spec)
+    if spec.runner is not None:  # its metrics and rows are its runner block's
+        return FrameworkRunnerLane(spec)
     return LANE_KINDS.get(spec.kind)()
 
 

@@ -18,6 +18,7 @@ from eval_pipeline.cases import CaseFileError, CaseProblem
 from eval_pipeline.cases.strict_yaml import YamlDocument, read_yaml_file
 from eval_pipeline.core import MAX_REPEAT
 from eval_pipeline.lanes.declaration import CaseRule, CaseSchema, Declaration, MetricSpec, Threads, TurnRule
+from eval_pipeline.lanes.runner_spec import FRAMEWORK_KIND, RunnerSpec
 from eval_pipeline.metrics import ALPHA, DEFAULT_MAX_ERROR_RATE, Severity, Statistic, ThresholdOp
 
 LANE_FILES: tuple[str, ...] = ("lane.yaml", "manifest.yaml")
@@ -90,6 +91,9 @@ class LaneSpec(BaseModel):
     turn_predicates: list[TurnRule] = Field(default_factory=list)
     case_predicates: list[CaseRule] = Field(default_factory=list)
     metrics: dict[str, MetricSpec] | None = Field(default=None, min_length=1)
+    runner: RunnerSpec | None = Field(
+        default=None, description=f"The upstream runner that scores a {FRAMEWORK_KIND!r} lane."
+    )
     folder: Path = Path(".")
 
     @field_validator("splits")
@@ -137,6 +141,10 @@ class LaneSpec(BaseModel):
             raise ValueError("a lane names a kind or declares case_schema/threads/metrics, not both")
         if self.kind is None and (self.case_schema is None or self.threads is None or self.metrics is None):
             raise ValueError("a declared lane needs case_schema, threads and metrics (or name a kind)")
+        if (self.runner is not None) != (self.kind == FRAMEWORK_KIND):
+            raise ValueError(f"a lane of kind {FRAMEWORK_KIND!r} names a runner, and only such a lane does")
+        if self.runner is not None and self.repeat != 1:
+            raise ValueError("a framework runner runs each case once: repeat must be 1")
         for split in [*self.nightly_splits, *self.locked_splits]:
             if split not in self.splits:
                 raise ValueError(f"split {split!r} is not one of the lane's splits {sorted(self.splits)}")

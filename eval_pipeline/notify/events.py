@@ -14,9 +14,10 @@ A series is ``stale`` when its last run started longer ago than the lanes' fresh
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from typing import Any
 
 from eval_pipeline.core import OfSeries, Series
 from eval_pipeline.notify.config import EventKind, Severity
@@ -44,6 +45,7 @@ class LaneRun(OfSeries):
     failing_total: int = 0  # failing case results in all
     measurement_note: str = ""
     void: bool = False  # the run's outcome says it did not measure its runtime
+    faults: tuple[Mapping[str, Any], ...] = ()  # the run's faults (failures.fault_counts entries)
 
     @property
     def threshold_failures(self) -> list[CheckOutcome]:

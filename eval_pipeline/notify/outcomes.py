@@ -22,4 +22,5 @@ def lane_run(outcome: LaneOutcome, night: str) -> LaneRun:
         failing_total=0 if run is None else run.failing_results,
         measurement_note=outcome.measurement_note,
         void=outcome.void,
+        faults=() if outcome.outcome is None else outcome.outcome.faults,
     )

@@ -9,11 +9,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from eval_pipeline.notify.events import Event, FailingCase, regressed_metrics
+from eval_pipeline.outcome import fault_text
 
 SLACK_TEXT_LIMIT = 3000  # characters in one section's text (Block Kit)
 SLACK_HEADER_LIMIT = 150  # characters in a header block's plain text
 SLACK_BLOCK_LIMIT = 50
 REASON_LIMIT = 300  # characters of one failing case's reason in a message
+FAULTS_SHOWN, FAULT_LIMIT = 3, 600  # a void run's faults a message lists; characters of each
 _ICON = {
     "check_failed": ":red_circle:",
     "regression": ":chart_with_downwards_trend:",
@@ -80,6 +82,18 @@ def case_lines(event: Event) -> list[str]:
     return lines
 
 
+def fault_lines(event: Event) -> list[str]:
+    """What made a void run void: its most common faults, each with how many turns it hit
+    (a runner's failure: its traceback's last lines), then how many other faults there were."""
+    faults = event.run.faults if event.kind == "void" else ()
+    lines = [f"{f['turns']} turn(s): {clipped(fault_text(f), FAULT_LIMIT)}" for f in faults[:FAULTS_SHOWN]]
+    if len(faults) > FAULTS_SHOWN:
+        lines.append(
+            f"…and {len(faults) - FAULTS_SHOWN} other fault(s): eval-pipeline show {event.run.run_id[:8]}"
+        )
+    return lines
+
+
 def json_payload(event: Event, links: Links) -> dict[str, Any]:
     """The event as a document (the ``json`` channel format)."""
     run = event.run
@@ -107,6 +121,7 @@ def json_payload(event: Event, links: Links) -> dict[str, Any]:
             {"case_id": c.case_id, "predicate": c.predicate, "reason": c.reason} for c in shown_cases(event)
         ],
         "failing_total": run.failing_total if shown_cases(event) else 0,
+        "faults": fault_lines(event),
         "links": {"dagster_run": links.dagster or None, "viewer_run": links.viewer or None},
     }
 
@@ -130,7 +145,7 @@ def slack_payload(event: Event, links: Links) -> dict[str, Any]:
     if checks := check_lines(event):
         blocks.append(_section(checks))
     if event.kind == "void" and run.measurement_note:
-        blocks.append(_section([run.measurement_note]))
+        blocks.append(_section([run.measurement_note, *fault_lines(event)]))
     if cases := case_lines(event):
         blocks.append(_section([f"failing cases ({run.failing_total} result(s)):", *cases]))
     linked = [

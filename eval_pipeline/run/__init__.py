@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from eval_pipeline.run.cases_stage import write_cases
     from eval_pipeline.run.drive import samples_to_drive
+    from eval_pipeline.run.framework_stage import run_framework, runner_metadata
     from eval_pipeline.run.journal import JournalIdentity, remove_journals
     from eval_pipeline.run.ledger import RunLedger, cases_sha256, transcripts_ledger
     from eval_pipeline.run.pipeline import (
@@ -42,6 +43,8 @@ _EXPORTS: dict[str, str] = {
     "measure": "pipeline",
     "metric_rows": "pipeline",
     "remove_journals": "journal",
+    "run_framework": "framework_stage",
+    "runner_metadata": "framework_stage",
     "rich_progress": "progress",
     "samples_to_drive": "drive",
     "score_cases": "pipeline",
@@ -67,6 +70,8 @@ __all__ = [
     "metric_rows",
     "remove_journals",
     "rich_progress",
+    "run_framework",
+    "runner_metadata",
     "samples_to_drive",
     "score_cases",
     "score_turns",

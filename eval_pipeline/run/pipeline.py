@@ -24,6 +24,7 @@ from eval_pipeline.cases.batch import CaseBatch
 from eval_pipeline.core import collector_paused, each_without_collector
 from eval_pipeline.lanes import LaneSpec, lane_kind
 from eval_pipeline.lanes.kind import SCORED_COLUMNS, LaneKind, Scored, Thread, turn_requests, turns_of_threads
+from eval_pipeline.lanes.kinds.framework_runner import FrameworkRunnerLane
 from eval_pipeline.metrics import (
     SAMPLE_INDEX,
     USAGE_COLUMNS,
@@ -448,7 +449,10 @@ def measure(
     inputs = [cases, transcripts, turn_predicates, case_predicates]
     batches = list(_by_batch(partial(_measured_batch, spec, inputs), aligned_count(*inputs)))
     usage = usage_metrics(transcripts.read(list(USAGE_COLUMNS)))
-    return [*pooled(lane_kind(spec), merge_batches(batches)), *usage]
+    kind = lane_kind(spec)
+    # A framework runner's own numbers come whole from its report, not from rows.
+    reported = kind.reported(transcripts) if isinstance(kind, FrameworkRunnerLane) else []
+    return [*pooled(kind, merge_batches(batches)), *reported, *usage]
 
 
 def evaluate_lane(

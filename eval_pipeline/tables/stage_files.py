@@ -117,6 +117,11 @@ class StageFile:
         table = pa.concat_tables(parts) if parts else schema.empty_table()
         return table.to_pandas(types_mapper=nullable_types)
 
+    def note(self, key: str) -> str | None:
+        """The note its stage left under ``key`` (:meth:`StageWriter.note`), or None."""
+        found = (self._file.metadata.metadata or {}).get(key.encode())
+        return None if found is None else found.decode()
+
     def distinct(self, column: str) -> list[Any]:
         """The column's distinct values but null, in the order they first occur, read a batch at
         a time (a million cases from a few files: a few values, not a million)."""
@@ -186,6 +191,12 @@ class StageWriter:
         if self._writer is None:
             raise ValueError("the stage file is already finished")
         self._writer.write_table(table, row_group_size=max(len(table), 1))
+
+    def note(self, key: str, text: str) -> None:
+        """Keep ``text`` under ``key`` in the file (a fact of the whole stage, not of a row)."""
+        if self._writer is None:
+            raise ValueError("the stage file is already finished")
+        self._writer.add_key_value_metadata({key: text})
 
     def finish(self) -> StageFile:
         if self._writer is None:
