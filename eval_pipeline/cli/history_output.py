@@ -37,8 +37,8 @@ from eval_pipeline.history.runs import RunRef, is_missing
 from eval_pipeline.history.sql import read_only_connection, run_query
 from eval_pipeline.metrics import number_text, verdict_word
 from eval_pipeline.report import rich_style
-from eval_pipeline.runtimes.names import decoded_runtime
-from eval_pipeline.viewer.pages.common import words, worst
+from eval_pipeline.runtimes.names import decoded_runtimes
+from eval_pipeline.viewer.pages.common import decoded_names, words, worst
 
 _HISTORY_COLUMNS = (
     "date, started_at, lane, split, runtime, case_set, run_id, metric, value, threshold_op, threshold, "
@@ -125,6 +125,7 @@ def _print_runs(
         since_day = _parse_day(since) if since else None
         rows = con.execute(
             "SELECT r.date, r.started_at, r.lane, r.split, r.runtime, r.case_set, r.run_id, r.runtime_spec, "
+            "r.runtime_options::VARCHAR AS runtime_options, "
             "list(m.verdict) FILTER (WHERE m.verdict IS NOT NULL) AS verdicts, "
             "list(m.metric ORDER BY m.metric) FILTER (WHERE m.verdict IN ('fail', 'warn', 'void')) AS failing "
             f"FROM runs r LEFT JOIN metrics m USING (run_id, {SERIES_SQL}) "
@@ -157,13 +158,11 @@ def _print_runs(
         console.print(line, highlight=False)
         if failing:  # under its run, indented past the day and id, wrapped between names
             console.print(Padding(Text(failing), (0, 0, 0, len(line.plain) - len(series))), highlight=False)
-    decoded = dict.fromkeys(
-        f"{name}: {stands}"
-        for name, spec in zip(rows["runtime"], rows["runtime_spec"], strict=True)
-        if (stands := decoded_runtime(str(name), spec)) is not None
+    decoded = decoded_runtimes(
+        zip(rows["runtime"], rows["runtime_spec"], rows["runtime_options"], strict=True)
     )
-    for stands_for in decoded:  # a derived name says nothing of what it ran
-        console.print(Text(stands_for), highlight=False, soft_wrap=True)
+    for name, stands_for in decoded.items():  # a derived name says nothing of what it ran
+        console.print(Text(f"{name}: {stands_for}"), highlight=False, soft_wrap=True)
 
 
 def print_compacted(*, month: str | None, root: str | None, output: OutputFormat, wide: bool) -> None:
@@ -188,12 +187,16 @@ def print_diff(
     """The ``diff`` command: metric deltas and flipped cases between two runs of each series."""
     with _bad_query_exits(), connect(root or history_root()) as con:
         diffs = diff_pairs(con, pairs_to_diff(con, run_a, run_b, lane=lane))
+        decoded = decoded_names(con, [ref.runtime for d in diffs for ref in (d.a, d.b)])
     if output is OutputFormat.table:
         if not diffs:
             out().print("No series has two runs yet.")
         for d in diffs:
             a, b = (d.a.label(), d.b.label()) if wide else (_short_label(d.a), _short_label(d.b))
             out().print(f"[bold]{escape(a)}  →  {escape(b)}[/bold]", highlight=False)
+            for name in dict.fromkeys((d.a.runtime, d.b.runtime)):
+                if name in decoded:  # a derived name says nothing of what it ran
+                    out().print(Text(f"runtime {name}: {decoded[name]}"), highlight=False, soft_wrap=True)
             if d.note:
                 out().print(f"[yellow]note:[/yellow] {escape(d.note)}", highlight=False)
             emit(d.metric_deltas, output, title="metrics", columns=DIFF_METRIC_COLUMNS, wide=wide)
@@ -217,6 +220,8 @@ def print_diff(
                 "split": d.b.split,
                 "runtime_a": d.a.runtime,
                 "runtime_b": d.b.runtime,
+                "runtime_a_stands_for": decoded.get(d.a.runtime),
+                "runtime_b_stands_for": decoded.get(d.b.runtime),
                 "case_set_a": d.a.case_set,
                 "case_set_b": d.b.case_set,
                 "note": d.note,
@@ -308,8 +313,12 @@ def print_comparison(
             lane = _common_lane(con, runtimes)
         a, b = _runs_to_compare(con, lane, runtimes or [], runs or [], split, case_set)
         result, declared = compare_as_declared(con, a, b)
+        decoded = decoded_names(con, [a.runtime, b.runtime])
     if as_json:
-        out().print_json(json.dumps(result.document(), default=str))
+        document = result.document()
+        for side, ref in (("a", a), ("b", b)):
+            document[side]["runtime_stands_for"] = decoded.get(ref.runtime)
+        out().print_json(json.dumps(document, default=str))
         return
     out().print(
         f"[bold]{escape(a.lane)}/{escape(a.split)}[/bold] cases {escape(a.case_set)}", highlight=False
@@ -317,7 +326,10 @@ def print_comparison(
     for side, ref in (("A", a), ("B", b)):
         run_id = ref.run_id if wide else short_id(ref.run_id)
         day = ref.date.isoformat() if ref.date else "?"
-        out().print(f"  {side}: {escape(ref.runtime)}  run {escape(run_id)} ({day})", highlight=False)
+        stands = f" ({decoded[ref.runtime]})" if ref.runtime in decoded else ""
+        out().print(
+            Text(f"  {side}: {ref.runtime}{stands}  run {run_id} ({day})"), highlight=False, soft_wrap=True
+        )
     if result.note:
         out().print(f"[yellow]note:[/yellow] {escape(result.note)}", highlight=False)
     if not declared:

@@ -67,6 +67,7 @@ from eval_pipeline.run import (
 from eval_pipeline.runtimes import ChatRuntime, RuntimeSpecError
 from eval_pipeline.runtimes.budget import check_priced
 from eval_pipeline.runtimes.cache import ResponseCache, target_cache
+from eval_pipeline.runtimes.names import stored_options
 from eval_pipeline.runtimes.redaction import redacted_spec
 from eval_pipeline.runtimes.targets import RuntimeTarget
 from eval_pipeline.tables import (
@@ -595,10 +596,12 @@ def _history_asset(lane: _Lane) -> dg.AssetsDefinition:
             judged = RunOutcome.from_json(metrics.attrs[OUTCOME_ATTR])
             regression = regression_outcome(findings, void=judged.void)
             outcome = judged.with_check(regression)
+            target, outcome_json = runtime.target(series.runtime), outcome.to_json()
             manifest = {
-                "runtime_spec": redacted_spec(runtime.target(series.runtime).spec),
+                "runtime_spec": redacted_spec(target.spec),
+                "runtime_options": stored_options(target.options),
                 "dagster_job": context.run.job_name,
-                "outcome": outcome.to_json(),
+                "outcome": outcome_json,
             }
             _commit_to_history(root, spec.name, row, series, stored, manifest)
             # Committed: nothing of the series is left to resume. Removed at once, and a journal
@@ -615,7 +618,7 @@ def _history_asset(lane: _Lane) -> dg.AssetsDefinition:
                 "history_root": root,
                 "tables": dg.MetadataValue.json(sorted(stored)),
                 "trend": dg.MetadataValue.md(trend),
-                OUTCOME_METADATA: dg.MetadataValue.json(json.loads(manifest["outcome"])),
+                OUTCOME_METADATA: dg.MetadataValue.json(json.loads(outcome_json)),
             },
             check_results=[regression_check_result(regression, findings), gate_check_result(outcome)],
         )
@@ -645,7 +648,7 @@ def _commit_to_history(
     row: pd.Series,
     series: Series,
     stored: dict[str, pd.DataFrame | StageFile],
-    manifest: dict[str, str],
+    manifest: dict[str, str | None],
 ) -> None:
     """Append the run's ``stored`` tables to history, then its manifest (the commit); ``row``
     is a metrics row of the run, ``manifest`` the manifest's fields that only the step knows."""
