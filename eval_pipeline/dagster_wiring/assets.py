@@ -596,13 +596,8 @@ def _history_asset(lane: _Lane) -> dg.AssetsDefinition:
             judged = RunOutcome.from_json(metrics.attrs[OUTCOME_ATTR])
             regression = regression_outcome(findings, void=judged.void)
             outcome = judged.with_check(regression)
-            target, outcome_json = runtime.target(series.runtime), outcome.to_json()
-            manifest = {
-                "runtime_spec": redacted_spec(target.spec),
-                "runtime_options": stored_options(target.options),
-                "dagster_job": context.run.job_name,
-                "outcome": outcome_json,
-            }
+            outcome_json = outcome.to_json()
+            manifest = _manifest(runtime.target(series.runtime), context.run.job_name, outcome_json)
             _commit_to_history(root, spec.name, row, series, stored, manifest)
             # Committed: nothing of the series is left to resume. Removed at once, and a journal
             # a kill left behind here is refused by --resume (its run id is committed).
@@ -640,6 +635,17 @@ def _history_tables(
         "turn_verdicts": turn_predicates,
     }
     return stored if transcripts is None else {**stored, "transcripts": transcripts}
+
+
+def _manifest(target: RuntimeTarget, job: str, outcome_json: str) -> dict[str, str | None]:
+    """The manifest's fields only the history step knows: what ran (the target's spec and
+    options, redacted: a derived name is decoded from them), the job and the run's outcome."""
+    return {
+        "runtime_spec": redacted_spec(target.spec),
+        "runtime_options": stored_options(target.options),
+        "dagster_job": job,
+        "outcome": outcome_json,
+    }
 
 
 def _commit_to_history(
