@@ -17,6 +17,7 @@ from eval_pipeline.cli import app
 from eval_pipeline.cli.common import EXIT_OK
 from eval_pipeline.history import connect
 from eval_pipeline.runtimes.names import stands_for
+from eval_pipeline.runtimes.redaction import redacted_options
 from eval_pipeline.runtimes.serve import ServeConfig
 from eval_pipeline.runtimes.targets import derived_name
 from eval_pipeline.tables import SCHEMAS
@@ -33,6 +34,11 @@ def invoke(*args: str) -> str:
     result = runner.invoke(app, list(args))
     assert result.exit_code == EXIT_OK, result.output
     return result.stdout
+
+
+def lines(output: str) -> list[str]:
+    """The lines of ``output``, without their indent (a decoded name is a line of its own, never wrapped)."""
+    return [line.strip() for line in output.splitlines()]
 
 
 def run_ids(runtime: str) -> list[str]:
@@ -58,10 +64,10 @@ def test_show_diff_and_compare_say_what_a_derived_name_stands_for(history_root: 
     first, second = run_ids(name)
 
     shown = invoke("show", first[:8])
-    assert line in shown.splitlines()[1], shown
+    assert line in lines(shown), shown
     case = invoke("show", first[:8], "--case", "refusal_oog_zylphraxonin_001")
-    assert line in case.splitlines()[1], case
-    assert line in invoke("diff", first, second).splitlines()
+    assert line in lines(case), case
+    assert line in lines(invoke("diff", first, second))
     (pair,) = json.loads(invoke("diff", first, second, "-f", "json"))
     assert pair["runtime_a_stands_for"] == pair["runtime_b_stands_for"] == decoded
     compared = invoke("compare", "--lane", LANE, "--runtime", "reference", "--runtime", name)
@@ -99,3 +105,16 @@ def test_history_without_stored_options_still_reads_and_decodes_the_spec(history
     with connect(str(history_root)) as con:
         assert runtime_specs(con) == {name: "reference:no-refusal"}
         assert con.execute("SELECT runtime_options FROM runs").fetchall() == [(None,)]
+
+
+def test_options_are_stored_and_shown_without_the_secrets_a_list_holds() -> None:
+    """History stores a target's options beside its spec: a secret inside a list of them is
+    redacted like one anywhere else."""
+    options = {
+        "paths": [f"https://u:{SECRET}@host/pkg", "."],
+        "header_envs": {"Authorization": "TOKEN_VAR"},
+        "request_params": {"stop": [f"Bearer {SECRET}", SECRET]},
+    }
+    shown = redacted_options(options)
+    assert SECRET not in json.dumps(shown) and shown["paths"][1] == "."
+    assert SECRET not in stands_for("exec:bot", options)
