@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import webbrowser
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, fields
 from datetime import date
@@ -194,9 +194,7 @@ def print_diff(
         for d in diffs:
             a, b = (d.a.label(), d.b.label()) if wide else (_short_label(d.a), _short_label(d.b))
             out().print(f"[bold]{escape(a)}  →  {escape(b)}[/bold]", highlight=False)
-            for name in dict.fromkeys((d.a.runtime, d.b.runtime)):
-                if name in decoded:  # a derived name says nothing of what it ran
-                    out().print(Text(f"runtime {name}: {decoded[name]}"), highlight=False, soft_wrap=True)
+            _print_decoded(decoded, (d.a.runtime, d.b.runtime))
             if d.note:
                 out().print(f"[yellow]note:[/yellow] {escape(d.note)}", highlight=False)
             emit(d.metric_deltas, output, title="metrics", columns=DIFF_METRIC_COLUMNS, wide=wide)
@@ -246,6 +244,7 @@ def print_flaky(
     with _bad_query_exits(), connect(root or history_root()) as con:
         cases = case_flip_rates(con, lane=lane, last=last)
         rates = rate_intervals(con, lane=lane, last=last)
+        decoded = decoded_names(con, [str(r) for r in rates["runtime"]])
     if not show_all:
         cases = cases[cases["alternations"] > 0].reset_index(drop=True)
     if output is OutputFormat.json:
@@ -267,6 +266,7 @@ def print_flaky(
             columns=FLAKY_RATE_COLUMNS,
             wide=wide,
         )
+        _print_decoded(decoded, rates["runtime"])
 
 
 def print_first_failures(
@@ -285,6 +285,7 @@ def print_first_failures(
     with _bad_query_exits(), connect(root or history_root()) as con:
         series = case_series(con, scope)
         rows = first_failures(con, scope)
+        decoded = decoded_names(con, [str(r) for r in rows["runtime"]])
     looked_at = f"{case_id} never failed in {len(series)} series: {', '.join(series)}"
     emit(
         rows,
@@ -294,6 +295,8 @@ def print_first_failures(
         columns=FIRST_FAILURE_COLUMNS,
         wide=wide,
     )
+    if output is OutputFormat.table:
+        _print_decoded(decoded, rows["runtime"])
 
 
 def print_comparison(
@@ -344,6 +347,13 @@ def print_comparison(
         columns=FLIP_VIEW_COLUMNS,
         wide=wide,
     )
+
+
+def _print_decoded(decoded: dict[str, str], names: Iterable[object]) -> None:
+    """What each derived name among ``names`` stands for, a line each (once a name)."""
+    for name in dict.fromkeys(str(n) for n in names):
+        if name in decoded:  # a derived name says nothing of what it ran
+            out().print(Text(f"runtime {name}: {decoded[name]}"), highlight=False, soft_wrap=True)
 
 
 def write_report_and_open(*, folder: str, root: str | None, open_it: bool) -> None:

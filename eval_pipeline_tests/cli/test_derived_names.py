@@ -68,6 +68,7 @@ def test_show_diff_and_compare_say_what_a_derived_name_stands_for(history_root: 
     case = invoke("show", first[:8], "--case", "refusal_oog_zylphraxonin_001")
     assert line in lines(case), case
     assert line in lines(invoke("diff", first, second))
+    assert line in lines(invoke("flaky", "--lane", LANE))
     (pair,) = json.loads(invoke("diff", first, second, "-f", "json"))
     assert pair["runtime_a_stands_for"] == pair["runtime_b_stands_for"] == decoded
     compared = invoke("compare", "--lane", LANE, "--runtime", "reference", "--runtime", name)
