@@ -39,8 +39,8 @@ COMPACTED_DATE_COLUMN = "run_date"
 
 _RUNS_VIEW = f"""
 CREATE OR REPLACE VIEW runs AS
-SELECT m.run_id, m.lane, m.split, m.runtime, m.case_set, m.runtime_spec, m.runtime_options, m.date, m.partition_date,
-       m.started_at, m.cases_sha256, m.pipeline_version,
+SELECT m.run_id, m.lane, m.split, m.runtime, m.case_set, m.runtime_spec, m.runtime_options, m.date,
+       m.partition_date, m.started_at, m.cases_sha256, m.pipeline_version,
        coalesce(c.metrics, 0) AS metrics,
        coalesce(c.blocking_failures, 0) AS blocking_failures,
        coalesce(c.warnings, 0) AS warnings,
