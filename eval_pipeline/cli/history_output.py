@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import webbrowser
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, fields
 from datetime import date
@@ -37,8 +37,8 @@ from eval_pipeline.history.runs import RunRef, is_missing
 from eval_pipeline.history.sql import read_only_connection, run_query
 from eval_pipeline.metrics import number_text, verdict_word
 from eval_pipeline.report import rich_style
-from eval_pipeline.runtimes.names import decoded_runtime
-from eval_pipeline.viewer.pages.common import words, worst
+from eval_pipeline.runtimes.names import decoded_runtimes
+from eval_pipeline.viewer.pages.common import decoded_names, words, worst
 
 _HISTORY_COLUMNS = (
     "date, started_at, lane, split, runtime, case_set, run_id, metric, value, threshold_op, threshold, "
@@ -125,6 +125,7 @@ def _print_runs(
         since_day = _parse_day(since) if since else None
         rows = con.execute(
             "SELECT r.date, r.started_at, r.lane, r.split, r.runtime, r.case_set, r.run_id, r.runtime_spec, "
+            "r.runtime_options::VARCHAR AS runtime_options, "
             "list(m.verdict) FILTER (WHERE m.verdict IS NOT NULL) AS verdicts, "
             "list(m.metric ORDER BY m.metric) FILTER (WHERE m.verdict IN ('fail', 'warn', 'void')) AS failing "
             f"FROM runs r LEFT JOIN metrics m USING (run_id, {SERIES_SQL}) "
@@ -157,13 +158,11 @@ def _print_runs(
         console.print(line, highlight=False)
         if failing:  # under its run, indented past the day and id, wrapped between names
             console.print(Padding(Text(failing), (0, 0, 0, len(line.plain) - len(series))), highlight=False)
-    decoded = dict.fromkeys(
-        f"{name}: {stands}"
-        for name, spec in zip(rows["runtime"], rows["runtime_spec"], strict=True)
-        if (stands := decoded_runtime(str(name), spec)) is not None
+    decoded = decoded_runtimes(
+        zip(rows["runtime"], rows["runtime_spec"], rows["runtime_options"], strict=True)
     )
-    for stands_for in decoded:  # a derived name says nothing of what it ran
-        console.print(Text(stands_for), highlight=False, soft_wrap=True)
+    for name, stands_for in decoded.items():  # a derived name says nothing of what it ran
+        console.print(Text(f"{name}: {stands_for}"), highlight=False, soft_wrap=True)
 
 
 def print_compacted(*, month: str | None, root: str | None, output: OutputFormat, wide: bool) -> None:
@@ -188,12 +187,14 @@ def print_diff(
     """The ``diff`` command: metric deltas and flipped cases between two runs of each series."""
     with _bad_query_exits(), connect(root or history_root()) as con:
         diffs = diff_pairs(con, pairs_to_diff(con, run_a, run_b, lane=lane))
+        decoded = decoded_names(con, [ref.runtime for d in diffs for ref in (d.a, d.b)])
     if output is OutputFormat.table:
         if not diffs:
             out().print("No series has two runs yet.")
         for d in diffs:
             a, b = (d.a.label(), d.b.label()) if wide else (_short_label(d.a), _short_label(d.b))
             out().print(f"[bold]{escape(a)}  →  {escape(b)}[/bold]", highlight=False)
+            _print_decoded(decoded, (d.a.runtime, d.b.runtime))
             if d.note:
                 out().print(f"[yellow]note:[/yellow] {escape(d.note)}", highlight=False)
             emit(d.metric_deltas, output, title="metrics", columns=DIFF_METRIC_COLUMNS, wide=wide)
@@ -217,6 +218,8 @@ def print_diff(
                 "split": d.b.split,
                 "runtime_a": d.a.runtime,
                 "runtime_b": d.b.runtime,
+                "runtime_a_stands_for": decoded.get(d.a.runtime),
+                "runtime_b_stands_for": decoded.get(d.b.runtime),
                 "case_set_a": d.a.case_set,
                 "case_set_b": d.b.case_set,
                 "note": d.note,
@@ -241,6 +244,7 @@ def print_flaky(
     with _bad_query_exits(), connect(root or history_root()) as con:
         cases = case_flip_rates(con, lane=lane, last=last)
         rates = rate_intervals(con, lane=lane, last=last)
+        decoded = decoded_names(con, [str(r) for r in rates["runtime"]])
     if not show_all:
         cases = cases[cases["alternations"] > 0].reset_index(drop=True)
     if output is OutputFormat.json:
@@ -262,6 +266,7 @@ def print_flaky(
             columns=FLAKY_RATE_COLUMNS,
             wide=wide,
         )
+        _print_decoded(decoded, rates["runtime"])
 
 
 def print_first_failures(
@@ -280,6 +285,7 @@ def print_first_failures(
     with _bad_query_exits(), connect(root or history_root()) as con:
         series = case_series(con, scope)
         rows = first_failures(con, scope)
+        decoded = decoded_names(con, [str(r) for r in rows["runtime"]])
     looked_at = f"{case_id} never failed in {len(series)} series: {', '.join(series)}"
     emit(
         rows,
@@ -289,6 +295,8 @@ def print_first_failures(
         columns=FIRST_FAILURE_COLUMNS,
         wide=wide,
     )
+    if output is OutputFormat.table:
+        _print_decoded(decoded, rows["runtime"])
 
 
 def print_comparison(
@@ -308,8 +316,12 @@ def print_comparison(
             lane = _common_lane(con, runtimes)
         a, b = _runs_to_compare(con, lane, runtimes or [], runs or [], split, case_set)
         result, declared = compare_as_declared(con, a, b)
+        decoded = decoded_names(con, [a.runtime, b.runtime])
     if as_json:
-        out().print_json(json.dumps(result.document(), default=str))
+        document = result.document()
+        for side, ref in (("a", a), ("b", b)):
+            document[side]["runtime_stands_for"] = decoded.get(ref.runtime)
+        out().print_json(json.dumps(document, default=str))
         return
     out().print(
         f"[bold]{escape(a.lane)}/{escape(a.split)}[/bold] cases {escape(a.case_set)}", highlight=False
@@ -317,7 +329,10 @@ def print_comparison(
     for side, ref in (("A", a), ("B", b)):
         run_id = ref.run_id if wide else short_id(ref.run_id)
         day = ref.date.isoformat() if ref.date else "?"
-        out().print(f"  {side}: {escape(ref.runtime)}  run {escape(run_id)} ({day})", highlight=False)
+        stands = f" ({decoded[ref.runtime]})" if ref.runtime in decoded else ""
+        out().print(
+            Text(f"  {side}: {ref.runtime}{stands}  run {run_id} ({day})"), highlight=False, soft_wrap=True
+        )
     if result.note:
         out().print(f"[yellow]note:[/yellow] {escape(result.note)}", highlight=False)
     if not declared:
@@ -332,6 +347,13 @@ def print_comparison(
         columns=FLIP_VIEW_COLUMNS,
         wide=wide,
     )
+
+
+def _print_decoded(decoded: dict[str, str], names: Iterable[object]) -> None:
+    """What each derived name among ``names`` stands for, a line each (once a name)."""
+    for name in dict.fromkeys(str(n) for n in names):
+        if name in decoded:  # a derived name says nothing of what it ran
+            out().print(Text(f"runtime {name}: {decoded[name]}"), highlight=False, soft_wrap=True)
 
 
 def write_report_and_open(*, folder: str, root: str | None, open_it: bool) -> None:

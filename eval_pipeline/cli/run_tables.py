@@ -5,7 +5,7 @@ with each turn's verdicts."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pandas as pd
@@ -21,6 +21,7 @@ from eval_pipeline.metrics import rows_of_sample, sample_frames
 from eval_pipeline.outcome import RunOutcome, committed_outcome, evidence_object, fault_counts, fault_text
 from eval_pipeline.report import rich_style
 from eval_pipeline.tables import OUTCOME_ATTR
+from eval_pipeline.viewer.pages.common import decoded_names
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,8 @@ class RunTables:
     transcripts: pd.DataFrame
     turn_predicates: pd.DataFrame | None  # history keeps their verdicts only (no code, no evidence)
     outcome: RunOutcome | None  # as the run stored it (None: it broke before it was judged)
+    runtime: str = ""
+    stands_for: str | None = None  # what a derived runtime name stands for, as history knows it
 
     def has_case(self, case_id: str) -> bool:
         """Whether the run evaluated ``case_id`` (a case judged per turn has no case rows)."""
@@ -59,9 +62,10 @@ def _from_instance(prefix: str, root: str) -> list[RunTables]:
                 transcripts if transcripts is not None else pd.DataFrame(),
                 run.table("turn_predicates"),
                 _outcome_of(run, root, Series(run.lane, split, run.runtime, run.case_set)),
+                run.runtime,
             )
         )
-    return runs
+    return _decoded(runs, root) if runs else runs
 
 
 def _outcome_of(run: StoredRun, root: str, series: Series) -> RunOutcome | None:
@@ -88,6 +92,7 @@ def _from_history(prefix: str, root: str) -> list[RunTables]:
             refs = find_runs(con, prefix)
         except KeyError:
             return []
+        decoded = decoded_names(con, [ref.runtime for ref in refs])
         return [
             RunTables(
                 ref.run_id,
@@ -98,9 +103,19 @@ def _from_history(prefix: str, root: str) -> list[RunTables]:
                 ).df(),
                 con.execute(f"SELECT * FROM turn_verdicts WHERE {RUN_MATCH}", ref.params()).df(),
                 committed_outcome(con, ref),
+                ref.runtime,
+                decoded.get(ref.runtime),
             )
             for ref in refs
         ]
+
+
+def _decoded(runs: list[RunTables], root: str) -> list[RunTables]:
+    """``runs`` (from the instance's files) with what their derived runtime names stand for,
+    as history knows them (a run that never reached history may share its name with one that did)."""
+    with connect(root) as con:
+        decoded = decoded_names(con, [r.runtime for r in runs])
+    return [replace(r, stands_for=decoded.get(r.runtime)) for r in runs]
 
 
 def find_run_tables(prefix: str, root: str) -> list[RunTables]:
@@ -122,6 +137,7 @@ def print_failing(run: RunTables) -> None:
     reasons, and its faults: as its outcome holds them."""
     console = out()
     console.print(Text(f"{run.title} · run {run.run_id}", style="bold"))
+    _print_runtime(run)
     outcome = run.outcome
     if outcome is None:
         console.print(Text("  not judged: the run broke before its metrics step", style=rich_style("void")))
@@ -158,6 +174,7 @@ def print_failing(run: RunTables) -> None:
 def print_case(run: RunTables, case_id: str) -> None:
     console = out()
     console.print(Text(f"{case_id} · {run.title} · run {run.run_id}", style="bold"))
+    _print_runtime(run)
     turns = (
         run.transcripts[run.transcripts["case_id"] == case_id]
         if not run.transcripts.empty
@@ -200,6 +217,11 @@ def print_case(run: RunTables, case_id: str) -> None:
                 _verdict_line(prefix, word, f" {row['predicate']} ({row['severity']}): {row['message']}"),
                 highlight=False,
             )
+
+
+def _print_runtime(run: RunTables) -> None:
+    if run.stands_for is not None:  # a derived name says nothing of what it ran
+        out().print(Text(f"  runtime {run.runtime}: {run.stands_for}"), highlight=False, soft_wrap=True)
 
 
 def _word(passed: bool | None) -> str:

@@ -68,6 +68,7 @@ from eval_pipeline.run import (
 from eval_pipeline.runtimes import ChatRuntime, RuntimeSpecError
 from eval_pipeline.runtimes.budget import check_priced
 from eval_pipeline.runtimes.cache import ResponseCache, target_cache
+from eval_pipeline.runtimes.names import stored_options
 from eval_pipeline.runtimes.redaction import redacted_spec
 from eval_pipeline.runtimes.targets import RuntimeTarget
 from eval_pipeline.tables import (
@@ -599,11 +600,9 @@ def _history_asset(lane: _Lane) -> dg.AssetsDefinition:
             judged = RunOutcome.from_json(metrics.attrs[OUTCOME_ATTR])
             regression = regression_outcome(findings, void=judged.void)
             outcome = judged.with_check(regression)
-            manifest = {
-                "runtime_spec": redacted_spec(lane_target(spec, runtime, series.runtime).spec),
-                "dagster_job": context.run.job_name,
-                "outcome": outcome.to_json(),
-            }
+            outcome_json = outcome.to_json()
+            target = lane_target(spec, runtime, series.runtime)
+            manifest = _manifest(target, context.run.job_name, outcome_json)
             _commit_to_history(root, spec.name, row, series, stored, manifest)
             # Committed: nothing of the series is left to resume. Removed at once, and a journal
             # a kill left behind here is refused by --resume (its run id is committed).
@@ -619,7 +618,7 @@ def _history_asset(lane: _Lane) -> dg.AssetsDefinition:
                 "history_root": root,
                 "tables": dg.MetadataValue.json(sorted(stored)),
                 "trend": dg.MetadataValue.md(trend),
-                OUTCOME_METADATA: dg.MetadataValue.json(json.loads(manifest["outcome"])),
+                OUTCOME_METADATA: dg.MetadataValue.json(json.loads(outcome_json)),
             },
             check_results=[regression_check_result(regression, findings), gate_check_result(outcome)],
         )
@@ -643,13 +642,24 @@ def _history_tables(
     return stored if transcripts is None else {**stored, "transcripts": transcripts}
 
 
+def _manifest(target: RuntimeTarget, job: str, outcome_json: str) -> dict[str, str | None]:
+    """The manifest's fields only the history step knows: what ran (the target's spec and
+    options, redacted: a derived name is decoded from them), the job and the run's outcome."""
+    return {
+        "runtime_spec": redacted_spec(target.spec),
+        "runtime_options": stored_options(target.options),
+        "dagster_job": job,
+        "outcome": outcome_json,
+    }
+
+
 def _commit_to_history(
     root: str,
     lane: str,
     row: pd.Series,
     series: Series,
     stored: dict[str, pd.DataFrame | StageFile],
-    manifest: dict[str, str],
+    manifest: dict[str, str | None],
 ) -> None:
     """Append the run's ``stored`` tables to history, then its manifest (the commit); ``row``
     is a metrics row of the run, ``manifest`` the manifest's fields that only the step knows."""

@@ -92,6 +92,22 @@ def find_runs(con: duckdb.DuckDBPyConnection, run_id: str, lane: str | None = No
     return [ref_from_row(row) for _, row in rows.iterrows()]
 
 
+def stored_runtimes(
+    con: duckdb.DuckDBPyConnection, names: list[str] | None = None
+) -> list[tuple[str, str | None, str | None]]:
+    """Each runtime name's spec and options (JSON text, or null), as its latest committed run
+    stored them: what :func:`eval_pipeline.runtimes.names.decoded_runtimes` decodes. ``names``:
+    only those runtimes."""
+    rows = con.execute(
+        "SELECT runtime, arg_max(runtime_spec, (started_at, date, run_id)), "
+        "arg_max(runtime_options::VARCHAR, (started_at, date, run_id)) FROM run_manifests "
+        "WHERE runtime_spec IS NOT NULL AND (?::VARCHAR[] IS NULL OR list_contains(?, runtime)) "
+        "GROUP BY runtime ORDER BY runtime",
+        [names, names],
+    ).fetchall()
+    return [(str(name), spec, options) for name, spec, options in rows]
+
+
 def latest_runs(con: duckdb.DuckDBPyConnection, *, lane: str | None = None, last: int = 1) -> pd.DataFrame:
     """The last ``last`` runs of every series (optionally of one lane), oldest first."""
     if last < 1:

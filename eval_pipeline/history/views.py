@@ -16,10 +16,10 @@ carry the day of each row in an in-row ``run_date`` column, so the views take
 ``case_predicates``, ``turn_verdicts`` and ``transcripts`` keep only the rows whose ``(run_id, lane)`` has a
 manifest, so a run killed half-way through its append shows up nowhere.
 
-``runs`` has one row per committed lane run (from ``run_manifests``), with its metric counts
-(``metrics``, ``blocking_failures``, ``warnings``) and ``seq``: the run's position, 1 =
-oldest, in its series (lane, split, runtime, case_set), ordered by ``started_at``, then
-``date``, then ``run_id``.
+``runs`` has one row per committed lane run (from ``run_manifests``: its runtime's spec and
+options too), with its metric counts (``metrics``, ``blocking_failures``, ``warnings``) and
+``seq``: the run's position, 1 = oldest, in its series (lane, split, runtime, case_set),
+ordered by ``started_at``, then ``date``, then ``run_id``.
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ COMPACTED_DATE_COLUMN = "run_date"
 
 _RUNS_VIEW = f"""
 CREATE OR REPLACE VIEW runs AS
-SELECT m.run_id, m.lane, m.split, m.runtime, m.case_set, m.runtime_spec, m.date, m.partition_date,
-       m.started_at, m.cases_sha256, m.pipeline_version,
+SELECT m.run_id, m.lane, m.split, m.runtime, m.case_set, m.runtime_spec, m.runtime_options, m.date,
+       m.partition_date, m.started_at, m.cases_sha256, m.pipeline_version,
        coalesce(c.metrics, 0) AS metrics,
        coalesce(c.blocking_failures, 0) AS blocking_failures,
        coalesce(c.warnings, 0) AS warnings,

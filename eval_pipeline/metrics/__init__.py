@@ -73,6 +73,7 @@ if TYPE_CHECKING:
         totals_text,
         turn_usage,
         usage_metrics,
+        usage_value_text,
     )
 
 _EXPORTS: dict[str, str] = {
@@ -128,6 +129,7 @@ _EXPORTS: dict[str, str] = {
     "totals_text": "usage",
     "turn_usage": "usage",
     "usage_metrics": "usage",
+    "usage_value_text": "usage",
     "verdict_sql": "scoring",
     "verdict_word": "scoring",
     "verdict_words": "paired",
@@ -187,6 +189,7 @@ __all__ = [
     "totals_text",
     "turn_usage",
     "usage_metrics",
+    "usage_value_text",
     "verdict_sql",
     "verdict_word",
     "verdict_words",

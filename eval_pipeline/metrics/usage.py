@@ -4,7 +4,8 @@ A turn's ``prompt_tokens`` and ``completion_tokens`` are what the runtime said i
 ``usage`` (null when it said nothing); a target's ``price`` (per million input and output
 tokens) turns them into the turn's ``cost``. Every lane run then reports the same usage
 metrics, whatever its kind (:data:`USAGE_METRICS`): turns driven, tokens, cost, the turns
-answered from the response cache, the turns cut at the token limit, latency p50 / p95 / p99,
+answered from the response cache, the turns cut at the token limit, the turns retried after a
+transient fault (sent more than once), latency p50 / p95 / p99,
 time to first token p50 / p95 and the generation rate of streamed answers.
 They carry no threshold unless a lane declares one, so they never change a lane's verdict.
 
@@ -31,7 +32,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from eval_pipeline.core import TOKEN_LIMIT, duration_text
-from eval_pipeline.metrics.scoring import MetricValue
+from eval_pipeline.metrics.scoring import MetricValue, number_text
 
 TURNS_DRIVEN = "turns_driven"
 PROMPT_TOKENS = "prompt_tokens"
@@ -39,6 +40,7 @@ COMPLETION_TOKENS = "completion_tokens"
 COST = "cost"
 CACHED_TURNS = "cached_turns"
 TRUNCATED_TURNS = "truncated_turns"
+RETRIED_TURNS = "retried_turns"  # turns sent more than once: a transient fault was retried
 LATENCY_PERCENTILES: tuple[tuple[str, float], ...] = (
     ("latency_p50_ms", 50.0),
     ("latency_p95_ms", 95.0),
@@ -58,17 +60,18 @@ USAGE_METRICS: tuple[str, ...] = (
     COST,
     CACHED_TURNS,
     TRUNCATED_TURNS,
+    RETRIED_TURNS,
     *(name for name, _ in LATENCY_PERCENTILES),
     *(name for name, _ in TTFT_PERCENTILES),
     GENERATION_RATE,
 )
 
+# The usage metrics that are durations, in milliseconds (shown by core.durations.duration_text).
+DURATION_METRICS: tuple[str, ...] = tuple(name for name, _ in (*LATENCY_PERCENTILES, *TTFT_PERCENTILES))
+
 # The usage metrics that time the runtime: two runs of the same answers differ in them, and a
 # recording (nothing sent) has none.
-TIMED_METRICS: tuple[str, ...] = (
-    *(name for name, _ in (*LATENCY_PERCENTILES, *TTFT_PERCENTILES)),
-    GENERATION_RATE,
-)
+TIMED_METRICS: tuple[str, ...] = (*DURATION_METRICS, GENERATION_RATE)
 
 # The transcript columns the usage metrics read.
 USAGE_COLUMNS: tuple[str, ...] = (
@@ -80,6 +83,7 @@ USAGE_COLUMNS: tuple[str, ...] = (
     "cost",
     "cached",
     "finish_reason",
+    "attempts",
 )
 
 TOKENS_PER_PRICE_UNIT = 1_000_000
@@ -178,6 +182,7 @@ def usage_metrics(transcripts: pd.DataFrame) -> list[MetricValue]:
         MetricValue(COST, whole_sum(answered["cost"])),
         MetricValue(CACHED_TURNS, float(cached.sum())),
         MetricValue(TRUNCATED_TURNS, float(truncated(transcripts).sum())),
+        MetricValue(RETRIED_TURNS, float(retried(transcripts).sum())),
     ]
     values += [MetricValue(name, percentile(transcripts["latency_ms"], q)) for name, q in LATENCY_PERCENTILES]
     values += [MetricValue(name, percentile(transcripts["ttft_ms"], q)) for name, q in TTFT_PERCENTILES]
@@ -204,6 +209,19 @@ def truncated(transcripts: pd.DataFrame) -> pd.Series:
     return transcripts["finish_reason"].astype("string").eq(TOKEN_LIMIT).fillna(False).astype(bool)
 
 
+def was_retried(attempts: object) -> bool:
+    """Whether a turn of ``attempts`` calls was retried: sent more than once after a transient fault."""
+    return isinstance(attempts, int | float) and not isinstance(attempts, bool) and attempts > 1
+
+
+def retried(transcripts: pd.DataFrame) -> pd.Series:
+    """Whether each turn was retried (:func:`was_retried` of its ``attempts``)."""
+    if "attempts" not in transcripts.columns:  # a stage file written without the column
+        return pd.Series(False, index=transcripts.index)
+    attempts = transcripts["attempts"].astype("Float64")
+    return attempts.map(lambda n: False if pd.isna(n) else was_retried(float(n))).astype(bool)
+
+
 def whole_sum(column: pd.Series) -> float | None:
     """The sum of ``column`` when every value is known (and there is one), else None."""
     if column.empty or column.isna().any():
@@ -228,6 +246,7 @@ SUMMED_METRICS: tuple[str, ...] = (
     TURNS_DRIVEN,
     CACHED_TURNS,
     TRUNCATED_TURNS,
+    RETRIED_TURNS,
     PROMPT_TOKENS,
     COMPLETION_TOKENS,
     COST,
@@ -259,16 +278,26 @@ def _cost(value: float | None) -> str:
 
 
 def totals_text(usage: Mapping[str, float | None]) -> str:
-    """Turns (and those from the cache, and those cut at the token limit when there are any),
-    tokens and cost, in words: ``120 turns (40 from the cache, 13 cut at the token limit),
-    3,400 + 1,200 tokens, cost 0.0123``."""
+    """Turns (and those from the cache, and those cut at the token limit or retried when there
+    are any), tokens and cost, in words: ``120 turns (40 from the cache, 13 cut at the token
+    limit, 26 retried), 3,400 + 1,200 tokens, cost 0.0123``."""
     cut = usage.get(TRUNCATED_TURNS)
     cut_text = f", {_amount(cut)} cut at the token limit" if cut else ""
+    again = usage.get(RETRIED_TURNS)
+    retried_text = f", {_amount(again)} retried" if again else ""
     return (
         f"{_amount(usage.get(TURNS_DRIVEN))} turns ({_amount(usage.get(CACHED_TURNS))} from the cache"
-        f"{cut_text}), {_amount(usage.get(PROMPT_TOKENS))} + {_amount(usage.get(COMPLETION_TOKENS))} "
-        f"tokens, cost {_cost(usage.get(COST))}"
+        f"{cut_text}{retried_text}), {_amount(usage.get(PROMPT_TOKENS))} + "
+        f"{_amount(usage.get(COMPLETION_TOKENS))} tokens, cost {_cost(usage.get(COST))}"
     )
+
+
+def usage_value_text(metric: str, value: float | None) -> str:
+    """One usage metric's value as it is shown: a duration as ``850 ms`` / ``28.5 s``
+    (:func:`eval_pipeline.core.durations.duration_text`), any other as a number."""
+    if metric in DURATION_METRICS:
+        return duration_text(value)
+    return "n/a" if value is None else number_text(value)
 
 
 def timing_text(usage: Mapping[str, float | None]) -> str:

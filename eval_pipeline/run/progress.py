@@ -30,6 +30,8 @@ from rich.progress import (
 )
 from rich.text import Text
 
+from eval_pipeline.metrics.usage import was_retried
+
 
 @dataclass
 class TurnTally:
@@ -62,9 +64,9 @@ class TurnTally:
 
 
 def retried_turn(row: dict[str, Any]) -> int:
-    """1 when the turn took more than one attempt (a transient fault was retried), else 0."""
-    attempts = row.get("attempts")
-    return int(isinstance(attempts, int) and attempts > 1)
+    """1 when the turn took more than one attempt (a transient fault was retried), else 0: the
+    turns the run's ``retried_turns`` usage metric counts (:func:`eval_pipeline.metrics.usage.was_retried`)."""
+    return int(was_retried(row.get("attempts")))
 
 
 class Throttle:

@@ -79,16 +79,19 @@ def redacted_spec(spec: str) -> str:
 
 
 def redacted_options(options: Mapping[str, Any]) -> dict[str, Any]:
-    """Runtime options safe to print: a value under a secret-looking name (``api_key``,
-    ``Authorization``), or that looks like an API key, is replaced, in nested mappings too; a
-    text value's URLs are redacted."""
-    shown: dict[str, Any] = {}
-    for name, value in options.items():
-        if isinstance(value, Mapping):
-            shown[name] = redacted_options(value)
-        elif isinstance(value, str):
-            secret = _SECRET_NAME.search(str(name)) or _SECRET_VALUE.match(value) or " sk-" in f" {value}"
-            shown[name] = REDACTED if secret else redacted_spec(value)
-        else:
-            shown[name] = value
-    return shown
+    """Runtime options safe to print and store: a value under a secret-looking name
+    (``api_key``, ``Authorization``), or that looks like an API key, is replaced, in nested
+    mappings and lists too; a text value's URLs are redacted."""
+    return {name: _redacted_value(str(name), value) for name, value in options.items()}
+
+
+def _redacted_value(name: str, value: Any) -> Any:
+    """One option's value safe to print; a list's items are judged under the list's name."""
+    if isinstance(value, Mapping):
+        return redacted_options(value)
+    if isinstance(value, list | tuple):
+        return [_redacted_value(name, item) for item in value]
+    if isinstance(value, str):
+        secret = _SECRET_NAME.search(name) or _SECRET_VALUE.match(value) or " sk-" in f" {value}"
+        return REDACTED if secret else redacted_spec(value)
+    return value

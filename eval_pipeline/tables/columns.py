@@ -128,6 +128,8 @@ RUN_MANIFESTS = pa.schema(
         pa.field("dagster_job", pa.string()),
         pa.field("tables", pa.string()),  # comma-separated history tables the run wrote
         pa.field("outcome", JSON_TEXT),  # the run's outcome (outcome.RunOutcome), as every view shows it
+        # The target's options (redacted, sorted JSON; null: none, or history from before it).
+        pa.field("runtime_options", JSON_TEXT),
     ]
 )
 
@@ -194,6 +196,8 @@ COLUMN_DESCRIPTIONS: Mapping[str, str] = {
     "cases_sha256": "SHA-256 of the case files' bytes: which cases were measured.",
     "pipeline_version": "The eval-pipeline version that produced the row.",
     "runtime_spec": "The adapter spec the runtime target resolved to (never a secret).",
+    "runtime_options": "JSON of the runtime target's options, secrets redacted (null: it has none); "
+    "with runtime_spec, what a derived runtime name stands for.",
     "dagster_job": "The Dagster job that ran.",
     "tables": "The history tables the run wrote (comma-separated).",
     "sample_index": "Which of the run's N samples of the case (each in a fresh session); 0 when N = 1.",

@@ -21,7 +21,7 @@ from markupsafe import Markup
 from eval_pipeline.history.charts import series_name
 from eval_pipeline.history.runs import RunRef, is_missing
 from eval_pipeline.history.svg import sparkline_svg
-from eval_pipeline.metrics import number_text
+from eval_pipeline.metrics import number_text, usage_value_text
 from eval_pipeline.report import css_class, css_rules
 from eval_pipeline.viewer.links import Site
 from eval_pipeline.viewer.pages import GRID_FILTERS, day_text
@@ -37,6 +37,7 @@ def environment() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters["num"] = lambda value: "null" if value is None else number_text(float(value))
+    env.filters["usage"] = lambda value, metric: usage_value_text(str(metric), value)
     env.filters["word"] = css_class
     env.filters["day"] = day_text
     env.filters["short"] = lambda run_id: str(run_id)[:8]

@@ -28,8 +28,9 @@ RESCORE = StoredRun(
 )
 TOKEN = re.compile(r"[A-Za-z0-9_.:-]+")
 # Words the commands write that begin a name: "no case flipped", and the usage line's
-# "turns (0 from the cache)", "latency p50", "prompt" (turns_driven, cached_turns, …).
-WORDS = frozenset({"case", "surface", "turn", "turns", "prompt", "cache", "latency"})
+# "turns (0 from the cache)", "latency p50", "prompt" (turns_driven, cached_turns, …), and the
+# progress line's "retried 0" (retried_turns).
+WORDS = frozenset({"case", "surface", "turn", "turns", "prompt", "cache", "latency", "retried"})
 
 
 @pytest.fixture

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import dataclasses
 import html
+import re
 
 import pandas as pd
 
+from eval_pipeline.core.durations import duration_text
 from eval_pipeline.history.views import connect
-from eval_pipeline.metrics.usage import USAGE_METRICS
+from eval_pipeline.metrics import number_text
+from eval_pipeline.metrics.usage import LATENCY_PERCENTILES, TTFT_PERCENTILES, USAGE_METRICS
 from eval_pipeline.run.pipeline import LaneRun
 from eval_pipeline.viewer.pages import runs as runs_page
 
@@ -48,3 +51,23 @@ def test_the_run_page_shows_usage_apart_from_checks(history: str, lane_runs: dic
     assert f'<td>prompt_tokens</td><td class="num">{int(expected["prompt_tokens"])}</td>' in usage
     assert '<td>cost</td><td class="num">0.25</td>' in usage
     assert "ttft_p95_ms" not in usage and "null" not in usage
+
+
+def test_the_usage_table_reads_durations_as_people_read_them(
+    history: str, lane_runs: dict[bool, LaneRun]
+) -> None:
+    """Latencies are shown by the one duration formatter (``0.02 ms``, ``550 ms``, ``28.5 s``),
+    never as raw milliseconds (``0.02244``); counts stay numbers."""
+    run = lane_runs[True]
+    record_run(history, run, StoredRun("run-u2", "timed", "2024-05-02", True))
+    expected = dict(zip(run.metrics["metric"], run.metrics["value"], strict=True))
+    with serving(history) as url:
+        _, page = get(url + "/runs/run-u2")
+    usage = html.unescape(page.split("<h3>Usage</h3>", 1)[1].split("</table>", 1)[0])
+    shown = dict(re.findall(r'<td>(\w+)</td><td class="num">([^<]*)</td>', usage))
+    for name, _ in (*LATENCY_PERCENTILES, *TTFT_PERCENTILES):
+        if not pd.isna(expected[name]):
+            assert shown[name] == duration_text(expected[name]), name
+            assert shown[name] != number_text(expected[name])
+    assert "latency_p50_ms" in shown and shown["latency_p50_ms"].endswith(" ms")
+    assert shown["turns_driven"] == str(len(run.transcripts))

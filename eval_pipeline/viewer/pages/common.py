@@ -6,8 +6,9 @@ from datetime import date
 
 import duckdb
 
-from eval_pipeline.history.runs import RunRef, find_runs, is_missing
+from eval_pipeline.history.runs import RunRef, find_runs, is_missing, stored_runtimes
 from eval_pipeline.metrics import VERDICT_ORDER, worst_verdict
+from eval_pipeline.runtimes.names import decoded_runtimes
 
 
 class NotFound(LookupError):
@@ -48,9 +49,14 @@ def day_text(value: date | None) -> str:
 
 def runtime_specs(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
     """Each runtime target's spec, as its latest committed run stored it (redacted: never a
-    secret); a derived name (``reference-53347daa``) says nothing of its spec without it."""
-    rows = con.execute(
-        "SELECT runtime, arg_max(runtime_spec, (started_at, date, run_id)) FROM run_manifests "
-        "WHERE runtime_spec IS NOT NULL GROUP BY runtime"
-    ).fetchall()
-    return {str(runtime): str(spec) for runtime, spec in rows}
+    secret); a derived name (``reference-53347daa``) says nothing without it, so it is decoded
+    (:func:`eval_pipeline.runtimes.names.decoded_runtimes`: its spec and options)."""
+    stored = stored_runtimes(con)
+    decoded = decoded_runtimes(stored)
+    return {name: decoded.get(name, str(spec)) for name, spec, _ in stored}
+
+
+def decoded_names(con: duckdb.DuckDBPyConnection, names: list[str]) -> dict[str, str]:
+    """What those of ``names`` that are derived stand for (their spec and options, as history
+    stored them), by name: what ``show``, ``diff`` and ``compare`` print beside them."""
+    return decoded_runtimes(stored_runtimes(con, sorted(set(names)))) if names else {}
