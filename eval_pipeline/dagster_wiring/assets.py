@@ -48,11 +48,15 @@ from eval_pipeline.metrics import FLAKY_READS, MetricValue, flaky_within_run, sa
 from eval_pipeline.outcome import FAILING_READS, FirstFailing, RunOutcome, failing_cases, judge_run, rounded
 from eval_pipeline.report import markdown_table
 from eval_pipeline.run import (
+    Books,
     FanOut,
     JournalIdentity,
+    Journaling,
     LogProgress,
     ProgressObserver,
     RunLedger,
+    Sending,
+    StageOutput,
     cases_sha256,
     drive_cases,
     measure,
@@ -336,16 +340,10 @@ def _transcripts_asset(lane: _Lane) -> dg.AssetsDefinition:
                     run_columns["split"],
                     cases,
                     chat_runtime,
-                    concurrency=settings.concurrency_for(target),
-                    on_turn=observers,
-                    on_start=observers.start,
-                    repeat=samples,
-                    seed=settings.seed,
-                    run_columns=run_columns,
-                    ledger=ledger,
-                    stopped=ledger.raise_if_stopped if ledger is not None else None,
-                    cache=cache,
-                    price=target.price,
+                    Sending(concurrency=settings.concurrency_for(target), repeat=samples, seed=settings.seed),
+                    Books(ledger=ledger, cache=cache, price=target.price),
+                    progress=observers,
+                    output=StageOutput(run_columns),
                 )
             finally:
                 if ledger is not None:
@@ -393,17 +391,15 @@ def _ledger(
     """The transcripts step's ledger (journal, budget): resumed from the series' interrupted
     run when asked, or when the run re-executes a failed one; refusing a committed run's journal."""
     settings = runtime.settings
-    return transcripts_ledger(
-        chat_runtime,
+    journaling = Journaling(
         settings.journal_root(context.instance),
-        identity,
-        target,
         context.run.run_id,
         resume=settings.resume or context.run.parent_run_id is not None,  # a re-execution resumes
         parent_run_id=context.run.parent_run_id,
-        budget=settings.budget_for(target),
-        log=context.log,
         is_committed=partial(is_committed, history_root, identity.lane),
+    )
+    return transcripts_ledger(
+        chat_runtime, target, identity, journaling, settings.budget_for(target), context.log
     )
 
 
@@ -573,7 +569,6 @@ def _history_asset(lane: _Lane) -> dg.AssetsDefinition:
     ) -> dg.MaterializeResult:
         row = metrics.iloc[0]
         series = Series.from_row(row)
-        run_id = str(row["run_id"])
         root = history.resolved_root()
         # One connection for the regression (before this run is committed) and the trend (after),
         # over this lane's files only.
@@ -587,7 +582,6 @@ def _history_asset(lane: _Lane) -> dg.AssetsDefinition:
                 turn_verdicts=turn_predicates,
                 transcripts=transcripts,
                 alpha=spec.regression_alpha,
-                run_id=run_id,
             )
             stored = _history_tables(
                 metrics, case_predicates, turn_predicates, transcripts if history.keep_transcripts else None

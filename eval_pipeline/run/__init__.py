@@ -11,10 +11,11 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from eval_pipeline.run.cases_stage import write_cases
-    from eval_pipeline.run.drive import samples_to_drive
+    from eval_pipeline.run.drive import Books, Sending, samples_to_drive
     from eval_pipeline.run.journal import JournalIdentity, remove_journals
-    from eval_pipeline.run.ledger import RunLedger, cases_sha256, transcripts_ledger
+    from eval_pipeline.run.ledger import Journaling, RunLedger, cases_sha256, transcripts_ledger
     from eval_pipeline.run.pipeline import (
+        StageOutput,
         drive_cases,
         lane_threads,
         measure,
@@ -27,15 +28,19 @@ if TYPE_CHECKING:
     from eval_pipeline.run.workers import worker_count
 
 _EXPORTS: dict[str, str] = {
+    "Books": "drive",
     "DriveSettings": "request",
     "FanOut": "progress",
     "JournalIdentity": "journal",
+    "Journaling": "ledger",
     "LaneRunRequest": "request",
     "LogProgress": "progress",
     "NoProgress": "progress",
     "ProgressObserver": "progress",
     "RunLedger": "ledger",
     "RunRequest": "request",
+    "Sending": "drive",
+    "StageOutput": "pipeline",
     "cases_sha256": "ledger",
     "drive_cases": "pipeline",
     "lane_threads": "pipeline",
@@ -51,15 +56,19 @@ _EXPORTS: dict[str, str] = {
     "write_cases": "cases_stage",
 }
 __all__ = [
+    "Books",
     "DriveSettings",
     "FanOut",
     "JournalIdentity",
+    "Journaling",
     "LaneRunRequest",
     "LogProgress",
     "NoProgress",
     "ProgressObserver",
     "RunLedger",
     "RunRequest",
+    "Sending",
+    "StageOutput",
     "cases_sha256",
     "drive_cases",
     "lane_threads",

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from eval_pipeline.lanes.kind import Thread, TurnRequest
-from eval_pipeline.run.drive import drive
+from eval_pipeline.run.drive import Books, Sending, drive
 from eval_pipeline.run.journal import JournalIdentity, read_journal
-from eval_pipeline.run.ledger import open_ledger
+from eval_pipeline.run.ledger import Journaling, open_ledger
 from eval_pipeline.runtimes.base import Capabilities, RuntimeSpecError, TurnResponse
 from eval_pipeline.runtimes.budget import Budget, BudgetMeter, BudgetReached, check_priced
 from eval_pipeline.runtimes.targets import TargetsFileError, load_targets, resolve_target
@@ -72,17 +72,16 @@ def test_a_cost_budget_stops_within_one_session_per_slot_and_resume_finishes(tmp
     runtime = PricedRuntime()
     sessions, concurrency, max_cost = 60, 4, 5.0
     ledger = open_ledger(
-        tmp_path,
+        Journaling(tmp_path, "run-1"),
         IDENTITY,
-        "run-1",
-        resume=False,
-        parent_run_id=None,
-        budget=Budget(max_cost=max_cost),
-        warn=lambda _: None,
+        Budget(max_cost=max_cost),
+        lambda _: None,
         cost_of=cost_in_raw,
     )
     try:
-        stopped = drive(runtime, threads(sessions), concurrency=concurrency, ledger=ledger)
+        stopped = drive(
+            runtime, threads(sessions), Sending(concurrency=concurrency), books=Books(ledger=ledger)
+        )
     finally:
         ledger.close()
     assert ledger.meter is not None
@@ -96,12 +95,12 @@ def test_a_cost_budget_stops_within_one_session_per_slot_and_resume_finishes(tmp
     journaled = read_journal(tmp_path / "lane_a" / "dev" / "priced" / "run-1.journal").sessions
     assert len(journaled) == len(stopped) // TURNS
 
-    resumed = open_ledger(
-        tmp_path, IDENTITY, "run-2", resume=True, parent_run_id=None, budget=Budget(), warn=lambda _: None
-    )
+    resumed = open_ledger(Journaling(tmp_path, "run-2", resume=True), IDENTITY, Budget(), lambda _: None)
     before = runtime.sent
     try:
-        whole = drive(runtime, threads(sessions), concurrency=concurrency, ledger=resumed)
+        whole = drive(
+            runtime, threads(sessions), Sending(concurrency=concurrency), books=Books(ledger=resumed)
+        )
     finally:
         resumed.close()
     assert runtime.sent - before == (sessions - len(journaled)) * TURNS
