@@ -42,7 +42,7 @@ from eval_pipeline.lanes import LaneSpec, discover_lanes
 from eval_pipeline.metrics import USAGE_METRICS, number_text, summed_usage, timing_text, totals_text
 from eval_pipeline.outcome import MEASUREMENT_CHECK, evidence_object, fault_counts, fault_text
 from eval_pipeline.report import SuiteRun, junit_xml, rich_style
-from eval_pipeline.run import RunRequest, rich_progress, worker_count, write_cases
+from eval_pipeline.run import RunRequest, recording_of, rich_progress, worker_count, write_cases
 from eval_pipeline.runtimes.base import RecordedRuntime, RuntimeSpecError
 from eval_pipeline.runtimes.budget import check_priced
 from eval_pipeline.runtimes.names import stands_for
@@ -423,7 +423,7 @@ def run_lanes(ctx: typer.Context, request: RunRequest) -> None:
             from eval_pipeline.dagster_wiring.tags import HIDDEN_TAG_PREFIX
 
         lane, split = list(request.lanes) or None, request.split
-        recording = built if isinstance(built, RecordedRuntime) else None
+        recording = recording_of(built)
         if recording is not None and (committed := recording.committed_run) is not None:
             # A re-score runs the recorded run's lane and split.
             target = rescore_of(committed, target)

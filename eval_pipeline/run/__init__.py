@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from eval_pipeline.run.cases_stage import write_cases
-    from eval_pipeline.run.drive import Books, Sending, samples_to_drive
+    from eval_pipeline.run.drive import Books, Sending, recording_of, samples_to_drive
     from eval_pipeline.run.journal import JournalIdentity, remove_journals
     from eval_pipeline.run.ledger import Journaling, RunLedger, cases_sha256, transcripts_ledger
     from eval_pipeline.run.pipeline import (
@@ -46,6 +46,7 @@ _EXPORTS: dict[str, str] = {
     "lane_threads": "pipeline",
     "measure": "pipeline",
     "metric_rows": "pipeline",
+    "recording_of": "drive",
     "remove_journals": "journal",
     "rich_progress": "progress",
     "samples_to_drive": "drive",
@@ -74,6 +75,7 @@ __all__ = [
     "lane_threads",
     "measure",
     "metric_rows",
+    "recording_of",
     "remove_journals",
     "rich_progress",
     "samples_to_drive",

@@ -34,7 +34,7 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -316,9 +316,38 @@ def _finish_reason_of(raw_text: str | None) -> str | None:
     return finish_reason(raw) if isinstance(raw, dict) else None
 
 
+def recording_of(runtime: ChatRuntime) -> RecordedRuntime | None:
+    """``runtime`` when it is a recording (``replay:``, ``history:``, a :class:`RecordedRuntime`),
+    else None: the one place a recording is told from a live runtime. A recording is sent
+    nothing: every turn is answered at once (:func:`answered_at_once`), it plays the samples it
+    holds (:func:`samples_to_drive`), and it keeps no journal and spends no budget
+    (:func:`eval_pipeline.run.ledger.transcripts_ledger`)."""
+    return runtime if isinstance(runtime, RecordedRuntime) else None
+
+
+def answered_at_once(
+    runtime: ChatRuntime,
+    requests: Callable[[], Iterable[pa.Table]],
+    sending: Sending,
+    on_turn: TurnCallback | None = None,
+) -> Iterator[pa.Table] | None:
+    """For a recording, the transcripts of each table ``requests()`` gives (:data:`TURN_REQUESTS`;
+    asked for only here), every turn answered at once by :func:`replayed`, ``sending.repeat``
+    samples each seeded from ``sending.seed``; None for a live runtime, which is sent its turns
+    (:func:`drive`)."""
+    recording = recording_of(runtime)
+    if recording is None:
+        return None
+    return (
+        replayed(recording.answers, asked, on_turn, repeat=sending.repeat, seed=sending.seed)
+        for asked in requests()
+    )
+
+
 def samples_to_drive(runtime: ChatRuntime, repeat: int) -> int:
     """Samples per case: a recording (replay, history) plays the samples it holds, else ``repeat``."""
-    return runtime.samples_per_case if isinstance(runtime, RecordedRuntime) else repeat
+    recording = recording_of(runtime)
+    return repeat if recording is None else recording.samples_per_case
 
 
 def sessions_of(threads: Sequence[Thread]) -> list[list[Thread]]:
@@ -355,11 +384,9 @@ def drive(
         raise ValueError("repeat must be at least 1")
     if on_start:
         on_start(repeat * sum(len(t.turns) for t in threads))
-    if isinstance(runtime, RecordedRuntime):
-        table = replayed(
-            runtime.answers, requests_of_threads(threads), on_turn, repeat=repeat, seed=sending.seed
-        )
-        return table.to_pandas(types_mapper=nullable_types)
+    answered = answered_at_once(runtime, lambda: [requests_of_threads(threads)], sending, on_turn)
+    if answered is not None:
+        return next(answered).to_pandas(types_mapper=nullable_types)
 
     def run(sample: tuple[list[Thread], int]) -> list[dict[str, Any]]:
         session, sample_index = sample

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from eval_pipeline.lanes import Thread
+from eval_pipeline.run.drive import recording_of
 from eval_pipeline.run.journal import (
     CorruptRecord,
     JournalIdentity,
@@ -25,7 +26,7 @@ from eval_pipeline.run.journal import (
     open_journal,
     session_turns,
 )
-from eval_pipeline.runtimes.base import ChatRuntime, RecordedRuntime, RuntimeSpecError
+from eval_pipeline.runtimes.base import ChatRuntime, RuntimeSpecError
 from eval_pipeline.runtimes.budget import Budget, BudgetMeter, BudgetReached, RowCost, row_cost
 from eval_pipeline.runtimes.targets import RuntimeTarget
 from eval_pipeline.runtimes.versions import runtime_version
@@ -163,7 +164,7 @@ def transcripts_ledger(
     before, so an ``openai:`` server is asked ``GET /models`` once), else told now.
     ``journaling.is_committed`` says whether history holds a run id (a journal of one is never
     resumed)."""
-    if is_recording(runtime):
+    if recording_of(runtime) is not None:
         if journaling.resume or budget.limited:
             log.info("a recording is sent nothing: it keeps no journal and spends no budget")
         return None
@@ -177,8 +178,3 @@ def known_runtime_version(spec: str, options: Mapping[str, Any]) -> str | None:
         return runtime_version(spec, options).digest
     except RuntimeSpecError:
         return None
-
-
-def is_recording(runtime: ChatRuntime) -> bool:
-    """A recording (``replay:``, ``history:``) is sent nothing: it keeps no journal and spends nothing."""
-    return isinstance(runtime, RecordedRuntime)

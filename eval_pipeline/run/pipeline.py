@@ -40,9 +40,9 @@ from eval_pipeline.metrics import (
     usage_metrics,
 )
 from eval_pipeline.run.cases_stage import case_paths, write_cases
-from eval_pipeline.run.drive import Books, Sending, drive, replayed
+from eval_pipeline.run.drive import Books, Sending, answered_at_once, drive
 from eval_pipeline.run.workers import in_order, worker_count
-from eval_pipeline.runtimes.base import ChatRuntime, RecordedRuntime
+from eval_pipeline.runtimes.base import ChatRuntime
 from eval_pipeline.tables import (
     CASE_PREDICATES,
     METRICS,
@@ -268,18 +268,16 @@ def drive_cases(
 
     A lane whose threads share a session (a warm session plays every case) is driven in one
     piece, its rows then written in the cases' batches: the session cannot be cut. A recording
-    answers each batch's turns at once (:func:`eval_pipeline.run.drive.replayed`), session or not."""
+    answers each batch's turns at once (:func:`eval_pipeline.run.drive.answered_at_once`), session or not."""
     sending, books = sending or Sending(), books or Books()
     if progress is not None:
         progress.start(sending.repeat * int(cases.read(["turns"])["turns"].fillna(0).sum()))
     run_columns = output.run_columns
     with StageWriter(TRANSCRIPTS, output.folder) as writer:
-        if isinstance(runtime, RecordedRuntime):
-            asked = _by_batch(partial(_requests_of_batch, spec, split, cases), cases.batch_count)
-            for requests in asked:
-                table = replayed(
-                    runtime.answers, requests, progress, repeat=sending.repeat, seed=sending.seed
-                )
+        asked = partial(_by_batch, partial(_requests_of_batch, spec, split, cases), cases.batch_count)
+        answered = answered_at_once(runtime, asked, sending, progress)
+        if answered is not None:  # a recording: nothing is sent, each batch's turns are answered at once
+            for table in answered:
                 writer.write_table(table, **run_columns)
             return writer.finish()
         kind = lane_kind(spec)
