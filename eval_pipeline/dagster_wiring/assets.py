@@ -69,7 +69,7 @@ from eval_pipeline.run import (
     write_cases,
 )
 from eval_pipeline.runtimes import ChatRuntime, RuntimeSpecError
-from eval_pipeline.runtimes.budget import check_priced
+from eval_pipeline.runtimes.budget import Budget
 from eval_pipeline.runtimes.cache import ResponseCache, target_cache
 from eval_pipeline.runtimes.redaction import redacted_spec
 from eval_pipeline.runtimes.targets import RuntimeTarget
@@ -307,7 +307,7 @@ def _transcripts_asset(lane: _Lane) -> dg.AssetsDefinition:
         run_columns = _run_columns(context, spec, cases)
         target = runtime.target(run_columns["runtime"])
         settings = runtime.settings
-        check_priced(settings.budget_for(target), target.name, target.price)
+        budget = settings.budget_for(target)  # refused before the runtime is built: no price, no cost budget
         # The slot first: a runtime may start processes or open connections when it is built.
         step_key = context.get_step_execution_context().step.key
         with (
@@ -327,7 +327,9 @@ def _transcripts_asset(lane: _Lane) -> dg.AssetsDefinition:
                 samples=samples,
                 seed=settings.seed,
             )
-            ledger = _ledger(context, runtime, history.resolved_root(), chat_runtime, identity, target)
+            ledger = _ledger(
+                context, runtime, history.resolved_root(), chat_runtime, identity, target, budget
+            )
             try:
                 context.log.info(
                     f"driving {target.name} ({redacted_spec(chat_runtime.spec)}) over {cases.row_count} cases"
@@ -387,8 +389,9 @@ def _ledger(
     chat_runtime: ChatRuntime,
     identity: JournalIdentity,
     target: RuntimeTarget,
+    budget: Budget,
 ) -> RunLedger | None:
-    """The transcripts step's ledger (journal, budget): resumed from the series' interrupted
+    """The transcripts step's ledger (journal, ``budget``): resumed from the series' interrupted
     run when asked, or when the run re-executes a failed one; refusing a committed run's journal."""
     settings = runtime.settings
     journaling = Journaling(
@@ -398,9 +401,7 @@ def _ledger(
         parent_run_id=context.run.parent_run_id,
         is_committed=partial(is_committed, history_root, identity.lane),
     )
-    return transcripts_ledger(
-        chat_runtime, target, identity, journaling, settings.budget_for(target), context.log
-    )
+    return transcripts_ledger(chat_runtime, target, identity, journaling, budget, context.log)
 
 
 def _transcripts_metadata(

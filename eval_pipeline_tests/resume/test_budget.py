@@ -16,6 +16,7 @@ from eval_pipeline.lanes.kind import Thread, TurnRequest
 from eval_pipeline.run.drive import Books, Sending, drive
 from eval_pipeline.run.journal import JournalIdentity, read_journal
 from eval_pipeline.run.ledger import Journaling, open_ledger
+from eval_pipeline.run.request import DriveSettings
 from eval_pipeline.runtimes.base import Capabilities, RuntimeSpecError, TurnResponse
 from eval_pipeline.runtimes.budget import Budget, BudgetMeter, BudgetReached, check_priced
 from eval_pipeline.runtimes.targets import TargetsFileError, load_targets, resolve_target
@@ -131,6 +132,28 @@ def test_a_cost_budget_needs_a_price() -> None:
         check_priced(Budget(max_cost=1.0), "reference", None)
     check_priced(Budget(max_turns=10), "reference", None)
     check_priced(Budget(max_cost=1.0), "priced", {"input": 1.0, "output": 2.0})
+
+
+def test_a_runs_budget_is_decided_once_with_its_price_check(tmp_path: Path) -> None:
+    """``DriveSettings.budget_for`` is what the command line and the transcripts stage both ask:
+    the run's limits over the target's, a cost limit refused for a target without a price (a
+    target's own cost budget too)."""
+    path = tmp_path / "runtimes.yaml"
+    path.write_text(
+        "targets:\n"
+        "  unpriced: {spec: reference}\n"
+        "  priced: {spec: reference, price: {input: 1.0, output: 2.0}, budget: {max_turns: 50}}\n"
+        "  capped_unpriced: {spec: reference, budget: {max_cost: 2.0}}\n",
+        encoding="utf-8",
+    )
+    targets = load_targets(path)
+    unpriced, priced = resolve_target("unpriced", {}, targets), resolve_target("priced", {}, targets)
+    with pytest.raises(RuntimeSpecError, match=r"'unpriced' has no price:.*--max-turns"):
+        DriveSettings(max_cost=1.0).budget_for(unpriced)
+    with pytest.raises(RuntimeSpecError, match=r"'capped_unpriced' has no price:"):
+        DriveSettings().budget_for(resolve_target("capped_unpriced", {}, targets))
+    assert DriveSettings(max_turns=10).budget_for(unpriced) == Budget(max_turns=10)
+    assert DriveSettings(max_cost=1.0).budget_for(priced) == Budget(max_cost=1.0, max_turns=50)
 
 
 def test_the_command_lines_budget_wins_over_the_targets() -> None:
