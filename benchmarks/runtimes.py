@@ -164,7 +164,7 @@ def cached_figures(runtime: Any, threads: list[Thread], concurrency: int, rounds
     cold: list[tuple[float, float]] = []
     with tempfile.TemporaryDirectory(prefix="bench-cache-") as folder:
         for round_number in range(rounds):
-            without = partial(drive, runtime, threads, concurrency=concurrency)
+            without = partial(drive, runtime, threads, Sending(concurrency=concurrency))
             through = partial(
                 cold_drive, runtime, threads, concurrency, f"bench-{round_number}", Path(folder)
             )
