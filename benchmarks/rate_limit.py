@@ -18,7 +18,7 @@ import sys
 import time
 
 from eval_pipeline.lanes.kind import Thread, TurnRequest
-from eval_pipeline.run.drive import drive
+from eval_pipeline.run.drive import Sending, drive
 from eval_pipeline.runtimes import build_runtime
 from eval_pipeline.runtimes.adapters.openai_http import OpenAIRuntime
 from eval_pipeline.runtimes.reference import default_pack
@@ -61,7 +61,7 @@ def main() -> None:
     assert isinstance(runtime, OpenAIRuntime)
     try:
         started = time.perf_counter()
-        rows = drive(runtime, single_turn_threads(args.cases), concurrency=args.concurrency)
+        rows = drive(runtime, single_turn_threads(args.cases), Sending(concurrency=args.concurrency))
         wall = time.perf_counter() - started
     finally:
         runtime.close()

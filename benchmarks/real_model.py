@@ -22,7 +22,7 @@ from pathlib import Path
 import openai
 
 from eval_pipeline.lanes.kind import Thread, TurnRequest
-from eval_pipeline.run.drive import drive
+from eval_pipeline.run.drive import Sending, drive
 from eval_pipeline.runtimes import build_runtime
 from eval_pipeline.runtimes.local_model import MODEL_ALIAS, served_model
 
@@ -89,7 +89,7 @@ def pipeline(
     ]
     try:
         started = time.perf_counter()
-        table = drive(runtime, threads, concurrency=1)
+        table = drive(runtime, threads, Sending(concurrency=1))
         seconds = time.perf_counter() - started
     finally:
         runtime.close()

@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from runtimes import single_turn_threads, start_server
 
-from eval_pipeline.run.drive import drive
+from eval_pipeline.run.drive import Sending, drive
 from eval_pipeline.runtimes import build_runtime
 
 # Test-suite runs (eval_pipeline_tests/test_benchmarks_run.py): arguments → lines of figures.
@@ -47,7 +47,7 @@ def main() -> None:
     print(f"    {'shape':>26} {'wall s':>8} {'ideal s':>8} {'ratio':>6} {'turns/s':>8} {'errors':>6}")
     try:
         runtime = build_runtime(f"openai:{url}", {"model": "reference", "max_concurrency": args.concurrency})
-        drive(runtime, single_turn_threads(64), concurrency=args.concurrency)  # warm connections
+        drive(runtime, single_turn_threads(64), Sending(concurrency=args.concurrency))  # warm connections
         repeated = (
             f"{args.cases} cases × repeat {args.repeat}",
             single_turn_threads(args.cases),
@@ -57,7 +57,9 @@ def main() -> None:
         shapes = [repeated, single, repeated, single]  # twice each, interleaved: load drifts
         for label, threads, repeat in shapes:
             started = time.perf_counter()
-            transcripts = drive(runtime, threads, concurrency=args.concurrency, repeat=repeat, seed=11)
+            transcripts = drive(
+                runtime, threads, Sending(concurrency=args.concurrency, repeat=repeat, seed=11)
+            )
             wall = time.perf_counter() - started
             errors = int(transcripts["error"].notna().sum())
             assert len(transcripts) == turns

@@ -30,9 +30,9 @@ from statistics import median
 from typing import Any
 
 from eval_pipeline.lanes.kind import Thread, TurnRequest
-from eval_pipeline.run.drive import drive
+from eval_pipeline.run.drive import Books, Sending, drive
 from eval_pipeline.run.journal import JournalIdentity
-from eval_pipeline.run.ledger import open_ledger
+from eval_pipeline.run.ledger import Journaling, open_ledger
 from eval_pipeline.runtimes import build_runtime
 from eval_pipeline.runtimes.budget import Budget
 from eval_pipeline.runtimes.cache import ResponseCache
@@ -93,11 +93,9 @@ def journaled_drive(
     """Wall seconds of one drive with the run's journal kept (its writer closed, all fsynced)."""
     identity = JournalIdentity("bench", "dev", "dev", "0" * 64, "bench", None, 1, None)
     started = time.perf_counter()
-    ledger = open_ledger(
-        folder, identity, f"run-{run}", resume=False, parent_run_id=None, budget=Budget(), warn=print
-    )
+    ledger = open_ledger(Journaling(folder, f"run-{run}"), identity, Budget(), print)
     try:
-        drive(runtime, threads, concurrency=concurrency, ledger=ledger)  # type: ignore[arg-type]
+        drive(runtime, threads, Sending(concurrency=concurrency), books=Books(ledger=ledger))  # type: ignore[arg-type]
     finally:
         ledger.close()
     return time.perf_counter() - started
@@ -121,7 +119,9 @@ def http_figures(
                 runtime = build_runtime(
                     f"openai:{url}", {"model": "reference", "max_concurrency": concurrency}
                 )
-                drive(runtime, threads[: min(64, cases)], concurrency=concurrency)  # warm connections
+                drive(
+                    runtime, threads[: min(64, cases)], Sending(concurrency=concurrency)
+                )  # warm connections
                 plain, journaled, errors = [], [], 0
                 client_cpu, server_cpu = [], []
                 for run in range(rounds):
@@ -130,7 +130,7 @@ def http_figures(
                         time.process_time(),
                         process_cpu(server.pid),
                     )
-                    transcripts = drive(runtime, threads, concurrency=concurrency)
+                    transcripts = drive(runtime, threads, Sending(concurrency=concurrency))
                     plain.append(time.perf_counter() - started)
                     client_cpu.append(time.process_time() - client)
                     server_cpu.append(process_cpu(server.pid) - served)
@@ -164,7 +164,7 @@ def cached_figures(runtime: Any, threads: list[Thread], concurrency: int, rounds
     cold: list[tuple[float, float]] = []
     with tempfile.TemporaryDirectory(prefix="bench-cache-") as folder:
         for round_number in range(rounds):
-            without = partial(drive, runtime, threads, concurrency=concurrency)
+            without = partial(drive, runtime, threads, Sending(concurrency=concurrency))
             through = partial(
                 cold_drive, runtime, threads, concurrency, f"bench-{round_number}", Path(folder)
             )
@@ -178,7 +178,7 @@ def cached_figures(runtime: Any, threads: list[Thread], concurrency: int, rounds
                 cold.append(_timed(through))
         warm_cache = ResponseCache(f"bench-{rounds - 1}", Path(folder))
         started = time.perf_counter()
-        warm = drive(runtime, threads, concurrency=concurrency, cache=warm_cache)
+        warm = drive(runtime, threads, Sending(concurrency=concurrency), books=Books(cache=warm_cache))
         warm_wall = time.perf_counter() - started
         warm_cache.close()
     for label, runs in (("no cache", plain), ("cache cold", cold)):
@@ -208,7 +208,7 @@ def cold_drive(runtime: Any, threads: list[Thread], concurrency: int, version: s
     every session stored, and closed (the last entries written)."""
     cache = ResponseCache(version, folder)
     try:
-        drive(runtime, threads, concurrency=concurrency, cache=cache)
+        drive(runtime, threads, Sending(concurrency=concurrency), books=Books(cache=cache))
     finally:
         cache.close()
 
@@ -232,9 +232,9 @@ def cpu_figures(cases: int, rounds: int, workers: list[int]) -> None:
             "python:eval_pipeline_tests.runtimes.bots:CpuBoundBot",
             {"paths": [repo], "workers": count, "kwargs": {"rounds": rounds}},
         )
-        drive(runtime, threads[:count], concurrency=None)  # start the workers before timing
+        drive(runtime, threads[:count], Sending(concurrency=None))  # start the workers before timing
         started = time.perf_counter()
-        transcripts = drive(runtime, threads, concurrency=None)
+        transcripts = drive(runtime, threads, Sending(concurrency=None))
         wall = time.perf_counter() - started
         runtime.close()
         assert transcripts["error"].isna().all(), transcripts["error"].dropna().head()

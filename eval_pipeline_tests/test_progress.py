@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.progress import Progress
 
 from eval_pipeline.lanes.kind import Thread, TurnRequest
-from eval_pipeline.run.drive import drive
+from eval_pipeline.run.drive import Sending, drive
 from eval_pipeline.run.progress import RichProgress, progress_columns
 from eval_pipeline.runtimes.faults import RetryPolicy
 from eval_pipeline.runtimes.registry import build_runtime
@@ -81,9 +81,9 @@ def test_turns_retried_after_a_transient_fault_are_counted_on_the_bar() -> None:
             transcripts = drive(
                 runtime,
                 threads,
+                Sending(retry=RetryPolicy(max_retries=20, backoff_s=0.0, max_backoff_s=0.0)),
                 on_turn=bar,
                 on_start=bar.start,
-                retry=RetryPolicy(max_retries=20, backoff_s=0.0, max_backoff_s=0.0),
             )
     retried = int((transcripts["attempts"] > 1).sum())
     assert retried > 0 and transcripts["error"].isna().all()

@@ -15,7 +15,14 @@ import pytest
 
 from eval_pipeline.lanes import find_lane
 from eval_pipeline.run import pipeline
-from eval_pipeline.run.pipeline import drive_cases, measure, score_cases, score_turns, write_cases
+from eval_pipeline.run.pipeline import (
+    StageOutput,
+    drive_cases,
+    measure,
+    score_cases,
+    score_turns,
+    write_cases,
+)
 from eval_pipeline.run.workers import WORKERS_ENV, close_workers, in_order, worker_count
 from eval_pipeline.runtimes import build_runtime
 from eval_pipeline.tables.stage_files import BATCH_TURNS_ENV
@@ -76,7 +83,7 @@ def test_batches_scored_by_workers_are_the_batches_scored_here(
     cases = write_cases(spec, "public", folder=tmp_path)
     run = {"run_id": "r1", "lane": spec.name, "split": "public", "runtime": "reference", "case_set": "public"}
     reference = build_runtime("reference")
-    transcripts = drive_cases(spec, "public", cases, reference, run_columns=run, folder=tmp_path)
+    transcripts = drive_cases(spec, "public", cases, reference, output=StageOutput(run, tmp_path))
     assert cases.batch_count >= pipeline.PARALLEL_MIN_BATCHES
 
     def scored(workers: int) -> tuple[list[object], ...]:

@@ -43,9 +43,8 @@ from eval_pipeline.lanes import LaneSpec, discover_lanes
 from eval_pipeline.metrics import USAGE_METRICS, number_text, summed_usage, timing_text, totals_text
 from eval_pipeline.outcome import MEASUREMENT_CHECK, evidence_object, fault_counts, fault_text
 from eval_pipeline.report import SuiteRun, junit_xml, rich_style
-from eval_pipeline.run import RunRequest, rich_progress, worker_count, write_cases
+from eval_pipeline.run import RunRequest, recording_of, rich_progress, worker_count, write_cases
 from eval_pipeline.runtimes.base import RecordedRuntime, RuntimeSpecError
-from eval_pipeline.runtimes.budget import check_priced
 from eval_pipeline.runtimes.names import stands_for
 from eval_pipeline.runtimes.options import parse_runtime_options
 from eval_pipeline.runtimes.registry import build_runtime, split_spec
@@ -417,7 +416,7 @@ def run_lanes(ctx: typer.Context, request: RunRequest) -> None:
         )
         # Built once: a bad spec fails here, before any run starts, and every lane drives it.
         built = ctx.with_resource(closing(build_runtime(target.spec, target.options)))
-        check_priced(request.drive.budget_for(target), target.name, target.price)
+        request.drive.budget_for(target)  # a cost budget without a price is bad input, before anything runs
         # Dagster loads only now, while a worker pool the runtime started loads its runtime.
         with frozen_after():
             from eval_pipeline.dagster_wiring.framework import framework_target
@@ -425,7 +424,7 @@ def run_lanes(ctx: typer.Context, request: RunRequest) -> None:
             from eval_pipeline.dagster_wiring.tags import HIDDEN_TAG_PREFIX
 
         lane, split = list(request.lanes) or None, request.split
-        recording = built if isinstance(built, RecordedRuntime) else None
+        recording = recording_of(built)
         if recording is not None and (committed := recording.committed_run) is not None:
             # A re-score runs the recorded run's lane and split.
             target = rescore_of(committed, target)

@@ -6,8 +6,9 @@ What other rooms use is exported here and loaded on first use."""
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from eval_pipeline.core.faces import lazy_exports
 
 if TYPE_CHECKING:
     from eval_pipeline.core.collector import (
@@ -137,9 +138,4 @@ __all__ = [
     "with_truncation",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+__getattr__ = lazy_exports(__name__, _EXPORTS)

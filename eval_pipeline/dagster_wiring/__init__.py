@@ -5,8 +5,9 @@ What other rooms use is exported here and loaded on first use."""
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from eval_pipeline.core.faces import lazy_exports
 
 if TYPE_CHECKING:
     from eval_pipeline.dagster_wiring.code_location import build_definitions
@@ -22,9 +23,4 @@ _EXPORTS: dict[str, str] = {
 }
 __all__ = ["StoredRun", "build_definitions", "ensure_instance", "fail_dead_runs_of_existing_instance"]
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+__getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -49,11 +49,15 @@ from eval_pipeline.metrics import FLAKY_READS, MetricValue, flaky_within_run, sa
 from eval_pipeline.outcome import FAILING_READS, FirstFailing, RunOutcome, failing_cases, judge_run, rounded
 from eval_pipeline.report import markdown_table
 from eval_pipeline.run import (
+    Books,
     FanOut,
     JournalIdentity,
+    Journaling,
     LogProgress,
     ProgressObserver,
     RunLedger,
+    Sending,
+    StageOutput,
     cases_sha256,
     drive_cases,
     measure,
@@ -66,7 +70,7 @@ from eval_pipeline.run import (
     write_cases,
 )
 from eval_pipeline.runtimes import ChatRuntime, RuntimeSpecError
-from eval_pipeline.runtimes.budget import check_priced
+from eval_pipeline.runtimes.budget import Budget
 from eval_pipeline.runtimes.cache import ResponseCache, target_cache
 from eval_pipeline.runtimes.names import stored_options
 from eval_pipeline.runtimes.redaction import redacted_spec
@@ -308,7 +312,7 @@ def _transcripts_asset(lane: _Lane) -> dg.AssetsDefinition:
         run_columns = _run_columns(context, spec, cases)
         target = runtime.target(run_columns["runtime"])
         settings = runtime.settings
-        check_priced(settings.budget_for(target), target.name, target.price)
+        budget = settings.budget_for(target)  # refused before the runtime is built: no price, no cost budget
         # The slot first: a runtime may start processes or open connections when it is built.
         step_key = context.get_step_execution_context().step.key
         with (
@@ -328,7 +332,9 @@ def _transcripts_asset(lane: _Lane) -> dg.AssetsDefinition:
                 samples=samples,
                 seed=settings.seed,
             )
-            ledger = _ledger(context, runtime, history.resolved_root(), chat_runtime, identity, target)
+            ledger = _ledger(
+                context, runtime, history.resolved_root(), chat_runtime, identity, target, budget
+            )
             try:
                 context.log.info(
                     f"driving {target.name} ({redacted_spec(chat_runtime.spec)}) over {cases.row_count} cases"
@@ -341,16 +347,10 @@ def _transcripts_asset(lane: _Lane) -> dg.AssetsDefinition:
                     run_columns["split"],
                     cases,
                     chat_runtime,
-                    concurrency=settings.concurrency_for(target),
-                    on_turn=observers,
-                    on_start=observers.start,
-                    repeat=samples,
-                    seed=settings.seed,
-                    run_columns=run_columns,
-                    ledger=ledger,
-                    stopped=ledger.raise_if_stopped if ledger is not None else None,
-                    cache=cache,
-                    price=target.price,
+                    Sending(concurrency=settings.concurrency_for(target), repeat=samples, seed=settings.seed),
+                    Books(ledger=ledger, cache=cache, price=target.price),
+                    progress=observers,
+                    output=StageOutput(run_columns),
                 )
             finally:
                 if ledger is not None:
@@ -394,22 +394,19 @@ def _ledger(
     chat_runtime: ChatRuntime,
     identity: JournalIdentity,
     target: RuntimeTarget,
+    budget: Budget,
 ) -> RunLedger | None:
-    """The transcripts step's ledger (journal, budget): resumed from the series' interrupted
+    """The transcripts step's ledger (journal, ``budget``): resumed from the series' interrupted
     run when asked, or when the run re-executes a failed one; refusing a committed run's journal."""
     settings = runtime.settings
-    return transcripts_ledger(
-        chat_runtime,
+    journaling = Journaling(
         settings.journal_root(context.instance),
-        identity,
-        target,
         context.run.run_id,
         resume=settings.resume or context.run.parent_run_id is not None,  # a re-execution resumes
         parent_run_id=context.run.parent_run_id,
-        budget=settings.budget_for(target),
-        log=context.log,
         is_committed=partial(is_committed, history_root, identity.lane),
     )
+    return transcripts_ledger(chat_runtime, target, identity, journaling, budget, context.log)
 
 
 def _transcripts_metadata(
@@ -578,7 +575,6 @@ def _history_asset(lane: _Lane) -> dg.AssetsDefinition:
     ) -> dg.MaterializeResult:
         row = metrics.iloc[0]
         series = Series.from_row(row)
-        run_id = str(row["run_id"])
         root = history.resolved_root()
         # One connection for the regression (before this run is committed) and the trend (after),
         # over this lane's files only.
@@ -592,7 +588,6 @@ def _history_asset(lane: _Lane) -> dg.AssetsDefinition:
                 turn_verdicts=turn_predicates,
                 transcripts=transcripts,
                 alpha=spec.regression_alpha,
-                run_id=run_id,
             )
             stored = _history_tables(
                 metrics, case_predicates, turn_predicates, transcripts if history.keep_transcripts else None

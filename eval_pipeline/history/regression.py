@@ -103,7 +103,7 @@ class MetricFinding:
     flipped_case_ids: tuple[str, ...] = ()  # the cases that went the bad way
 
 
-def find_regressions(  # noqa: PLR0913
+def find_regressions(
     history: str | duckdb.DuckDBPyConnection,
     *,
     series: Series,
@@ -113,7 +113,6 @@ def find_regressions(  # noqa: PLR0913
     turn_verdicts: pd.DataFrame | StageFile | None = None,
     transcripts: pd.DataFrame | StageFile | None = None,
     alpha: float = ALPHA,
-    run_id: str | None = None,
 ) -> list[MetricFinding]:
     """Per-metric findings for the current run: its ``metrics`` table and its ``case_predicates``
     (at least ``case_id``, ``predicate``, ``passed``, ``severity``; ``sample_index`` with
@@ -125,12 +124,12 @@ def find_regressions(  # noqa: PLR0913
     predicates are never loaded whole, and not read at all for a series' first run).
 
     ``history`` is the history root, or an open connection to it (:func:`connect`).
-    The previous run is the latest committed run of the series other than ``run_id`` (default:
-    the ``run_id`` column of ``metrics``, if any) that started before the current run (when
-    ``metrics`` has ``started_at``). With no previous run every finding says so.
+    The previous run is the latest committed run of the series other than the current run (the
+    ``run_id`` column of ``metrics``, if any) that started before it (when ``metrics`` has
+    ``started_at``). With no previous run every finding says so.
     """
     stored_run_id = _single(metrics, "run_id")
-    run_id = run_id or (None if stored_run_id is None else str(stored_run_id))
+    run_id = None if stored_run_id is None else str(stored_run_id)
     current = RunRef(run_id or "current", series)
     with connect(history) if isinstance(history, str) else nullcontext(history) as con:
         previous = _previous_run(con, series, run_id, _single(metrics, "started_at"))

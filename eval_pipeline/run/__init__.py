@@ -6,16 +6,18 @@ What other rooms use is exported here and loaded on first use."""
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from eval_pipeline.core.faces import lazy_exports
 
 if TYPE_CHECKING:
     from eval_pipeline.run.cases_stage import write_cases
-    from eval_pipeline.run.drive import samples_to_drive
+    from eval_pipeline.run.drive import Books, Sending, recording_of, samples_to_drive
     from eval_pipeline.run.framework_stage import run_framework, runner_metadata
     from eval_pipeline.run.journal import JournalIdentity, remove_journals
-    from eval_pipeline.run.ledger import RunLedger, cases_sha256, transcripts_ledger
+    from eval_pipeline.run.ledger import Journaling, RunLedger, cases_sha256, transcripts_ledger
     from eval_pipeline.run.pipeline import (
+        StageOutput,
         drive_cases,
         lane_threads,
         measure,
@@ -28,20 +30,25 @@ if TYPE_CHECKING:
     from eval_pipeline.run.workers import worker_count
 
 _EXPORTS: dict[str, str] = {
+    "Books": "drive",
     "DriveSettings": "request",
     "FanOut": "progress",
     "JournalIdentity": "journal",
+    "Journaling": "ledger",
     "LaneRunRequest": "request",
     "LogProgress": "progress",
     "NoProgress": "progress",
     "ProgressObserver": "progress",
     "RunLedger": "ledger",
     "RunRequest": "request",
+    "Sending": "drive",
+    "StageOutput": "pipeline",
     "cases_sha256": "ledger",
     "drive_cases": "pipeline",
     "lane_threads": "pipeline",
     "measure": "pipeline",
     "metric_rows": "pipeline",
+    "recording_of": "drive",
     "remove_journals": "journal",
     "run_framework": "framework_stage",
     "runner_metadata": "framework_stage",
@@ -54,20 +61,25 @@ _EXPORTS: dict[str, str] = {
     "write_cases": "cases_stage",
 }
 __all__ = [
+    "Books",
     "DriveSettings",
     "FanOut",
     "JournalIdentity",
+    "Journaling",
     "LaneRunRequest",
     "LogProgress",
     "NoProgress",
     "ProgressObserver",
     "RunLedger",
     "RunRequest",
+    "Sending",
+    "StageOutput",
     "cases_sha256",
     "drive_cases",
     "lane_threads",
     "measure",
     "metric_rows",
+    "recording_of",
     "remove_journals",
     "rich_progress",
     "run_framework",
@@ -80,9 +92,4 @@ __all__ = [
     "write_cases",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+__getattr__ = lazy_exports(__name__, _EXPORTS)

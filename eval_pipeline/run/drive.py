@@ -34,8 +34,9 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
@@ -81,6 +82,49 @@ class SessionLedger(Protocol):
 
     def completed(self, key: str, sample_index: int, rows: list[dict[str, Any]]) -> None:
         """A session sent here has ended: these are its rows."""
+
+    def raise_if_stopped(self) -> None:
+        """Raises when the run must not go on (its budget left sessions unsent)."""
+
+
+@dataclass(frozen=True)
+class Sending:
+    """How turns are sent: ``concurrency`` sessions in flight (None: the runtime's declared
+    ``capabilities.concurrency``), ``repeat`` samples of each session (each in a fresh one), sample
+    i sent with the seed derived from the run ``seed``, transient faults retried by ``retry``
+    (None: the runtime's declared ``capabilities.retry``)."""
+
+    concurrency: int | None = 1
+    repeat: int = 1
+    seed: int | None = None
+    retry: RetryPolicy | None = None
+
+
+@dataclass(frozen=True)
+class Books:
+    """The books a run keeps as it sends: its ``ledger`` (the journal it resumes from and the
+    budget it spends), its response ``cache``, and the ``price`` each turn's tokens cost."""
+
+    ledger: SessionLedger | None = None
+    cache: ResponseCache | None = None
+    price: Price | None = None
+
+
+@dataclass(frozen=True)
+class TurnFacts:
+    """What is known of one turn once it was sent (or not): its answer's fields, how long it
+    took, how many attempts, its fault, its raw answer (JSON text) and its usage."""
+
+    surface: str | None = None
+    grounding_source: str | None = None
+    surface_tag: str | None = None
+    epistemic_status: str | None = None
+    latency_ms: float | None = None
+    attempts: int = 1
+    error: str | None = None
+    raw: str | None = None
+    usage: TurnUsage = field(default_factory=lambda: TurnUsage(None, None, None))
+    finish_reason: str | None = None
 
 
 def session_key(threads: Sequence[Thread]) -> str:
@@ -164,7 +208,11 @@ def run_session(
             for (case_id, turn), answer in zip(asked, answers, strict=True):
                 record(
                     {
-                        **_row(case_id, turn, attempts=0, finish_reason=_finish_reason_of(answer["raw"])),
+                        **_row(
+                            case_id,
+                            turn,
+                            TurnFacts(attempts=0, finish_reason=_finish_reason_of(answer["raw"])),
+                        ),
                         **answer,
                         "cached": True,
                     }
@@ -178,7 +226,7 @@ def run_session(
     except Exception as exc:  # a session that cannot open fails every one of its turns
         for thread in threads:
             for turn in thread.turns:
-                record(_row(thread.case_id, turn, error=_error_text(exc)))
+                record(_row(thread.case_id, turn, TurnFacts(error=_error_text(exc))))
         return rows
     try:
         for case_id, turn in asked:
@@ -215,10 +263,12 @@ def _send(session: ChatSession, case_id: str, turn: TurnRequest, retry: RetryPol
         return _row(
             case_id,
             turn,
-            latency_ms=latency_ms,
-            attempts=attempts,
-            error=error or "no response",
-            raw=_raw_text({"retries": retried}) if retried else None,
+            TurnFacts(
+                latency_ms=latency_ms,
+                attempts=attempts,
+                error=error or "no response",
+                raw=_raw_text({"retries": retried}) if retried else None,
+            ),
         )
     raw = dict(response.raw)
     if retried:  # every retry is recorded on its turn
@@ -233,18 +283,18 @@ def _send(session: ChatSession, case_id: str, turn: TurnRequest, retry: RetryPol
     row = _row(
         case_id,
         turn,
-        surface=response.surface,
-        grounding_source=response.grounding_source,
-        surface_tag=response.surface_tag,
-        epistemic_status=response.epistemic_status,
-        latency_ms=latency_ms,
-        attempts=attempts,
-        raw=_raw_text(raw) if raw else None,
-        prompt_tokens=usage.prompt_tokens,
-        completion_tokens=usage.completion_tokens,
-        ttft_ms=usage.ttft_ms,
-        error=error,
-        finish_reason=finish_reason(raw),
+        TurnFacts(
+            surface=response.surface,
+            grounding_source=response.grounding_source,
+            surface_tag=response.surface_tag,
+            epistemic_status=response.epistemic_status,
+            latency_ms=latency_ms,
+            attempts=attempts,
+            error=error,
+            raw=_raw_text(raw) if raw else None,
+            usage=usage,
+            finish_reason=finish_reason(raw),
+        ),
     )
     if recorded_seed is not None:
         row["seed"] = int(recorded_seed)
@@ -266,9 +316,38 @@ def _finish_reason_of(raw_text: str | None) -> str | None:
     return finish_reason(raw) if isinstance(raw, dict) else None
 
 
+def recording_of(runtime: ChatRuntime) -> RecordedRuntime | None:
+    """``runtime`` when it is a recording (``replay:``, ``history:``, a :class:`RecordedRuntime`),
+    else None: the one place a recording is told from a live runtime. A recording is sent
+    nothing: every turn is answered at once (:func:`answered_at_once`), it plays the samples it
+    holds (:func:`samples_to_drive`), and it keeps no journal and spends no budget
+    (:func:`eval_pipeline.run.ledger.transcripts_ledger`)."""
+    return runtime if isinstance(runtime, RecordedRuntime) else None
+
+
+def answered_at_once(
+    runtime: ChatRuntime,
+    requests: Callable[[], Iterable[pa.Table]],
+    sending: Sending,
+    on_turn: TurnCallback | None = None,
+) -> Iterator[pa.Table] | None:
+    """For a recording, the transcripts of each table ``requests()`` gives (:data:`TURN_REQUESTS`;
+    asked for only here), every turn answered at once by :func:`replayed`, ``sending.repeat``
+    samples each seeded from ``sending.seed``; None for a live runtime, which is sent its turns
+    (:func:`drive`)."""
+    recording = recording_of(runtime)
+    if recording is None:
+        return None
+    return (
+        replayed(recording.answers, asked, on_turn, repeat=sending.repeat, seed=sending.seed)
+        for asked in requests()
+    )
+
+
 def samples_to_drive(runtime: ChatRuntime, repeat: int) -> int:
     """Samples per case: a recording (replay, history) plays the samples it holds, else ``repeat``."""
-    return runtime.samples_per_case if isinstance(runtime, RecordedRuntime) else repeat
+    recording = recording_of(runtime)
+    return repeat if recording is None else recording.samples_per_case
 
 
 def sessions_of(threads: Sequence[Thread]) -> list[list[Thread]]:
@@ -279,31 +358,25 @@ def sessions_of(threads: Sequence[Thread]) -> list[list[Thread]]:
     return list(groups.values())
 
 
-def drive(  # noqa: PLR0913
+def drive(
     runtime: ChatRuntime,
     threads: Sequence[Thread],
+    sending: Sending = Sending(),
+    books: Books = Books(),
     *,
-    concurrency: int | None = 1,
     on_turn: TurnCallback | None = None,
     on_start: StartCallback | None = None,
-    retry: RetryPolicy | None = None,
-    repeat: int = 1,
-    seed: int | None = None,
-    ledger: SessionLedger | None = None,
-    cache: ResponseCache | None = None,
-    price: Price | None = None,
 ) -> pd.DataFrame:
-    """Transcripts (lane columns) for every turn of every thread, ``repeat`` samples of each.
+    """Transcripts (lane columns) for every turn of every thread, ``sending.repeat`` samples of each,
+    sent as ``sending`` says (:class:`Sending`) and kept in ``books`` (:class:`Books`).
 
-    ``concurrency`` is the number of sessions in flight; ``None`` takes the runtime's
-    declared ``capabilities.concurrency`` (e.g. its worker count). ``on_start`` receives the
-    number of turns it will drive (every sample's) before the first is sent; ``on_turn`` every row as it is recorded
-    (from worker threads). ``retry`` overrides the runtime's declared ``capabilities.retry``.
-    With a ``ledger``, the sessions it answers are not sent and those it does not allow are
-    left out.
-    ``cache`` answers the samples it holds and keeps the others; ``price`` prices each turn's
-    tokens.
+    ``on_start`` receives the number of turns it will drive (every sample's) before the first is
+    sent; ``on_turn`` every row as it is recorded (from worker threads). With a ``books.ledger``,
+    the sessions it answers are not sent and those it does not allow are left out.
+    ``books.cache`` answers the samples it holds and keeps the others; ``books.price`` prices each
+    turn's tokens.
     """
+    concurrency, repeat, ledger = sending.concurrency, sending.repeat, books.ledger
     sessions_in_flight = runtime.capabilities.concurrency if concurrency is None else concurrency
     if sessions_in_flight < 1:
         raise ValueError("concurrency must be at least 1")
@@ -311,9 +384,9 @@ def drive(  # noqa: PLR0913
         raise ValueError("repeat must be at least 1")
     if on_start:
         on_start(repeat * sum(len(t.turns) for t in threads))
-    if isinstance(runtime, RecordedRuntime):
-        table = replayed(runtime.answers, requests_of_threads(threads), on_turn, repeat=repeat, seed=seed)
-        return table.to_pandas(types_mapper=nullable_types)
+    answered = answered_at_once(runtime, lambda: [requests_of_threads(threads)], sending, on_turn)
+    if answered is not None:
+        return next(answered).to_pandas(types_mapper=nullable_types)
 
     def run(sample: tuple[list[Thread], int]) -> list[dict[str, Any]]:
         session, sample_index = sample
@@ -331,11 +404,11 @@ def drive(  # noqa: PLR0913
             runtime,
             session,
             on_turn,
-            retry=retry,
+            retry=sending.retry,
             sample_index=sample_index,
-            run_seed=seed,
-            cache=cache,
-            price=price,
+            run_seed=sending.seed,
+            cache=books.cache,
+            price=books.price,
         )
         if ledger is not None:
             ledger.completed(key, sample_index, rows)
@@ -442,39 +515,23 @@ _ASKED = ("case_id", "sample_index", "turn_index", "role", "prompt")
 _TRANSCRIPT_LANE = pa.schema([TRANSCRIPTS.field(name) for name in TRANSCRIPT_COLUMNS])
 
 
-def _row(  # noqa: PLR0913
-    case_id: str,
-    turn: TurnRequest,
-    *,
-    surface: str | None = None,
-    grounding_source: str | None = None,
-    surface_tag: str | None = None,
-    epistemic_status: str | None = None,
-    latency_ms: float | None = None,
-    attempts: int = 1,
-    error: str | None = None,
-    raw: str | None = None,
-    prompt_tokens: int | None = None,
-    completion_tokens: int | None = None,
-    ttft_ms: float | None = None,
-    finish_reason: str | None = None,
-) -> dict[str, Any]:
+def _row(case_id: str, turn: TurnRequest, facts: TurnFacts) -> dict[str, Any]:
     return {
         "case_id": case_id,
         "turn_index": turn.turn_index,
         "role": turn.role,
         "prompt": turn.prompt,
-        "surface": surface,
-        "grounding_source": grounding_source,
-        "surface_tag": surface_tag,
-        "epistemic_status": epistemic_status,
-        "latency_ms": latency_ms,
-        "attempts": attempts,
-        "error": error,
-        "raw": raw,
-        "prompt_tokens": prompt_tokens,
-        "completion_tokens": completion_tokens,
+        "surface": facts.surface,
+        "grounding_source": facts.grounding_source,
+        "surface_tag": facts.surface_tag,
+        "epistemic_status": facts.epistemic_status,
+        "latency_ms": facts.latency_ms,
+        "attempts": facts.attempts,
+        "error": facts.error,
+        "raw": facts.raw,
+        "prompt_tokens": facts.usage.prompt_tokens,
+        "completion_tokens": facts.usage.completion_tokens,
         "cached": False,
-        "ttft_ms": ttft_ms,
-        "finish_reason": finish_reason,
+        "ttft_ms": facts.usage.ttft_ms,
+        "finish_reason": facts.finish_reason,
     }

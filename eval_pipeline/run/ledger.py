@@ -11,12 +11,13 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from logging import Logger
 from pathlib import Path
 from typing import Any
 
 from eval_pipeline.lanes import Thread
+from eval_pipeline.run.drive import recording_of
 from eval_pipeline.run.journal import (
     CorruptRecord,
     JournalIdentity,
@@ -25,7 +26,7 @@ from eval_pipeline.run.journal import (
     open_journal,
     session_turns,
 )
-from eval_pipeline.runtimes.base import ChatRuntime, RecordedRuntime, RuntimeSpecError
+from eval_pipeline.runtimes.base import ChatRuntime, RuntimeSpecError
 from eval_pipeline.runtimes.budget import Budget, BudgetMeter, BudgetReached, RowCost, row_cost
 from eval_pipeline.runtimes.targets import RuntimeTarget
 from eval_pipeline.runtimes.versions import runtime_version
@@ -118,59 +119,57 @@ class RunLedger:
         self.journal.writer.close()
 
 
-def open_ledger(  # noqa: PLR0913
-    root: Path,
-    identity: JournalIdentity,
-    run_id: str,
-    *,
-    resume: bool,
-    parent_run_id: str | None,
-    budget: Budget,
-    warn: Warn,
-    cost_of: RowCost = row_cost,
-    is_committed: Callable[[str], bool] = nothing_committed,
+@dataclass(frozen=True)
+class Journaling:
+    """Where run ``run_id`` journals (``root``) and what it takes over: with ``resume``, the
+    series' last journal (a re-execution names the run it re-executes, ``parent_run_id``),
+    unless ``is_committed`` says history already holds that run
+    (:func:`eval_pipeline.run.journal.open_journal`)."""
+
+    root: Path
+    run_id: str
+    resume: bool = False
+    parent_run_id: str | None = None
+    is_committed: Callable[[str], bool] = nothing_committed
+
+
+def open_ledger(
+    journaling: Journaling, identity: JournalIdentity, budget: Budget, warn: Warn, cost_of: RowCost = row_cost
 ) -> RunLedger:
-    """The ledger of run ``run_id``: its journal (taken over from the series' last one with
-    ``resume``, see :func:`eval_pipeline.run.journal.open_journal`) and its budget's meter."""
+    """The ledger of run ``journaling.run_id``: its journal (taken over from the series' last one
+    when ``journaling`` says so, see :func:`eval_pipeline.run.journal.open_journal`) and its
+    budget's meter."""
     journal = open_journal(
-        root, identity, run_id, resume=resume, parent_run_id=parent_run_id, is_committed=is_committed
+        journaling.root,
+        identity,
+        journaling.run_id,
+        resume=journaling.resume,
+        parent_run_id=journaling.parent_run_id,
+        is_committed=journaling.is_committed,
     )
     return RunLedger(journal, BudgetMeter(budget, cost_of) if budget.limited else None, warn)
 
 
-def transcripts_ledger(  # noqa: PLR0913
+def transcripts_ledger(
     runtime: ChatRuntime,
-    root: Path,
-    identity: JournalIdentity,
     target: RuntimeTarget,
-    run_id: str,
-    *,
-    resume: bool,
-    parent_run_id: str | None,
+    identity: JournalIdentity,
+    journaling: Journaling,
     budget: Budget,
     log: Logger,
-    is_committed: Callable[[str], bool],
 ) -> RunLedger | None:
     """The ledger of a transcripts step driving ``runtime`` for ``identity``, or None for a
     recording, which is sent nothing, so keeps no journal and spends no budget. Its runtime
     version is the identity's when it carries one (the step's response cache told it moments
     before, so an ``openai:`` server is asked ``GET /models`` once), else told now.
-    ``is_committed`` says whether history holds a run id (a journal of one is never resumed)."""
-    if is_recording(runtime):
-        if resume or budget.limited:
+    ``journaling.is_committed`` says whether history holds a run id (a journal of one is never
+    resumed)."""
+    if recording_of(runtime) is not None:
+        if journaling.resume or budget.limited:
             log.info("a recording is sent nothing: it keeps no journal and spends no budget")
         return None
     version = identity.runtime_version or known_runtime_version(target.spec, target.options)
-    return open_ledger(
-        root,
-        replace(identity, runtime_version=version),
-        run_id,
-        resume=resume,
-        parent_run_id=parent_run_id,
-        budget=budget,
-        warn=log.warning,
-        is_committed=is_committed,
-    )
+    return open_ledger(journaling, replace(identity, runtime_version=version), budget, log.warning)
 
 
 def known_runtime_version(spec: str, options: Mapping[str, Any]) -> str | None:
@@ -179,8 +178,3 @@ def known_runtime_version(spec: str, options: Mapping[str, Any]) -> str | None:
         return runtime_version(spec, options).digest
     except RuntimeSpecError:
         return None
-
-
-def is_recording(runtime: ChatRuntime) -> bool:
-    """A recording (``replay:``, ``history:``) is sent nothing: it keeps no journal and spends nothing."""
-    return isinstance(runtime, RecordedRuntime)

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pandas as pd
 import pyarrow as pa
@@ -29,7 +29,6 @@ from eval_pipeline.metrics import (
     SAMPLE_INDEX,
     USAGE_COLUMNS,
     MetricValue,
-    Price,
     ThresholdVerdict,
     all_samples,
     counts_added,
@@ -43,10 +42,9 @@ from eval_pipeline.metrics import (
 )
 from eval_pipeline.predicates.telemetry import without_telemetry
 from eval_pipeline.run.cases_stage import case_paths, write_cases
-from eval_pipeline.run.drive import SessionLedger, StartCallback, TurnCallback, drive, replayed
+from eval_pipeline.run.drive import Books, Sending, answered_at_once, drive
 from eval_pipeline.run.workers import in_order, worker_count
-from eval_pipeline.runtimes.base import ChatRuntime, RecordedRuntime
-from eval_pipeline.runtimes.cache import ResponseCache
+from eval_pipeline.runtimes.base import ChatRuntime
 from eval_pipeline.runtimes.unsupplied import kind_telemetry, unsupplied_predicates
 from eval_pipeline.tables import (
     CASE_PREDICATES,
@@ -63,6 +61,9 @@ from eval_pipeline.tables import (
     lane_columns,
     to_arrow,
 )
+
+if TYPE_CHECKING:
+    from eval_pipeline.run.progress import ProgressObserver
 
 T = TypeVar("T")
 
@@ -266,51 +267,48 @@ def error_rate(transcripts: pd.DataFrame) -> MetricValue:
 # --- the stages over stage files, one case batch at a time (what the Dagster assets run) ------
 
 
-def drive_cases(  # noqa: PLR0913
+@dataclass(frozen=True)
+class StageOutput:
+    """Where a stage writes its file (``folder``; None: the system's temporary folder) and the
+    run columns each of its rows is stamped with (``run_columns``)."""
+
+    run_columns: dict[str, str] = field(default_factory=dict)
+    folder: str | Path | None = None
+
+
+def drive_cases(
     spec: LaneSpec,
     split: str,
     cases: StageFile,
     runtime: ChatRuntime,
+    sending: Sending | None = None,
+    books: Books | None = None,
     *,
-    concurrency: int | None = 1,
-    on_turn: TurnCallback | None = None,
-    on_start: StartCallback | None = None,
-    repeat: int = 1,
-    seed: int | None = None,
-    run_columns: dict[str, str] | None = None,
-    folder: str | Path | None = None,
-    ledger: SessionLedger | None = None,
-    stopped: Callable[[], None] | None = None,
-    cache: ResponseCache | None = None,
-    price: Price | None = None,
+    progress: ProgressObserver | None = None,
+    output: StageOutput = StageOutput(),
 ) -> StageFile:
-    """Stage 2: the transcripts of every case batch, driven and written batch by batch.
+    """Stage 2: the transcripts of every case batch, driven and written batch by batch, sent as
+    ``sending`` says and kept in ``books`` (:func:`eval_pipeline.run.drive.drive`; None: their defaults).
 
-    ``ledger`` answers, limits and keeps sessions (:func:`eval_pipeline.run.drive.drive`);
-    ``stopped`` is called before the file is finished and raises when the run must not go on
-    (a budget left sessions unsent), so no partial transcripts file is left.
+    ``books.ledger`` answers, limits and keeps sessions; it is asked before the file is finished
+    and raises when the run must not go on (a budget left sessions unsent), so no partial
+    transcripts file is left. ``progress`` is told the turns to drive, then each turn.
 
     A lane whose threads share a session (a warm session plays every case) is driven in one
     piece, its rows then written in the cases' batches: the session cannot be cut. A recording
-    answers each batch's turns at once (:func:`eval_pipeline.run.drive.replayed`), session or not.
-    ``cache`` and ``price`` are :func:`eval_pipeline.run.drive.drive`'s."""
-    if on_start:
-        on_start(repeat * int(cases.read(["turns"])["turns"].fillna(0).sum()))
-    with StageWriter(TRANSCRIPTS, folder) as writer:
-        if isinstance(runtime, RecordedRuntime):
-            asked = _by_batch(partial(_requests_of_batch, spec, split, cases), cases.batch_count)
-            for requests in asked:
-                table = replayed(runtime.answers, requests, on_turn, repeat=repeat, seed=seed)
-                writer.write_table(table, **(run_columns or {}))
+    answers each batch's turns at once (:func:`eval_pipeline.run.drive.answered_at_once`), session or not."""
+    sending, books = sending or Sending(), books or Books()
+    if progress is not None:
+        progress.start(sending.repeat * int(cases.read(["turns"])["turns"].fillna(0).sum()))
+    run_columns = output.run_columns
+    with StageWriter(TRANSCRIPTS, output.folder) as writer:
+        asked = partial(_by_batch, partial(_requests_of_batch, spec, split, cases), cases.batch_count)
+        answered = answered_at_once(runtime, asked, sending, progress)
+        if answered is not None:  # a recording: nothing is sent, each batch's turns are answered at once
+            for table in answered:
+                writer.write_table(table, **run_columns)
             return writer.finish()
         kind = lane_kind(spec)
-        sending: dict[str, Any] = {
-            "repeat": repeat,
-            "seed": seed,
-            "cache": cache,
-            "price": price,
-            "ledger": ledger,
-        }
         read = each_without_collector(cases.batches(["case_id", "case_json"]))
         batches = ((rows, cases_from_frame(kind, rows)) for rows in read)
         held: list[tuple[list[str], list[Thread]]] = []
@@ -319,15 +317,15 @@ def drive_cases(  # noqa: PLR0913
             if held or any(t.session is not None for t in threads):
                 held.append((column_values(case_rows, "case_id"), threads))
                 continue
-            rows = drive(runtime, threads, concurrency=concurrency, on_turn=on_turn, **sending)
-            writer.write(rows, **(run_columns or {}))
+            rows = drive(runtime, threads, sending, books, on_turn=progress)
+            writer.write(rows, **run_columns)
         if held:
             every = [t for _, threads in held for t in threads]
-            rows = drive(runtime, every, concurrency=concurrency, on_turn=on_turn, **sending)
+            rows = drive(runtime, every, sending, books, on_turn=progress)
             for case_ids, _ in held:
-                writer.write(rows[rows["case_id"].isin(case_ids)], **(run_columns or {}))
-        if stopped is not None:
-            stopped()
+                writer.write(rows[rows["case_id"].isin(case_ids)], **run_columns)
+        if books.ledger is not None:
+            books.ledger.raise_if_stopped()
         return writer.finish()
 
 
@@ -462,7 +460,7 @@ def evaluate_lane(
     *,
     cases_path: str | Path | None = None,
     concurrency: int = 1,
-    on_turn: TurnCallback | None = None,
+    progress: ProgressObserver | None = None,
     repeat: int = 1,
     seed: int | None = None,
 ) -> LaneRun:
@@ -477,12 +475,9 @@ def evaluate_lane(
             split,
             cases,
             runtime,
-            concurrency=concurrency,
-            on_turn=on_turn,
-            repeat=repeat,
-            seed=seed,
-            run_columns=run,
-            folder=folder,
+            Sending(concurrency=concurrency, repeat=repeat, seed=seed),
+            progress=progress,
+            output=StageOutput(run, folder),
         )
         turn_predicates = score_turns(spec, cases, transcripts, run, folder)
         case_predicates = score_cases(spec, cases, transcripts, turn_predicates, run, folder)

@@ -15,7 +15,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from eval_pipeline.core import MAX_CONCURRENCY, MAX_REPEAT
-from eval_pipeline.runtimes.budget import Budget
+from eval_pipeline.runtimes.budget import Budget, check_priced
 from eval_pipeline.runtimes.targets import RuntimeTarget
 
 
@@ -62,8 +62,13 @@ class DriveSettings(BaseModel):
     )
 
     def budget_for(self, target: RuntimeTarget) -> Budget:
-        """This run's budget: its own limits, else the target's ``budget:``."""
-        return Budget(self.max_cost, self.max_turns).over(target.budget)
+        """This run's budget against ``target``: its own limits, else the target's ``budget:``;
+        a cost limit for a target with no ``price:`` is refused (RuntimeSpecError). The one place
+        a run's budget is decided: the command line asks before anything runs (bad input), the
+        transcripts stage for the budget its ledger enforces (a launchpad run is refused there)."""
+        budget = Budget(self.max_cost, self.max_turns).over(target.budget)
+        check_priced(budget, target.name, target.price)
+        return budget
 
     def caches(self, target: RuntimeTarget) -> bool:
         """Whether a run against ``target`` uses the response cache (its setting, else the target's)."""

@@ -19,7 +19,7 @@ from eval_pipeline.cli import app
 from eval_pipeline.core.settings import EVALS_ENV
 from eval_pipeline.lanes.kind import Thread, TurnRequest
 from eval_pipeline.metrics.usage import MAX_TOKEN_COUNT, Price, UsageFault, token_counts, whole_sum
-from eval_pipeline.run.drive import drive
+from eval_pipeline.run.drive import Books, Sending, drive
 from eval_pipeline.runtimes import build_runtime
 from eval_pipeline_tests.paths import PROJECT_ROOT
 from eval_pipeline_tests.resume.helpers import LANE, TURNS_PER_THREAD, write_threads
@@ -87,7 +87,9 @@ def test_a_reply_with_a_huge_token_count_is_that_turns_usage_fault() -> None:
     with scripted(huge, fine) as server:
         runtime = build_runtime(f"openai:{server.base_url}", {"model": "m"})
         try:
-            rows = drive(runtime, threads(), concurrency=1, price=Price(input=1.0, output=1.0))
+            rows = drive(
+                runtime, threads(), Sending(concurrency=1), books=Books(price=Price(input=1.0, output=1.0))
+            )
         finally:
             runtime.close()
     first, second = rows.to_dict("records")
@@ -101,7 +103,12 @@ def test_a_price_whose_cost_overflows_faults_each_turn_not_the_run() -> None:
     with served_reference() as server:
         runtime = build_runtime(f"openai:{server.base_url}", {"model": "reference"})
         try:
-            rows = drive(runtime, threads(), concurrency=2, price=Price(input=1e308, output=1e308))
+            rows = drive(
+                runtime,
+                threads(),
+                Sending(concurrency=2),
+                books=Books(price=Price(input=1e308, output=1e308)),
+            )
         finally:
             runtime.close()
     assert rows["error"].str.contains("usage_fault: ").all()

@@ -18,7 +18,7 @@ from eval_pipeline.cli import app
 from eval_pipeline.core.settings import history_root
 from eval_pipeline.history import connect
 from eval_pipeline.lanes.kind import Thread, TurnRequest
-from eval_pipeline.run.drive import drive
+from eval_pipeline.run.drive import Sending, drive
 from eval_pipeline.runtimes.registry import build_runtime
 from eval_pipeline.runtimes.warm import warm_runtimes
 from eval_pipeline_tests.paths import PROJECT_ROOT
@@ -37,7 +37,7 @@ def threads(count: int = 3) -> list[Thread]:
 def driven(spec: str, options: dict[str, Any], concurrency: int = 2, **kwargs: Any) -> list[dict[str, Any]]:
     runtime = build_runtime(spec, options)
     try:
-        return drive(runtime, threads(), concurrency=concurrency, **kwargs).to_dict("records")
+        return drive(runtime, threads(), Sending(concurrency=concurrency, **kwargs)).to_dict("records")
     finally:
         runtime.close()
 
@@ -79,7 +79,7 @@ def test_a_bots_bad_text_is_its_turns_fault_and_its_prints_go_to_stderr(workers:
         for i, prompt in enumerate(["Hello?", "SURROGATE please", "Again?"])
     ]
     try:
-        rows = drive(runtime, asked, concurrency=2).to_dict("records")
+        rows = drive(runtime, asked, Sending(concurrency=2)).to_dict("records")
     finally:
         runtime.close()
     assert [row["surface"] for row in rows] == ["You asked: Hello?", None, "You asked: Again?"]

@@ -122,10 +122,9 @@ def regressions(
     found = find_regressions(
         root,
         series=Series(LANE, SPLIT, "reference", SPLIT),
-        metrics=run.metrics,
+        metrics=run.metrics if run_id is None else run.metrics.assign(run_id=run_id),
         metric_rows=lane_kind(find_lane(LANE)).metric_rows,
         alpha=find_lane(LANE).regression_alpha,
-        run_id=run_id,
         **tables,  # type: ignore[arg-type]
     )
     return {f.metric: f for f in found}

@@ -6,7 +6,7 @@ import pytest
 
 from eval_pipeline.lanes import Thread, TurnRequest, find_lane
 from eval_pipeline.predicates import PREDICATES, TurnView
-from eval_pipeline.run.drive import drive
+from eval_pipeline.run.drive import Sending, drive
 from eval_pipeline.run.pipeline import LaneRun, evaluate_lane
 from eval_pipeline.runtimes import build_runtime
 from eval_pipeline.runtimes.reference import ReferenceRuntime
@@ -44,9 +44,9 @@ def test_one_session_plays_the_whole_split_in_order() -> None:
             session="s",
         ),
     )
-    warm = drive(ReferenceRuntime(), quorbit, concurrency=4)
+    warm = drive(ReferenceRuntime(), quorbit, Sending(concurrency=4))
     fresh = drive(
-        ReferenceRuntime(), [t.model_copy(update={"session": None}) for t in quorbit], concurrency=4
+        ReferenceRuntime(), [t.model_copy(update={"session": None}) for t in quorbit], Sending(concurrency=4)
     )
     assert warm.set_index("case_id").loc["b", "grounding_source"] == "teaching"
     assert fresh.set_index("case_id").loc["b", "grounding_source"] == "oov"

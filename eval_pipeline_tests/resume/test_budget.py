@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 
 from eval_pipeline.lanes.kind import Thread, TurnRequest
-from eval_pipeline.run.drive import drive
+from eval_pipeline.run.drive import Books, Sending, drive
 from eval_pipeline.run.journal import JournalIdentity, read_journal
-from eval_pipeline.run.ledger import open_ledger
+from eval_pipeline.run.ledger import Journaling, open_ledger
+from eval_pipeline.run.request import DriveSettings
 from eval_pipeline.runtimes.base import Capabilities, RuntimeSpecError, TurnResponse
 from eval_pipeline.runtimes.budget import Budget, BudgetMeter, BudgetReached, check_priced
 from eval_pipeline.runtimes.targets import TargetsFileError, load_targets, resolve_target
@@ -72,17 +73,16 @@ def test_a_cost_budget_stops_within_one_session_per_slot_and_resume_finishes(tmp
     runtime = PricedRuntime()
     sessions, concurrency, max_cost = 60, 4, 5.0
     ledger = open_ledger(
-        tmp_path,
+        Journaling(tmp_path, "run-1"),
         IDENTITY,
-        "run-1",
-        resume=False,
-        parent_run_id=None,
-        budget=Budget(max_cost=max_cost),
-        warn=lambda _: None,
+        Budget(max_cost=max_cost),
+        lambda _: None,
         cost_of=cost_in_raw,
     )
     try:
-        stopped = drive(runtime, threads(sessions), concurrency=concurrency, ledger=ledger)
+        stopped = drive(
+            runtime, threads(sessions), Sending(concurrency=concurrency), books=Books(ledger=ledger)
+        )
     finally:
         ledger.close()
     assert ledger.meter is not None
@@ -96,12 +96,12 @@ def test_a_cost_budget_stops_within_one_session_per_slot_and_resume_finishes(tmp
     journaled = read_journal(tmp_path / "lane_a" / "dev" / "priced" / "run-1.journal").sessions
     assert len(journaled) == len(stopped) // TURNS
 
-    resumed = open_ledger(
-        tmp_path, IDENTITY, "run-2", resume=True, parent_run_id=None, budget=Budget(), warn=lambda _: None
-    )
+    resumed = open_ledger(Journaling(tmp_path, "run-2", resume=True), IDENTITY, Budget(), lambda _: None)
     before = runtime.sent
     try:
-        whole = drive(runtime, threads(sessions), concurrency=concurrency, ledger=resumed)
+        whole = drive(
+            runtime, threads(sessions), Sending(concurrency=concurrency), books=Books(ledger=resumed)
+        )
     finally:
         resumed.close()
     assert runtime.sent - before == (sessions - len(journaled)) * TURNS
@@ -132,6 +132,28 @@ def test_a_cost_budget_needs_a_price() -> None:
         check_priced(Budget(max_cost=1.0), "reference", None)
     check_priced(Budget(max_turns=10), "reference", None)
     check_priced(Budget(max_cost=1.0), "priced", {"input": 1.0, "output": 2.0})
+
+
+def test_a_runs_budget_is_decided_once_with_its_price_check(tmp_path: Path) -> None:
+    """``DriveSettings.budget_for`` is what the command line and the transcripts stage both ask:
+    the run's limits over the target's, a cost limit refused for a target without a price (a
+    target's own cost budget too)."""
+    path = tmp_path / "runtimes.yaml"
+    path.write_text(
+        "targets:\n"
+        "  unpriced: {spec: reference}\n"
+        "  priced: {spec: reference, price: {input: 1.0, output: 2.0}, budget: {max_turns: 50}}\n"
+        "  capped_unpriced: {spec: reference, budget: {max_cost: 2.0}}\n",
+        encoding="utf-8",
+    )
+    targets = load_targets(path)
+    unpriced, priced = resolve_target("unpriced", {}, targets), resolve_target("priced", {}, targets)
+    with pytest.raises(RuntimeSpecError, match=r"'unpriced' has no price:.*--max-turns"):
+        DriveSettings(max_cost=1.0).budget_for(unpriced)
+    with pytest.raises(RuntimeSpecError, match=r"'capped_unpriced' has no price:"):
+        DriveSettings().budget_for(resolve_target("capped_unpriced", {}, targets))
+    assert DriveSettings(max_turns=10).budget_for(unpriced) == Budget(max_turns=10)
+    assert DriveSettings(max_cost=1.0).budget_for(priced) == Budget(max_cost=1.0, max_turns=50)
 
 
 def test_the_command_lines_budget_wins_over_the_targets() -> None:

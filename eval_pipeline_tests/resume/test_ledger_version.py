@@ -8,7 +8,7 @@ import logging
 from pathlib import Path
 
 from eval_pipeline.run.journal import JournalIdentity, nothing_committed, read_journal
-from eval_pipeline.run.ledger import transcripts_ledger
+from eval_pipeline.run.ledger import Journaling, transcripts_ledger
 from eval_pipeline.runtimes import build_runtime
 from eval_pipeline.runtimes.budget import Budget
 from eval_pipeline.runtimes.cache import target_cache
@@ -43,15 +43,11 @@ def test_a_journal_takes_its_caches_runtime_version_and_asks_the_server_once(tmp
         for run_id, told in (("told", cache.runtime_version), ("asked", None)):
             ledger = transcripts_ledger(
                 runtime,
-                tmp_path / "journal",
-                _identity(told),
                 target,
-                run_id,
-                resume=False,
-                parent_run_id=None,
-                budget=Budget(),
-                log=logging.getLogger(__name__),
-                is_committed=nothing_committed,
+                _identity(told),
+                Journaling(tmp_path / "journal", run_id, is_committed=nothing_committed),
+                Budget(),
+                logging.getLogger(__name__),
             )
             assert ledger is not None
             ledger.close()

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from eval_pipeline.lanes.kind import Thread, TurnRequest
-from eval_pipeline.run.drive import drive
+from eval_pipeline.run.drive import Sending, drive
 from eval_pipeline.runtimes import build_runtime
 from eval_pipeline.runtimes.adapters.openai_http import OpenAIRuntime
 from eval_pipeline.runtimes.faults import AdaptiveLimit
@@ -85,7 +85,7 @@ def test_a_rate_limited_server_loses_no_turn_and_every_retry_is_on_its_turn() ->
         runtime = build_runtime(f"openai:{server.base_url}", options)
         assert isinstance(runtime, OpenAIRuntime)
         try:
-            rows = drive(runtime, single_turn(90), concurrency=16)
+            rows = drive(runtime, single_turn(90), Sending(concurrency=16))
         finally:
             runtime.close()
         refused = server.fault_counts["over_rate_limit_429"]

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from eval_pipeline.lanes.kind import Thread, TurnRequest
-from eval_pipeline.run.drive import drive
+from eval_pipeline.run.drive import Sending, drive
 from eval_pipeline.runtimes import RuntimeSpecError, build_runtime, register_runtime
 from eval_pipeline.runtimes.adapters.exec_process import ExecOptions, ExecRuntime
 from eval_pipeline.runtimes.base import Capabilities, ChatSession, TurnResponse
@@ -137,7 +137,7 @@ def test_a_declared_runtime_is_built_as_it_is_and_driven_as_it_declares(register
     registered("declared", declaring(declared))
     runtime = build_runtime("declared:x")
     assert isinstance(runtime, Undeclared) and runtime.capabilities is declared
-    rows = drive(runtime, threads(), concurrency=None).to_dict("records")
+    rows = drive(runtime, threads(), Sending(concurrency=None)).to_dict("records")
     assert [(row["attempts"], row["error"]) for row in rows] == [(2, None)] * 3  # retried once
     assert all(name.startswith("eval-session") for name in runtime.opened_on), runtime.opened_on
 
@@ -164,7 +164,7 @@ def test_a_seeded_pool_gets_its_seed_through_the_shared_runtime() -> None:
         runtime = shared(("seed-echo",), lambda: started_pool(argv, workers=2))
         assert isinstance(runtime, SharedRuntime)
         assert runtime.capabilities == Capabilities(concurrency=2, seeded=True)
-        rows = drive(runtime, threads(), concurrency=None, seed=7, repeat=2).to_dict("records")
+        rows = drive(runtime, threads(), Sending(concurrency=None, seed=7, repeat=2)).to_dict("records")
         runtime.close()  # the pool stays up for the rest of the scope
         assert len(runtime.process_groups) == 2
     assert len(rows) == 6 and all(row["error"] is None for row in rows), rows

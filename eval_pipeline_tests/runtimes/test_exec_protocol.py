@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from eval_pipeline.lanes.kind import Thread, TurnRequest
-from eval_pipeline.run.drive import drive
+from eval_pipeline.run.drive import Sending, drive
 from eval_pipeline.runtimes import RuntimeSpecError, build_runtime
 from eval_pipeline.runtimes.adapters.exec_process import StreamFault, parse_reply_line, take_line
 from eval_pipeline.runtimes.reference import ReferenceRuntime
@@ -316,7 +316,7 @@ def test_the_manual_example_child_speaks_the_protocol(tmp_path: Path) -> None:
         f"exec:{shlex.join([sys.executable, str(child)])}", {"workers": 2, "end_sessions": True}
     )
     try:
-        transcripts = drive(runtime, _threads({"a": ["hi", "again"], "b": ["hello"]}), concurrency=2)
+        transcripts = drive(runtime, _threads({"a": ["hi", "again"], "b": ["hello"]}), Sending(concurrency=2))
     finally:
         runtime.close()
     assert transcripts["error"].isna().all(), transcripts["error"].tolist()

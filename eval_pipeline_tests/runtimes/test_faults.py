@@ -11,7 +11,7 @@ import pytest
 
 from eval_pipeline.lanes.kind import Thread, TurnRequest
 from eval_pipeline.lanes.registry import find_lane
-from eval_pipeline.run.drive import drive
+from eval_pipeline.run.drive import Sending, drive
 from eval_pipeline.run.pipeline import evaluate_lane
 from eval_pipeline.run.progress import LogProgress
 from eval_pipeline.runtimes import RuntimeSpecError, build_runtime
@@ -59,7 +59,7 @@ def test_flaky_server_run_completes_recovers_records_and_leaks_no_secret(
         )
         progress = LogProgress(logging.getLogger("eval_pipeline.test_progress"), every_s=0.0, label="flaky")
         try:
-            run = evaluate_lane(spec, "public", runtime, concurrency=8, on_turn=progress)
+            run = evaluate_lane(spec, "public", runtime, concurrency=8, progress=progress)
         finally:
             runtime.close()
         faults = dict(server.fault_counts)
@@ -219,7 +219,7 @@ def test_python_bot_that_raises_fails_only_its_turn() -> None:
     transcripts = drive(
         runtime,
         _threads({"a": ["What is truth?", "What is a zorp?", "What is doubt?"], "b": ["What is truth?"]}),
-        concurrency=2,
+        Sending(concurrency=2),
     )
     errors = dict(
         zip(
@@ -285,7 +285,9 @@ def test_drive_retries_transient_faults_and_counts_attempts() -> None:
             pass
 
     transcripts = drive(
-        StutterRuntime(), _threads({"a": ["0", "2", "5"]}), retry=RetryPolicy(max_retries=3, backoff_s=0.0)
+        StutterRuntime(),
+        _threads({"a": ["0", "2", "5"]}),
+        Sending(retry=RetryPolicy(max_retries=3, backoff_s=0.0)),
     )
     assert list(transcripts["attempts"]) == [1, 3, 4]
     assert list(transcripts["error"].isna()) == [True, True, False]

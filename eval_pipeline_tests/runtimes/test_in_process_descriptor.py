@@ -18,7 +18,7 @@ from eval_pipeline_tests.paths import PROJECT_ROOT
 CHILD = textwrap.dedent(
     """
     import json, sys, threading, time
-    from eval_pipeline.run.drive import drive
+    from eval_pipeline.run.drive import Sending, drive
     from eval_pipeline.lanes.kind import Thread, TurnRequest
     from eval_pipeline.runtimes.registry import build_runtime
 
@@ -45,7 +45,7 @@ CHILD = textwrap.dedent(
     writer = threading.Thread(target=our_own_output)
     writer.start()
     try:
-        rows = drive(runtime, threads, concurrency=concurrency).to_dict("records")
+        rows = drive(runtime, threads, Sending(concurrency=concurrency)).to_dict("records")
     finally:
         stop.set()
         writer.join()

@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 from eval_pipeline.cli import app
 from eval_pipeline.lanes.kind import Thread, TurnRequest
 from eval_pipeline.metrics.usage import CACHED_TURNS, LATENCY_PERCENTILES, TTFT_PERCENTILES
-from eval_pipeline.run.drive import drive
+from eval_pipeline.run.drive import Books, Sending, drive
 from eval_pipeline.runtimes import build_runtime
 from eval_pipeline.runtimes.cache import ANSWER_FIELDS, ResponseCache, cache_root, cache_usage, target_cache
 from eval_pipeline.runtimes.serve import MODELS_PATH, ReferenceServer, _Handler, model_card
@@ -86,7 +86,9 @@ def driven(
     cache = target_cache(spec, options)
     runtime = build_runtime(spec, options)
     try:
-        return drive(runtime, threads(), concurrency=4, repeat=repeat, seed=seed, cache=cache)
+        return drive(
+            runtime, threads(), Sending(concurrency=4, repeat=repeat, seed=seed), books=Books(cache=cache)
+        )
     finally:
         runtime.close()
         cache.close()
@@ -133,7 +135,7 @@ def test_a_session_with_a_fault_is_not_kept(tmp_path: Path) -> None:
         cache = ResponseCache("v1", tmp_path)
         runtime = build_runtime(f"openai:{server.base_url}", {"model": "m"})
         try:
-            rows = drive(runtime, threads(2), concurrency=1, cache=cache)
+            rows = drive(runtime, threads(2), Sending(concurrency=1), books=Books(cache=cache))
         finally:
             runtime.close()
     assert rows.loc[rows["case_id"] == "case_1", "error"].notna().all()

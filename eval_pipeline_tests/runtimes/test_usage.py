@@ -24,7 +24,7 @@ from eval_pipeline.metrics.usage import (
     totals_text,
     usage_metrics,
 )
-from eval_pipeline.run.drive import drive
+from eval_pipeline.run.drive import Books, Sending, drive
 from eval_pipeline.runtimes import build_runtime
 from eval_pipeline.runtimes.serve import usage as served_usage
 from eval_pipeline.runtimes.targets import TargetsFileError, load_targets
@@ -133,7 +133,7 @@ def test_tokens_cost_and_ttft_come_from_a_real_server(stream: bool) -> None:
     with served_reference() as server:
         runtime = build_runtime(f"openai:{server.base_url}", {"model": "reference", "stream": stream})
         try:
-            transcripts = drive(runtime, threads(), concurrency=4, price=price)
+            transcripts = drive(runtime, threads(), Sending(concurrency=4), books=Books(price=price))
         finally:
             runtime.close()
     assert transcripts["error"].isna().all()

@@ -135,7 +135,6 @@ def regression_of(con: duckdb.DuckDBPyConnection, ref: RunRef) -> Regression | N
         turn_verdicts=turn_verdicts,
         transcripts=transcripts,
         alpha=spec.regression_alpha if spec else ALPHA,
-        run_id=ref.run_id,
     )
     previous = next((f.previous_run_id for f in findings if f.previous_run_id), None)
     if previous is None:
