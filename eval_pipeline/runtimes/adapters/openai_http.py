@@ -248,6 +248,8 @@ class OpenAIRuntime:
     def __init__(self, base_url: str, options: OpenAIOptions) -> None:
         from openai import AsyncOpenAI
 
+        from eval_pipeline.runtimes.openai_pool import http_client
+
         self.base_url = base_url
         self.options = options
         self.spec = f"openai:{public_url(base_url)}"
@@ -271,6 +273,7 @@ class OpenAIRuntime:
             default_headers=headers,
             max_retries=0,
             timeout=options.timeout_s,
+            http_client=http_client(),
         )
         self._limit = _AdaptiveGate(options.max_concurrency, options.max_backoff_s)
         self._loop = _EventLoopThread()
