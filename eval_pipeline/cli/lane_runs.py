@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
+from collections.abc import Mapping
 from contextlib import closing
 from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
@@ -56,6 +57,7 @@ from eval_pipeline.tables import StageFile, batch_turns
 if TYPE_CHECKING:
     from eval_pipeline.dagster_wiring.outcomes import LaneOutcome
 
+Telemetry = dict[str, dict[str, list[str]]]  # lane → the answer fields its predicates read → readers
 FAILING_SHOWN = 10  # failing case rows printed per lane run; `show RUN` lists them all
 
 
@@ -135,7 +137,7 @@ def _with_evidence(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{**row, "evidence": evidence_object(row.get("evidence"))} for row in rows]
 
 
-def _document(batch_id: str, outcomes: list[LaneOutcome]) -> dict[str, Any]:
+def _document(batch_id: str, outcomes: list[LaneOutcome], telemetry: Telemetry) -> dict[str, Any]:
     lanes = []
     for o in outcomes:
         metrics = {} if o.metrics is None else dict(zip(o.metrics["metric"], o.metrics["value"], strict=True))
@@ -170,7 +172,7 @@ def _document(batch_id: str, outcomes: list[LaneOutcome]) -> dict[str, Any]:
                 "failing_results": 0 if o.outcome is None else o.outcome.failing_results,
                 "failing_cases": 0 if o.outcome is None else o.outcome.failing_cases,
                 "faults": fault_counts(o.transcripts) if o.transcripts is not None else [],
-                "unsupplied_fields": _unsupplied(o)[0],
+                "unsupplied_fields": _unsupplied(o, telemetry[o.lane])[0],
                 "turn_predicates": _with_evidence(_records(o.turn_predicates)),
                 "case_predicates": _with_evidence(_records(o.case_predicates)),
             }
@@ -182,25 +184,25 @@ def _verdict(word: str) -> str:
     return f"[{rich_style(word)}]{word}[/]"
 
 
-def _unsupplied(outcome: LaneOutcome) -> tuple[list[str], int]:
-    """The answer fields the lane's predicates read that the runtime supplied on no answered
-    turn, and how many turns were answered."""
+def _unsupplied(outcome: LaneOutcome, readers: Mapping[str, list[str]]) -> tuple[list[str], int]:
+    """The answer fields the lane's predicates read (``readers``: its ``lane_telemetry``) that the
+    runtime supplied on no answered turn, and how many turns were answered."""
     stored = outcome.files.get("transcripts")
-    read = list(lane_telemetry(outcome.lane))
+    read = list(readers)
     if stored is None or not read:
         return [], 0
     turns = stored.read(["error", *read])
     return unsupplied_fields(turns, read), int(turns["error"].isna().sum())
 
 
-def _print_unsupplied(outcome: LaneOutcome, scheme: str) -> None:
-    fields, answered = _unsupplied(outcome)
+def _print_unsupplied(outcome: LaneOutcome, scheme: str, readers: Mapping[str, list[str]]) -> None:
+    fields, answered = _unsupplied(outcome, readers)
     if fields:
-        note = unsupplied_note(fields, answered, scheme, lane_telemetry(outcome.lane))
+        note = unsupplied_note(fields, answered, scheme, readers)
         out().print(Text(f"  {note}"), highlight=False)
 
 
-def _print(outcome: LaneOutcome, scheme: str) -> None:
+def _print(outcome: LaneOutcome, scheme: str, readers: Mapping[str, list[str]]) -> None:
     title = escape(run_title(outcome.lane, outcome.split, outcome.runtime, outcome.case_set))
     if outcome.journal_note:
         err().print(outcome.journal_note, markup=False, highlight=False, soft_wrap=True)
@@ -262,7 +264,7 @@ def _print(outcome: LaneOutcome, scheme: str) -> None:
                     f"  {check.name}: {_verdict('void')} {escape(check.description.removeprefix('void: '))}",
                     highlight=False,
                 )
-    _print_unsupplied(outcome, scheme)
+    _print_unsupplied(outcome, scheme, readers)
     _print_flaky(outcome)
     _print_failing(outcome)
     _print_faults(outcome)
@@ -452,6 +454,8 @@ def run_lanes(ctx: typer.Context, request: RunRequest) -> None:
     with frozen_after():  # the instance's storages import their SQL layer
         instance = ensure_instance()
     batch_id = uuid.uuid4().hex
+    # What each lane's predicates read, from the specs in hand (by name it rereads every lane).
+    telemetry: Telemetry = {spec.name: lane_telemetry(spec) for spec, _ in pairs}
     tags = {f"{HIDDEN_TAG_PREFIX}batch_id": batch_id, f"{HIDDEN_TAG_PREFIX}source": "cli"}
     outcomes: list[LaneOutcome] = []
     for spec, s in pairs:
@@ -468,8 +472,8 @@ def run_lanes(ctx: typer.Context, request: RunRequest) -> None:
             )
         outcomes.append(outcome)
         if not request.as_json:
-            _print(outcome, split_spec(target.spec)[0])
-    _write_outputs(request, batch_id, outcomes, notifier, night=day, instance=instance)
+            _print(outcome, split_spec(target.spec)[0], telemetry[spec.name])
+    _write_outputs(request, batch_id, outcomes, notifier, telemetry, night=day, instance=instance)
     raise typer.Exit(_exit_code(outcomes, summary=not request.as_json))
 
 
@@ -494,6 +498,7 @@ def _write_outputs(
     batch_id: str,
     outcomes: list[LaneOutcome],
     notifier: RunNotifier | None,
+    telemetry: Telemetry,
     *,
     night: str,
     instance: Any,
@@ -501,7 +506,7 @@ def _write_outputs(
     """What the invocation writes besides its tables: the JSON document, the notifications (of
     the night, through the instance), the CI summary, the JUnit file."""
     if request.as_json:
-        typer.echo(json.dumps(_document(batch_id, outcomes), indent=2, sort_keys=False))
+        typer.echo(json.dumps(_document(batch_id, outcomes, telemetry), indent=2, sort_keys=False))
     if notifier is not None:
         notifier.send(outcomes, night=night, instance=instance, history_root=request.history_root)
     if request.summary_md is not None:

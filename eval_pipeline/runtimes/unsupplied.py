@@ -12,10 +12,14 @@ A lane none of whose predicates reads a field says nothing of it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from eval_pipeline.predicates.base import TURN_VIEW_COLUMNS
+
+if TYPE_CHECKING:
+    from eval_pipeline.lanes import LaneSpec
 
 # The TurnResponse fields besides the surface that a predicate can read (what a TurnView holds).
 PREDICATE_READ_FIELDS: tuple[str, ...] = tuple(
@@ -45,14 +49,14 @@ def telemetry_readers(predicates: Sequence[str]) -> dict[str, list[str]]:
     return {field: readers[field] for field in PREDICATE_READ_FIELDS if field in readers}
 
 
-def lane_telemetry(lane: str) -> dict[str, list[str]]:
-    """:func:`telemetry_readers` of the predicates lane ``lane`` declares (none for a lane kind
-    that declares none, such as i18n_prompt's assertions; every field, read by unnamed
-    predicates, for a lane not found)."""
+def lane_telemetry(lane: str | LaneSpec) -> dict[str, list[str]]:
+    """:func:`telemetry_readers` of the predicates lane ``lane`` (a name, looked up among the
+    project's lanes, or the lane's spec) declares (none for a lane kind that declares none, such
+    as i18n_prompt's assertions; every field, read by unnamed predicates, for a lane not found)."""
     from eval_pipeline.lanes.registry import find_lane, lane_kind
 
     try:
-        kind = lane_kind(find_lane(lane))
+        kind = lane_kind(find_lane(lane) if isinstance(lane, str) else lane)
     except (KeyError, ValueError, LookupError):
         return {field: [] for field in PREDICATE_READ_FIELDS}
     declaration = getattr(kind, "declaration", None)
