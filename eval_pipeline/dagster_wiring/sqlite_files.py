@@ -115,7 +115,7 @@ def storage_engines_shared() -> Iterator[None]:
         key = (str(url), repr(sorted(connect_args.items())))
         with lock:
             if key not in engines:
-                engine = original(url, connect_args=connect_args)
+                engine: Engine = original(url, connect_args=connect_args)
                 engine.dispose = lambda *_, **__: None  # type: ignore[method-assign]
                 engines[key] = engine
             return engines[key]
