@@ -2,8 +2,8 @@
 
 Dagster's SQLite storages open a connection for every write and close it right after, and a
 lane run stores a hundred or so events (step, input, output, materialization and check events;
-asset events twice, in the run's file and in the index), each its own transaction. Two costs
-follow, and both are removed here for the connections opened within the block:
+asset events twice, in the run's file and in the index), each its own transaction. Three costs
+follow, and all are removed here for the connections opened within the block:
 
 - **Checkpoints.** In WAL mode the last connection to close a database checkpoints it and
   deletes its WAL and shared-memory files. While one idle connection per file stays open,
@@ -12,12 +12,16 @@ follow, and both are removed here for the connections opened within the block:
   disk. In WAL mode ``synchronous=NORMAL`` syncs at checkpoints only and the database stays
   consistent after any crash; what a power loss (not a killed process) can cost is the run's
   last events, and the run's results are kept in history, not in the event log.
+- **An engine per use.** Each use builds a SQLAlchemy engine (its dialect set up anew) and
+  opens a connection (``storage_engines_shared``): within the block a storage gets one engine
+  per database, whose connection is pooled, so a hundred events cost one open each.
 
 What is stored is unchanged; storages that are not SQLite files (Postgres) are left alone.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import sqlite3
 import threading
@@ -26,8 +30,8 @@ from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import event
-from sqlalchemy.pool import Pool
+from sqlalchemy import Engine, event
+from sqlalchemy.pool import NullPool, Pool
 
 
 def _database_file(connection: sqlite3.Connection) -> str:
@@ -45,7 +49,8 @@ def _in_wal_mode(connection: sqlite3.Connection) -> bool:
 @contextmanager
 def sqlite_files_kept_open() -> Iterator[None]:
     """Within the block, every SQLite file a storage writes stays open (one idle connection each)
-    until the block ends, and a connection to a WAL file commits without waiting for the disk."""
+    until the block ends, a connection to a WAL file commits without waiting for the disk, and
+    Dagster's storages reuse one engine per file (``storage_engines_shared``)."""
     keepers: dict[str, sqlite3.Connection] = {}
     lock = threading.Lock()
 
@@ -72,7 +77,8 @@ def sqlite_files_kept_open() -> Iterator[None]:
     event.listen(Pool, "connect", unsynced)
     event.listen(Pool, "checkin", keep)
     try:
-        yield
+        with storage_engines_shared():
+            yield
     finally:
         event.remove(Pool, "checkin", keep)
         event.remove(Pool, "connect", unsynced)
@@ -80,6 +86,51 @@ def sqlite_files_kept_open() -> Iterator[None]:
             for keeper in keepers.values():
                 keeper.close()
             keepers.clear()
+
+
+# No public API: the modules of Dagster's SQLite storages, each of which calls the
+# `create_engine` it imported, with NullPool, for every connection it opens.
+STORAGE_MODULES = (
+    "dagster._core.storage.event_log.sqlite.sqlite_event_log",
+    "dagster._core.storage.runs.sqlite.sqlite_run_storage",
+    "dagster._core.storage.schedules.sqlite.sqlite_schedule_storage",
+)
+
+
+@contextmanager
+def storage_engines_shared() -> Iterator[None]:
+    """Within the block, a SQLite storage that asks for a new unpooled engine gets one engine per
+    database and connection settings, made once, whose connections are pooled (its ``dispose``
+    after each use does nothing); every engine is disposed of when the block ends. The
+    transactions are the storage's own, as before; only their connections are reused."""
+    modules = [importlib.import_module(name) for name in STORAGE_MODULES]
+    original = modules[0].create_engine
+    engines: dict[tuple[str, str], Engine] = {}
+    lock = threading.Lock()
+
+    def shared(url: Any, *args: Any, **kwargs: Any) -> Engine:
+        connect_args = kwargs.get("connect_args", {})
+        if args or kwargs.get("poolclass") is not NullPool or set(kwargs) - {"poolclass", "connect_args"}:
+            return original(url, *args, **kwargs)
+        key = (str(url), repr(sorted(connect_args.items())))
+        with lock:
+            if key not in engines:
+                engine: Engine = original(url, connect_args=connect_args)
+                engine.dispose = lambda *_, **__: None  # type: ignore[method-assign]
+                engines[key] = engine
+            return engines[key]
+
+    for module in modules:
+        module.create_engine = shared  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        for module in modules:
+            module.create_engine = original  # type: ignore[attr-defined]
+        with lock:
+            for engine in engines.values():
+                Engine.dispose(engine)
+            engines.clear()
 
 
 # Where Dagster's default SQLite storage keeps a run's events: one file per run next to the

@@ -125,3 +125,29 @@ def test_a_run_file_made_before_the_run_is_the_one_dagster_writes_its_events_int
 def test_an_instance_without_run_files_gets_none() -> None:
     with dg.DagsterInstance.ephemeral() as instance:
         assert not prepare_run_file(instance.root_directory, str(uuid.uuid4()))
+
+
+def test_inside_the_block_a_storage_opens_each_file_once_not_once_per_event(tmp_path: Path) -> None:
+    with dg.instance_for_test(temp_dir=str(tmp_path)) as instance:
+        instance.get_runs(limit=1)
+        opened: list[str] = []
+
+        def count(dbapi_connection: sqlite3.Connection, _record: object) -> None:
+            opened.extend(
+                path for _, name, path in dbapi_connection.execute("PRAGMA database_list") if name == "main"
+            )
+
+        job = dg.Definitions(assets=[_one]).resolve_implicit_global_asset_job_def()
+        sa.event.listen(sa.pool.Pool, "connect", count)
+        try:
+            with sqlite_files_kept_open():
+                result = job.execute_in_process(instance=instance)
+        finally:
+            sa.event.remove(sa.pool.Pool, "connect", count)
+        assert result.success
+        events = len(instance.all_logs(result.run_id))
+        assert events > 5 and opened  # the run stored its events through these connections
+        # the storages' own connections: one per file (a keeper may add one more), not one per use
+        assert max(opened.count(path) for path in set(opened)) <= 2, sorted(opened)
+        with sqlite_files_kept_open():
+            assert instance.get_run_by_id(result.run_id) is not None  # a fresh block works as well

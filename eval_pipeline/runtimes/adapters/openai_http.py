@@ -62,7 +62,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Coroutine, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast, get_args
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -244,9 +244,40 @@ class _AdaptiveGate:
                 self._changed.notify_all()
 
 
+class _StatusReply(Exception):
+    """A whole reply's 4xx or 5xx status, its body read (the SDK's ``APIStatusError`` for a
+    request sent past the SDK)."""
+
+    def __init__(self, response: Any) -> None:
+        super().__init__(f"HTTP {response.status_code}")
+        self.response = response
+
+
+def _timeout_errors() -> tuple[type[BaseException], ...]:
+    """A request that timed out: the SDK's error, the whole request's deadline, the HTTP client's."""
+    import httpx2
+    import openai
+
+    return (openai.APITimeoutError, TimeoutError, httpx2.TimeoutException)
+
+
+def _connection_errors() -> tuple[type[BaseException], ...]:
+    """A request whose connection failed: the SDK's error, and what the SDK wraps in it when its
+    HTTP client raises it (for a request sent past the SDK)."""
+    import ssl
+
+    import anyio
+    import httpx2
+    import openai
+
+    return (openai.APIConnectionError, httpx2.RequestError, ssl.SSLError, anyio.EndOfStream)
+
+
 class OpenAIRuntime:
     def __init__(self, base_url: str, options: OpenAIOptions) -> None:
         from openai import AsyncOpenAI
+
+        from eval_pipeline.runtimes.openai_pool import http_client
 
         self.base_url = base_url
         self.options = options
@@ -265,13 +296,18 @@ class OpenAIRuntime:
             headers[header] = _secret(env, required=True) or ""
         # Kept only to scrub them from server messages that echo a request back.
         self._secrets = [api_key, *(headers[h] for h in options.header_envs), *url_secrets(base_url)]
+        self._http = http_client()
         self._client = AsyncOpenAI(
             api_key=api_key,
             base_url=base_url,
             default_headers=headers,
             max_retries=0,
             timeout=options.timeout_s,
+            http_client=self._http,
         )
+        # A whole reply's request, but for its body, is the same every turn: made once.
+        self._url = str(self._client.base_url.join("chat/completions"))
+        self._headers: dict[str, str] | None = None  # the SDK's, read in the event loop (they name it)
         self._limit = _AdaptiveGate(options.max_concurrency, options.max_backoff_s)
         self._loop = _EventLoopThread()
 
@@ -304,50 +340,55 @@ class OpenAIRuntime:
                         response = await self._whole(messages, seed)
                 sent.answered = True
                 return response
-            except (openai.APITimeoutError, TimeoutError):
+            except _timeout_errors():
                 raise TurnFault(
                     f"timed out after {self.options.timeout_s:g}s: {self.endpoint}", transient=True
                 ) from None
-            except openai.APIConnectionError as exc:
+            except _connection_errors() as exc:
                 raise TurnFault(
                     f"connection failed: {self.endpoint}: {cause_text(exc)}", transient=True
                 ) from None
-            except openai.APIStatusError as exc:
-                retry_after = retry_after_s(exc.response.headers)
-                if exc.status_code in THROTTLE_STATUS:
+            except (openai.APIStatusError, _StatusReply) as exc:
+                status, reply = exc.response.status_code, exc.response
+                retry_after = retry_after_s(reply.headers)
+                if status in THROTTLE_STATUS:
                     sent.throttled, sent.retry_after = True, retry_after
                 raise TurnFault(
-                    self._described(
-                        f"HTTP {exc.status_code}", server_message(exc.response.text), exc.response.headers
-                    ),
-                    transient=exc.status_code in TRANSIENT_STATUS,
+                    self._described(f"HTTP {status}", server_message(reply.text), reply.headers),
+                    transient=status in TRANSIENT_STATUS,
                     retry_after=retry_after,
                 ) from None
 
     async def _whole(self, messages: list[dict[str, str]], seed: int | None) -> TurnResponse:
-        # The SDK's documented raw request (``post`` with ``cast_to`` its HTTP response class):
-        # the body is plain JSON already, so it skips the SDK's transform of the typed parameters
-        # (per message, on every request) and its pydantic parse of the reply; the driver reads
-        # a handful of fields. Status errors and timeouts raise as they do from ``create``. The
-        # body is left unread (the SDK's own switch, what ``with_streaming_response`` sets), so
-        # it is read here, up to ``max_reply_bytes``.
-        import httpx2
-        from openai._constants import RAW_RESPONSE_HEADER
+        # Sent by the SDK's HTTP client with the SDK's headers, but not through the SDK's request
+        # path: its per-request copies of the options, header merging and auth wrapping cost
+        # more CPU than the turn's own work, and the driver reads a handful of fields of the
+        # reply. The body is serialized as the SDK does (``openapi_dumps``), and the reply read
+        # here as it arrives, up to ``max_reply_bytes``; a 4xx/5xx is read whole, as by the SDK.
+        from openai._utils._json import openapi_dumps
 
-        reply = await self._client.post(
-            "/chat/completions",
-            cast_to=httpx2.Response,
-            body={"model": self.options.model, "messages": messages, **(self._extra_body(seed) or {})},
-            options={"timeout": self.options.timeout_s, "headers": {RAW_RESPONSE_HEADER: "stream"}},
+        if self._headers is None:
+            sdk_headers = {**self._client.auth_headers, **self._client.default_headers}
+            self._headers = {name: value for name, value in sdk_headers.items() if isinstance(value, str)}
+        body = {"model": self.options.model, "messages": messages, **(self._extra_body(seed) or {})}
+        request = self._http.build_request(
+            "POST",
+            self._url,
+            content=openapi_dumps(body),
+            headers=self._headers,
+            timeout=self.options.timeout_s,
         )
-        http = cast("httpx2.Response", getattr(reply, "http_response", reply))
+        http = await self._http.send(request, stream=True)
         try:
-            body = bytearray()
+            if http.is_error:
+                await http.aread()
+                raise _StatusReply(http)
+            reply = bytearray()
             async for piece in self._capped(http):
-                body += piece
+                reply += piece
         finally:
             await http.aclose()
-        return self._turn_response(self._body_document(bytes(body), http.headers), http.headers, {})
+        return self._turn_response(self._body_document(bytes(reply), http.headers), http.headers, {})
 
     async def _capped(self, http: Any) -> AsyncIterator[bytes]:
         """The body of ``http`` as it arrives; a ``reply_too_large`` fault as soon as it (or its
