@@ -43,7 +43,7 @@ from eval_pipeline.lanes import LaneSpec, discover_lanes
 from eval_pipeline.metrics import USAGE_METRICS, number_text, summed_usage, timing_text, totals_text
 from eval_pipeline.outcome import MEASUREMENT_CHECK, evidence_object, fault_counts, fault_text
 from eval_pipeline.report import SuiteRun, junit_xml, rich_style
-from eval_pipeline.run import RunRequest, recording_of, rich_progress, worker_count, write_cases
+from eval_pipeline.run import RunRequest, in_flight, recording_of, rich_progress, worker_count, write_cases
 from eval_pipeline.runtimes.base import RecordedRuntime, RuntimeSpecError
 from eval_pipeline.runtimes.names import stands_for
 from eval_pipeline.runtimes.options import parse_runtime_options
@@ -200,7 +200,7 @@ def _print_unsupplied(outcome: LaneOutcome, scheme: str) -> None:
         out().print(Text(f"  {note}"), highlight=False)
 
 
-def _print(outcome: LaneOutcome, scheme: str) -> None:
+def _print(outcome: LaneOutcome, scheme: str, sessions_in_flight: int) -> None:
     title = escape(run_title(outcome.lane, outcome.split, outcome.runtime, outcome.case_set))
     if outcome.journal_note:
         err().print(outcome.journal_note, markup=False, highlight=False, soft_wrap=True)
@@ -247,7 +247,7 @@ def _print(outcome: LaneOutcome, scheme: str) -> None:
     out().print(table)
     usage = _usage(outcome)
     out().print(f"  usage: {escape(totals_text(usage))}", highlight=False)
-    out().print(f"         {escape(timing_text(usage))}", highlight=False)
+    out().print(f"         {escape(timing_text(usage, sessions_in_flight))}", highlight=False)
     metric_names = set(outcome.metrics["metric"])
     for check in outcome.checks:
         if check.name not in metric_names:  # lane-level checks: measurement, no_regression
@@ -473,7 +473,8 @@ def run_lanes(ctx: typer.Context, request: RunRequest) -> None:
             )
         outcomes.append(outcome)
         if not request.as_json:
-            _print(outcome, split_spec(target.spec)[0])
+            sessions = 1 if framework else in_flight(built, request.drive.concurrency_for(lane_target))
+            _print(outcome, split_spec(target.spec)[0], sessions)
     _write_outputs(request, batch_id, outcomes, notifier, night=day, instance=instance)
     raise typer.Exit(_exit_code(outcomes, summary=not request.as_json))
 

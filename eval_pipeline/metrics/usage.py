@@ -300,11 +300,16 @@ def usage_value_text(metric: str, value: float | None) -> str:
     return "n/a" if value is None else number_text(value)
 
 
-def timing_text(usage: Mapping[str, float | None]) -> str:
+def timing_text(usage: Mapping[str, float | None], in_flight: int = 1) -> str:
     """One lane run's latency p50 / p95 / p99, TTFT p50 / p95 and, when streamed answers
-    measured it, their generation rate, in words."""
+    measured it, their generation rate, in words; with more than one session ``in_flight`` at
+    once, what the latencies include (a turn is timed from send to answer, so a server that
+    answers fewer at once makes the run's own turns wait, and the wait counts)."""
     latency = " / ".join(duration_text(usage.get(name)) for name, _ in LATENCY_PERCENTILES)
     ttft = " / ".join(duration_text(usage.get(name)) for name, _ in TTFT_PERCENTILES)
     rate = usage.get(GENERATION_RATE)
     generated = "" if rate is None else f"; {rate:.1f} tokens/s"
-    return f"latency p50/p95/p99 {latency}; TTFT p50/p95 {ttft}{generated}"
+    queued = (
+        "" if in_flight <= 1 else f" (send to answer, up to {in_flight} sessions at once: includes any queue)"
+    )
+    return f"latency p50/p95/p99 {latency}{queued}; TTFT p50/p95 {ttft}{generated}"

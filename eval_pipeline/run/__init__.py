@@ -12,7 +12,7 @@ from eval_pipeline.core.faces import lazy_exports
 
 if TYPE_CHECKING:
     from eval_pipeline.run.cases_stage import write_cases
-    from eval_pipeline.run.drive import Books, Sending, recording_of, samples_to_drive
+    from eval_pipeline.run.drive import Books, Sending, in_flight, recording_of, samples_to_drive
     from eval_pipeline.run.framework_stage import run_framework, runner_metadata
     from eval_pipeline.run.journal import JournalIdentity, remove_journals
     from eval_pipeline.run.ledger import Journaling, RunLedger, cases_sha256, transcripts_ledger
@@ -45,6 +45,7 @@ _EXPORTS: dict[str, str] = {
     "StageOutput": "pipeline",
     "cases_sha256": "ledger",
     "drive_cases": "pipeline",
+    "in_flight": "drive",
     "lane_threads": "pipeline",
     "measure": "pipeline",
     "metric_rows": "pipeline",
@@ -76,6 +77,7 @@ __all__ = [
     "StageOutput",
     "cases_sha256",
     "drive_cases",
+    "in_flight",
     "lane_threads",
     "measure",
     "metric_rows",

@@ -358,6 +358,12 @@ def sessions_of(threads: Sequence[Thread]) -> list[list[Thread]]:
     return list(groups.values())
 
 
+def in_flight(runtime: ChatRuntime, concurrency: int | None) -> int:
+    """How many sessions a drive keeps in flight at once: ``concurrency``, else (None) the
+    runtime's declared ``capabilities.concurrency``."""
+    return runtime.capabilities.concurrency if concurrency is None else concurrency
+
+
 def drive(
     runtime: ChatRuntime,
     threads: Sequence[Thread],
@@ -376,8 +382,8 @@ def drive(
     ``books.cache`` answers the samples it holds and keeps the others; ``books.price`` prices each
     turn's tokens.
     """
-    concurrency, repeat, ledger = sending.concurrency, sending.repeat, books.ledger
-    sessions_in_flight = runtime.capabilities.concurrency if concurrency is None else concurrency
+    repeat, ledger = sending.repeat, books.ledger
+    sessions_in_flight = in_flight(runtime, sending.concurrency)
     if sessions_in_flight < 1:
         raise ValueError("concurrency must be at least 1")
     if repeat < 1:
