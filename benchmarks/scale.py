@@ -326,6 +326,8 @@ def run_size(
             **os.environ,
             "DAGSTER_HOME": str(folder / f"dagster_{lane}_{n}"),
             "EVAL_PIPELINE_STATE": str(folder),
+            # The child runs in a neutral folder (see measure): the project is named, not found.
+            "EVAL_PIPELINE_PROJECT": str(PROJECT_ROOT),
         }
         pipeline = measure(pipeline_command(lane, cases, replay, folder / f"history_{lane}_{n}"), env, max_gb)
         before = None
@@ -333,6 +335,7 @@ def run_size(
             before_env = {
                 **env,
                 "PYTHONPATH": str(baseline),
+                "EVAL_PIPELINE_PROJECT": str(baseline),
                 "DAGSTER_HOME": env["DAGSTER_HOME"] + "_baseline",
             }
             history = folder / f"history_{lane}_{n}_baseline"
@@ -416,6 +419,7 @@ def cpu_figures(folder: Path, repeat: int, workers: int, start_s: float, turn_ms
     evals = cpu_evals(folder, repeat)
     env = {
         **os.environ,
+        "EVAL_PIPELINE_PROJECT": str(PROJECT_ROOT),
         "EVAL_PIPELINE_EVALS": str(evals),
         "EVAL_PIPELINE_STATE": str(folder / "cpu_state"),
         "DAGSTER_HOME": str(folder / "cpu_dagster"),
