@@ -9,7 +9,7 @@ only place the connection may touch (``allowed_directories`` names it alone,
 off), and the configuration is locked so a query cannot undo that. On a local disk a path is
 where it resolves: a symbolic link inside the root that leads out of it is not followed, and a
 file with more than one name (a hard link) is not read, since its other name may be outside the
-root (the store writes every file under one name; a copy of history made of hard links, such as
+root, nor is a pipe or a device (a read would wait on it forever) (the store writes every file under one name; a copy of history made of hard links, such as
 a backup snapshot, is read through a plain copy). So no statement, however it is wrapped (``EXPLAIN ANALYZE COPY …``, a table function, a pragma),
 can write anywhere or read outside the root. Statements other than queries are also refused up front, so that
 ``COPY`` or ``CREATE`` gets a plain message rather than DuckDB's permission error.
@@ -77,16 +77,19 @@ class ReadOnlyHistory(fsspec.AbstractFileSystem):
         real = os.path.realpath(inner)
         return real if real == self._root or real.startswith(self._root.rstrip("/") + "/") else None
 
-    def _single_name(self, inner: str) -> bool:
-        """Whether ``inner`` is not a file with several names (a hard link: one name inside the
-        root, another perhaps outside it, so what it holds is not the store's to vouch for)."""
+    def _single_name(self, inner: str, *, folder_too: bool = True) -> bool:
+        """Whether ``inner`` is a file the store could have written: a regular file of one name
+        (not a hard link, one name inside the root and another perhaps outside it; not a pipe
+        or a device, which a read would wait on forever), or (``folder_too``) a folder."""
         if not self._local:
-            return True  # an object store has no links
+            return True  # an object store has neither links nor pipes
         try:
             found = os.stat(inner)
         except OSError:
             return True  # opening it says what is wrong
-        return not stat.S_ISREG(found.st_mode) or found.st_nlink == 1
+        if stat.S_ISDIR(found.st_mode):
+            return folder_too
+        return stat.S_ISREG(found.st_mode) and found.st_nlink == 1
 
     def _outer(self, inner: str) -> str:
         relative = self._fs._strip_protocol(inner).rstrip("/")[len(self._root) :].strip("/")
@@ -119,9 +122,10 @@ class ReadOnlyHistory(fsspec.AbstractFileSystem):
         if mode != "rb":
             raise PermissionError(f"{path}: history --sql only reads (asked to open it for {mode!r})")
         inner = self._inner(path)
-        if not self._single_name(inner):
+        if not self._single_name(inner, folder_too=False):
             raise PermissionError(
-                f"{path}: a file with several names (a hard link), perhaps to a file outside the history root"
+                f"{path}: not a file the history store wrote: a file with several names (a hard link, "
+                "perhaps to a file outside the history root), a pipe or a device"
             )
         return self._fs.open(inner, "rb", **kwargs)
 
