@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import html
+import json
 import re
 import urllib.error
 import urllib.request
@@ -199,3 +200,30 @@ def test_a_failing_turn_shows_that_turns_surface(history: str) -> None:
         assert html.unescape(shown) == surfaces[(case, int(turn))], (case, turn)
     # Some of them failed at a turn before the last, whose surface differs from the last one.
     assert any(surfaces[(case, int(turn))] != last[case] for case, turn, _ in rows)
+
+
+def test_a_long_fault_reason_or_evidence_is_cut_too(history: str, lane_runs: dict[bool, LaneRun]) -> None:
+    """What a runtime's reply or a predicate puts beside a surface (a fault message, a grounding
+    source, a reason, evidence) is cut like a surface."""
+    run = lane_runs[False]
+    transcripts, verdicts = run.transcripts.copy(), run.case_predicates.copy()
+    mine = transcripts["case_id"] == CASE
+    transcripts.loc[mine, "error"] = "fault " * 500_000
+    transcripts.loc[mine, "grounding_source"] = "source " * 200_000
+    failing = (verdicts["case_id"] == CASE) & (verdicts["passed"] == False)  # noqa: E712 (nullable)
+    verdicts.loc[failing, "message"] = "reason " * 300_000
+    verdicts["evidence"] = verdicts["evidence"].astype(object)
+    verdicts.loc[failing, "evidence"] = json.dumps({"found": ["evidence " * 300_000]})
+    hostile = dataclasses.replace(run, transcripts=transcripts, case_predicates=verdicts)
+    record_run(history, hostile, LONG)
+    with serving(history) as viewer:
+        for path, texts in (
+            (f"/runs/{LONG.run_id}", ("fault ", "reason ")),
+            (f"/runs/{LONG.run_id}/cases/{CASE}", ("fault ", "source ", "reason ", "evidence ")),
+            (f"/lanes/{LANE}", ("reason ",)),
+        ):
+            status, page = get(viewer + path)
+            assert status == 200 and len(page) < PAGE_BOUND, (path, len(page))
+            for text in texts:
+                assert text * 100 in page, (path, text)
+            assert re.search(r"… \(\d{6,} more characters\)", page), path
