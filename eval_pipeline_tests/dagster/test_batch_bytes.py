@@ -14,9 +14,16 @@ from eval_pipeline.lanes import find_lane
 from eval_pipeline.metrics.usage import TIMED_METRICS
 from eval_pipeline.run import pipeline
 from eval_pipeline.run.pipeline import evaluate_lane
+from eval_pipeline.run.workers import WORKERS_ENV
 from eval_pipeline.runtimes import build_runtime
 from eval_pipeline.tables.columns import TRANSCRIPTS, frame, lane_columns, to_arrow
-from eval_pipeline.tables.stage_files import BATCH_BYTES_ENV, StageFile, StageWriter, batch_bytes
+from eval_pipeline.tables.stage_files import (
+    BATCH_BYTES_ENV,
+    BATCH_TURNS_ENV,
+    StageFile,
+    StageWriter,
+    batch_bytes,
+)
 
 SEED = 5
 lane_schema = pa.schema([TRANSCRIPTS.field(name) for name in lane_columns(TRANSCRIPTS)])
@@ -130,3 +137,18 @@ def test_a_run_driven_and_scored_in_parts_equals_it_in_one_piece(
         ) == pytest.approx(
             (value.value, value.numerator, value.denominator, value.pass_hat_k), nan_ok=True
         ), name
+
+
+def test_batches_scored_in_parts_by_worker_processes_equal_one_piece(monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = find_lane("deterministic_fluency")
+    split = spec.nightly_splits[0]
+    whole = evaluate_lane(spec, split, build_runtime("reference"), repeat=2, seed=SEED)
+    monkeypatch.setenv(BATCH_BYTES_ENV, "600")
+    monkeypatch.setenv(BATCH_TURNS_ENV, "3")  # batches enough for the workers (PARALLEL_MIN_BATCHES)
+    monkeypatch.setenv(WORKERS_ENV, "2")
+    cut = evaluate_lane(spec, split, build_runtime("reference"), repeat=2, seed=SEED)
+    pd.testing.assert_frame_equal(in_order(cut.turn_predicates), in_order(whole.turn_predicates))
+    pd.testing.assert_frame_equal(in_order(cut.case_predicates), in_order(whole.case_predicates))
+    assert [v.value for v in cut.metric_values if v.metric not in TIMED_METRICS] == pytest.approx(
+        [v.value for v in whole.metric_values if v.metric not in TIMED_METRICS], nan_ok=True
+    )
