@@ -304,9 +304,11 @@ def drive_cases(  # noqa: PLR0913
         return writer.finish()
 
 
-# A batch of more turns than this is driven a piece of whole cases at a time, each piece as
-# many turns as its text budget fits by the answers so far, so no batch's answers are held
-# whole (the writer writes them a part at a time: eval_pipeline.tables.stage_files).
+# A batch's turns are driven a piece of whole cases at a time: the first piece this many turns,
+# each next one as many as a quarter of the writer's text budget holds at the most bytes a turn
+# has taken so far (at most PIECE_TURNS), so no batch's answers are held whole (the writer
+# writes them a part at a time: eval_pipeline.tables.stage_files).
+FIRST_PIECE_TURNS = 64
 PIECE_TURNS = 2_000
 
 
@@ -316,22 +318,16 @@ def _drive_in_pieces(
     writer: StageWriter,
     run_columns: dict[str, str],
 ) -> None:
-    """Drive ``threads`` (each case's threads sent by ``drive_threads``) and add their rows to
-    ``writer``'s batch: all at once when they send :data:`PIECE_TURNS` turns or fewer; else in
-    pieces of whole cases in case id order (the order the rows of one drive come in), a piece
-    as many turns as fit in a quarter of the writer's text budget at the most bytes a turn has
-    taken so far."""
-    if sum(len(t.turns) for t in threads) <= PIECE_TURNS:
-        writer.add(drive_threads(list(threads)), **run_columns)
-        return
-    ordered = sorted(threads, key=lambda t: t.case_id)
-    start, piece, per_turn = 0, PIECE_TURNS, 1
-    while start < len(ordered):
+    """Drive ``threads`` (each case's threads sent by ``drive_threads``), in their order, and
+    add their rows to ``writer``'s batch, a piece of whole cases at a time (see
+    :data:`FIRST_PIECE_TURNS`)."""
+    start, piece, per_turn = 0, FIRST_PIECE_TURNS, 1
+    while start < len(threads):
         end, turns = start, 0
-        while end < len(ordered) and (turns < piece or ordered[end].case_id == ordered[end - 1].case_id):
-            turns += len(ordered[end].turns)
+        while end < len(threads) and (turns < piece or threads[end].case_id == threads[end - 1].case_id):
+            turns += len(threads[end].turns)
             end += 1
-        per_turn = max(per_turn, writer.add(drive_threads(ordered[start:end]), **run_columns))
+        per_turn = max(per_turn, writer.add(drive_threads(list(threads[start:end])), **run_columns))
         piece = max(1, min(PIECE_TURNS, writer.budget // (4 * per_turn)))
         start = end
 

@@ -114,7 +114,7 @@ def test_a_run_driven_and_scored_in_parts_equals_it_in_one_piece(
         return score(*args)  # type: ignore[arg-type]
 
     monkeypatch.setenv(BATCH_BYTES_ENV, "600")  # a few turns of text a part
-    monkeypatch.setattr(pipeline, "PIECE_TURNS", 4)  # driven a few turns at a time
+    monkeypatch.setattr(pipeline, "FIRST_PIECE_TURNS", 4)  # driven a few turns at a time
     monkeypatch.setattr(pipeline, "_scored_batch", counting)
     cut = evaluate_lane(spec, split, build_runtime("reference"), repeat=repeat, seed=SEED)
     assert parts and max(parts) > 3, parts
