@@ -7,8 +7,10 @@ only place the connection may touch (``allowed_directories`` names it alone,
 ``enable_external_access = false`` refuses every other path, extension installs and
 ``ATTACH``, and the temporary directory, which DuckDB would otherwise allow as well, is
 off), and the configuration is locked so a query cannot undo that. On a local disk a path is
-where it resolves: a symbolic link inside the root that leads out of it is not followed. So
-no statement, however it is wrapped (``EXPLAIN ANALYZE COPY …``, a table function, a pragma),
+where it resolves: a symbolic link inside the root that leads out of it is not followed, and a
+file with more than one name (a hard link) is not read, since its other name may be outside the
+root, nor is a pipe or a device (a read would wait on it forever) (the store writes every file under one name; a copy of history made of hard links, such as
+a backup snapshot, is read through a plain copy). So no statement, however it is wrapped (``EXPLAIN ANALYZE COPY …``, a table function, a pragma),
 can write anywhere or read outside the root. Statements other than queries are also refused up front, so that
 ``COPY`` or ``CREATE`` gets a plain message rather than DuckDB's permission error.
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import stat
 from typing import Any
 
 import duckdb
@@ -40,7 +43,8 @@ class ReadOnlyHistory(fsspec.AbstractFileSystem):
     """A history root's files, relative to the root, for reading only.
 
     The root is ``evalhistory://history``; a path names a file below it and may not leave it
-    (``..`` is refused), nor resolve out of it through a symbolic link. Only the
+    (``..`` is refused), nor resolve out of it through a symbolic link, nor be a hard link
+    (:meth:`_single_name`). Only the
     operations that read are passed on; opening in any mode but ``rb`` raises
     ``PermissionError``, and every operation that would change a file is either refused by
     ``AbstractFileSystem`` itself (it implements none of them) or, for ``mkdir``, a no-op.
@@ -73,6 +77,20 @@ class ReadOnlyHistory(fsspec.AbstractFileSystem):
         real = os.path.realpath(inner)
         return real if real == self._root or real.startswith(self._root.rstrip("/") + "/") else None
 
+    def _single_name(self, inner: str, *, folder_too: bool = True) -> bool:
+        """Whether ``inner`` is a file the store could have written: a regular file of one name
+        (not a hard link, one name inside the root and another perhaps outside it; not a pipe
+        or a device, which a read would wait on forever), or (``folder_too``) a folder."""
+        if not self._local:
+            return True  # an object store has neither links nor pipes
+        try:
+            found = os.stat(inner)
+        except OSError:
+            return True  # opening it says what is wrong
+        if stat.S_ISDIR(found.st_mode):
+            return folder_too
+        return stat.S_ISREG(found.st_mode) and found.st_nlink == 1
+
     def _outer(self, inner: str) -> str:
         relative = self._fs._strip_protocol(inner).rstrip("/")[len(self._root) :].strip("/")
         return f"{ROOT_NAME}/{relative}" if relative else ROOT_NAME
@@ -84,7 +102,11 @@ class ReadOnlyHistory(fsspec.AbstractFileSystem):
     def ls(self, path: str, detail: bool = True, **kwargs: Any) -> list[Any]:
         # An entry that links out of the root is left out, so a glob over the root never meets it.
         entries = self._fs.ls(self._inner(path), detail=True, **kwargs)
-        inside = [entry for entry in entries if self._resolved(entry["name"]) is not None]
+        inside = [
+            entry
+            for entry in entries
+            if self._resolved(entry["name"]) is not None and self._single_name(entry["name"])
+        ]
         if not detail:
             return [self._outer(entry["name"]) for entry in inside]
         return [{**entry, "name": self._outer(entry["name"])} for entry in inside]
@@ -99,7 +121,13 @@ class ReadOnlyHistory(fsspec.AbstractFileSystem):
     def _open(self, path: str, mode: str = "rb", **kwargs: Any) -> Any:
         if mode != "rb":
             raise PermissionError(f"{path}: history --sql only reads (asked to open it for {mode!r})")
-        return self._fs.open(self._inner(path), "rb", **kwargs)
+        inner = self._inner(path)
+        if not self._single_name(inner, folder_too=False):
+            raise PermissionError(
+                f"{path}: not a file the history store wrote: a file with several names (a hard link, "
+                "perhaps to a file outside the history root), a pipe or a device"
+            )
+        return self._fs.open(inner, "rb", **kwargs)
 
     def mkdir(self, path: str, create_parents: bool = True, **kwargs: Any) -> None:
         raise PermissionError(f"{path}: history --sql only reads")

@@ -317,8 +317,9 @@ def drive_cases(
             if held or any(t.session is not None for t in threads):
                 held.append((column_values(case_rows, "case_id"), threads))
                 continue
-            rows = drive(runtime, threads, sending, books, on_turn=progress)
-            writer.write(rows, **run_columns)
+            drive_threads = partial(_drive_piece, runtime, sending, books, progress)
+            _drive_in_pieces(threads, drive_threads, writer, run_columns)
+            writer.end_batch()
         if held:
             every = [t for _, threads in held for t in threads]
             rows = drive(runtime, every, sending, books, on_turn=progress)
@@ -327,6 +328,45 @@ def drive_cases(
         if books.ledger is not None:
             books.ledger.raise_if_stopped()
         return writer.finish()
+
+
+# A batch's turns are driven a piece of whole cases at a time: the first piece this many turns,
+# each next one as many as a quarter of the writer's text budget holds at the most bytes a turn
+# has taken so far (at most PIECE_TURNS), so no batch's answers are held whole (the writer
+# writes them a part at a time: eval_pipeline.tables.stage_files).
+FIRST_PIECE_TURNS = 64
+PIECE_TURNS = 2_000
+
+
+def _drive_piece(
+    runtime: ChatRuntime,
+    sending: Sending,
+    books: Books,
+    progress: ProgressObserver | None,
+    threads: list[Thread],
+) -> pd.DataFrame:
+    """One piece of a batch's threads driven (:func:`eval_pipeline.run.drive.drive`)."""
+    return drive(runtime, threads, sending, books, on_turn=progress)
+
+
+def _drive_in_pieces(
+    threads: Sequence[Thread],
+    drive_threads: Callable[[list[Thread]], pd.DataFrame],
+    writer: StageWriter,
+    run_columns: dict[str, str],
+) -> None:
+    """Drive ``threads`` (each case's threads sent by ``drive_threads``), in their order, and
+    add their rows to ``writer``'s batch, a piece of whole cases at a time (see
+    :data:`FIRST_PIECE_TURNS`)."""
+    start, piece, per_turn = 0, FIRST_PIECE_TURNS, 1
+    while start < len(threads):
+        end, turns = start, 0
+        while end < len(threads) and (turns < piece or threads[end].case_id == threads[end - 1].case_id):
+            turns += len(threads[end].turns)
+            end += 1
+        per_turn = max(per_turn, writer.add(drive_threads(list(threads[start:end])), **run_columns))
+        piece = max(1, min(PIECE_TURNS, writer.budget // (4 * per_turn)))
+        start = end
 
 
 def _requests_of_batch(spec: LaneSpec, split: str, cases: StageFile, index: int) -> pa.Table:
@@ -405,6 +445,9 @@ def _scored_batch(
     run columns, one value each, are added as the batch is written, not sent by a worker)."""
     with collector_paused():
         kind = lane_kind(spec)
+        if inputs[1].part_count(index) > 1:  # long transcripts: scored a part at a time
+            parts = _batch_parts(kind, inputs, index, columns)
+            return pa.concat_tables([to_arrow(lane, score(kind, *part)) for part in parts])
         case_ids, *tables = aligned_batch(inputs, index, columns)
         return to_arrow(lane, score(kind, cases_of_batch(kind, inputs[0], index, case_ids), *tables))
 
@@ -416,8 +459,31 @@ def _measured_batch(spec: LaneSpec, inputs: Sequence[StageFile], index: int) -> 
     columns = [["case_id"], *([*SCORED_COLUMNS[t], SAMPLE_INDEX] for t in tables)]
     with collector_paused():
         kind = lane_kind(spec)
+        if inputs[1].part_count(index) > 1:  # the parts' counts add up (merge_batches)
+            return merge_batches(
+                [sample_metrics(kind, *part) for part in _batch_parts(kind, inputs, index, columns)]
+            )
         case_ids, *scored = aligned_batch(inputs, index, columns)
         return sample_metrics(kind, cases_of_batch(kind, inputs[0], index, case_ids), *scored)
+
+
+def _batch_parts(
+    kind: LaneKind, inputs: Sequence[StageFile], index: int, columns: Sequence[Sequence[str]]
+) -> Iterator[tuple[Any, ...]]:
+    """Batch ``index`` of ``inputs`` (the cases, the transcripts, then tables of verdicts) a
+    transcripts part at a time (:meth:`StageFile.parts`: whole cases, a bounded text each):
+    the part's cases, its transcript rows, and the other tables' rows of those cases (a few
+    bytes a row: read once). A case without transcript rows goes with the last part."""
+    cases = inputs[0].batch(index, ["case_id", "case_json"])
+    others = [table.batch(index, names) for table, names in zip(inputs[2:], columns[2:], strict=True)]
+    count, unseen = inputs[1].part_count(index), set(column_values(cases, "case_id"))
+    for number, rows in enumerate(inputs[1].parts(index, columns[1])):
+        held = set(column_values(rows, "case_id"))
+        unseen -= held
+        if number == count - 1:
+            held |= unseen
+        mine = [other[other["case_id"].isin(held)].reset_index(drop=True) for other in others]
+        yield cases_from_frame(kind, cases[cases["case_id"].isin(held)]), rows, *mine
 
 
 def _by_batch(work: Callable[[int], T], count: int) -> Iterator[T]:

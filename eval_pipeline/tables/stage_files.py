@@ -6,6 +6,14 @@ stage writes its rows of batch *j* as row group *j* of its own file (an empty ba
 empty row group), so the stages of a run stream side by side: a stage reads batch *j* of each
 input, scores it, writes it, and lets it go. Memory is bounded by a batch, not by the run.
 
+A batch is counted in turns, but a turn's text has no fixed size (10,000 turns of 20 kB
+answers are 200 MB of text, several GB once scored). So a writer also cuts each batch it is
+given into **parts** of whole cases, a part closed at the first case that brings it to
+:func:`batch_bytes` bytes of text: a part is one row group, and the file's metadata says how
+many parts each batch has. :meth:`StageFile.batch` still reads a batch whole (the tables of
+verdicts, a few bytes a row); :meth:`StageFile.parts` reads it a part at a time, as the stages
+that read transcripts do.
+
 Every stage scores a case from that case's rows alone (turn and case predicates), and a
 lane's metrics add up over batches (see :func:`eval_pipeline.run.pipeline.merge_batches`), so a
 run scored in batches has the tables and metrics of the same run scored in one piece.
@@ -13,6 +21,7 @@ run scored in batches has the tables and metrics of the same run scored in one p
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -31,11 +40,49 @@ from eval_pipeline.tables.columns import filled, nullable_types, to_arrow
 
 BATCH_TURNS_ENV = "EVAL_PIPELINE_BATCH_TURNS"
 DEFAULT_BATCH_TURNS = 20_000
+BATCH_BYTES_ENV = "EVAL_PIPELINE_BATCH_BYTES"
+DEFAULT_BATCH_BYTES = 16 * 1024 * 1024
+PARTS_KEY = b"eval_pipeline.batch_parts"  # file metadata: the parts (row groups) of each batch, in order
 
 
 def batch_turns() -> int:
     """Turns per batch: ``EVAL_PIPELINE_BATCH_TURNS``, else 20,000 (a few hundred MB at most)."""
     return whole_number_env(BATCH_TURNS_ENV, "turns") or DEFAULT_BATCH_TURNS
+
+
+def batch_bytes() -> int:
+    """Bytes of text per part of a batch: ``EVAL_PIPELINE_BATCH_BYTES``, else 16 MiB (scored,
+    a few hundred MB)."""
+    return whole_number_env(BATCH_BYTES_ENV, "bytes") or DEFAULT_BATCH_BYTES
+
+
+def text_bytes(table: pa.Table) -> list[int]:
+    """Each row's bytes of text: the lengths of its string values, summed."""
+    sizes = [0] * table.num_rows
+    for column in table.columns:
+        if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+            lengths = pc.fill_null(pc.binary_length(column), 0).to_pylist()
+            sizes = [a + b for a, b in zip(sizes, lengths, strict=True)]
+    return sizes
+
+
+def part_lengths(table: pa.Table, budget: int) -> list[int]:
+    """The rows of each part ``table`` is cut into: whole cases (a case's rows are adjacent), a
+    part closed at the first case that brings it to ``budget`` bytes of text; one part for a
+    table without a ``case_id`` column, or within budget (an empty table too)."""
+    if "case_id" not in table.column_names or table.num_rows == 0:
+        return [table.num_rows]
+    cases = table["case_id"].to_pylist()
+    lengths: list[int] = []
+    start, held = 0, 0
+    for row, size in enumerate(text_bytes(table)):
+        held += size
+        case_ends = row + 1 == len(cases) or cases[row + 1] != cases[row]
+        if case_ends and held >= budget and row + 1 < len(cases):
+            lengths.append(row + 1 - start)
+            start, held = row + 1, 0
+    lengths.append(len(cases) - start)
+    return lengths
 
 
 @dataclass(frozen=True)
@@ -50,7 +97,32 @@ class StageFile:
 
     @property
     def batch_count(self) -> int:
-        return int(self._file.metadata.num_row_groups)
+        return len(self._parts())
+
+    def _parts(self, file: pq.ParquetFile | None = None) -> list[int]:
+        """The row groups of each batch (one each in a file written in one part per batch)."""
+        file = file or self._file
+        kept = (file.metadata.metadata or {}).get(PARTS_KEY)
+        return [int(n) for n in json.loads(kept)] if kept else [1] * file.metadata.num_row_groups
+
+    def _groups(self, index: int, file: pq.ParquetFile) -> range:
+        parts = self._parts(file)
+        if not 0 <= index < len(parts):
+            raise IndexError(f"{self.path.name} has no batch {index} (it has {len(parts)})")
+        start = sum(parts[:index])
+        return range(start, start + parts[index])
+
+    def part_count(self, index: int) -> int:
+        """How many parts batch ``index`` was written in."""
+        return len(self._groups(index, self._file))
+
+    def parts(self, index: int, columns: Sequence[str] | None = None) -> Iterator[pd.DataFrame]:
+        """Batch ``index`` a part at a time (whole cases each, see the module), as :meth:`batch`
+        gives a batch."""
+        file = self._file
+        for group in self._groups(index, file):
+            table = file.read_row_group(group, columns=list(columns) if columns else None)
+            yield table.to_pandas(types_mapper=nullable_types)
 
     @property
     def row_count(self) -> int:
@@ -91,16 +163,21 @@ class StageFile:
         Without ``where``, a row's index is its place in its batch (see :meth:`batch` to read
         more of those rows later)."""
         file = self._file
-        for index in range(file.metadata.num_row_groups):
-            group = file.read_row_group(index, columns=list(columns) if columns else None)
+        for index in range(self.batch_count):
+            group = self._batch_table(file, index, columns)
             if where is not None:
                 group = group.filter(where)
             yield group.to_pandas(types_mapper=nullable_types)
 
     def batch(self, index: int, columns: Sequence[str] | None = None) -> pd.DataFrame:
         """Batch ``index`` alone, as :meth:`batches` gives it."""
-        group = self._file.read_row_group(index, columns=list(columns) if columns else None)
-        return group.to_pandas(types_mapper=nullable_types)
+        return self._batch_table(self._file, index, columns).to_pandas(types_mapper=nullable_types)
+
+    def _batch_table(self, file: pq.ParquetFile, index: int, columns: Sequence[str] | None) -> pa.Table:
+        groups = self._groups(index, file)
+        if len(groups) == 1:
+            return file.read_row_group(groups[0], columns=list(columns) if columns else None)
+        return file.read_row_groups(list(groups), columns=list(columns) if columns else None)
 
     def read(self, columns: Sequence[str] | None = None, where: pc.Expression | None = None) -> pd.DataFrame:
         """The rows that match ``where`` (all rows without it), read a batch at a time; of each
@@ -173,24 +250,65 @@ class StageWriter:
 
     def __init__(self, schema: pa.Schema, folder: str | Path | None = None) -> None:
         self.schema = schema
+        self.budget = batch_bytes()
+        self._parts: list[int] = []  # row groups written of each batch
+        self._pending: list[pa.Table] = []  # rows of the batch being written, not yet in a part
+        self._pending_bytes = 0
+        self._written = 0  # parts written of the batch being written
         handle, name = tempfile.mkstemp(dir=folder, prefix=".stage.", suffix=".parquet.tmp")
         os.close(handle)
         self.path = Path(name)
         self._writer: pq.ParquetWriter | None = pq.ParquetWriter(self.path, schema, compression="zstd")
 
     def write(self, rows: pd.DataFrame, **constants: Any) -> None:
-        """Write one batch as one row group (an empty batch too: batches stay aligned);
-        ``constants`` fill whole columns (the run columns)."""
+        """Write one batch (an empty batch too: batches stay aligned); ``constants`` fill whole
+        columns (the run columns)."""
         self.write_table(to_arrow(self.schema, rows, **constants))
 
     def write_table(self, table: pa.Table, **constants: Any) -> None:
         """Write one batch, a table of the stage's schema (but ``constants``, which fill whole
-        columns), as one row group."""
-        if constants:
-            table = filled(self.schema, table, **constants)
+        columns), as a row group per part (see the module: one unless its text is long)."""
+        self.add(table, **constants)
+        self.end_batch()
+
+    def add(self, rows: pd.DataFrame | pa.Table, **constants: Any) -> int:
+        """Rows of whole cases of the batch being written (:meth:`end_batch` ends it): each part
+        is written once it holds :func:`batch_bytes` of text, so a batch given a piece at a time
+        is never held whole. Returns the most bytes of text a row of them holds."""
         if self._writer is None:
             raise ValueError("the stage file is already finished")
-        self._writer.write_table(table, row_group_size=max(len(table), 1))
+        if isinstance(rows, pd.DataFrame):
+            table = to_arrow(self.schema, rows, **constants)
+        else:
+            table = filled(self.schema, rows, **constants) if constants else rows
+        sizes = text_bytes(table)
+        self._pending.append(table)
+        self._pending_bytes += sum(sizes)
+        if self._pending_bytes >= self.budget:
+            self._write_parts(last=False)
+        return max(sizes, default=0)
+
+    def end_batch(self) -> None:
+        """Write what is left of the batch being written and end it (an empty batch is an empty
+        row group: batches stay aligned)."""
+        self._write_parts(last=True)
+        self._parts.append(self._written)
+        self._written = 0
+
+    def _write_parts(self, *, last: bool) -> None:
+        if self._writer is None:
+            raise ValueError("the stage file is already finished")
+        table = pa.concat_tables(self._pending) if self._pending else self.schema.empty_table()
+        lengths = part_lengths(table, self.budget)
+        keep = 0 if last else lengths.pop()  # the last part may grow with the next rows
+        offset = 0
+        for length in lengths:
+            if length or not self._written:
+                self._writer.write_table(table.slice(offset, length), row_group_size=max(length, 1))
+                self._written += 1
+            offset += length
+        self._pending = [table.slice(offset, keep)] if keep else []
+        self._pending_bytes = sum(text_bytes(self._pending[0])) if keep else 0
 
     def note(self, key: str, text: str) -> None:
         """Keep ``text`` under ``key`` in the file (a fact of the whole stage, not of a row)."""
@@ -201,6 +319,8 @@ class StageWriter:
     def finish(self) -> StageFile:
         if self._writer is None:
             raise ValueError("the stage file is already finished")
+        if any(parts != 1 for parts in self._parts):
+            self._writer.add_key_value_metadata({PARTS_KEY: json.dumps(self._parts)})
         self._writer.close()
         self._writer = None
         return StageFile(self.path)

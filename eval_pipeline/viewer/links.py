@@ -2,9 +2,9 @@
 writes, built in one place so a link and the page it names can never drift apart.
 
 The served paths are the viewer's interface (``/runs/<run_id>``, ``/runs/<run_id>/cases/<case_id>``,
-``/series?…``, ``/lanes/<lane>/grid?split=S``, ``/compare?a=…&b=…``). The static report holds a
-subset of the pages (the lane overviews, the latest runs and their cases) as files; a page it
-does not hold has no link (``None``).
+``/runs/<run_id>/text?…`` (one transcript text in full), ``/series?…``, ``/lanes/<lane>/grid?split=S``,
+``/compare?a=…&b=…``). The static report holds a subset of the pages (the lane overviews, the
+latest runs and their cases) as files; a page it does not hold has no link (``None``).
 """
 
 from __future__ import annotations
@@ -41,6 +41,32 @@ def viewer_base(environ: Mapping[str, str] | None = None) -> str | None:
 
 def _part(text: str) -> str:
     return quote(text, safe="")
+
+
+TEXT_FIELDS = ("surface", "prompt")  # the transcript columns the text route serves
+
+
+@dataclass(frozen=True)
+class TextRef:
+    """Where one transcript text is: the ``field`` (one of :data:`TEXT_FIELDS`) of a turn of a
+    case's sample in a lane run."""
+
+    run_id: str
+    series: Series
+    case_id: str
+    sample: int
+    turn: int
+    field: str = "surface"
+
+    def query(self) -> dict[str, str]:
+        """The text route's query parameters (the run id is in its path)."""
+        return {
+            **self.series.columns(),
+            "case": self.case_id,
+            "sample": str(self.sample),
+            "turn": str(self.turn),
+            "field": self.field,
+        }
 
 
 @dataclass(frozen=True)
@@ -80,6 +106,10 @@ class Site:
 
     def compare(self, run_a: str, run_b: str) -> str | None:
         return None if self.static else "/compare?" + urlencode({"a": run_a, "b": run_b})
+
+    def text(self, ref: TextRef) -> str | None:
+        """One transcript text in full, as plain text; the static report holds none."""
+        return None if self.static else f"/runs/{_part(ref.run_id)}/text?" + urlencode(ref.query())
 
     def page(self, path: str, number: int, **query: str) -> str | None:
         """Page ``number`` of a paginated served page; the static report has only the first."""

@@ -24,7 +24,7 @@ from eval_pipeline.history.svg import sparkline_svg
 from eval_pipeline.metrics import number_text, usage_value_text
 from eval_pipeline.report import css_class, css_rules
 from eval_pipeline.viewer.links import Site
-from eval_pipeline.viewer.pages import GRID_FILTERS, day_text
+from eval_pipeline.viewer.pages import GRID_FILTERS, Preview, day_text
 
 
 @cache
@@ -43,6 +43,7 @@ def environment() -> jinja2.Environment:
     env.filters["short"] = lambda run_id: str(run_id)[:8]
     env.filters["sparkline"] = lambda shares: Markup(sparkline_svg(shares))
     env.filters["records"] = records
+    env.filters["preview"] = lambda text: None if text is None or is_missing(text) else Preview.of(str(text))
     env.filters["evidence"] = lambda value: json.dumps(value, ensure_ascii=False, indent=1)
     env.globals["series_name"] = run_series_name
     env.globals["verdict_css"] = css_rules()

@@ -2,9 +2,12 @@
 (:mod:`eval_pipeline.viewer.pages`) and renders it (:mod:`eval_pipeline.viewer.render`).
 
 Each request opens its own connection to the history views, so a page shows the runs committed
-when it was asked for. What history does not hold is a 404 page that says what was not found
-and links back; a malformed query parameter is a 400 page that says which; a history that
-cannot be read (the store went away) is a 503 page saying why.
+when it was asked for. A page shows a long transcript text cut (a
+:class:`~eval_pipeline.viewer.pages.Preview`) and links to ``/runs/<run_id>/text?…``, which
+serves that one text whole as plain text (never as HTML: ``nosniff``, and a policy that runs
+nothing). What history does not hold is a 404 page that says what was not found and links
+back; a malformed query parameter is a 400 page that says which; a history that cannot be read
+(the store went away) is a 503 page saying why.
 
 It answers only the host names it serves (:func:`served_hosts`): a request whose ``Host``
 header names another is refused (400), so a page of another site whose name was pointed at
@@ -23,13 +26,13 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse
+from starlette.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from eval_pipeline.core import SERIES_COLUMN_NAMES, Series
 from eval_pipeline.history.views import connect, reading_error
 from eval_pipeline.viewer import pages
-from eval_pipeline.viewer.links import SERVED, viewer_base
+from eval_pipeline.viewer.links import SERVED, TextRef, viewer_base
 from eval_pipeline.viewer.render import render
 
 Page = Callable[[duckdb.DuckDBPyConnection, Request], str]
@@ -37,6 +40,8 @@ LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
 # A host name, an IPv4 or bracketed IPv6 address, "*.domain" (its subdomains) or "*" (any).
 HOST_PATTERN = re.compile(r"\*|(\*\.)?[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*\.?|\[[0-9A-Fa-f:.]+\]")
 MAX_PAGE = 1_000_000_000  # a page's rows start at (page - 1) * rows: far inside a BIGINT offset
+# A whole text is served as text a browser shows and never runs, whatever it holds.
+TEXT_HEADERS = {"X-Content-Type-Options": "nosniff", "Content-Security-Policy": "default-src 'none'; sandbox"}
 
 
 def served_hosts(
@@ -126,16 +131,27 @@ class _Pages:
         page = pages.compare_page(con, _required(request, "a"), _required(request, "b"))
         return self.shown(con, "compare.html", title=f"{page.run_a} against {page.run_b}", page=page)
 
+    def text(self, con: duckdb.DuckDBPyConnection, request: Request) -> str:
+        where = TextRef(
+            request.path_params["run_id"],
+            Series(*(_required(request, name) for name in SERIES_COLUMN_NAMES)),
+            _required(request, "case"),
+            _whole_number(request, "sample", "0"),
+            _whole_number(request, "turn"),
+            request.query_params.get("field", "surface"),
+        )
+        return pages.transcript_text(con, where)
+
 
 def make_app(root: str, hosts: Sequence[str] = LOOPBACK_HOSTS) -> Starlette:
     """The viewer over the history at ``root`` (a folder or any fsspec URL), answering requests
     whose ``Host`` is one of ``hosts`` (see :func:`served_hosts`)."""
 
-    def route(path: str, page: Page) -> Route:
-        def endpoint(request: Request) -> HTMLResponse:
+    def route(path: str, page: Page, answer: Callable[[str], Response] = HTMLResponse) -> Route:
+        def endpoint(request: Request) -> Response:
             try:
                 with connect(root) as con:
-                    return HTMLResponse(page(con, request))
+                    return answer(page(con, request))
             except pages.NotFound as exc:
                 return _problem(404, "Not found", str(exc))
             except ValueError as exc:
@@ -156,6 +172,7 @@ def make_app(root: str, hosts: Sequence[str] = LOOPBACK_HOSTS) -> Starlette:
             route("/series", site.series),
             route("/runs/{run_id}", site.run),
             route("/runs/{run_id}/cases/{case_id:path}", site.case),
+            route("/runs/{run_id}/text", site.text, _whole_text),
             route("/compare", site.compare),
         ],
         exception_handlers={404: _no_such_page},
@@ -181,12 +198,24 @@ def _required(request: Request, name: str) -> str:
     return value
 
 
+def _whole_text(text: str) -> PlainTextResponse:
+    return PlainTextResponse(text, headers=TEXT_HEADERS)
+
+
 def _page_number(request: Request) -> int:
-    text = request.query_params.get("page", "1")
+    return _whole_number(request, "page", "1", least=1)
+
+
+def _whole_number(request: Request, name: str, default: str | None = None, *, least: int = 0) -> int:
+    """The query parameter ``name`` (``default`` when absent; required when None), a whole number
+    from ``least`` to :data:`MAX_PAGE`."""
+    text = request.query_params.get(name, default)
+    if text is None:
+        raise ValueError(f"the query parameter {name!r} is required")
     # Checked as text first: a number past MAX_PAGE is an offset DuckDB cannot hold.
     if not (text.isascii() and text.isdigit() and len(text) <= len(str(MAX_PAGE))) or not (
-        1 <= int(text) <= MAX_PAGE
+        least <= int(text) <= MAX_PAGE
     ):
         shown = text if len(text) <= 40 else text[:39] + "…"
-        raise ValueError(f"page must be a whole number from 1 to {MAX_PAGE}, got {shown!r}")
+        raise ValueError(f"{name} must be a whole number from {least} to {MAX_PAGE}, got {shown!r}")
     return int(text)

@@ -14,7 +14,9 @@ Options: ``method`` ("chat"), ``target`` ("factory" | "chat"), ``kwargs`` ({}), 
 ``env`` (environment for the runtime), ``workers`` (0 = in this process; N or "auto" = N
 worker processes, "auto" being one per core), ``timeout_s`` (per turn, 300: a turn not answered
 by then is a ``timeout`` fault, in-process too, where the hung call is abandoned and the rest of
-its session is ``session_lost``).
+its session is ``session_lost``), ``max_reply_bytes`` (1 MB: an answer whose reply, as the
+``exec:`` protocol's JSON line, is longer is that turn's ``reply_too_large`` fault, in-process
+and in workers alike).
 
 CPU-bound runtimes belong in workers: each worker is a child process running
 :mod:`eval_pipeline.runtimes.python_worker`, which speaks the ``exec:`` JSON-lines protocol;
@@ -61,6 +63,7 @@ class PythonOptions(BaseModel):
     env: dict[str, str] = Field(default_factory=dict)
     workers: int | Literal["auto"] = 0
     timeout_s: float = Field(300.0, gt=0)
+    max_reply_bytes: int = Field(1_000_000, ge=1)  # an answer's reply, as the exec protocol's line
 
 
 @contextmanager
@@ -224,7 +227,15 @@ class PythonSession:
         except TurnFault as exc:
             self._abandoned = exc.kind == "timeout"
             raise
-        return reply_to_response(to_reply(answer, self._options))
+        reply = to_reply(answer, self._options)
+        size = len(json.dumps(reply, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+        if size > self._options.max_reply_bytes:
+            # As an exec worker's reply line would be: the turn's fault, the answer not kept.
+            raise fault(
+                "reply_too_large",
+                f"a reply of {size} bytes, over max_reply_bytes ({self._options.max_reply_bytes})",
+            )
+        return reply_to_response(reply)
 
     def close(self) -> None:
         bot: Any = getattr(self._chat, "__self__", None)  # the object whose method answers, if any
@@ -273,7 +284,13 @@ def worker_runtime(target_name: str, options: PythonOptions, workers: int) -> Ex
     runtime = ExecRuntime(
         [sys.executable, "-m", "eval_pipeline.runtimes.python_worker"],
         spec=f"python:{target_name}",
-        options=ExecOptions(workers=workers, timeout_s=options.timeout_s, env=env, end_sessions=True),
+        options=ExecOptions(
+            workers=workers,
+            timeout_s=options.timeout_s,
+            env=env,
+            end_sessions=True,
+            max_reply_bytes=options.max_reply_bytes,
+        ),
     )
     try:
         runtime.start()

@@ -7,8 +7,8 @@ messages grouped in the query. Something the page names that history does not ho
 :class:`NotFound`, whose message says what was not found. One module per page (or family).
 """
 
-from eval_pipeline.viewer.pages.cases import CasePage, case_pages, cases_in_run
-from eval_pipeline.viewer.pages.common import NotFound, day_text, runtime_specs
+from eval_pipeline.viewer.pages.cases import CasePage, case_pages, cases_in_run, transcript_text
+from eval_pipeline.viewer.pages.common import PREVIEW_CHARS, NotFound, Preview, day_text, runtime_specs
 from eval_pipeline.viewer.pages.compare import ComparePage, LaneComparison, compare_page, word_diff
 from eval_pipeline.viewer.pages.grid import GRID_FILTERS, GridPage, grid_page
 from eval_pipeline.viewer.pages.overview import LaneReport, lane_reports
@@ -17,6 +17,7 @@ from eval_pipeline.viewer.pages.series import SPARK_RUNS, Home, SeriesPage, home
 
 __all__ = [
     "GRID_FILTERS",
+    "PREVIEW_CHARS",
     "SPARK_RUNS",
     "CasePage",
     "ComparePage",
@@ -26,6 +27,7 @@ __all__ = [
     "LaneComparison",
     "LaneReport",
     "NotFound",
+    "Preview",
     "RunPage",
     "SeriesPage",
     "case_pages",
@@ -39,5 +41,6 @@ __all__ = [
     "run_page",
     "runtime_specs",
     "series_page",
+    "transcript_text",
     "word_diff",
 ]

@@ -1,4 +1,5 @@
-"""A case's page: its whole transcript and every verdict, sample by sample."""
+"""A case's page: its whole transcript and every verdict, sample by sample; and one text of it
+whole (the page previews long ones)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,13 @@ import duckdb
 
 from eval_pipeline.history.runs import RUN_MATCH, RunRef
 from eval_pipeline.outcome import BLOCKING_SEVERITIES, HARD, FailingItem, committed_outcome, evidence_object
+from eval_pipeline.viewer.links import TEXT_FIELDS, TextRef
 from eval_pipeline.viewer.pages.common import (
     NotFound,
+    Preview,
     lane_runs,
+    preview,
+    preview_sql,
     worst,
 )
 
@@ -28,8 +33,8 @@ class TurnVerdict:
 class Turn:
     turn_index: int
     role: str
-    prompt: str | None
-    surface: str | None
+    prompt: Preview | None
+    surface: Preview | None
     grounding_source: str | None
     latency_ms: float | None
     error: str | None
@@ -81,7 +86,8 @@ def cases_in_run(
     for ref in lane_runs(con, run_id):
         turns = _by_case_and_sample(
             con.execute(
-                "SELECT case_id, coalesce(sample_index, 0), turn_index, role, prompt, surface, "
+                f"SELECT case_id, coalesce(sample_index, 0), turn_index, role, {preview_sql('prompt')}, "
+                f"{preview_sql('surface')}, "
                 f"grounding_source, latency_ms, error, attempts, seed FROM transcripts WHERE {RUN_MATCH} "
                 "AND case_id IN (SELECT unnest(?))",
                 [*ref.params(), case_ids],
@@ -108,7 +114,12 @@ def cases_in_run(
                     index,
                     sorted(
                         (
-                            _turn(row, per_turn.get((case_id, index, int(row[0])), []), items)
+                            _turn(
+                                row,
+                                per_turn.get((case_id, index, int(row[0])), []),
+                                items,
+                                TextRef(ref.run_id, ref.series, case_id, index, int(row[0])),
+                            )
                             for row in turns.get((case_id, index), [])
                         ),
                         key=lambda t: t.turn_index,
@@ -154,9 +165,23 @@ def _turn(
     row: tuple[Any, ...],
     verdicts: list[tuple[str, bool | None]],
     items: dict[tuple[int | None, str], FailingItem],
+    where: TextRef,
 ) -> Turn:
-    """A transcript row with its verdicts; a failed one reads as its outcome item says (severity, reason)."""
-    turn_index = int(row[0])
+    """A transcript row (its prompt and surface previewed, each linking to ``where``'s text) with
+    its verdicts; a failed one reads as its outcome item says (severity, reason)."""
+    (
+        turn_index,
+        role,
+        prompt,
+        prompt_length,
+        surface,
+        surface_length,
+        grounding,
+        latency,
+        error,
+        attempts,
+        seed,
+    ) = row
     shown = []
     for predicate, passed in verdicts:
         item = items.get((turn_index, predicate))
@@ -170,7 +195,11 @@ def _turn(
             shown.append(
                 TurnVerdict(predicate, "fail", "", "failed (not among the failing items the run kept)")
             )
-    return replace(Turn(*row), verdicts=tuple(shown))
+    texts = (
+        preview(prompt, prompt_length, replace(where, field="prompt")),
+        preview(surface, surface_length, where),
+    )
+    return Turn(int(turn_index), role, *texts, grounding, latency, error, attempts, seed, tuple(shown))
 
 
 def _by_case_and_sample(rows: list[tuple[Any, ...]]) -> dict[tuple[str, int], list[tuple[Any, ...]]]:
@@ -206,3 +235,22 @@ def case_word(passed: bool | None, severity: str) -> str:
     if passed:
         return "pass"
     return "fail" if severity in BLOCKING_SEVERITIES else "warn"
+
+
+def transcript_text(con: duckdb.DuckDBPyConnection, where: TextRef) -> str:
+    """The text ``where`` names, whole (a page shows its :class:`Preview`); :class:`NotFound`
+    when history holds no such turn or the turn has no such text (a fault, transcripts not kept)."""
+    if where.field not in TEXT_FIELDS:
+        raise ValueError(f"field must be one of {', '.join(TEXT_FIELDS)}, got {where.field!r}")
+    ref = RunRef(where.run_id, where.series)
+    row = con.execute(
+        f"SELECT {where.field} FROM transcripts WHERE {RUN_MATCH} AND case_id = ? "
+        "AND coalesce(sample_index, 0) = ? AND turn_index = ? LIMIT 1",
+        [*ref.params(), where.case_id, where.sample, where.turn],
+    ).fetchone()
+    if row is None or row[0] is None:
+        raise NotFound(
+            f"no {where.field} of turn {where.turn} of sample {where.sample} of case {where.case_id!r} "
+            f"in run {where.run_id!r} ({where.series.label})"
+        )
+    return str(row[0])

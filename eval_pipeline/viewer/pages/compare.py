@@ -15,6 +15,7 @@ from eval_pipeline.history.diff import pairs_to_diff
 from eval_pipeline.history.runs import is_missing
 from eval_pipeline.viewer.pages.common import (
     NotFound,
+    Preview,
     lane_runs,
 )
 
@@ -25,7 +26,7 @@ Segment = tuple[DiffOp, str]
 @dataclass(frozen=True)
 class LaneComparison:
     """One lane split of the two runs: ``compare``'s result, and a word diff of each flip's
-    surfaces (in its rows' order; None where a side has no surface)."""
+    surfaces (in its rows' order; None where a side has no surface), of their previews only."""
 
     result: RunComparison
     declared: bool  # this checkout declares the lane (else nothing is tested)
@@ -57,7 +58,9 @@ def compare_page(con: duckdb.DuckDBPyConnection, run_a: str, run_b: str) -> Comp
     for a, b in pairs:
         result, declared = compare_as_declared(con, a, b)
         diffs = [
-            None if is_missing(before) or is_missing(after) else word_diff(str(before), str(after))
+            None
+            if is_missing(before) or is_missing(after)
+            else word_diff(Preview.of(str(before)).shown, Preview.of(str(after)).shown)
             for before, after in zip(result.flips["surface_a"], result.flips["surface_b"], strict=True)
         ]
         comparisons.append(LaneComparison(result, declared, diffs))

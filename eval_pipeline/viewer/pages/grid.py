@@ -9,9 +9,13 @@ import duckdb
 
 from eval_pipeline.history.runs import RunRef, latest_runs, ref_from_row
 from eval_pipeline.outcome import BLOCKING_SEVERITIES
+from eval_pipeline.viewer.links import TextRef
 from eval_pipeline.viewer.pages.common import (
     NotFound,
+    Preview,
     page_count,
+    preview,
+    preview_sql,
 )
 
 GRID_PAGE_ROWS = 50  # cases a grid page shows
@@ -26,7 +30,7 @@ GRID_FILTERS: dict[str, str] = {
 @dataclass(frozen=True)
 class GridCell:
     verdict: str
-    surface: str | None
+    surface: Preview | None
 
 
 @dataclass(frozen=True)
@@ -48,7 +52,7 @@ class GridPage:
     splits: list[str]
     runs: list[RunRef]  # one column per runtime target: the latest run of its series
     rows: list[tuple[str, list[GridCell | None]]]  # case id, a cell per run (None: not in that run)
-    prompts: dict[str, str]  # each shown case's prompt: its probe turn's (else first turn's)
+    prompts: dict[str, Preview]  # each shown case's prompt: its probe turn's (else first turn's)
     pass_rates: list[PassRate]  # one per run, over every case of the grid
     predicates: list[str]  # the predicates that failed in some run: one filter each
     filter: str
@@ -260,25 +264,34 @@ def _grid_rows(
 
 def _grid_cells(
     con: duckdb.DuckDBPyConnection, runs: list[RunRef], case_ids: list[str]
-) -> tuple[dict[tuple[str, int], str], dict[str, str]]:
+) -> tuple[dict[tuple[str, int], Preview], dict[str, Preview]]:
     """The last surface of each shown case in each run, and each shown case's prompt: its probe
-    turn's (the turn its predicates judge), else its first turn's, from the first run holding it."""
+    turn's (the turn its predicates judge), else its first turn's, from the first run holding it;
+    each previewed."""
     if not case_ids:
         return {}, {}
     runs_where, column, params = _runs_sql(runs)
+    prompt_order = "(CASE WHEN role = 'probe' THEN 0 ELSE 1 END, turn_index)"
     rows = con.execute(
-        f"SELECT case_id, {column} AS col, arg_max(surface, turn_index), "
-        "arg_min(prompt, (CASE WHEN role = 'probe' THEN 0 ELSE 1 END, turn_index)) FROM transcripts "
+        f"SELECT case_id, {column} AS col, max(turn_index) FILTER (WHERE surface IS NOT NULL), "
+        f"{preview_sql('arg_max(surface, turn_index)')}, "
+        f"arg_min(turn_index, {prompt_order}) FILTER (WHERE prompt IS NOT NULL), "
+        f"{preview_sql(f'arg_min(prompt, {prompt_order})')} FROM transcripts "
         f"WHERE {runs_where} AND lane = $lane AND split = $split AND case_set = $split "
         "AND coalesce(sample_index, 0) = 0 AND case_id IN (SELECT unnest($cases)) GROUP BY case_id, col "
         "ORDER BY col",
         {**params, "lane": runs[0].lane, "split": runs[0].split, "cases": case_ids},
     ).fetchall()
-    surfaces = {
-        (str(case), int(col)): "" if surface is None else str(surface) for case, col, surface, _ in rows
-    }
-    prompts: dict[str, str] = {}
-    for case, _, _, prompt in rows:
-        if prompt is not None:
-            prompts.setdefault(str(case), str(prompt))
+    surfaces: dict[tuple[str, int], Preview] = {}
+    prompts: dict[str, Preview] = {}
+    for case, col, turn, shown, length, prompt_turn, prompt, prompt_length in rows:
+        run = runs[int(col)]
+        surfaces[(str(case), int(col))] = preview(
+            shown, length, TextRef(run.run_id, run.series, str(case), 0, turn)
+        ) or Preview("", 0)
+        text = preview(
+            prompt, prompt_length, TextRef(run.run_id, run.series, str(case), 0, prompt_turn, "prompt")
+        )
+        if text is not None:
+            prompts.setdefault(str(case), text)
     return surfaces, prompts

@@ -15,10 +15,14 @@ from eval_pipeline.outcome import (
     CheckOutcome,
     committed_outcome,
 )
+from eval_pipeline.viewer.links import TextRef
 from eval_pipeline.viewer.pages.common import (
+    Preview,
     float_or_none,
     lane_runs,
     page_count,
+    preview,
+    preview_sql,
 )
 
 RUN_PAGE_ROWS = 50  # failing cases a run page shows
@@ -44,7 +48,9 @@ class FailingRow:
     severity: str
     code: str
     reason: str
-    surface: str | None  # the case's last surface (sample 0); None: transcripts not kept
+    # The case's last surface (sample 0), or for a turn row that turn's (in its first failing
+    # sample); None: transcripts not kept.
+    surface: Preview | None
     turn: str = ""  # "turn 3" where a case judged per turn failed
 
 
@@ -143,25 +149,33 @@ def failing_of(
 ) -> Failing:
     """Items ``offset`` to ``offset + limit`` of the run's failing items as its stored outcome
     lists them (case rows, and the turns of cases judged per turn), with the last surfaces of
-    the cases shown; for a run committed before runs stored an outcome, its failing case rows."""
+    the cases shown (a turn row: that turn's surface); for a run committed before runs stored an
+    outcome, its failing case rows."""
     outcome = committed_outcome(con, ref)
     if outcome is None:
         return _failing_case_rows(con, ref, samples=samples, limit=limit, offset=offset)
     items = outcome.failing[offset : offset + limit]
-    surfaces = last_surfaces(con, ref, sorted({item.case_id for item in items}))
-    kept = bool(surfaces) or _has_transcripts(con, ref)
+    surfaces = last_surfaces(con, ref, sorted({item.case_id for item in items if item.turn_index is None}))
+    turns = turn_surfaces(
+        con,
+        ref,
+        [(item.case_id, item.turn_index, item.predicate) for item in items if item.turn_index is not None],
+    )
+    kept = bool(surfaces) or bool(turns) or _has_transcripts(con, ref)
+    shown = [
+        None
+        if not kept
+        else surfaces.get(item.case_id)
+        if item.turn_index is None
+        else turns.get((item.case_id, item.turn_index, item.predicate))
+        for item in items
+    ]
     return Failing(
         [
             FailingRow(
-                item.case_id,
-                item.predicate,
-                item.severity,
-                item.code,
-                item.reason,
-                surfaces.get(item.case_id) if kept else None,
-                item.where,
+                item.case_id, item.predicate, item.severity, item.code, item.reason, surface, item.where
             )
-            for item in items
+            for item, surface in zip(items, shown, strict=True)
         ],
         outcome.failing_results,
         outcome.failing_cases,
@@ -309,16 +323,51 @@ def run_verdict(con: duckdb.DuckDBPyConnection, ref: RunRef) -> str:
     return "n/a" if row is None else str(row[0])
 
 
-def last_surfaces(con: duckdb.DuckDBPyConnection, ref: RunRef, case_ids: list[str]) -> dict[str, str]:
-    """The last surface of sample 0 of each of ``case_ids`` (only those are read)."""
+def last_surfaces(con: duckdb.DuckDBPyConnection, ref: RunRef, case_ids: list[str]) -> dict[str, Preview]:
+    """The last surface of sample 0 of each of ``case_ids`` (only those are read), previewed."""
     if not case_ids:
         return {}
     rows = con.execute(
-        f"SELECT case_id, arg_max(surface, turn_index) FROM transcripts WHERE {RUN_MATCH} "
+        f"SELECT case_id, max(turn_index) FILTER (WHERE surface IS NOT NULL), "
+        f"{preview_sql('arg_max(surface, turn_index)')} FROM transcripts WHERE {RUN_MATCH} "
         "AND coalesce(sample_index, 0) = 0 AND case_id IN (SELECT unnest(?)) GROUP BY case_id",
         [*ref.params(), case_ids],
     ).fetchall()
-    return {str(case_id): "" if surface is None else str(surface) for case_id, surface in rows}
+    return {
+        str(case_id): preview(shown, length, TextRef(ref.run_id, ref.series, str(case_id), 0, turn))
+        or Preview("", 0)
+        for case_id, turn, shown, length in rows
+    }
+
+
+def turn_surfaces(
+    con: duckdb.DuckDBPyConnection, ref: RunRef, items: list[tuple[str, int, str]]
+) -> dict[tuple[str, int, str], Preview]:
+    """The surface of each failing turn (case id, turn index, predicate) of ``items``, in the
+    first sample where that predicate failed there (only those turns are read), previewed."""
+    if not items:
+        return {}
+    cases, turns, predicates = (list(column) for column in zip(*items, strict=True))
+    rows = con.execute(
+        f"""
+        WITH wanted AS (SELECT unnest(?) AS case_id, unnest(?) AS turn_index, unnest(?) AS predicate),
+             failed AS (SELECT case_id, turn_index, predicate, min(coalesce(sample_index, 0)) AS sample
+                        FROM turn_verdicts SEMI JOIN wanted USING (case_id, turn_index, predicate)
+                        WHERE {RUN_MATCH} AND passed = false GROUP BY ALL),
+             turns AS (SELECT case_id, turn_index, coalesce(sample_index, 0) AS sample, surface
+                       FROM transcripts WHERE {RUN_MATCH} AND case_id IN (SELECT unnest(?)))
+        SELECT f.case_id, f.turn_index, f.predicate, f.sample, {preview_sql("t.surface")}
+        FROM failed f JOIN turns t USING (case_id, turn_index, sample)
+        """,
+        [cases, turns, predicates, *ref.params(), *ref.params(), sorted(set(cases))],
+    ).fetchall()
+    return {
+        (str(case_id), int(turn), str(predicate)): preview(
+            shown, length, TextRef(ref.run_id, ref.series, str(case_id), int(sample), int(turn))
+        )
+        or Preview("", 0)
+        for case_id, turn, predicate, sample, shown, length in rows
+    }
 
 
 def _has_transcripts(con: duckdb.DuckDBPyConnection, ref: RunRef) -> bool:
