@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from eval_pipeline.runtimes import build_runtime
 from eval_pipeline.runtimes.adapters.openai_http import OpenAIRuntime
 from eval_pipeline_tests.runtimes.scripted_server import completion, json_reply, scripted
@@ -19,7 +21,9 @@ def _seen(request: dict[str, Any]) -> dict[str, Any]:
     return {"path": request["path"], "headers": headers, "json": request["json"]}
 
 
-def test_a_whole_turn_is_the_request_the_sdk_sends(monkeypatch: Any) -> None:
+# A query in the base URL (a gateway's ``?code=`` key) goes where the SDK puts it, whatever that is.
+@pytest.mark.parametrize("query", ["", "?code=abc"])
+def test_a_whole_turn_is_the_request_the_sdk_sends(monkeypatch: Any, query: str) -> None:
     monkeypatch.setenv("GATEWAY_KEY", "sk-test-123")
     options = {
         "model": "m",
@@ -29,7 +33,7 @@ def test_a_whole_turn_is_the_request_the_sdk_sends(monkeypatch: Any) -> None:
     }
     messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "héllo \u2028 ✓"}]
     with scripted(json_reply(completion({"content": "hi"}))) as server:
-        runtime = build_runtime(f"openai:{server.base_url}", options)
+        runtime = build_runtime(f"openai:{server.base_url}{query}", options)
         assert isinstance(runtime, OpenAIRuntime)
         try:
             answer = runtime.complete(messages, 7)

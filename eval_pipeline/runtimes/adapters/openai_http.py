@@ -305,8 +305,9 @@ class OpenAIRuntime:
             timeout=options.timeout_s,
             http_client=self._http,
         )
-        # A whole reply's request, but for its body, is the same every turn: made once.
-        self._url = str(self._client.base_url.join("chat/completions"))
+        # A whole reply's request, but for its body, is the same every turn: made once, at the
+        # URL the SDK itself would post to (a query in the base URL lands where the SDK puts it).
+        self._url = str(self._client._prepare_url("/chat/completions"))
         self._headers: dict[str, str] | None = None  # the SDK's, read in the event loop (they name it)
         self._limit = _AdaptiveGate(options.max_concurrency, options.max_backoff_s)
         self._loop = _EventLoopThread()
