@@ -28,15 +28,22 @@ Issue 29 (usage) added to the transcripts each turn's ``prompt_tokens``, ``compl
 ``cost``, ``cached`` and ``ttft_ms`` (the in-process reference says no usage, has no price, is
 not cached and does not stream), and to the metrics the usage rows every lane emits
 (:data:`USAGE_METRICS`): they are checked against the run's own transcripts, then left out.
+
+Issue 47 reshaped the i18n request for chat models: its instructions, and how an example is
+written (``Example:`` … ``Translation: …`` instead of ``<example>`` tags), changed on purpose. So
+an i18n prompt is compared by what it asks (:func:`same_request`): the request a runtime reads
+back from it, every ``<source>`` block and every example's translation must be the fixture's.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
 
+from eval_pipeline.i18n.prompts import parse_request
 from eval_pipeline.metrics.usage import USAGE_METRICS
 from eval_pipeline_tests.lanes.lane_outputs import RUNTIMES, fixture_path, lane_outputs
 
@@ -90,9 +97,28 @@ def compare_rows(table: str, actual: dict[str, Any], expected: dict[str, Any]) -
             lost = {k: v for k, v in as_object(value).items() if got.get(k) != v}
             if lost:
                 problems.append(f"evidence lost or changed {lost} (now {got})")
+        elif column == "prompt" and parse_request(str(value)) is not None:
+            if not same_request(str(actual.get(column)), str(value)):
+                problems.append(f"prompt asks something else: {actual.get(column)!r} != {value!r}")
         elif actual.get(column) != value:
             problems.append(f"{column}: {actual.get(column)!r} != {value!r}")
     return problems
+
+
+SOURCE_BLOCK = re.compile(r"<source>\n(.*?)\n</source>", re.S)
+# An example's translation, as the fixture's requests wrote it and as they are written now.
+OLD_TRANSLATION = re.compile(r"<translation>\n(.*?)\n</translation>", re.S)
+NEW_TRANSLATION = re.compile(r"^Translation: (.+)$", re.M)
+
+
+def same_request(prompt: str, fixture: str) -> bool:
+    """Whether an i18n prompt asks what the fixture's did: the same request read back, the same
+    source blocks (examples' and the case's) and the same example translations."""
+    return (
+        parse_request(prompt) == parse_request(fixture)
+        and SOURCE_BLOCK.findall(prompt) == SOURCE_BLOCK.findall(fixture)
+        and NEW_TRANSLATION.findall(prompt) == OLD_TRANSLATION.findall(fixture)
+    )
 
 
 def without_usage(tables: dict[str, list[dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
