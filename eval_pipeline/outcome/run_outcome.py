@@ -15,7 +15,7 @@ from __future__ import annotations
 import heapq
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from typing import Any, cast
 
 import duckdb
@@ -104,6 +104,25 @@ class FailingItem:
         return f"{self.where}: {self.reason}" if self.where else self.reason
 
 
+# Values a JSON document holds as they are: a tuple of only these is kept whole, not walked.
+_LEAVES = (str, int, float, bool, type(None))
+
+
+def _plain_document(value: Any) -> Any:
+    """What :func:`dataclasses.asdict` makes of ``value`` for a JSON document (dataclasses as
+    dicts, walked into lists, tuples and dicts), without walking a sequence of plain values
+    one element at a time: a check of a million-case run lists its failing cases' ids."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain_document(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, (list, tuple)):
+        if all(isinstance(item, _LEAVES) for item in value):
+            return value
+        return [_plain_document(item) for item in value]
+    if isinstance(value, dict):
+        return {_plain_document(key): _plain_document(item) for key, item in value.items()}
+    return value
+
+
 @dataclass(frozen=True)
 class RunOutcome(OfSeries):
     """What one lane run found, as every surface shows it."""
@@ -171,7 +190,7 @@ class RunOutcome(OfSeries):
         return replace(self, checks=(*kept, check))
 
     def to_json(self) -> str:
-        document = asdict(self)
+        document = _plain_document(self)
         document["series"] = self.series.columns()
         document["verdict"] = self.verdict  # for queries over history (the runs view); not read back
         return json.dumps(document, sort_keys=True, default=str)
