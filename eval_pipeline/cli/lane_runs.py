@@ -51,7 +51,7 @@ from eval_pipeline.runtimes.registry import build_runtime, split_spec
 from eval_pipeline.runtimes.targets import RuntimeTarget, TargetsFileError, find_target
 from eval_pipeline.runtimes.unsupplied import unsupplied_note
 from eval_pipeline.runtimes.warm import warm_runtimes
-from eval_pipeline.tables import StageFile, batch_turns
+from eval_pipeline.tables import StageFile, batch_turns, column_values
 
 if TYPE_CHECKING:
     from eval_pipeline.dagster_wiring.outcomes import LaneOutcome
@@ -101,7 +101,7 @@ def _recorded_pairs(
     recorded = recording.recorded_cases
     answered, skipped = [], []
     for spec, split in pairs:
-        case_ids = prepared[(spec.name, split)].read(["case_id"])["case_id"]
+        case_ids = column_values(prepared[(spec.name, split)].read(["case_id"]), "case_id")
         missing = [case for case in case_ids if case not in recorded]
         if not missing:
             answered.append((spec, split))

@@ -12,9 +12,10 @@ module imports no Dagster.
 
 from __future__ import annotations
 
+import heapq
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from typing import Any, cast
 
 import duckdb
@@ -103,6 +104,25 @@ class FailingItem:
         return f"{self.where}: {self.reason}" if self.where else self.reason
 
 
+# Values a JSON document holds as they are: a tuple of only these is kept whole, not walked.
+_LEAVES = (str, int, float, bool, type(None))
+
+
+def _plain_document(value: Any) -> Any:
+    """What :func:`dataclasses.asdict` makes of ``value`` for a JSON document (dataclasses as
+    dicts, walked into lists, tuples and dicts), without walking a sequence of plain values
+    one element at a time: a check of a million-case run lists its failing cases' ids."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain_document(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, (list, tuple)):
+        if all(isinstance(item, _LEAVES) for item in value):
+            return value
+        return [_plain_document(item) for item in value]
+    if isinstance(value, dict):
+        return {_plain_document(key): _plain_document(item) for key, item in value.items()}
+    return value
+
+
 @dataclass(frozen=True)
 class RunOutcome(OfSeries):
     """What one lane run found, as every surface shows it."""
@@ -170,7 +190,7 @@ class RunOutcome(OfSeries):
         return replace(self, checks=(*kept, check))
 
     def to_json(self) -> str:
-        document = asdict(self)
+        document = _plain_document(self)
         document["series"] = self.series.columns()
         document["verdict"] = self.verdict  # for queries over history (the runs view); not read back
         return json.dumps(document, sort_keys=True, default=str)
@@ -323,36 +343,50 @@ def failing_items(
         for row in case_rows.rows.to_dict("records")
     ]
     listed = set(case_rows.rows["case_id"].astype(str)) if case_rows.results else set()
-    turns: list[FailingItem] = []
-    turn_cases: set[str] = set()
-    if len(turn_rows):
-        ordered = turn_rows.sort_values(["case_id", "turn_index", "predicate"], kind="stable")
-        ordered = ordered.drop_duplicates(["case_id", "turn_index", "predicate"])
-        for row in ordered.to_dict("records"):
-            case_id = str(row["case_id"])
-            if case_id in listed:
-                continue
-            evidence = evidence_object(row.get("evidence"))
-            code = str(row.get("code") or "")
-            predicate = str(row["predicate"])
-            turn_cases.add(case_id)
-            turns.append(
-                FailingItem(
-                    case_id=case_id,
-                    predicate=predicate,
-                    severity=severities.get(predicate, REPORT),
-                    code=code,
-                    reason=verdict_reason(predicate, Verdict(False, code, evidence)),
-                    turn_index=int(row["turn_index"]),
-                    evidence=_plain(evidence),
-                )
-            )
-    results = case_rows.results + len(turns)
-    cases = case_rows.cases + len(turn_cases)
+    turns, results, turn_cases = _failing_turns(turn_rows, listed, severities, limit)
     merged = sorted(
         items + turns, key=lambda item: (item.severity != HARD, item.case_id, item.turn_index or -1)
     )
-    return merged[:limit], results, cases
+    return merged[:limit], case_rows.results + results, case_rows.cases + turn_cases
+
+
+def _failing_turns(
+    turn_rows: pd.DataFrame, listed: set[str], severities: Mapping[str, str], limit: int
+) -> tuple[list[FailingItem], int, int]:
+    """The failing turn rows of the cases not ``listed``, once each: the first ``limit`` of
+    them in the order :func:`failing_items` lists items (hard first, then by case and turn) as
+    items, with how many there are in all and of how many cases. Only the items kept are
+    explained (a million turns may fail; a few hundred are listed)."""
+    if not len(turn_rows):
+        return [], 0, 0
+    ordered = turn_rows.sort_values(["case_id", "turn_index", "predicate"], kind="stable")
+    ordered = ordered.drop_duplicates(["case_id", "turn_index", "predicate"])
+    case_ids = ordered["case_id"].astype(str).tolist()
+    keys = [
+        (severities.get(str(predicate), REPORT) != HARD, case_id, int(turn) or -1, position)
+        for position, (case_id, turn, predicate) in enumerate(
+            zip(case_ids, ordered["turn_index"].tolist(), ordered["predicate"].tolist(), strict=True)
+        )
+        if case_id not in listed
+    ]
+    kept = [key[-1] for key in heapq.nsmallest(limit, keys)]
+    turns: list[FailingItem] = []
+    for row in ordered.iloc[kept].to_dict("records"):
+        evidence = evidence_object(row.get("evidence"))
+        code = str(row.get("code") or "")
+        predicate = str(row["predicate"])
+        turns.append(
+            FailingItem(
+                case_id=str(row["case_id"]),
+                predicate=predicate,
+                severity=severities.get(predicate, REPORT),
+                code=code,
+                reason=verdict_reason(predicate, Verdict(False, code, evidence)),
+                turn_index=int(row["turn_index"]),
+                evidence=_plain(evidence),
+            )
+        )
+    return turns, len(keys), len({key[1] for key in keys})
 
 
 def _plain(evidence: Any) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -56,13 +57,12 @@ def batch_bytes() -> int:
     return whole_number_env(BATCH_BYTES_ENV, "bytes") or DEFAULT_BATCH_BYTES
 
 
-def text_bytes(table: pa.Table) -> list[int]:
-    """Each row's bytes of text: the lengths of its string values, summed."""
-    sizes = [0] * table.num_rows
+def text_bytes(table: pa.Table) -> np.ndarray:
+    """Each row's bytes of text: the lengths of its string values, summed (an int64 array)."""
+    sizes = np.zeros(table.num_rows, dtype=np.int64)
     for column in table.columns:
         if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
-            lengths = pc.fill_null(pc.binary_length(column), 0).to_pylist()
-            sizes = [a + b for a, b in zip(sizes, lengths, strict=True)]
+            sizes += pc.fill_null(pc.binary_length(column), 0).to_numpy()
     return sizes
 
 
@@ -72,16 +72,25 @@ def part_lengths(table: pa.Table, budget: int) -> list[int]:
     table without a ``case_id`` column, or within budget (an empty table too)."""
     if "case_id" not in table.column_names or table.num_rows == 0:
         return [table.num_rows]
-    cases = table["case_id"].to_pylist()
+    sizes = text_bytes(table)
+    if int(sizes.sum()) < budget:  # the whole table within budget: no case closes a part
+        return [table.num_rows]
+    # The rows that end a case (the last row too), and the bytes held up to each of them.
+    cases = pc.dictionary_encode(table["case_id"].combine_chunks(), null_encoding="encode").indices
+    codes = cases.to_numpy(zero_copy_only=False)
+    ends = np.flatnonzero(np.append(codes[1:] != codes[:-1], True))
+    held = np.cumsum(sizes)[ends]
     lengths: list[int] = []
-    start, held = 0, 0
-    for row, size in enumerate(text_bytes(table)):
-        held += size
-        case_ends = row + 1 == len(cases) or cases[row + 1] != cases[row]
-        if case_ends and held >= budget and row + 1 < len(cases):
-            lengths.append(row + 1 - start)
-            start, held = row + 1, 0
-    lengths.append(len(cases) - start)
+    start, first, before = 0, 0, 0  # the part's first row, its first case end, the bytes before it
+    while True:
+        # The first case end at which the part holds the budget: the part closes there.
+        at = first + int(np.searchsorted(held[first:], before + budget, side="left"))
+        if at >= len(ends) - 1:  # none before the last row: the rest is the last part
+            break
+        end = int(ends[at]) + 1
+        lengths.append(end - start)
+        start, first, before = end, at + 1, int(held[at])
+    lengths.append(table.num_rows - start)
     return lengths
 
 
@@ -283,10 +292,10 @@ class StageWriter:
             table = filled(self.schema, rows, **constants) if constants else rows
         sizes = text_bytes(table)
         self._pending.append(table)
-        self._pending_bytes += sum(sizes)
+        self._pending_bytes += int(sizes.sum())
         if self._pending_bytes >= self.budget:
             self._write_parts(last=False)
-        return max(sizes, default=0)
+        return int(sizes.max()) if len(sizes) else 0
 
     def end_batch(self) -> None:
         """Write what is left of the batch being written and end it (an empty batch is an empty
@@ -308,7 +317,7 @@ class StageWriter:
                 self._written += 1
             offset += length
         self._pending = [table.slice(offset, keep)] if keep else []
-        self._pending_bytes = sum(text_bytes(self._pending[0])) if keep else 0
+        self._pending_bytes = int(text_bytes(self._pending[0]).sum()) if keep else 0
 
     def note(self, key: str, text: str) -> None:
         """Keep ``text`` under ``key`` in the file (a fact of the whole stage, not of a row)."""
