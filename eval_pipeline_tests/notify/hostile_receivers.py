@@ -31,7 +31,7 @@ def hostile_receiver(behaviour: Behaviour) -> Iterator[Served]:
     def handle(conn: socket.socket) -> None:
         with conn:
             try:
-                served.requests.append(_read_request(conn))
+                served.requests.append(read_request(conn))
                 behaviour(conn, served)
             except OSError:
                 pass  # the client hung up: what a bounded client does
@@ -53,7 +53,8 @@ def hostile_receiver(behaviour: Behaviour) -> Iterator[Served]:
         listener.close()
 
 
-def _read_request(conn: socket.socket) -> bytes:
+def read_request(conn: socket.socket) -> bytes:
+    """One HTTP request off ``conn``: its head and its body (as long as Content-Length says)."""
     conn.settimeout(10)
     data = b""
     while b"\r\n\r\n" not in data:

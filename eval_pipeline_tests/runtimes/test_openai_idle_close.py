@@ -13,21 +13,7 @@ from contextlib import closing, contextmanager
 
 from eval_pipeline.runtimes import build_runtime
 from eval_pipeline.runtimes.adapters.openai_http import OpenAIOptions, OpenAIRuntime
-
-
-def _read_request(connection: socket.socket) -> bytes:
-    data = b""
-    while b"\r\n\r\n" not in data:
-        data += connection.recv(65536)
-    head, _, body = data.partition(b"\r\n\r\n")
-    length = next(
-        int(line.split(b":", 1)[1])
-        for line in head.split(b"\r\n")
-        if line.lower().startswith(b"content-length:")
-    )
-    while len(body) < length:
-        body += connection.recv(65536)
-    return body
+from eval_pipeline_tests.notify.hostile_receivers import read_request
 
 
 @contextmanager
@@ -45,7 +31,9 @@ def one_reply_per_connection() -> Iterator[tuple[str, list[int]]]:
                 return
             with closing(connection):
                 accepted.append(1)
-                prompt = json.loads(_read_request(connection))["messages"][-1]["content"]
+                prompt = json.loads(read_request(connection).partition(b"\r\n\r\n")[2])["messages"][-1][
+                    "content"
+                ]
                 reply = {"id": "x", "model": "m", "choices": [{"message": {"content": f"re: {prompt}"}}]}
                 body = json.dumps(reply).encode()
                 connection.sendall(
