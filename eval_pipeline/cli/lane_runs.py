@@ -49,7 +49,7 @@ from eval_pipeline.runtimes.names import stands_for
 from eval_pipeline.runtimes.options import parse_runtime_options
 from eval_pipeline.runtimes.registry import build_runtime, split_spec
 from eval_pipeline.runtimes.targets import RuntimeTarget, TargetsFileError, find_target
-from eval_pipeline.runtimes.unsupplied import unsupplied_note
+from eval_pipeline.runtimes.unsupplied import fields_not_supplied, unsupplied_note
 from eval_pipeline.runtimes.warm import warm_runtimes
 from eval_pipeline.tables import StageFile, batch_turns, column_values
 
@@ -171,12 +171,8 @@ def _document(batch_id: str, outcomes: list[LaneOutcome]) -> dict[str, Any]:
                 "failing_cases": 0 if o.outcome is None else o.outcome.failing_cases,
                 "faults": fault_counts(o.transcripts) if o.transcripts is not None else [],
                 "telemetry_not_supplied": _lists(o.outcome.telemetry_not_supplied if o.outcome else {}),
-                "unsupplied_fields": list(
-                    dict.fromkeys(
-                        f
-                        for read in (o.outcome.telemetry_not_supplied if o.outcome else {}).values()
-                        for f in read
-                    )
+                "unsupplied_fields": fields_not_supplied(
+                    o.outcome.telemetry_not_supplied if o.outcome else {}
                 ),
                 "turn_predicates": _with_evidence(_records(o.turn_predicates)),
                 "case_predicates": _with_evidence(_records(o.case_predicates)),

@@ -78,11 +78,17 @@ def unsupplied_fields(transcripts: pd.DataFrame, fields: Sequence[str] = PREDICA
     return [name for name in fields if answered[name].isna().all()]
 
 
+def fields_not_supplied(not_supplied: Mapping[str, Sequence[str]]) -> list[str]:
+    """The fields named in ``not_supplied`` (predicate → fields the runtime never supplied),
+    each once, in the order the predicates name them."""
+    return list(dict.fromkeys(name for read in not_supplied.values() for name in read))
+
+
 def unsupplied_note(not_supplied: Mapping[str, Sequence[str]], scheme: str) -> str:
     """One sentence: which predicates read n/a because the runtime never supplied the telemetry
     they read (``not_supplied``: predicate → fields, the run's decision), and how to supply it."""
     how = _HOW_TO_SUPPLY.get(scheme, "have the runtime supply them")
-    fields = list(dict.fromkeys(name for read in not_supplied.values() for name in read))
+    fields = fields_not_supplied(not_supplied)
     who = "it reads" if len(not_supplied) == 1 else "they read"
     return (
         f"n/a without runtime telemetry: {', '.join(not_supplied)} ({who} {', '.join(fields)}, "
