@@ -58,7 +58,7 @@ RATE_INTERVAL_COLUMNS = [
 
 _WINDOW = f"""
     window_runs AS (
-        SELECT run_id, {SERIES_SQL}, seq FROM runs
+        SELECT run_id, {SERIES_SQL}, seq FROM run_order
         WHERE (? IS NULL OR lane = ?)
         QUALIFY seq > max(seq) OVER (PARTITION BY {SERIES_SQL}) - ?)
 """

@@ -14,7 +14,7 @@ def previous_run_id(con: duckdb.DuckDBPyConnection, series: Series, run_id: str)
     in history yet); None when there is none."""
     row = con.execute(
         f"""
-        WITH series AS (SELECT run_id, seq FROM runs WHERE {SERIES_MATCH})
+        WITH series AS (SELECT run_id, seq FROM run_order WHERE {SERIES_MATCH})
         SELECT run_id FROM series
         WHERE run_id <> ? AND seq < coalesce((SELECT seq FROM series WHERE run_id = ?), 1e18)
         ORDER BY seq DESC LIMIT 1
@@ -27,14 +27,14 @@ def previous_run_id(con: duckdb.DuckDBPyConnection, series: Series, run_id: str)
 def latest_run_id(con: duckdb.DuckDBPyConnection, series: Series) -> str | None:
     """The series' latest committed run; None when it has none."""
     row = con.execute(
-        f"SELECT run_id FROM runs WHERE {SERIES_MATCH} ORDER BY seq DESC LIMIT 1", series.params()
+        f"SELECT run_id FROM run_order WHERE {SERIES_MATCH} ORDER BY seq DESC LIMIT 1", series.params()
     ).fetchone()
     return None if row is None else str(row[0])
 
 
 def has_runtime(con: duckdb.DuckDBPyConnection, runtime: str) -> bool:
     """Whether history holds a committed run of runtime target ``runtime``."""
-    return con.execute("SELECT count(*) FROM runs WHERE runtime = ?", [runtime]).fetchone() != (0,)
+    return con.execute("SELECT count(*) FROM run_order WHERE runtime = ?", [runtime]).fetchone() != (0,)
 
 
 def run_failed(con: duckdb.DuckDBPyConnection, run_id: str, lane: str) -> bool:

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 
 import duckdb
@@ -182,6 +182,15 @@ class _Pairs:
     current: RunRef
     sides: str
     current_turns: Mapping[str, str | None]
+    _held: dict[tuple[str, str], bool] = field(default_factory=dict, compare=False)
+
+    def holds(self, source: str, ref: RunRef) -> bool:
+        """Whether ``source`` holds rows of ``ref`` (:func:`holds_run`), asked once per run and
+        source: every rate over turns of a table asks the same."""
+        key = (source, ref.run_id)
+        if key not in self._held:
+            self._held[key] = holds_run(self.con, source, ref)
+        return self._held[key]
 
 
 @contextmanager
@@ -359,10 +368,10 @@ def _why_untested(pairs: _Pairs, rows: MetricRows | None) -> str | None:
     if rows.over == "cases":
         return None
     table = turn_source(rows)
-    if not holds_run(pairs.con, table, pairs.previous):
+    if not pairs.holds(table, pairs.previous):
         return missing_turns_note(table, pairs.previous.run_id)
     current = pairs.current_turns[table]
-    if current is None or not holds_run(pairs.con, current, pairs.current):
+    if current is None or not pairs.holds(current, pairs.current):
         return missing_turns_note(table, pairs.current.run_id)
     return None
 
@@ -375,7 +384,7 @@ def _previous_run(
 ) -> RunRef | None:
     started = None if is_missing(started_at) else pd.Timestamp(str(started_at))
     rows = con.execute(
-        f"SELECT * FROM runs WHERE {SERIES_MATCH} "
+        f"SELECT * FROM run_order WHERE {SERIES_MATCH} "
         "AND (? IS NULL OR run_id <> ?) AND (?::TIMESTAMPTZ IS NULL OR started_at < ?::TIMESTAMPTZ) "
         "ORDER BY seq DESC LIMIT 1",
         [*series.params(), run_id, run_id, started, started],

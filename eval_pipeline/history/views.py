@@ -1,5 +1,5 @@
 """DuckDB views over the Parquet history: ``metrics``, ``case_predicates``, ``turn_verdicts``,
-``transcripts``, ``run_manifests`` and ``runs``.
+``transcripts``, ``run_manifests``, ``run_order`` and ``runs``.
 
 Each table's files, per-run and compacted alike, are read as::
 
@@ -19,7 +19,9 @@ manifest, so a run killed half-way through its append shows up nowhere.
 ``runs`` has one row per committed lane run (from ``run_manifests``: its runtime's spec and
 options too), with its metric counts (``metrics``, ``blocking_failures``, ``warnings``) and
 ``seq``: the run's position, 1 = oldest, in its series (lane, split, runtime, case_set),
-ordered by ``started_at``, then ``date``, then ``run_id``.
+ordered by ``started_at``, then ``date``, then ``run_id``. ``run_order`` is ``run_manifests``
+with that ``seq`` and without the counts: a query that needs only the runs' order reads it, and
+so never reads the ``metrics`` files.
 """
 
 from __future__ import annotations
@@ -37,6 +39,12 @@ from eval_pipeline.tables import SCHEMAS
 
 COMPACTED_DATE_COLUMN = "run_date"
 
+_RUN_ORDER_VIEW = f"""
+CREATE OR REPLACE VIEW run_order AS
+SELECT m.*, row_number() OVER (PARTITION BY {SERIES_SQL} ORDER BY m.started_at, m.date, m.run_id) AS seq
+FROM {MANIFESTS} m
+"""
+
 _RUNS_VIEW = f"""
 CREATE OR REPLACE VIEW runs AS
 SELECT m.run_id, m.lane, m.split, m.runtime, m.case_set, m.runtime_spec, m.runtime_options, m.date,
@@ -45,8 +53,8 @@ SELECT m.run_id, m.lane, m.split, m.runtime, m.case_set, m.runtime_spec, m.runti
        coalesce(c.blocking_failures, 0) AS blocking_failures,
        coalesce(c.warnings, 0) AS warnings,
        coalesce(json_extract_string(m.outcome, '$.verdict'), {verdict_sql("c.verdicts")}) AS verdict,
-       row_number() OVER (PARTITION BY {SERIES_SQL} ORDER BY m.started_at, m.date, m.run_id) AS seq
-FROM {MANIFESTS} m
+       m.seq
+FROM run_order m
 LEFT JOIN (
     SELECT run_id, {SERIES_SQL},
            count(*) AS metrics,
@@ -110,6 +118,7 @@ def refresh(
             table,
             lane,
         )
+    con.execute(_RUN_ORDER_VIEW)
     con.execute(_RUNS_VIEW)
 
 
