@@ -22,7 +22,12 @@ is unset for them), so no figure includes compiling the project's modules again:
   SQLite files kept open, logs quiet), the median of ``--repeat`` runs in one warm process:
   what a lane run costs before any of its work, and so the least a further lane can add; then
   one run of two such lanes' assets under one partitions definition (what all lanes in one
-  Dagster run would cost, had each lane not its own case-set partitions).
+  Dagster run would cost, had each lane not its own case-set partitions);
+- the modules a lane run loads that are not this project's (Dagster, pandas, DuckDB, pyarrow,
+  SQLAlchemy, the standard library…), found by running ``run --lane deterministic_fluency`` in a
+  process that then lists ``sys.modules``, imported in one fresh process in the order they were
+  loaded; and the floor of one lane run: those imports plus Dagster's lane-shaped run, as a
+  multiple of the Dagster import (no lane run can cost less without loading less of them).
 
 Next to each wall time is the CPU time of the process and its children, which a loaded
 machine inflates less.
@@ -61,6 +66,8 @@ TINY_RUNS = {
         r"^each further lane adds +-?[0-9.]+ s +-?[0-9.]+ s CPU$",
         r"^Dagster floor, one lane-shaped run +[0-9.]+ s$",
         r"^Dagster floor, two lanes' assets in one run +[0-9.]+ s$",
+        r"^imports a lane run loads, not this project's \(\d+ modules\) +[0-9.]+ s +[0-9.]+ s CPU$",
+        r"^floor of one lane run: those imports \+ Dagster floor +[0-9.]+ s = +[0-9.]+ × import dagster$",
     ]
 }
 
@@ -164,6 +171,48 @@ for lanes in (1, 2):
 """
 
 
+# Runs one lane in this process, then writes the modules it loaded that are not this project's
+# to the file named by its argument (the run prints its tables to stdout).
+LOADED_CHILD = """
+import sys
+from pathlib import Path
+from eval_pipeline.cli import main
+listing = Path(sys.argv[1])
+sys.argv = ["eval-pipeline", "run", "--lane", "deterministic_fluency"]
+try:
+    main()
+except SystemExit:
+    pass
+ours = ("eval_pipeline", "__main__")
+listing.write_text("\\n".join(name for name in list(sys.modules) if not name.startswith(ours)))
+"""
+# Imports the modules named on its command line, in that order (one the import system cannot
+# load again by name, such as an alias a package set in sys.modules, is left out).
+IMPORT_CHILD = """
+import importlib, sys
+for name in sys.argv[1:]:
+    try:
+        importlib.import_module(name)
+    except Exception:
+        pass
+"""
+
+
+def lane_run_modules(env: dict[str, str], scratch: Path) -> list[str]:
+    """The modules a one-lane run loads that are not this project's, in the order loaded."""
+    listing = scratch / "lane_run_modules.txt"
+    done = subprocess.run(
+        [sys.executable, "-c", LOADED_CHILD, str(listing)],
+        cwd=PROJECT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    if not listing.is_file():
+        raise SystemExit(f"listing a lane run's modules failed:\n{done.stderr[-2000:]}")
+    return listing.read_text(encoding="utf-8").split()
+
+
 def dagster_floor(env: dict[str, str], repeat: int, home: Path) -> tuple[float, float]:
     """Median seconds of one trivial lane-shaped run, and of one run of two lanes' assets (see
     the module docstring), in one process."""
@@ -213,8 +262,11 @@ def main() -> None:
         if not args.no_warm_up:
             timed([COMMAND, "run", *lane_args(1)], env)  # creates the instance and the history root
 
+        modules = lane_run_modules(env, Path(scratch))
+        loads = f"imports a lane run loads, not this project's ({len(modules)} modules)"
         commands = {
             'python -c "import dagster"': [sys.executable, "-c", "import dagster"],
+            loads: [sys.executable, "-c", IMPORT_CHILD, *modules],
             "eval-pipeline --help": [COMMAND, "--help"],
             "eval-pipeline validate": [COMMAND, "validate"],
             **{f"run, {k} lane(s)": [COMMAND, "run", *lane_args(k)] for k in range(1, lanes + 1)},
@@ -237,6 +289,11 @@ def main() -> None:
         print(f"{'each further lane adds':<{width}}  {per_lane[0]:6.2f} s  {per_lane[1]:6.2f} s CPU")
     print(f"{'Dagster floor, one lane-shaped run':<{width}}  {floor[0]:6.2f} s")
     print(f"{floor_two:<{width}}  {floor[1]:6.2f} s")
+    lane_floor = measured[loads][0] + floor[0]
+    print(
+        f"floor of one lane run: those imports + Dagster floor  {lane_floor:6.2f} s = "
+        f"{lane_floor / imports[0]:5.2f} × import dagster"
+    )
 
 
 if __name__ == "__main__":
