@@ -63,8 +63,9 @@ FLUENCY = "deterministic_fluency"
 LANES = (FLUENCY, "articulation_of_status", "conversational_thread_coherence")
 RUNTIME = "python:chat.runtime:ChatRuntime"
 ENGINE_STATE_ENV = "CORE_ENGINE_STATE_DIR"  # where the upstream runtime checkpoints its state
-# The upstream fluency runner's names of this lane's predicates, where they differ (the seed
-# names the finite-verb metric finite_predicate_rate, and the dotted inventory two ways).
+# Other names the upstream fluency runner may give this lane's predicates: the seed's other
+# spellings (its predicate table's no_dotted_domain_inventory; its rubric's finite_predicate_rate,
+# the rate of a finite_predicate). A predicate found under none of the names is shown as None.
 UPSTREAM_ALIASES = {
     "finite_predicate_shape": ("finite_predicate",),
     "no_dotted_inventory": ("no_dotted_domain_inventory",),
