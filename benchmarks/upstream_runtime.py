@@ -20,7 +20,10 @@ wall seconds (its imports included):
    ``workers=auto``, in a fresh state, history and Dagster home, and its exit code (1 is a
    blocking check that failed: still a run);
 4. the ratio pipeline / same-work loop (the figure to read against a target), and pipeline /
-   upstream runner (different work, for scale).
+   upstream runner (different work, for scale);
+5. the floor of that ratio on this machine: the loop's time spread over every core, plus what
+   the pipeline costs for the same lanes on the embedded reference runtime (its own work, no
+   upstream turns), as a fraction of the loop.
 
 Then the parity: the pipeline's surfaces (its history's transcripts) against the loop's, turn
 by turn, the first differences shown; and the pipeline's six fluency predicates per case (its
@@ -79,6 +82,7 @@ TINY_RUNS = {
         r"^same work, serial loop \(\d+ cases, \d+ turns\): [0-9.]+ s$",
         r"^pipeline \(python:chat\.runtime:ChatRuntime, workers=auto, 3 lanes\): [0-9.]+ s \(exit [01]\)$",
         r"^ratio pipeline / same-work serial loop: [0-9.]+$",
+        r"^floor on \d+ cores: loop / \d+ \+ the same lanes on the reference runtime \([0-9.]+ s\) = [0-9.]+ s = [0-9.]+ of the loop$",
         r"^ratio pipeline / upstream runner \(different work\): [0-9.]+$",
         r"^surfaces equal to the serial loop's: (\d+) of \1 turns$",
         r"^fluency verdicts equal to upstream's runner: (\d+) of \1 cases \(6 predicates each\)$",
@@ -331,9 +335,10 @@ def timed(argv: list[str], env: dict[str, str]) -> tuple[float, subprocess.Compl
     return time.perf_counter() - started, done
 
 
-def pipeline_run(upstream: Upstream, name: str) -> tuple[float, int, Path]:
+def pipeline_run(upstream: Upstream, name: str, *, reference: bool = False) -> tuple[float, int, Path]:
     """Wall seconds and exit code of the pipeline's run in a fresh state under the scratch
-    folder, and its history root."""
+    folder, and its history root; ``reference``: on the embedded reference runtime instead
+    (what the pipeline itself costs for these lanes)."""
     root = upstream.scratch / name
     (root / "dagster_home").mkdir(parents=True)
     env = {
@@ -350,14 +355,15 @@ def pipeline_run(upstream: Upstream, name: str) -> tuple[float, int, Path]:
         env.pop(inherited, None)
     argv = [sys.executable, "-c", "from eval_pipeline.cli import main; main()", "run", "--split", "public"]
     argv += [arg for lane in LANES for arg in ("--lane", lane)]
-    argv += [
-        "--runtime",
-        RUNTIME,
-        "-o",
-        f"paths={json.dumps([str(upstream.checkout)])}",
-        "-o",
-        "workers=auto",
-    ]
+    if not reference:
+        argv += [
+            "--runtime",
+            RUNTIME,
+            "-o",
+            f"paths={json.dumps([str(upstream.checkout)])}",
+            "-o",
+            "workers=auto",
+        ]
     seconds, done = timed(argv, env)
     if done.returncode not in (0, 1):
         raise SystemExit(
@@ -377,6 +383,7 @@ class Round:
     pipeline_s: float
     pipeline_exit: int
     history: Path
+    own_s: float  # the same lanes on the reference runtime: the pipeline's own cost
 
 
 def one_round(upstream: Upstream, threads_file: Path, index: int) -> Round:
@@ -385,6 +392,7 @@ def one_round(upstream: Upstream, threads_file: Path, index: int) -> Round:
     loop_s, _ = upstream.run(SERIAL_LOOP, [str(threads_file), str(surfaces_file)], f"loop_{index}")
     answered = json.loads(surfaces_file.read_text(encoding="utf-8"))
     pipeline_s, code, history = pipeline_run(upstream, f"pipeline_{index}")
+    own_s, _, _ = pipeline_run(upstream, f"reference_{index}", reference=True)
     return Round(
         upstream_s=upstream_s,
         upstream_cases=int(json.loads(out.strip().splitlines()[-1])["cases"]),
@@ -393,6 +401,7 @@ def one_round(upstream: Upstream, threads_file: Path, index: int) -> Round:
         pipeline_s=pipeline_s,
         pipeline_exit=code,
         history=history,
+        own_s=own_s,
     )
 
 
@@ -478,6 +487,9 @@ def figures(rounds: list[Round], threads: list[SentThread]) -> list[str]:
     upstream_s = statistics.median(r.upstream_s for r in rounds)
     loop_s = statistics.median(r.loop_s for r in rounds)
     pipeline_s = statistics.median(r.pipeline_s for r in rounds)
+    own_s = statistics.median(r.own_s for r in rounds)
+    cores = os.cpu_count() or 1
+    floor_s = loop_s / cores + own_s
     turns = sum(len(thread["turns"]) for thread in threads)
     exits = ",".join(sorted({str(r.pipeline_exit) for r in rounds}))
     lines = (
@@ -495,6 +507,8 @@ def figures(rounds: list[Round], threads: list[SentThread]) -> list[str]:
         f"same work, serial loop ({len(threads)} cases, {turns} turns): {loop_s:.2f} s",
         f"pipeline ({RUNTIME}, workers=auto, {len(LANES)} lanes): {pipeline_s:.2f} s (exit {exits})",
         f"ratio pipeline / same-work serial loop: {pipeline_s / loop_s:.3f}",
+        f"floor on {cores} cores: loop / {cores} + the same lanes on the reference runtime ({own_s:.2f} s) = "
+        f"{floor_s:.2f} s = {floor_s / loop_s:.3f} of the loop",
         f"ratio pipeline / upstream runner (different work): {pipeline_s / upstream_s:.3f}",
     ]
 
