@@ -219,7 +219,7 @@ def retried(transcripts: pd.DataFrame) -> pd.Series:
     if "attempts" not in transcripts.columns:  # a stage file written without the column
         return pd.Series(False, index=transcripts.index)
     attempts = transcripts["attempts"].astype("Float64")
-    return attempts.map(lambda n: False if pd.isna(n) else was_retried(float(n))).astype(bool)
+    return (attempts > 1).fillna(False).astype(bool)  # was_retried of each known count, at once
 
 
 def whole_sum(column: pd.Series) -> float | None:

@@ -4,7 +4,9 @@ A big file (:data:`PARALLEL_MIN_LINES` lines or more) is cut into line ranges va
 by side by the worker processes (:mod:`eval_pipeline.run.workers`), each writing its ranges' cases
 to a file of its own. This process takes those files
 in file order, checks ids across ranges and files, cuts the batches the way one process
-would, and writes the stage file: the table, and every problem, are the same either way.
+would, and writes the stage file: the table, and every problem, are the same either way. The
+workers are then stopped: what validating left in their memory is not carried into the
+stages that score (which start fresh ones when they have enough work).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from eval_pipeline.cases import (
 from eval_pipeline.cases.batch import remember_models
 from eval_pipeline.core import each_without_collector
 from eval_pipeline.lanes import LaneKind, LaneSpec, lane_kind
-from eval_pipeline.run.workers import in_order, worker_count
+from eval_pipeline.run.workers import close_workers, in_order, worker_count
 from eval_pipeline.tables import CASES, StageFile, StageWriter, batch_turns
 
 # Cases whose turns are counted together while the cases stage cuts its batches.
@@ -197,6 +199,7 @@ def _write_from_workers(
             pieces = _checked_pieces(done, FirstUses(paths), found)
             for tables, _ in each_without_collector(_batches(pieces, budget)):
                 writer.write_table(pa.concat_tables(tables) if tables else CASES.empty_table())
+    close_workers()
     return [problem for problems in found for problem in sorted(problems, key=lambda p: p.line)]
 
 

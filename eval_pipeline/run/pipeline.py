@@ -43,7 +43,7 @@ from eval_pipeline.metrics import (
 from eval_pipeline.predicates.telemetry import without_telemetry
 from eval_pipeline.run.cases_stage import case_paths, write_cases
 from eval_pipeline.run.drive import Books, Sending, answered_at_once, drive
-from eval_pipeline.run.workers import in_order, worker_count
+from eval_pipeline.run.workers import close_workers, in_order, worker_count
 from eval_pipeline.runtimes.base import ChatRuntime
 from eval_pipeline.runtimes.unsupplied import kind_telemetry, unsupplied_predicates
 from eval_pipeline.tables import (
@@ -509,9 +509,12 @@ def measure(
     case_predicates: StageFile,
 ) -> list[MetricValue]:
     """Stage 5 over stage files: each batch measured, the batches added up, the samples pooled;
-    then the usage metrics, over the usage columns of every turn (a percentile does not add up)."""
+    then the usage metrics, over the usage columns of every turn (a percentile does not add up).
+    The last stage the worker processes work on: they are stopped once the batches are measured
+    (:mod:`eval_pipeline.run.workers`)."""
     inputs = [cases, transcripts, turn_predicates, case_predicates]
     batches = list(_by_batch(partial(_measured_batch, spec, inputs), aligned_count(*inputs)))
+    close_workers()
     usage = usage_metrics(transcripts.read(list(USAGE_COLUMNS)))
     kind = lane_kind(spec)
     # A framework runner's own numbers come whole from its report, not from rows.

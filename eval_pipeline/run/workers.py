@@ -1,10 +1,13 @@
 """Worker processes that take a big stage's work side by side.
 
 One pool per process, started when a stage first has enough work for it and kept for the
-next: a CLI run validates its case file, then scores every stage of its lanes, with the same
-workers, so each is started (and imports what it runs) once. The pool is closed when the
-process exits. ``EVAL_PIPELINE_WORKERS`` says how many (default: the CPUs this process may
-use; ``1``: every stage works in its own process).
+next stage of the same run: a run's driving and scoring stages share their workers, so each is
+started (and imports what it runs) once for them. A worker keeps memory from the calls it made
+(the heap does not shrink back to its imports), so the pool is closed where a run's work for it
+ends: after the cases stage validated a big file side by side, and after the last scoring stage
+(:func:`eval_pipeline.run.pipeline.measure`), and when the process exits. What comes after
+(the history, the report) is not done beside idle workers. ``EVAL_PIPELINE_WORKERS`` says how
+many (default: the CPUs this process may use; ``1``: every stage works in its own process).
 
 Workers are spawned, not forked: this process may hold Dagster's threads and locks. A
 daemonic process (itself a worker of some pool) may not start any, so it works alone.
@@ -51,7 +54,8 @@ def _worker_pool(workers: int) -> ProcessPoolExecutor:
 
 @atexit.register
 def close_workers() -> None:
-    """Stop this process's workers, if it started any (a later stage starts them again)."""
+    """Stop this process's workers, if it started any (a later stage starts them again): where
+    a run's work for them ends (see the module), and when the process exits."""
     global _pool
     if _pool is not None:
         _pool.shutdown(cancel_futures=True)
