@@ -43,7 +43,7 @@ from eval_pipeline.dagster_wiring.runtime_targets import runtime_pool_slot, tran
 from eval_pipeline.dagster_wiring.tags import DATE_TAG, VERDICT_TAG
 from eval_pipeline.history import append_run, commit_run, find_regressions, lane_chart_markdown
 from eval_pipeline.history.store import is_committed
-from eval_pipeline.history.views import connect, refresh
+from eval_pipeline.history.views import connect
 from eval_pipeline.lanes import LaneSpec, lane_kind
 from eval_pipeline.metrics import FLAKY_READS, MetricValue, flaky_within_run, samples_in
 from eval_pipeline.outcome import FAILING_READS, FirstFailing, RunOutcome, failing_cases, judge_run, rounded
@@ -576,35 +576,34 @@ def _history_asset(lane: _Lane) -> dg.AssetsDefinition:
         row = metrics.iloc[0]
         series = Series.from_row(row)
         root = history.resolved_root()
-        # One connection for the regression (before this run is committed) and the trend (after),
-        # over this lane's files only.
-        with connect(root, lane=spec.name) as con:
-            findings = find_regressions(
-                con,
-                series=series,
-                metrics=metrics,
-                case_predicates=case_predicates,
-                metric_rows=lane_kind(spec).metric_rows,
-                turn_verdicts=turn_predicates,
-                transcripts=transcripts,
-                alpha=spec.regression_alpha,
-            )
-            stored = _history_tables(
-                metrics, case_predicates, turn_predicates, transcripts if history.keep_transcripts else None
-            )
-            judged = RunOutcome.from_json(metrics.attrs[OUTCOME_ATTR])
-            regression = regression_outcome(findings, void=judged.void)
-            outcome = judged.with_check(regression)
-            outcome_json = outcome.to_json()
-            target = lane_target(spec, runtime, series.runtime)
-            manifest = _manifest(target, context.run.job_name, outcome_json)
-            _commit_to_history(root, spec.name, row, series, stored, manifest)
-            # Committed: nothing of the series is left to resume. Removed at once, and a journal
-            # a kill left behind here is refused by --resume (its run id is committed).
-            remove_journals(
-                runtime.settings.journal_root(context.instance), spec.name, series.case_set, series.runtime
-            )
-            refresh(con, root, tables=("metrics",), lane=spec.name)  # the trend shows this run too
+        # The regression reads the previous run's files (before this run is committed), the trend
+        # every metrics file of the lane (after).
+        findings = find_regressions(
+            root,
+            series=series,
+            metrics=metrics,
+            case_predicates=case_predicates,
+            metric_rows=lane_kind(spec).metric_rows,
+            turn_verdicts=turn_predicates,
+            transcripts=transcripts,
+            alpha=spec.regression_alpha,
+        )
+        stored = _history_tables(
+            metrics, case_predicates, turn_predicates, transcripts if history.keep_transcripts else None
+        )
+        judged = RunOutcome.from_json(metrics.attrs[OUTCOME_ATTR])
+        regression = regression_outcome(findings, void=judged.void)
+        outcome = judged.with_check(regression)
+        outcome_json = outcome.to_json()
+        target = lane_target(spec, runtime, series.runtime)
+        manifest = _manifest(target, context.run.job_name, outcome_json)
+        _commit_to_history(root, spec.name, row, series, stored, manifest)
+        # Committed: nothing of the series is left to resume. Removed at once, and a journal
+        # a kill left behind here is refused by --resume (its run id is committed).
+        remove_journals(
+            runtime.settings.journal_root(context.instance), spec.name, series.case_set, series.runtime
+        )
+        with connect(root, lane=spec.name, tables=("metrics",)) as con:  # this run too
             trend = lane_chart_markdown(con, spec.name)
         # The Runs page tells a measured failure (verdict fail, run succeeded) from a broken run.
         context.instance.add_run_tags(context.run_id, {VERDICT_TAG: outcome.verdict})

@@ -53,7 +53,7 @@ from eval_pipeline.history.pairs import (
 )
 from eval_pipeline.history.runs import RUN_MATCH, RunRef, is_missing, ref_from_row
 from eval_pipeline.history.verdicts import RUN_KEYS, flipped, side_by_side
-from eval_pipeline.history.views import connect
+from eval_pipeline.history.views import connect, scope_to_run
 from eval_pipeline.lanes.metric_rows import MetricRows, higher_is_better, is_pinned, rows_of_metric
 from eval_pipeline.metrics import ALPHA, bootstrap_deltas, bootstrap_worse_p_value, mcnemar_one_sided
 from eval_pipeline.tables import StageFile
@@ -123,7 +123,9 @@ def find_regressions(
     table is a frame or the run's stage file, which DuckDB reads where it lies (a run's case
     predicates are never loaded whole, and not read at all for a series' first run).
 
-    ``history`` is the history root, or an open connection to it (:func:`connect`).
+    ``history`` is the history root, or an open connection to it (:func:`connect`). Given the
+    root, the connection it opens reads the previous run's files only (:func:`scope_to_run`),
+    not every file of the lane.
     The previous run is the latest committed run of the series other than the current run (the
     ``run_id`` column of ``metrics``, if any) that started before it (when ``metrics`` has
     ``started_at``). With no previous run every finding says so.
@@ -131,10 +133,16 @@ def find_regressions(
     stored_run_id = _single(metrics, "run_id")
     run_id = None if stored_run_id is None else str(stored_run_id)
     current = RunRef(run_id or "current", series)
-    with connect(history) if isinstance(history, str) else nullcontext(history) as con:
+    with (
+        connect(history, lane=series.lane, tables=())
+        if isinstance(history, str)
+        else nullcontext(history) as con
+    ):
         previous = _previous_run(con, series, run_id, _single(metrics, "started_at"))
         if previous is None:
             return [_first_run(row) for _, row in metrics.iterrows()]
+        if isinstance(history, str):
+            scope_to_run(con, history, previous)
         before = {
             str(row["metric"]): row
             for _, row in con.execute(

@@ -222,6 +222,18 @@ def compacted_runs(root: str, table: str, lane: str, month: str) -> frozenset[st
     return frozenset(json.loads(metadata.get(COMPACTED_RUNS_KEY, b"[]")))
 
 
+def run_files(root: str, table: str, lane: str, date: str, run_id: str) -> list[str]:
+    """The files holding one run's rows of ``table``: its own file, and the month's compacted
+    file when that holds the run (both only while a compaction is between its two steps); none
+    when the table does not hold the run (see :func:`is_stored`)."""
+    own = run_file(root, table, lane, date, run_id)
+    fs, path = fsspec.core.url_to_fs(own)
+    files = [own] if fs.exists(path) else []
+    if run_key(date, run_id) in compacted_runs(root, table, lane, date[:7]):
+        files.append(compacted_file(root, table, lane, date[:7]))
+    return files
+
+
 def table_glob(root: str, table: str, lane: str | None = None) -> str:
     """The glob DuckDB's ``read_parquet`` takes for one history table (one lane's files only,
     given ``lane``)."""

@@ -26,27 +26,36 @@ so never reads the ``metrics`` files.
 
 from __future__ import annotations
 
+import os
 import re
+import threading
 
 import duckdb
 import fsspec
 import pyarrow as pa
 
 from eval_pipeline.core import SERIES_SQL
-from eval_pipeline.history.store import DATA_TABLES, HISTORY_TABLES, MANIFESTS, table_glob
+from eval_pipeline.history.runs import RunRef
+from eval_pipeline.history.store import DATA_TABLES, HISTORY_TABLES, MANIFESTS, run_files, table_glob
 from eval_pipeline.metrics import verdict_sql
 from eval_pipeline.tables import SCHEMAS
 
 COMPACTED_DATE_COLUMN = "run_date"
 
+# A data table's view: its rows of committed runs only.
+_DATA_VIEW = (
+    "CREATE OR REPLACE TEMP VIEW {table} AS SELECT t.* FROM ({source}) t "
+    f"SEMI JOIN {MANIFESTS} m ON t.run_id = m.run_id AND t.lane = m.lane"
+)
+
 _RUN_ORDER_VIEW = f"""
-CREATE OR REPLACE VIEW run_order AS
+CREATE OR REPLACE TEMP VIEW run_order AS
 SELECT m.*, row_number() OVER (PARTITION BY {SERIES_SQL} ORDER BY m.started_at, m.date, m.run_id) AS seq
 FROM {MANIFESTS} m
 """
 
 _RUNS_VIEW = f"""
-CREATE OR REPLACE VIEW runs AS
+CREATE OR REPLACE TEMP VIEW runs AS
 SELECT m.run_id, m.lane, m.split, m.runtime, m.case_set, m.runtime_spec, m.runtime_options, m.date,
        m.partition_date, m.started_at, m.cases_sha256, m.pipeline_version,
        coalesce(c.metrics, 0) AS metrics,
@@ -70,27 +79,57 @@ LEFT JOIN (
 
 
 def connect(
-    root: str, filesystem: fsspec.AbstractFileSystem | None = None, *, lane: str | None = None
+    root: str,
+    filesystem: fsspec.AbstractFileSystem | None = None,
+    *,
+    lane: str | None = None,
+    tables: tuple[str, ...] = DATA_TABLES,
 ) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with the history views over ``root`` (folder or fsspec URL).
 
     ``filesystem``, when given, is the filesystem ``root`` is a URL of (registered with DuckDB);
     otherwise it is the one fsspec finds for ``root``. ``lane``, when given, scopes every view
     to that lane's runs: only its files are listed and read, whatever the other lanes hold.
+    ``tables``: the data tables whose views read their files now (the others are empty until
+    :func:`refresh` or :func:`scope_to_run` makes them).
 
     ``run_manifests`` is read once, when connecting, into a temporary table: the connection
     sees the runs committed at that moment, and a run committing while it queries never
     shows up half-way. (It also keeps every query from reading each manifest file again.)
+
+    A local ``root``'s connection is a cursor of one in-memory database per process, its views
+    and tables temporary (its own): opening a database costs more than a lane's questions.
     """
-    con = duckdb.connect()
-    con.execute("SET TimeZone = 'UTC'")  # timestamps print the same on every machine
     fs = filesystem if filesystem is not None else fsspec.core.url_to_fs(root)[0]
-    if "file" not in _protocols(fs):
+    if filesystem is None and "file" in _protocols(fs):
+        con = _local_database().cursor()
+    else:  # a filesystem of its own (and its settings, such as history --sql's) needs its own database
+        con = duckdb.connect()
         con.register_filesystem(fs)
+    con.execute("SET TimeZone = 'UTC'")  # timestamps print the same on every machine
     for table in HISTORY_TABLES:
         con.register(f"_stub_{table}", _stub(table))
-    refresh(con, root, lane=lane)
+    for table in DATA_TABLES:
+        con.execute(f"CREATE TEMP VIEW {table} AS {_empty_source(table)}")
+    refresh(con, root, tables, lane=lane)
     return con
+
+
+_DATABASE: list[duckdb.DuckDBPyConnection] = []  # this process's in-memory database, once opened
+_DATABASE_LOCK = threading.Lock()
+
+
+def _local_database() -> duckdb.DuckDBPyConnection:
+    """This process's in-memory database (opened on first use), whose cursors :func:`connect`
+    hands out."""
+    with _DATABASE_LOCK:
+        if not _DATABASE:
+            _DATABASE.append(duckdb.connect())
+        return _DATABASE[0]
+
+
+# A forked child must not use its parent's database (its threads did not come along).
+os.register_at_fork(after_in_child=_DATABASE.clear)
 
 
 def refresh(
@@ -110,29 +149,49 @@ def refresh(
         con, f"CREATE OR REPLACE TEMP TABLE {MANIFESTS} AS SELECT * FROM ({{source}})", root, MANIFESTS, lane
     )
     for table in tables:
-        _create(
-            con,
-            f"CREATE OR REPLACE VIEW {table} AS SELECT t.* FROM ({{source}}) t "
-            f"SEMI JOIN {MANIFESTS} m ON t.run_id = m.run_id AND t.lane = m.lane",
-            root,
-            table,
-            lane,
-        )
+        _create(con, _DATA_VIEW.format(table=table, source="{source}"), root, table, lane)
     con.execute(_RUN_ORDER_VIEW)
     con.execute(_RUNS_VIEW)
+
+
+def scope_to_run(con: duckdb.DuckDBPyConnection, root: str, ref: RunRef) -> None:
+    """Make the data views of a connection of :func:`connect` read one committed run's files
+    only (``ref``: a lane run with its date, as the ``runs`` view gives it; a compacted month's
+    file holds the month's other runs too, so a question selects the run's rows): what a
+    question about that run alone reads, without opening every file of its lane. The manifests, and so
+    ``run_order``, are left as they were (``runs`` then counts that run's metrics only);
+    :func:`refresh` makes the views whole again."""
+    if ref.date is None:
+        raise ValueError(f"run {ref.run_id}: its date says where its files are; it has none")
+    day = ref.date.isoformat()
+    for table in DATA_TABLES:
+        files = run_files(root, table, ref.series.lane, day, ref.run_id)
+        source = _files_source(table, files) if files else _empty_source(table)
+        con.execute(_DATA_VIEW.format(table=table, source=source))
 
 
 def files_sql(root: str, table: str, lane: str | None = None) -> str:
     """The SELECT over every stored file of one table (of one lane, given ``lane``), committed
     or not (the views' source)."""
-    glob = table_glob(root, table, lane).replace("'", "''")
+    return _files_source(table, [table_glob(root, table, lane)])
+
+
+def _files_source(table: str, files: list[str]) -> str:
+    """The SELECT over ``files`` (paths or globs) of one table, in the contract's columns and
+    ``date``."""
+    listed = ", ".join("'" + path.replace("'", "''") + "'" for path in files)
     columns = ", ".join(f'"{name}"' for name in SCHEMAS[table].names)
     return (
         f"SELECT {columns}, CAST(coalesce({COMPACTED_DATE_COLUMN}, date) AS DATE) AS date FROM ("
         f"SELECT * FROM _stub_{table} UNION ALL BY NAME "
-        f"SELECT * FROM read_parquet('{glob}', hive_partitioning = true, union_by_name = true, "
+        f"SELECT * FROM read_parquet([{listed}], hive_partitioning = true, union_by_name = true, "
         f"hive_types = {{'date': 'VARCHAR'}}))"
     )
+
+
+def _empty_source(table: str) -> str:
+    """The SELECT of no rows, in the columns of :func:`files_sql`."""
+    return f"SELECT * EXCLUDE ({COMPACTED_DATE_COLUMN}, date), CAST(date AS DATE) AS date FROM _stub_{table}"
 
 
 def _create(con: duckdb.DuckDBPyConnection, statement: str, root: str, table: str, lane: str | None) -> None:
@@ -141,10 +200,7 @@ def _create(con: duckdb.DuckDBPyConnection, statement: str, root: str, table: st
     try:
         con.execute(statement.format(source=files_sql(root, table, lane)))
     except duckdb.IOException:  # no files yet: empty, with the contract's columns
-        empty = (
-            f"SELECT * EXCLUDE ({COMPACTED_DATE_COLUMN}, date), CAST(date AS DATE) AS date FROM _stub_{table}"
-        )
-        con.execute(statement.format(source=empty))
+        con.execute(statement.format(source=_empty_source(table)))
 
 
 def _stub(table: str) -> pa.Table:

@@ -11,8 +11,9 @@ from eval_pipeline.cli import app
 from eval_pipeline.history.compact import compact
 from eval_pipeline.history.diff import diff_pairs, pairs_to_diff
 from eval_pipeline.history.flaky import case_flip_rates, rate_intervals
+from eval_pipeline.history.runs import ref_from_row
 from eval_pipeline.history.store import compacted_runs, is_committed
-from eval_pipeline.history.views import connect
+from eval_pipeline.history.views import connect, scope_to_run
 from eval_pipeline.run.pipeline import LaneRun
 
 from .conftest import CANDIDATE_RUNS, LANE, METRICS_PER_RUN, REFERENCE_RUNS, record_run
@@ -111,3 +112,43 @@ def test_a_committed_run_is_known_by_its_id_before_and_after_compaction(history:
     assert [f for f in parquet_files(history) if f.startswith("run_manifests/") and "run-c2" in f] == []
     assert is_committed(history, LANE, "run-c2")  # inside the month's compacted file
     assert not is_committed(history, LANE, "run-c9") and not is_committed(history, LANE, "../run-c2")
+
+
+def test_views_scoped_to_a_run_hold_exactly_its_rows_from_its_own_file_or_the_compacted_month(
+    history: str,
+) -> None:
+    # The regression step reads the previous run's files only (views.scope_to_run): whether the
+    # run sits in its own file or in a compacted month (which holds the month's other runs too),
+    # the views must hold all of its rows, as the lane-wide views do; its own file, nothing else.
+    tables = ("metrics", "case_predicates", "turn_verdicts", "transcripts")
+
+    def rows_of(run_id: str) -> dict[str, tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]]:
+        with connect(history) as whole, connect(history, lane=LANE, tables=()) as scoped:
+            (row,) = whole.execute("SELECT * FROM runs WHERE run_id = ?", [run_id]).df().to_dict("records")
+            scope_to_run(scoped, history, ref_from_row(row))
+            return {
+                table: (
+                    whole.execute(f"SELECT * FROM {table} WHERE run_id = ? ORDER BY ALL", [run_id]).df(),
+                    scoped.execute(f"SELECT * FROM {table} WHERE run_id = ? ORDER BY ALL", [run_id]).df(),
+                    scoped.execute(f"SELECT DISTINCT run_id FROM {table}").df(),
+                )
+                for table in tables
+            }
+
+    march = [s for s in (*CANDIDATE_RUNS, *REFERENCE_RUNS) if s.date.startswith("2024-03")]
+    for compacted in (False, True):
+        if compacted:
+            compact(history, "2024-03")
+            assert "metrics/lane=deterministic_fluency/date=2024-03/compacted.parquet" in parquet_files(
+                history
+            )
+        for run_id in ("run-c2", "run-c4"):  # March (compacted the second time) and April (never)
+            for table, (whole, scoped, runs_read) in rows_of(run_id).items():
+                assert len(whole) > 0 or table == "turn_verdicts", (table, run_id)
+                pd.testing.assert_frame_equal(
+                    scoped, whole, obj=f"{table} of {run_id}, compacted={compacted}"
+                )
+                in_own_file = not compacted or run_id == "run-c4"
+                assert set(runs_read["run_id"]) <= ({run_id} if in_own_file else {s.run_id for s in march}), (
+                    table
+                )
