@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import os
 import re
-import threading
+from functools import cache
 
 import duckdb
 import fsspec
@@ -115,21 +115,15 @@ def connect(
     return con
 
 
-_DATABASE: list[duckdb.DuckDBPyConnection] = []  # this process's in-memory database, once opened
-_DATABASE_LOCK = threading.Lock()
-
-
+@cache
 def _local_database() -> duckdb.DuckDBPyConnection:
     """This process's in-memory database (opened on first use), whose cursors :func:`connect`
     hands out."""
-    with _DATABASE_LOCK:
-        if not _DATABASE:
-            _DATABASE.append(duckdb.connect())
-        return _DATABASE[0]
+    return duckdb.connect()
 
 
 # A forked child must not use its parent's database (its threads did not come along).
-os.register_at_fork(after_in_child=_DATABASE.clear)
+os.register_at_fork(after_in_child=_local_database.cache_clear)
 
 
 def refresh(
@@ -158,9 +152,9 @@ def scope_to_run(con: duckdb.DuckDBPyConnection, root: str, ref: RunRef) -> None
     """Make the data views of a connection of :func:`connect` read one committed run's files
     only (``ref``: a lane run with its date, as the ``runs`` view gives it; a compacted month's
     file holds the month's other runs too, so a question selects the run's rows): what a
-    question about that run alone reads, without opening every file of its lane. The manifests, and so
-    ``run_order``, are left as they were (``runs`` then counts that run's metrics only);
-    :func:`refresh` makes the views whole again."""
+    question about that run alone reads, without opening every file of its lane. The
+    manifests, and so ``run_order``, are left as they were (``runs`` then counts that run's
+    metrics only); :func:`refresh` makes the views whole again."""
     if ref.date is None:
         raise ValueError(f"run {ref.run_id}: its date says where its files are; it has none")
     day = ref.date.isoformat()
