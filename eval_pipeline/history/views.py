@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import os
 import re
-from functools import cache
 
 import duckdb
 import fsspec
@@ -115,15 +114,20 @@ def connect(
     return con
 
 
-@cache
+# Each process's in-memory database, by process id. A forked child opens its own and leaves its
+# parent's alone: the parent's threads did not come along, and closing it (or letting it go)
+# would wait on them; nothing may run at the fork either (a child about to exec runs no Python).
+_DATABASES: dict[int, duckdb.DuckDBPyConnection] = {}
+
+
 def _local_database() -> duckdb.DuckDBPyConnection:
     """This process's in-memory database (opened on first use), whose cursors :func:`connect`
     hands out."""
-    return duckdb.connect()
-
-
-# A forked child must not use its parent's database (its threads did not come along).
-os.register_at_fork(after_in_child=_local_database.cache_clear)
+    pid = os.getpid()
+    database = _DATABASES.get(pid)
+    if database is None:
+        database = _DATABASES.setdefault(pid, duckdb.connect())
+    return database
 
 
 def refresh(

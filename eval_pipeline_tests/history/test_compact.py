@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -152,3 +155,32 @@ def test_views_scoped_to_a_run_hold_exactly_its_rows_from_its_own_file_or_the_co
                 assert set(runs_read["run_id"]) <= ({run_id} if in_own_file else {s.run_id for s in march}), (
                     table
                 )
+
+
+def test_a_process_that_used_history_forks_children_that_work(history: str) -> None:
+    # Connections share one in-memory database per process (views.connect): a child forked
+    # to run a command (subprocess with a preexec_fn forks, runs Python, then execs) and a
+    # forked child that queries history itself must both work, and neither may touch the
+    # parent's database (a crash there killed the forked child before its exec).
+    with connect(history) as con:
+        expected = con.execute("SELECT count(*) FROM runs").fetchone()
+    child = subprocess.run(
+        [sys.executable, "-c", "print('exec')"], preexec_fn=lambda: None, capture_output=True
+    )
+    assert (child.returncode, child.stdout.strip()) == (0, b"exec")
+    reader, writer = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the forked child: its own database, the same answer
+        os.close(reader)
+        try:
+            with connect(history) as con:
+                os.write(writer, repr(con.execute("SELECT count(*) FROM runs").fetchone()).encode())
+        finally:
+            os._exit(0)
+    os.close(writer)
+    with os.fdopen(reader) as answer:
+        said = answer.read()
+    _, status = os.waitpid(pid, 0)
+    assert (os.waitstatus_to_exitcode(status), said) == (0, repr(expected))
+    with connect(history) as con:  # and the parent's database still answers
+        assert con.execute("SELECT count(*) FROM runs").fetchone() == expected
