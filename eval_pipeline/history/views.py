@@ -100,11 +100,13 @@ def connect(
     and tables temporary (its own): opening a database costs more than a lane's questions.
     """
     fs = filesystem if filesystem is not None else fsspec.core.url_to_fs(root)[0]
-    if filesystem is None and "file" in _protocols(fs):
+    local = "file" in _protocols(fs)
+    if filesystem is None and local:
         con = _local_database().cursor()
     else:  # a filesystem of its own (and its settings, such as history --sql's) needs its own database
         con = duckdb.connect()
-        con.register_filesystem(fs)
+        if not local:
+            con.register_filesystem(fs)
     con.execute("SET TimeZone = 'UTC'")  # timestamps print the same on every machine
     for table in HISTORY_TABLES:
         con.register(f"_stub_{table}", _stub(table))
